@@ -1,0 +1,15 @@
+package io.statesnap
+
+/**
+ * Every error statesnap raises, in Spark's style: `[ERROR_CLASS] message`. Raised before any state byte is
+ * rewritten, so the checkpoint stays readable by the application version that wrote it.
+ */
+final class StatesnapException(val errorClass: String, message: String, cause: Throwable = null)
+  extends IllegalStateException(s"[$errorClass] $message", cause)
+
+object StatesnapException {
+  val IncompatibleStateSchema = "STATESNAP_INCOMPATIBLE_STATE_SCHEMA"
+  val UnreadableSnapshot = "STATESNAP_UNREADABLE_SNAPSHOT"
+  val MissingSnapshot = "STATESNAP_MISSING_SNAPSHOT"
+  val UnsupportedConfiguration = "STATESNAP_UNSUPPORTED_CONFIGURATION"
+}

@@ -1,0 +1,85 @@
+package io.statesnap.provider
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Spark's RocksDB store, with every user state's schema resolved against its snapshot on first access.
+ * All reads and writes go straight to the inner store: statesnap costs nothing once a state is resolved.
+ */
+private[provider] final class StatesnapStateStore(val inner: StateStore, provider: StatesnapStateStoreProvider)
+  extends StateStore {
+
+  private val counters = new MigrationCounters
+  private lazy val catalog = new SnapshotCatalog(inner)
+  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider.describeState)
+  /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
+  @volatile private var resolved = Map.empty[String, (StructType, StructType)]
+
+  override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit = {
+    inner.createColFamilyIfAbsent(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec,
+      useMultipleValuesPerKey, isInternal)
+    // Spark's internal families (TTL indexes, timers) follow from the user's states and are never migrated.
+    if (!isInternal && !provider.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
+      resolver.resolve(colFamilyName, keySchema, valueSchema, useMultipleValuesPerKey)
+      resolved += colFamilyName -> (keySchema, valueSchema)
+    }
+  }
+
+  override def removeColFamilyIfExists(colFamilyName: String): Boolean = synchronized {
+    val removed = inner.removeColFamilyIfExists(colFamilyName)
+    catalog.remove(colFamilyName)
+    provider.forget(colFamilyName)
+    resolved -= colFamilyName
+    removed
+  }
+
+  override def commit(): Long = {
+    val committed = inner.commit()
+    provider.remember(resolved, committed)
+    committed
+  }
+
+  override def metrics: StateStoreMetrics = {
+    val m = inner.metrics
+    m.copy(customMetrics = m.customMetrics ++ counters.asMetrics)
+  }
+
+  override def id: StateStoreId = inner.id
+  override def version: Long = inner.version
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = inner.get(key, colFamilyName)
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
+    inner.valuesIterator(key, colFamilyName)
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    inner.prefixScan(prefixKey, colFamilyName)
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = inner.iterator(colFamilyName)
+  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
+    inner.put(key, value, colFamilyName)
+  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
+    inner.putList(key, values, colFamilyName)
+  override def remove(key: UnsafeRow, colFamilyName: String): Unit = inner.remove(key, colFamilyName)
+  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
+    inner.merge(key, value, colFamilyName)
+  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
+    inner.mergeList(key, values, colFamilyName)
+  override def abort(): Unit = inner.abort()
+  override def release(): Unit = inner.release()
+  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = inner.getStateStoreCheckpointInfo()
+  override def hasCommitted: Boolean = inner.hasCommitted
+}
+
+/** A read-only view handed out by `getReadStore`; unwrapped again when Spark upgrades it to a write store. */
+private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore) extends ReadStateStore {
+  override def id: StateStoreId = inner.id
+  override def version: Long = inner.version
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = inner.get(key, colFamilyName)
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
+    inner.valuesIterator(key, colFamilyName)
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    inner.prefixScan(prefixKey, colFamilyName)
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = inner.iterator(colFamilyName)
+  override def abort(): Unit = inner.abort()
+  override def release(): Unit = inner.release()
+}

@@ -1,0 +1,85 @@
+package io.statesnap.provider
+
+import java.util.concurrent.ConcurrentHashMap
+
+import io.statesnap.StatesnapException
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/**
+ * A state store provider that delegates every byte to Spark's own RocksDB provider and keeps a serializer
+ * snapshot of every transformWithState variable beside its bytes, in the same store version. When a restarted
+ * query declares a state with a different schema, the recorded snapshot resolves compatibility against it and,
+ * where needed, every entry is migrated in that batch's own commit, before the state is read.
+ *
+ * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
+ * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
+ */
+class StatesnapStateStoreProvider extends StateStoreProvider {
+  // Cheap: Spark's provider allocates nothing before init. The driver also builds an un-initialized instance
+  // just to ask for supportedCustomMetrics.
+  private val inner: StateStoreProvider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
+  /** States whose snapshot matches their schema in every version from the recorded one on (this query run). */
+  private val known = new ConcurrentHashMap[String, (StructType, StructType, Long)]
+
+  override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
+      hadoopConf: Configuration, useMultipleValuesPerKey: Boolean,
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+    val encoding = storeConfs.stateStoreEncodingFormat
+    if (encoding != "unsaferow") {
+      throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"statesnap migrates state " +
+        s"encoded as UnsafeRow, but operator ${stateStoreId.operatorId} uses encodingFormat=$encoding. Set " +
+        "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
+        "keeps the encoding it was created with).")
+    }
+    inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
+      hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
+  }
+
+  override def stateStoreId: StateStoreId = inner.stateStoreId
+  override def close(): Unit = inner.close()
+  override def doMaintenance(): Unit = inner.doMaintenance()
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] =
+    inner.supportedCustomMetrics ++ StatesnapMetrics.all
+  override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
+
+  override def getStore(version: Long, uniqueId: Option[String]): StateStore =
+    new StatesnapStateStore(inner.getStore(version, uniqueId), this)
+
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    new StatesnapReadStateStore(inner.getReadStore(version, uniqueId))
+
+  // Spark's RocksDB provider asserts that it gets its own store back here, and the default implementation would
+  // call getStore again and block on the instance lock: unwrap and delegate.
+  override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long,
+      uniqueId: Option[String]): StateStore = {
+    val unwrapped = readStore match {
+      case ours: StatesnapReadStateStore => ours.inner
+      case other => other
+    }
+    new StatesnapStateStore(inner.upgradeReadStoreToWriteStore(unwrapped, version, uniqueId), this)
+  }
+
+  /** How errors and logs name a state: enough to find it in the checkpoint. */
+  private[provider] def describeState(stateName: String): String = {
+    val id = stateStoreId
+    s"state '$stateName' (operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', " +
+      s"checkpoint ${id.checkpointRootLocation})"
+  }
+
+  private[provider] def isKnown(state: String, keySchema: StructType, valueSchema: StructType,
+      version: Long): Boolean =
+    Option(known.get(state)).exists { case (k, v, since) => k == keySchema && v == valueSchema && version >= since }
+
+  private[provider] def remember(resolved: Map[String, (StructType, StructType)], committedVersion: Long): Unit =
+    resolved.foreach { case (state, (k, v)) => known.put(state, (k, v, committedVersion)) }
+
+  private[provider] def forget(state: String): Unit = known.remove(state)
+}
+
+object StatesnapStateStoreProvider {
+  /** Spark's RocksDB provider is `private[sql]`: reached by name through Spark's own factory. */
+  val InnerProviderClass = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+}

@@ -1,0 +1,109 @@
+package io.statesnap.snapshot
+
+import java.io._
+import java.util.zip.CRC32
+
+/**
+ * The persisted form of a [[StateSerializerSnapshot]] (documented in docs/snapshot-format.md):
+ * {{{
+ *   "SSNP" | format version: int | snapshot class name: writeUTF | snapshot version: int
+ *          | payload length: int | payload | CRC32 of everything before: int
+ * }}}
+ * No Java serialization: a snapshot is restored by instantiating its class through its public no-argument
+ * constructor and handing it the payload with the version it was written with (as Flink does).
+ */
+object SnapshotFormat {
+  val Magic: Array[Byte] = "SSNP".getBytes("US-ASCII")
+  val FormatVersion = 1
+
+  def write(snapshot: StateSerializerSnapshot): Array[Byte] = {
+    val payload = Checksummed.bytesOf(snapshot.writeSnapshot)
+    Checksummed.write(Magic, FormatVersion) { out =>
+      out.writeUTF(snapshot.getClass.getName)
+      out.writeInt(snapshot.currentVersion)
+      out.writeInt(payload.length)
+      out.write(payload)
+    }
+  }
+
+  /** Restores a snapshot, or throws [[SnapshotFormatException]] saying exactly what is wrong with the bytes. */
+  def read(bytes: Array[Byte], classLoader: ClassLoader = defaultClassLoader): StateSerializerSnapshot =
+    Checksummed.read(bytes, Magic, FormatVersion, "serializer snapshot") { in =>
+      val className = in.readUTF()
+      val version = in.readInt()
+      val payload = new Array[Byte](in.readInt())
+      in.readFully(payload)
+      val snapshot = instantiate(className, classLoader)
+      if (version > snapshot.currentVersion) {
+        throw new SnapshotFormatException(s"the snapshot was written by a newer statesnap: $className version " +
+          s"$version, but this code reads versions up to ${snapshot.currentVersion}. Upgrade statesnap on the " +
+          "cluster (or restart the application version that wrote it)")
+      }
+      snapshot.readSnapshot(version, new DataInputStream(new ByteArrayInputStream(payload)))
+      snapshot
+    }
+
+  private def defaultClassLoader: ClassLoader =
+    Option(Thread.currentThread().getContextClassLoader).getOrElse(getClass.getClassLoader)
+
+  private def instantiate(className: String, classLoader: ClassLoader): StateSerializerSnapshot = {
+    val cls = try Class.forName(className, true, classLoader) catch {
+      case e: ClassNotFoundException => throw new SnapshotFormatException(s"snapshot class $className is not on " +
+        "the classpath. Add the jar that defines it to spark.jars (it wrote this state)", e)
+    }
+    if (!classOf[StateSerializerSnapshot].isAssignableFrom(cls)) {
+      throw new SnapshotFormatException(s"$className is not a ${classOf[StateSerializerSnapshot].getName}")
+    }
+    val constructor = try cls.getConstructor() catch {
+      case e: NoSuchMethodException => throw new SnapshotFormatException(s"snapshot class $className has no public " +
+        "no-argument constructor, which statesnap needs to restore it. Add one", e)
+    }
+    constructor.newInstance().asInstanceOf[StateSerializerSnapshot]
+  }
+}
+
+/** The bytes of a snapshot cannot be restored; the message says why and what to do. */
+final class SnapshotFormatException(message: String, cause: Throwable = null) extends IOException(message, cause)
+
+/** Framing shared by every statesnap record: magic, format version, body, CRC32 of all that. */
+private[statesnap] object Checksummed {
+  def bytesOf(body: DataOutputStream => Unit): Array[Byte] = {
+    val buffer = new ByteArrayOutputStream()
+    val out = new DataOutputStream(buffer)
+    body(out)
+    out.flush()
+    buffer.toByteArray
+  }
+
+  def write(magic: Array[Byte], formatVersion: Int)(body: DataOutputStream => Unit): Array[Byte] = {
+    val framed = bytesOf { out => out.write(magic); out.writeInt(formatVersion); body(out) }
+    framed ++ bytesOf(_.writeInt(crc(framed, framed.length)))
+  }
+
+  def read[T](bytes: Array[Byte], magic: Array[Byte], maxFormatVersion: Int, what: String)
+      (body: DataInputStream => T): T = {
+    if (bytes.length < magic.length + 8 || !bytes.take(magic.length).sameElements(magic)) {
+      throw new SnapshotFormatException(s"the $what is corrupt: it does not start with the statesnap magic bytes")
+    }
+    val bodyLength = bytes.length - 4
+    val stored = new DataInputStream(new ByteArrayInputStream(bytes, bodyLength, 4)).readInt()
+    if (stored != crc(bytes, bodyLength)) {
+      throw new SnapshotFormatException(s"the $what is corrupt: its checksum does not match its bytes")
+    }
+    val in = new DataInputStream(new ByteArrayInputStream(bytes, magic.length, bodyLength - magic.length))
+    val formatVersion = in.readInt()
+    if (formatVersion > maxFormatVersion) {
+      throw new SnapshotFormatException(s"the $what has format version $formatVersion, newer than the " +
+        s"$maxFormatVersion this statesnap reads. Upgrade statesnap on the cluster")
+    }
+    try body(in) catch {
+      case e: EOFException => throw new SnapshotFormatException(s"the $what is corrupt: it ends early", e)
+    }
+  }
+
+  private def crc(bytes: Array[Byte], length: Int): Int = {
+    val c = new CRC32()
+    c.update(bytes, 0, length)
+    c.getValue.toInt
+  }
+}

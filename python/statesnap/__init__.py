@@ -1,0 +1,18 @@
+"""statesnap: Flink-style serializer snapshots and eager state schema migration for Spark Structured Streaming.
+
+Typical use::
+
+    from pyspark.sql import SparkSession
+    import statesnap
+
+    spark = statesnap.configure(SparkSession.builder.appName("orders")).getOrCreate()
+
+Every state a transformWithState query keeps then carries a snapshot of the schema it was written with; when a
+restarted query declares a changed schema, statesnap migrates the state before the first batch reads it, or
+refuses with an error that names the state and field.
+"""
+from statesnap._config import PROVIDER_CLASS, configure, jar_path
+
+__version__ = "0.1.0"
+
+__all__ = ["PROVIDER_CLASS", "configure", "jar_path", "__version__"]
