@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import StructType
 
 INPUT_SCHEMA = "id string, value bigint, op string"
 OUTPUT_SCHEMA = "id string, seen string"
@@ -51,9 +51,17 @@ def write_input(source_dir: str, rows: list[tuple[str, int, str]]) -> None:
             f.write(json.dumps({"id": id_, "value": value, "op": op}) + "\n")
 
 
+@dataclass
+class RunResult:
+    seen: dict[str, list[Optional[list]]]
+    """What each id read from the state before each of its input rows, in order."""
+    migrated_entries: int
+    """statesnap's custom metric, summed over the run's batches and partitions (None under Spark's provider)."""
+
+
 def run_app(spark: SparkSession, source_dir: str, checkpoint: str, state_schema: str,
-            to_state: Callable[[int], tuple]) -> dict[str, list[Optional[list]]]:
-    """Runs the app over the input not yet processed (availableNow), and returns what each id saw, in order."""
+            to_state: Callable[[int], tuple] = lambda v: (v,)) -> RunResult:
+    """Runs the app over the input not yet processed (availableNow, so it stops by itself)."""
     collected: list = []
     df = spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
     query = (
@@ -76,4 +84,6 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, state_schema:
     seen: dict[str, list] = {}
     for row in collected:
         seen.setdefault(row.id, []).append(json.loads(row.seen))
-    return seen, query
+    migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries")
+                for p in query.recentProgress if p["stateOperators"]]
+    return RunResult(seen, None if None in migrated else sum(migrated))

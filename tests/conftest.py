@@ -1,0 +1,40 @@
+"""One real local Spark session for the whole run, configured the way a user would: statesnap.configure()."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Python workers of transformWithState unpickle the test apps: they need the same interpreter and path.
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT / "python"), str(ROOT / "tests")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+)
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+import statesnap  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark() -> SparkSession:
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("statesnap-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    session = statesnap.configure(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def app_dirs(tmp_path: Path) -> tuple[str, str]:
+    """(input directory, checkpoint directory) of one application's life across restarts."""
+    return str(tmp_path / "input"), str(tmp_path / "checkpoint")

@@ -1,0 +1,102 @@
+"""A transformWithState ValueState restarted across app versions with evolved schemas, on real Spark and RocksDB."""
+from __future__ import annotations
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from apps import run_app, write_input
+
+KEYS = ["a", "b", "c"]
+WIDEN_VALUES = {"a": -7, "b": 5, "c": 2147483647}
+STOCK_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def set_values(source: str, values: dict[str, int]) -> None:
+    write_input(source, [(k, v, "set") for k, v in values.items()])
+
+
+def read_all(source: str) -> None:
+    write_input(source, [(k, 0, "read") for k in KEYS])
+
+
+def test_unchanged_schema_rewrites_nothing(spark, app_dirs):
+    source, checkpoint = app_dirs
+    set_values(source, WIDEN_VALUES)
+    first = run_app(spark, source, checkpoint, "value1 int")
+    assert first.migrated_entries == 0
+    read_all(source)
+    restarted = run_app(spark, source, checkpoint, "value1 int")
+    assert restarted.seen == {k: [[v]] for k, v in WIDEN_VALUES.items()}
+    assert restarted.migrated_entries == 0
+
+
+def test_int_widened_to_long_reads_exactly_the_old_values(spark, app_dirs):
+    source, checkpoint = app_dirs
+    set_values(source, WIDEN_VALUES)
+    run_app(spark, source, checkpoint, "value1 int")
+    read_all(source)
+    v2 = run_app(spark, source, checkpoint, "value1 bigint")
+    # Spark alone (check off) would read -7 as 4294967295: see the control test below.
+    assert v2.seen == {"a": [[-7]], "b": [[5]], "c": [[2147483647]]}
+    assert v2.migrated_entries == 3
+    # The migrated state is now long: a value beyond int range round-trips, and a restart migrates nothing.
+    write_input(source, [("a", 2**40, "set")])
+    assert run_app(spark, source, checkpoint, "value1 bigint").migrated_entries == 0
+    read_all(source)
+    v2_again = run_app(spark, source, checkpoint, "value1 bigint")
+    assert v2_again.seen == {"a": [[2**40]], "b": [[5]], "c": [[2147483647]]}
+    assert v2_again.migrated_entries == 0
+
+
+@pytest.mark.slow
+def test_control_spark_stock_provider_misreads_the_same_widening(spark, app_dirs):
+    """Guards the trap the widening test catches: without statesnap, Spark silently reads wrong values."""
+    source, checkpoint = app_dirs
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", STOCK_PROVIDER)
+    try:
+        set_values(source, WIDEN_VALUES)
+        run_app(spark, source, checkpoint, "value1 int")
+        read_all(source)
+        stock = run_app(spark, source, checkpoint, "value1 bigint")
+    finally:
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", "io.statesnap.provider.StatesnapStateStoreProvider")
+    assert stock.migrated_entries is None
+    assert stock.seen["a"] == [[4294967289]]  # -7's int bytes read as a long: silently wrong
+    assert stock.seen != {k: [[v]] for k, v in WIDEN_VALUES.items()}
+
+
+def test_add_remove_reorder_fields_then_a_third_run_migrates_nothing(spark, app_dirs):
+    source, checkpoint = app_dirs
+    v1 = "a int, b string, c double"
+    v2 = "c double, a bigint, d string"  # reorder c/a, remove b, widen a, add d
+    write_input(source, [(k, i, "set") for i, k in enumerate(KEYS)])
+    run_app(spark, source, checkpoint, v1, lambda v: (v, f"b{v}", v + 0.5))
+    read_all(source)
+    second = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
+    assert second.seen == {k: [[i + 0.5, i, None]] for i, k in enumerate(KEYS)}
+    assert second.migrated_entries == 3
+    write_input(source, [("b", 7, "set")])
+    run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
+    read_all(source)
+    third = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
+    assert third.migrated_entries == 0
+    assert third.seen == {"a": [[0.5, 0, None]], "b": [[7.25, 7, "d7"]], "c": [[2.5, 2, None]]}
+
+
+def test_narrowing_is_refused_and_the_old_version_still_reads_every_value(spark, app_dirs):
+    source, checkpoint = app_dirs
+    values = {"a": -7, "b": 5, "c": 2**40}
+    set_values(source, values)
+    run_app(spark, source, checkpoint, "value1 bigint")
+    read_all(source)
+    with pytest.raises(StreamingQueryException) as refused:
+        run_app(spark, source, checkpoint, "value1 int")
+    message = str(refused.value)
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'testState'" in message
+    assert "field 'value1': bigint -> int: narrowing could lose values" in message
+    assert "Fix: keep 'value1' as bigint" in message
+    assert "Nothing was rewritten" in message
+    # The refused batch is replayed by the old app version, which reads every value untouched.
+    old_again = run_app(spark, source, checkpoint, "value1 bigint")
+    assert old_again.seen == {k: [[v]] for k, v in values.items()}
+    assert old_again.migrated_entries == 0
