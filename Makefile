@@ -39,7 +39,7 @@ build/test-classes/.stamp: $(TEST_SOURCES) $(JAR)
 	@touch $@
 
 test-jvm: build/test-classes/.stamp
-	java -cp "$(SPARK_JARS)/*:build/classes:build/test-classes:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar" \
+	java -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties -cp "$(SPARK_JARS)/*:build/classes:build/test-classes:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar" \
 	  org.junit.runner.JUnitCore $$(cd build/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
 
 test-python: jar

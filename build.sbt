@@ -1,0 +1,22 @@
+// For users who build statesnap with sbt. `make` does not use this file: it compiles jvm/ with the Scala compiler
+// shipped inside the pinned pyspark (scripts/build_jar.sh). tests/test_build_versions.py keeps the versions below
+// equal to that pyspark's jars and to the Python package's version.
+ThisBuild / scalaVersion := "2.13.17"
+
+val sparkVersion = "4.1.4"
+
+lazy val statesnap = (project in file("."))
+  .settings(
+    name := "statesnap",
+    version := "0.1.0",
+    Compile / scalaSource := baseDirectory.value / "jvm" / "src" / "main" / "scala",
+    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
+    Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
+    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature"),
+    libraryDependencies ++= Seq(
+      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      "junit" % "junit" % "4.13.2" % Test,
+      "com.github.sbt" % "junit-interface" % "0.13.3" % Test
+    ),
+    Test / fork := true
+  )

@@ -1,0 +1,93 @@
+package io.statesnap.snapshot
+
+import io.statesnap.snapshot.SchemaCompatibility._
+import org.apache.spark.sql.types.StructType
+import org.junit.Assert._
+import org.junit.Test
+
+/** Lacks the no-argument constructor restore needs. */
+class NoDefaultConstructorSnapshot(schema: StructType) extends RowSchemaSnapshot(schema)
+
+class SnapshotFormatTest {
+  private val schema = StructType.fromDDL("id STRING NOT NULL, amount BIGINT, tags ARRAY<STRING>")
+
+  private def assertRefused(bytes: Array[Byte], expected: String): Unit = {
+    val e = assertThrows(classOf[SnapshotFormatException], () => SnapshotFormat.read(bytes))
+    assertTrue(s"'${e.getMessage}' should mention '$expected'", e.getMessage.contains(expected))
+  }
+
+  @Test def rowSnapshotRoundTrips(): Unit = {
+    val restored = SnapshotFormat.read(SnapshotFormat.write(new RowSchemaSnapshot(schema)))
+    assertEquals(new RowSchemaSnapshot(schema), restored)
+    assertEquals(UnsafeRowSerializer(schema), restored.restoreSerializer())
+  }
+
+  @Test def bytesStartWithMagicAndFormatVersion(): Unit = {
+    val bytes = SnapshotFormat.write(new RowSchemaSnapshot(schema))
+    assertEquals("SSNP", new String(bytes.take(4), "US-ASCII"))
+    assertEquals(Seq[Byte](0, 0, 0, 1), bytes.slice(4, 8).toSeq)
+  }
+
+  @Test def recordRoundTripsBothSnapshots(): Unit = {
+    val record = StateSnapshotRecord("testState", new RowSchemaSnapshot(StructType.fromDDL("k STRING")),
+      new RowSchemaSnapshot(schema), 12L, 1234567L)
+    assertEquals(record, StateSnapshotRecord.fromBytes(record.toBytes))
+  }
+
+  @Test def flippedByteIsReportedAsCorrupt(): Unit = {
+    val bytes = SnapshotFormat.write(new RowSchemaSnapshot(schema))
+    bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0x40).toByte
+    assertRefused(bytes, "checksum does not match")
+  }
+
+  @Test def foreignBytesAreReportedAsCorrupt(): Unit = {
+    assertRefused("not a snapshot at all".getBytes("UTF-8"), "magic bytes")
+  }
+
+  @Test def newerSnapshotVersionIsRefused(): Unit = {
+    // A RowSchemaSnapshot payload stamped with a version this code has never written.
+    val future = Checksummed.write(SnapshotFormat.Magic, 1) { out =>
+      out.writeUTF(classOf[RowSchemaSnapshot].getName)
+      out.writeInt(99)
+      val payload = Checksummed.bytesOf(new RowSchemaSnapshot(schema).writeSnapshot)
+      out.writeInt(payload.length)
+      out.write(payload)
+    }
+    assertRefused(future, "written by a newer statesnap")
+  }
+
+  @Test def newerFormatVersionIsRefused(): Unit = {
+    val future = Checksummed.write(SnapshotFormat.Magic, 2)(_.writeUTF("whatever"))
+    assertRefused(future, "format version 2")
+  }
+
+  @Test def unknownClassIsNamed(): Unit = {
+    val bytes = Checksummed.write(SnapshotFormat.Magic, 1) { out =>
+      out.writeUTF("com.example.GoneSnapshot"); out.writeInt(1); out.writeInt(0)
+    }
+    assertRefused(bytes, "com.example.GoneSnapshot is not on the classpath")
+  }
+
+  @Test def classWithoutNoArgConstructorIsNamed(): Unit = {
+    val bytes = SnapshotFormat.write(new NoDefaultConstructorSnapshot(schema))
+    assertRefused(bytes, "has no public no-argument constructor")
+  }
+
+  @Test def truncatedPayloadIsCorrupt(): Unit = {
+    val bytes = Checksummed.write(SnapshotFormat.Magic, 1) { out =>
+      out.writeUTF(classOf[RowSchemaSnapshot].getName); out.writeInt(1); out.writeInt(1000)
+    }
+    assertRefused(bytes, "ends early")
+  }
+
+  @Test def resolutionGivesTheFourOutcomes(): Unit = {
+    val old = new RowSchemaSnapshot(StructType.fromDDL("a INT NOT NULL"))
+    assertEquals(CompatibleAsIs, old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a INT NOT NULL"))))
+    assertTrue(old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a INT")))
+      .isInstanceOf[CompatibleWithReconfiguredSerializer])
+    assertTrue(old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a BIGINT")))
+      .isInstanceOf[CompatibleAfterMigration])
+    assertTrue(old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a SHORT")))
+      .isInstanceOf[Incompatible])
+  }
+}

@@ -1,0 +1,34 @@
+"""build.sbt, requirements.txt and the Python package must name the versions the jar is really built with."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyspark
+
+import statesnap
+
+ROOT = Path(__file__).resolve().parent.parent
+SPARK_JARS = Path(pyspark.__file__).parent / "jars"
+
+
+def sbt_setting(pattern: str) -> str:
+    match = re.search(pattern, (ROOT / "build.sbt").read_text())
+    assert match, f"build.sbt has no {pattern}"
+    return match.group(1)
+
+
+def test_sbt_scala_version_is_the_one_pyspark_ships():
+    scala = sbt_setting(r'scalaVersion := "([^"]+)"')
+    assert (SPARK_JARS / f"scala-library-{scala}.jar").is_file(), sorted(p.name for p in SPARK_JARS.glob("scala-library*"))
+
+
+def test_sbt_spark_version_is_the_pinned_pyspark():
+    spark = sbt_setting(r'val sparkVersion = "([^"]+)"')
+    assert spark == pyspark.__version__
+    assert f"pyspark=={spark}" in (ROOT / "requirements.txt").read_text().splitlines()
+    assert list(SPARK_JARS.glob(f"spark-sql_2.13-{spark}.jar"))
+
+
+def test_sbt_and_python_package_share_one_version():
+    assert sbt_setting(r'version := "([^"]+)"') == statesnap.__version__

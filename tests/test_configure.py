@@ -1,0 +1,66 @@
+"""statesnap.configure() on a builder and on a running session."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from pyspark.sql import SparkSession
+
+import statesnap
+
+
+def test_builder_gets_the_jar_and_the_provider_and_keeps_other_jars():
+    builder = SparkSession.builder.config("spark.jars", "/opt/other.jar")
+    assert statesnap.configure(builder) is builder
+    options = builder._options
+    assert options["spark.jars"].split(",") == ["/opt/other.jar", statesnap.jar_path()]
+    assert options["spark.sql.streaming.stateStore.providerClass"] == statesnap.PROVIDER_CLASS
+    assert options["spark.sql.streaming.stateStore.stateSchemaCheck"] == "false"
+    assert options["spark.sql.streaming.stateStore.encodingFormat"] == "unsaferow"
+    statesnap.configure(builder)  # idempotent: the jar is listed once
+    assert options["spark.jars"].split(",").count(statesnap.jar_path()) == 1
+    for key in [k for k in options if k.startswith("spark.sql.streaming") or k == "spark.jars"]:
+        del options[key]  # the builder's options are process-wide: leave them as found
+
+
+def test_running_session_with_the_jar_gets_the_sql_confs(spark):
+    spark.conf.set("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
+    assert statesnap.configure(spark) is spark
+    assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "false"
+    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == statesnap.PROVIDER_CLASS
+
+
+def test_anything_else_is_refused():
+    with pytest.raises(TypeError, match="SparkSession.Builder or a SparkSession, not str"):
+        statesnap.configure("local[2]")
+
+
+def test_the_bundled_jar_holds_the_provider():
+    import zipfile
+
+    names = zipfile.ZipFile(statesnap.jar_path()).namelist()
+    assert statesnap.PROVIDER_CLASS.replace(".", "/") + ".class" in names
+
+
+@pytest.mark.slow
+def test_running_session_without_the_jar_says_how_to_fix_it(tmp_path):
+    # A fresh JVM without the jar: one process can hold one SparkContext, so this runs in a child process.
+    script = textwrap.dedent(
+        """
+        from pyspark.sql import SparkSession
+        import statesnap
+        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        try:
+            statesnap.configure(spark)
+        except RuntimeError as e:
+            print("REFUSED:", e)
+        print("PROVIDER:", spark.conf.get("spark.sql.streaming.stateStore.providerClass"))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180).stdout
+    assert f"REFUSED: {statesnap.PROVIDER_CLASS} is not on this session's classpath" in out
+    assert "statesnap.configure(SparkSession.builder" in out
+    # Nothing was half-configured: the session still uses Spark's default provider.
+    assert "PROVIDER: org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider" in out
