@@ -26,6 +26,7 @@ def spark() -> SparkSession:
         .appName("statesnap-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
     session = statesnap.configure(builder).getOrCreate()

@@ -30,5 +30,6 @@ def test_sbt_spark_version_is_the_pinned_pyspark():
     assert list(SPARK_JARS.glob(f"spark-sql_2.13-{spark}.jar"))
 
 
-def test_sbt_and_python_package_share_one_version():
+def test_sbt_pyproject_and_python_package_share_one_version():
     assert sbt_setting(r'version := "([^"]+)"') == statesnap.__version__
+    assert f'version = "{statesnap.__version__}"' in (ROOT / "pyproject.toml").read_text()
