@@ -12,4 +12,6 @@ object StatesnapException {
   val UnreadableSnapshot = "STATESNAP_UNREADABLE_SNAPSHOT"
   val MissingSnapshot = "STATESNAP_MISSING_SNAPSHOT"
   val UnsupportedConfiguration = "STATESNAP_UNSUPPORTED_CONFIGURATION"
+  val InvalidSnapshotDefinition = "STATESNAP_INVALID_SNAPSHOT_DEFINITION"
+  val StateKindChanged = "STATESNAP_STATE_KIND_CHANGED"
 }

@@ -4,32 +4,20 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
 
 /**
- * Converts old rows to the new schema with one generated [[UnsafeProjection]] (Spark's own codegen): new fields
- * are matched to old ones by name, recursively; missing ones become null; widened ones are cast.
+ * Converts old rows to the new schema with one generated [[UnsafeProjection]] (Spark's own codegen) of
+ * `fieldExpressions`, one per new field, bound to the old row's ordinals.
  * Not thread-safe (the projection reuses its output row): build one per migration.
  */
-
-
-final class ProjectionMigration(oldSchema: StructType, newSchema: StructType, val changes: Seq[String])
+final class ProjectionMigration(val oldFieldCount: Int, fieldExpressions: Seq[Expression], val changes: Seq[String])
   extends RowMigration {
-  import ProjectionMigration._
 
-  override val oldFieldCount: Int = oldSchema.length
-
-  private val projection: UnsafeProjection = UnsafeProjection.create(newSchema.fields.toSeq.map { nf =>
-    indexOf(oldSchema, nf.name) match {
-      case Some(i) => convert(BoundReference(i, oldSchema(i).dataType, nullable = true),
-        oldSchema(i).dataType, nf.dataType)
-      case None => Literal(null, nf.dataType)
-    }
-  })
+  private val projection: UnsafeProjection = UnsafeProjection.create(fieldExpressions)
 
   override def migrate(oldRow: UnsafeRow): UnsafeRow = projection(oldRow)
 }
 
-private object ProjectionMigration {
-  def indexOf(schema: StructType, name: String): Option[Int] = Some(schema.fieldNames.indexOf(name)).filter(_ >= 0)
-
+private[evolution] object ProjectionMigration {
+  /** `e` (of old type `o`) converted to new type `n`: by field name through structs, arrays and map values. */
   def convert(e: Expression, o: DataType, n: DataType): Expression = (o, n) match {
     case _ if RowSchemaEvolution.sameLayout(o, n) => e
     case (os: StructType, ns: StructType) =>
@@ -50,4 +38,6 @@ private object ProjectionMigration {
       TransformValues(e, LambdaFunction(convert(v, ov, nv), Seq(k, v)))
     case _ => Cast(e, n, Some("UTC"))
   }
+
+  def indexOf(schema: StructType, name: String): Option[Int] = Some(schema.fieldNames.indexOf(name)).filter(_ >= 0)
 }

@@ -1,5 +1,6 @@
 package io.statesnap.evolution
 
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression, Literal}
 import org.apache.spark.sql.types._
 
 /** What it takes to read rows written under an old schema with a new one. */
@@ -15,22 +16,40 @@ object EvolutionPlan {
 }
 
 /**
- * The default evolution rules for UnsafeRow state (docs/evolution-rules.md): fields are matched by name,
- * recursively through structs, array elements and map values.
+ * The evolution rules for UnsafeRow state (docs/evolution-rules.md): fields are matched by name, recursively
+ * through structs, array elements and map values, plus the state's own [[RowSchemaEvolution.Rules]] for its
+ * top-level fields (renamed, defaults, derived).
  *  - identical (field metadata ignored): [[EvolutionPlan.Identical]]
- *  - nullability relaxed: [[EvolutionPlan.SameLayout]]
- *  - field added (nullable; old entries read null), field removed, fields reordered, numeric widening:
+ *  - nullability relaxed, or fields renamed in place: [[EvolutionPlan.SameLayout]]
+ *  - field added (nullable, or with a default), removed, reordered, renamed, derived, widened, string<->binary:
  *    [[EvolutionPlan.Rewrite]]
- *  - anything else (narrowing, other type changes, a non-nullable field added, nullability tightened,
- *    a map key type change): [[EvolutionPlan.Refused]], with one [[SchemaProblem]] per field.
+ *  - anything else (narrowing without a derived expression, other type changes, a non-nullable field added
+ *    without a default, nullability tightened, a map key type change, a rule naming an unknown field, SQL that
+ *    does not resolve): [[EvolutionPlan.Refused]], with one [[SchemaProblem]] per field.
  */
 object RowSchemaEvolution {
   import EvolutionPlan._
+  import ProjectionMigration.{convert, indexOf}
 
-  def plan(oldSchema: StructType, newSchema: StructType): EvolutionPlan = {
-    val diff = compareStruct("", oldSchema, newSchema)
+  /**
+   * How a state's top-level fields evolve beyond matching by name.
+   * @param renamed new field name -> old field name: the value is kept
+   * @param defaults new field name -> SQL literal for entries written before the field existed
+   * @param derived new field name -> SQL expression over the OLD row (also how to narrow a type explicitly)
+   */
+  final case class Rules(
+      renamed: Map[String, String] = Map.empty,
+      defaults: Map[String, String] = Map.empty,
+      derived: Map[String, String] = Map.empty)
+
+  object Rules {
+    val None: Rules = Rules()
+  }
+
+  def plan(oldSchema: StructType, newSchema: StructType, rules: Rules = Rules.None): EvolutionPlan = {
+    val (diff, expressions) = compareTop(oldSchema, newSchema, rules)
     if (diff.problems.nonEmpty) Refused(diff.problems)
-    else if (diff.rewrites.nonEmpty) Rewrite(new ProjectionMigration(oldSchema, newSchema, diff.rewrites))
+    else if (diff.rewrites.nonEmpty) Rewrite(new ProjectionMigration(oldSchema.length, expressions, diff.rewrites))
     else if (diff.relaxed.nonEmpty) SameLayout(diff.relaxed)
     else Identical
   }
@@ -44,6 +63,10 @@ object RowSchemaEvolution {
     FloatType -> Set(DoubleType))
 
   def isWidening(from: DataType, to: DataType): Boolean = widenings.get(from).exists(_.contains(to))
+
+  /** Conversions that migrate without a rule: widenings, and string <-> binary (the same UTF-8 bytes). */
+  def isConvertible(from: DataType, to: DataType): Boolean = isWidening(from, to) ||
+    (from == StringType && to == BinaryType) || (from == BinaryType && to == StringType)
 
   /** Equal up to nullability and field metadata: the same UnsafeRow bytes. */
   def sameLayout(a: DataType, b: DataType): Boolean = normalize(a) == normalize(b)
@@ -62,15 +85,107 @@ object RowSchemaEvolution {
 
   private def join(path: String, name: String): String = if (path.isEmpty) name else s"$path.$name"
 
+  /** The top level: [[compareStruct]]'s rules plus the state's own rules, and one expression per new field. */
+  private def compareTop(o: StructType, n: StructType, rules: Rules): (Diff, Seq[Expression]) = {
+    val ruleDiff = checkRules(o, n, rules)
+    val renamedFrom = rules.renamed.values.toSet
+    val perField = n.fields.toSeq.zipWithIndex.map { case (nf, position) =>
+      val name = nf.name
+      (rules.derived.get(name), rules.renamed.get(name), indexOf(o, name), rules.defaults.get(name)) match {
+        case (Some(sql), _, _, _) => derivedField(nf, sql, o)
+        case (_, Some(oldName), _, _) => indexOf(o, oldName) match {
+          case Some(i) =>
+            val of = o(i)
+            val diff = compareType(name, of.dataType, nf.dataType) ++
+              compareNullability(name, nf.dataType, of.nullable, nf.nullable)
+            val renaming = s"rename '$oldName' to '$name'"
+            val inPlace = i == position && sameLayout(of.dataType, nf.dataType)
+            (diff ++ (if (inPlace) Diff(relaxed = Seq(renaming)) else Diff(rewrites = Seq(renaming))),
+              convert(BoundReference(i, of.dataType, nullable = true), of.dataType, nf.dataType))
+          case None => (Diff(), Literal(null, nf.dataType)) // reported by checkRules
+        }
+        case (_, _, Some(i), _) =>
+          val of = o(i)
+          (compareType(name, of.dataType, nf.dataType) ++
+            compareNullability(name, nf.dataType, of.nullable, nf.nullable),
+            convert(BoundReference(i, of.dataType, nullable = true), of.dataType, nf.dataType))
+        case (_, _, None, Some(sql)) => defaultField(nf, sql)
+        case _ => (addedField(name, nf), Literal(null, nf.dataType))
+      }
+    }
+    val removed = o.fields.filterNot(f => n.fieldNames.contains(f.name) || renamedFrom(f.name))
+      .map(f => Diff(rewrites = Seq(s"remove '${f.name}' (its values are dropped)")))
+    val common = n.fieldNames.filter(f => o.fieldNames.contains(f) && !rules.renamed.contains(f) &&
+      !rules.derived.contains(f))
+    val reordered =
+      if (o.fieldNames.filter(common.contains).sameElements(common)) Diff()
+      else Diff(rewrites = Seq(s"reorder fields to ${common.mkString("(", ", ", ")")}"))
+    ((ruleDiff +: reordered +: removed.toSeq) ++ perField.map(_._1)).reduce(_ ++ _) -> perField.map(_._2)
+  }
+
+  private def checkRules(o: StructType, n: StructType, rules: Rules): Diff = {
+    def unknown(kind: String, names: Iterable[String]) = names.filterNot(n.fieldNames.contains).map { f =>
+      SchemaProblem(f, s"<$kind>", "<absent>", s"the snapshot's $kind names a field the declared schema does not have",
+        s"name a field of ${n.simpleString}")
+    }
+    val missingSources = rules.renamed.collect { case (to, from) if !o.fieldNames.contains(from) =>
+      SchemaProblem(to, s"<renamed from '$from'>", n.find(_.name == to).map(_.dataType.simpleString).getOrElse("?"),
+        s"it is renamed from '$from', which the recorded schema ${o.simpleString} does not have",
+        s"name a field of the recorded schema in renamed['$to']")
+    }
+    val conflicting = (rules.renamed.keySet ++ rules.defaults.keySet).intersect(rules.derived.keySet).map { f =>
+      SchemaProblem(f, "<derived>", "<renamed/default>", "it is both derived and renamed or defaulted",
+        s"keep one rule for '$f'")
+    }
+    Diff(problems = (unknown("renamed", rules.renamed.keys) ++ unknown("defaults", rules.defaults.keys) ++
+      unknown("derived", rules.derived.keys) ++ missingSources ++ conflicting).toSeq)
+  }
+
+  private def derivedField(nf: StructField, sql: String, o: StructType): (Diff, Expression) =
+    SqlExpressions.resolve(sql, o) match {
+      case Left(why) => (problem(nf, "<derived>", s"its derived expression `$sql` is invalid: $why",
+        s"write derived['${nf.name}'] as SQL over the recorded fields ${o.fieldNames.mkString(", ")}"), null)
+      case Right(e) if !Cast.canCast(e.dataType, nf.dataType) =>
+        (problem(nf, e.dataType.simpleString, s"its derived expression `$sql` is ${e.dataType.simpleString}, " +
+          s"which cannot be cast to ${nf.dataType.simpleString}", s"CAST the expression to ${nf.dataType.sql}"), null)
+      case Right(e) => (Diff(rewrites = Seq(s"derive '${nf.name}' as $sql")), castTo(e, nf.dataType))
+    }
+
+  private def defaultField(nf: StructField, sql: String): (Diff, Expression) =
+    SqlExpressions.resolve(sql, new StructType()) match {
+      case Right(e) if e.foldable && Cast.canCast(e.dataType, nf.dataType) =>
+        (Diff(rewrites = Seq(s"add '${nf.name}' ${nf.dataType.simpleString} (existing entries read $sql)")),
+          castTo(e, nf.dataType))
+      case other =>
+        val why = other.fold(identity, e => s"it is not a constant of a type castable to ${nf.dataType.simpleString}")
+        (problem(nf, "<default>", s"its default `$sql` is invalid: $why",
+          s"give defaults['${nf.name}'] a SQL literal such as ${exampleLiteral(nf.dataType)}"), null)
+    }
+
+  private def addedField(name: String, nf: StructField): Diff =
+    if (nf.nullable) Diff(rewrites = Seq(s"add '$name' ${nf.dataType.simpleString} (existing entries read null)"))
+    else problem(nf, "<absent>", "a non-nullable field was added, and entries written before it existed have no " +
+      "value for it", s"declare '$name' nullable, or give it a default (defaults={'$name': ...})")
+
+  private def problem(nf: StructField, oldType: String, reason: String, fix: String): Diff =
+    Diff(problems = Seq(SchemaProblem(nf.name, oldType, nf.dataType.simpleString, reason, fix)))
+
+  private def castTo(e: Expression, to: DataType): Expression =
+    if (e.dataType == to) e else Cast(e, to, Some("UTC"))
+
+  private def exampleLiteral(dt: DataType): String = dt match {
+    case StringType => "\"'EUR'\""
+    case BooleanType => "'false'"
+    case _: NumericType => "'0'"
+    case _ => s"'CAST(NULL AS ${dt.sql})'"
+  }
+
   private def compareStruct(path: String, o: StructType, n: StructType): Diff = {
     val oldNames = o.fieldNames.toSet
     val newNames = n.fieldNames.toSet
     val added = n.fields.filterNot(f => oldNames(f.name)).map { f =>
       val p = join(path, f.name)
-      if (f.nullable) Diff(rewrites = Seq(s"add '$p' ${f.dataType.simpleString} (existing entries read null)"))
-      else Diff(problems = Seq(SchemaProblem(p, "<absent>", f.dataType.simpleString,
-        "a non-nullable field was added, and entries written before it existed have no value for it",
-        s"declare '$p' nullable (existing entries then read null)")))
+      addedField(p, f)
     }
     val removed = o.fields.filterNot(f => newNames(f.name))
       .map(f => Diff(rewrites = Seq(s"remove '${join(path, f.name)}' (its values are dropped)")))
@@ -105,10 +220,12 @@ object RowSchemaEvolution {
         else Diff(problems = Seq(SchemaProblem(s"$path<key>", ok.simpleString, nk.simpleString,
           "map keys cannot be converted (converted keys could collide)", s"keep the key type of '$path'")))
       keys ++ compareType(s"$path{}", ov, nv) ++ compareNullability(s"$path{}", nv, ovn, nvn)
-    case _ if isWidening(o, n) => Diff(rewrites = Seq(s"widen '$path' ${o.simpleString} -> ${n.simpleString}"))
+    case _ if isConvertible(o, n) =>
+      Diff(rewrites = Seq(s"convert '$path' ${o.simpleString} -> ${n.simpleString}"))
     case _ => Diff(problems = Seq(SchemaProblem(path, o.simpleString, n.simpleString,
       if (isWidening(n, o)) "narrowing could lose values" else "this type change has no lossless conversion",
-      s"keep '$path' as ${o.simpleString}, or add a new field for the new type and stop writing the old one")))
+      s"keep '$path' as ${o.simpleString}, or derive it explicitly with a registered snapshot " +
+        s"(derived={'$path': 'CAST($path AS ${n.sql})'} for a top-level field)")))
   }
 
   /** Same layout, so only nested nullability can differ: report relaxations, refuse tightenings. */

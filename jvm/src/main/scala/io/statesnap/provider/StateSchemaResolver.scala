@@ -5,74 +5,85 @@ import io.statesnap.StatesnapException._
 import io.statesnap.evolution.SchemaProblem
 import io.statesnap.snapshot._
 import io.statesnap.snapshot.SchemaCompatibility._
-import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStore}
 import org.apache.spark.sql.types.StructType
 
 /**
- * Resolves a state's committed snapshot against the schema the application now declares, on the state's first
- * access in a store version, and acts on the verdict: nothing, record the new snapshot, migrate every entry
- * then record it, or refuse before writing anything.
+ * Resolves a state's committed snapshot against what the application declares now, on the state's first
+ * access in a store version, and acts on the verdict: nothing, record the new snapshot, migrate every entry and
+ * record it, or refuse before writing anything.
  */
-private[provider] final class StateSchemaResolver(
-    store: StateStore, catalog: SnapshotCatalog, counters: MigrationCounters, storeName: String => String) {
+private[provider] final class StateSchemaResolver(store: StateStore, catalog: SnapshotCatalog,
+    declared: DeclaredSnapshots, counters: MigrationCounters, describe: String => String) {
 
-  def resolve(stateName: String, keySchema: StructType, valueSchema: StructType, multipleValuesPerKey: Boolean)
-      : Unit = {
-    val current = StateSnapshotRecord(stateName, UnsafeRowSerializer(keySchema).snapshotConfiguration(),
-      UnsafeRowSerializer(valueSchema).snapshotConfiguration(), store.version + 1, System.currentTimeMillis())
-    catalog.read(stateName) match {
+  def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
+      multipleValuesPerKey: Boolean): Unit = {
+    val current = StateSnapshotRecord(state, declared.kindOf(keySpec, multipleValuesPerKey),
+      declared.keySnapshot(keySchema), declared.valueSnapshot(state, valueSchema), store.version + 1,
+      System.currentTimeMillis())
+    catalog.read(state) match {
       case None =>
-        if (hasEntries(stateName)) {
-          throw new StatesnapException(MissingSnapshot, s"${storeName(stateName)} holds entries but no statesnap " +
+        if (hasEntries(state)) {
+          throw new StatesnapException(MissingSnapshot, s"${describe(state)} holds entries but no statesnap " +
             "snapshot, so the schema its bytes were written with is unknown and statesnap will not guess. " +
             "Restart the application version that wrote it with statesnap's provider to record one, or start " +
             "from a new checkpoint.")
         }
         catalog.write(current)
-      case Some(bytes) =>
-        val recorded = try StateSnapshotRecord.fromBytes(bytes) catch {
-          case e: SnapshotFormatException => throw new StatesnapException(UnreadableSnapshot,
-            s"the snapshot of ${storeName(stateName)} cannot be read: ${e.getMessage}. Nothing was rewritten.", e)
+      case Some(bytes) => evolve(state, decode(state, bytes), current)
+    }
+  }
+
+  private def evolve(state: String, recorded: StateSnapshotRecord, current: StateSnapshotRecord): Unit = {
+    if (recorded.kind != current.kind) {
+      throw new StatesnapException(StateKindChanged, s"${describe(state)} was written as ${recorded.kind.name} " +
+        s"state and is now declared as ${current.kind.name} state. statesnap does not convert between kinds: " +
+        s"keep it a ${recorded.kind.name} state, or use a new state name (and deleteIfExists the old one). " +
+        "Nothing was rewritten.")
+    }
+    val keyVerdict = current.keySnapshot.resolveSchemaCompatibility(recorded.keySnapshot)
+    checkKey(state, recorded, current, keyVerdict)
+    current.valueSnapshot.resolveSchemaCompatibility(recorded.valueSnapshot) match {
+      case CompatibleAfterMigration(migration) =>
+        val start = System.nanoTime()
+        val migrated = current.kind match {
+          case StateKind.List => StateMigrator.migrateLists(store, state, migration, describe(state))
+          case _ => StateMigrator.migrateValues(store, state, migration, describe(state))
         }
-        val keyVerdict = recorded.keySnapshot.resolveSchemaCompatibility(UnsafeRowSerializer(keySchema))
-        val valueVerdict = recorded.valueSnapshot.resolveSchemaCompatibility(UnsafeRowSerializer(valueSchema))
-        checkKey(stateName, recorded, keySchema, keyVerdict)
-        valueVerdict match {
-          case CompatibleAsIs => if (keyVerdict != CompatibleAsIs) catalog.write(current)
-          case CompatibleWithReconfiguredSerializer(_) => catalog.write(current)
-          case CompatibleAfterMigration(migration) =>
-            if (multipleValuesPerKey) {
-              throw new StatesnapException(IncompatibleStateSchema, s"${storeName(stateName)} keeps several " +
-                "values per key (list state), which this statesnap version cannot migrate yet. Nothing was " +
-                s"rewritten. Keep its element schema at ${schemaOf(recorded.valueSnapshot)}.")
-            }
-            val start = System.nanoTime()
-            val n = StateMigrator.migrate(store, stateName, migration, storeName(stateName))
-            counters.entries.addAndGet(n)
-            counters.states.incrementAndGet()
-            counters.millis.addAndGet((System.nanoTime() - start) / 1000000)
-            catalog.write(current)
-          case Incompatible(problems) =>
-            throw incompatible(stateName, problems, schemaOf(recorded.valueSnapshot), valueSchema.simpleString)
+        counters.recordMigration(migrated, System.nanoTime() - start)
+        catalog.write(recorded.succeededBy(current))
+      case Incompatible(problems) =>
+        throw incompatible(state, problems, recorded.valueSnapshot, current.valueSnapshot)
+      case CompatibleAsIs | CompatibleWithReconfiguredSerializer(_) =>
+        // Also records a new application version or new rules that leave the bytes as they are.
+        if (recorded.keySnapshot != current.keySnapshot || recorded.valueSnapshot != current.valueSnapshot) {
+          catalog.write(recorded.succeededBy(current))
         }
     }
   }
 
-  private def checkKey(stateName: String, recorded: StateSnapshotRecord, keySchema: StructType,
+  private def decode(state: String, bytes: Array[Byte]): StateSnapshotRecord =
+    try StateSnapshotRecord.fromBytes(bytes) catch {
+      case e: SnapshotFormatException => throw new StatesnapException(UnreadableSnapshot,
+        s"the snapshot of ${describe(state)} cannot be read: ${e.getMessage}. Nothing was rewritten.", e)
+    }
+
+  private def checkKey(state: String, recorded: StateSnapshotRecord, current: StateSnapshotRecord,
       verdict: SchemaCompatibility): Unit = verdict match {
     case CompatibleAsIs | CompatibleWithReconfiguredSerializer(_) =>
     case _ =>
-      val old = schemaOf(recorded.keySnapshot)
-      throw incompatible(stateName, Seq(SchemaProblem("<key>", old, keySchema.simpleString,
-        "the key schema changed; keys identify entries and are never rewritten",
-        "keep the grouping key (and any user key) types as they were")), old, keySchema.simpleString)
+      val (oldKey, newKey) = (schemaOf(recorded.keySnapshot), schemaOf(current.keySnapshot))
+      throw incompatible(state, Seq(SchemaProblem("<key>", oldKey, newKey,
+        "the key schema changed (for map state, the user key); keys identify entries and are never rewritten",
+        "keep the grouping key and map key types as they were")), recorded.keySnapshot, current.keySnapshot)
   }
 
-  private def incompatible(stateName: String, problems: Seq[SchemaProblem], oldSchema: String, newSchema: String) =
+  private def incompatible(state: String, problems: Seq[SchemaProblem], recorded: StateSerializerSnapshot,
+      declared: StateSerializerSnapshot) =
     new StatesnapException(IncompatibleStateSchema,
-      s"${storeName(stateName)} cannot be read with the new schema:\n" +
+      s"${describe(state)} cannot be read with the new schema:\n" +
         problems.map(p => s"  - ${p.describe}").mkString("\n") +
-        s"\nRecorded schema: $oldSchema\nNew schema:      $newSchema\n" +
+        s"\nRecorded schema: ${schemaOf(recorded)}\nNew schema:      ${schemaOf(declared)}\n" +
         "Nothing was rewritten: the checkpoint is still readable by the application version that wrote it.")
 
   private def schemaOf(snapshot: StateSerializerSnapshot): String = snapshot.restoreSerializer().schema.simpleString

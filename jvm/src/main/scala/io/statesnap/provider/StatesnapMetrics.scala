@@ -22,6 +22,12 @@ private[provider] final class MigrationCounters {
   val states = new AtomicLong
   val millis = new AtomicLong
 
+  def recordMigration(migratedEntries: Long, nanos: Long): Unit = {
+    entries.addAndGet(migratedEntries)
+    states.incrementAndGet()
+    millis.addAndGet(nanos / 1000000)
+  }
+
   def asMetrics: Map[StateStoreCustomMetric, Long] = Map(
     StatesnapMetrics.MigratedEntries -> entries.get,
     StatesnapMetrics.MigratedStates -> states.get,

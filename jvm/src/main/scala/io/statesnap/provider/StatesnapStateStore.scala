@@ -13,7 +13,8 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
 
   private val counters = new MigrationCounters
   private lazy val catalog = new SnapshotCatalog(inner)
-  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider.describeState)
+  private lazy val resolver =
+    new StateSchemaResolver(inner, catalog, provider.declaredSnapshots, counters, provider.describeState)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
 
@@ -23,7 +24,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
       useMultipleValuesPerKey, isInternal)
     // Spark's internal families (TTL indexes, timers) follow from the user's states and are never migrated.
     if (!isInternal && !provider.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
-      resolver.resolve(colFamilyName, keySchema, valueSchema, useMultipleValuesPerKey)
+      resolver.resolve(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey)
       resolved += colFamilyName -> (keySchema, valueSchema)
     }
   }

@@ -22,6 +22,7 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
   private val inner: StateStoreProvider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
   /** States whose snapshot matches their schema in every version from the recorded one on (this query run). */
   private val known = new ConcurrentHashMap[String, (StructType, StructType, Long)]
+  @volatile private var declared: DeclaredSnapshots = _
 
   override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
@@ -34,6 +35,7 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
         "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
         "keeps the encoding it was created with).")
     }
+    declared = new DeclaredSnapshots(storeConfs.sqlConfs)
     inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
       hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
   }
@@ -61,6 +63,8 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
     }
     new StatesnapStateStore(inner.upgradeReadStoreToWriteStore(unwrapped, version, uniqueId), this)
   }
+
+  private[provider] def declaredSnapshots: DeclaredSnapshots = declared
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
   private[provider] def describeState(stateName: String): String = {

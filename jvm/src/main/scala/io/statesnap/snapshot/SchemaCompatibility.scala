@@ -2,7 +2,7 @@ package io.statesnap.snapshot
 
 import io.statesnap.evolution.{RowMigration, SchemaProblem}
 
-/** The outcome of resolving an old snapshot against a new serializer (Flink's `TypeSerializerSchemaCompatibility`). */
+/** The outcome of resolving a new snapshot against an old one (Flink's `TypeSerializerSchemaCompatibility`). */
 sealed trait SchemaCompatibility
 
 object SchemaCompatibility {
@@ -19,4 +19,10 @@ object SchemaCompatibility {
   final case class Incompatible(problems: Seq[SchemaProblem]) extends SchemaCompatibility {
     require(problems.nonEmpty, "an incompatibility needs at least one problem")
   }
+
+  /** Refuses a resolution across two kinds of snapshot that cannot read each other's bytes. */
+  def differentKinds(oldSnapshot: StateSerializerSnapshot, newSnapshot: StateSerializerSnapshot): Incompatible =
+    Incompatible(Seq(SchemaProblem("<state>", oldSnapshot.getClass.getSimpleName, newSnapshot.getClass.getSimpleName,
+      "the state was written under another kind of snapshot (for example TTL was turned on or off), whose bytes " +
+        "this one cannot read", "declare the state as it was, or write the new layout under a new state name")))
 }

@@ -3,12 +3,16 @@ package io.statesnap.snapshot
 import java.io.{DataInputStream, DataOutputStream}
 
 /**
- * A versioned, self-describing record of how a state's bytes were written, modelled on Flink's
- * `TypeSerializerSnapshot`.
+ * A versioned, self-describing record of how a state's bytes are written, modelled on Flink's
+ * `TypeSerializerSnapshot`. statesnap persists one beside every state's bytes, in the same store version.
  *
- * Implementations must have a public no-argument constructor: a snapshot is restored by instantiating its
- * class by name and calling [[readSnapshot]] with the version its payload was written with, so every payload
- * version an implementation ever wrote must stay readable.
+ * Implementations need a public no-argument constructor: a snapshot is restored by instantiating its class by
+ * name and calling [[readSnapshot]] with the payload version it was written with, so every payload version an
+ * implementation ever wrote must stay readable.
+ *
+ * Helpers: [[RowSchemaSnapshot]] (the default for row state; extend it to customize resolution),
+ * [[SimpleStateSerializerSnapshot]] (serializers without configuration) and
+ * [[CompositeStateSerializerSnapshot]] (an outer layout around nested snapshots, e.g. [[TtlValueSnapshot]]).
  */
 trait StateSerializerSnapshot {
   /** The payload version [[writeSnapshot]] writes. Bump it whenever the payload layout changes. */
@@ -17,15 +21,17 @@ trait StateSerializerSnapshot {
   /** Writes this snapshot's payload (not its class name or version: [[SnapshotFormat]] frames those). */
   def writeSnapshot(out: DataOutputStream): Unit
 
-  /** Reads a payload written by [[writeSnapshot]] of payload version `readVersion`. */
+  /** Reads a payload written by [[writeSnapshot]] at payload version `readVersion`. */
   def readSnapshot(readVersion: Int, in: DataInputStream): Unit
 
   /** A serializer that reads the bytes this snapshot describes. */
   def restoreSerializer(): StateSerializer
 
   /**
-   * Resolves how bytes written under this (old) snapshot relate to `newSerializer`: usable as they are,
-   * usable after recording a reconfigured serializer, usable after migrating every entry, or incompatible.
+   * Called on the snapshot of the serializer the application declares now, with the snapshot the state's bytes
+   * were written under: usable as they are, usable after recording this snapshot, usable after migrating every
+   * entry, or incompatible. As in Flink 1.19+, the new snapshot decides, because the new code is the code that
+   * knows how its state evolved.
    */
-  def resolveSchemaCompatibility(newSerializer: StateSerializer): SchemaCompatibility
+  def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot): SchemaCompatibility
 }

@@ -6,10 +6,14 @@ import org.junit.Assert._
 import org.junit.Test
 
 /** Lacks the no-argument constructor restore needs. */
-class NoDefaultConstructorSnapshot(schema: StructType) extends RowSchemaSnapshot(schema)
+class NoDefaultConstructorSnapshot(schema: StructType) extends RowSchemaSnapshot {
+  configure(schema)
+}
 
 class SnapshotFormatTest {
   private val schema = StructType.fromDDL("id STRING NOT NULL, amount BIGINT, tags ARRAY<STRING>")
+
+  private def row(schema: StructType, version: Int = 0) = new RowSchemaSnapshot().configure(schema, version)
 
   private def assertRefused(bytes: Array[Byte], expected: String): Unit = {
     val e = assertThrows(classOf[SnapshotFormatException], () => SnapshotFormat.read(bytes))
@@ -17,25 +21,28 @@ class SnapshotFormatTest {
   }
 
   @Test def rowSnapshotRoundTrips(): Unit = {
-    val restored = SnapshotFormat.read(SnapshotFormat.write(new RowSchemaSnapshot(schema)))
-    assertEquals(new RowSchemaSnapshot(schema), restored)
+    val restored = SnapshotFormat.read(SnapshotFormat.write(row(schema)))
+    assertEquals(row(schema), restored)
     assertEquals(UnsafeRowSerializer(schema), restored.restoreSerializer())
   }
 
   @Test def bytesStartWithMagicAndFormatVersion(): Unit = {
-    val bytes = SnapshotFormat.write(new RowSchemaSnapshot(schema))
+    val bytes = SnapshotFormat.write(row(schema))
     assertEquals("SSNP", new String(bytes.take(4), "US-ASCII"))
     assertEquals(Seq[Byte](0, 0, 0, 1), bytes.slice(4, 8).toSeq)
   }
 
   @Test def recordRoundTripsBothSnapshots(): Unit = {
-    val record = StateSnapshotRecord("testState", new RowSchemaSnapshot(StructType.fromDDL("k STRING")),
-      new RowSchemaSnapshot(schema), 12L, 1234567L)
+    val first = StateSnapshotRecord("testState", StateKind.Map, row(StructType.fromDDL("k STRING")),
+      row(schema), 12L, 1234567L)
+    val record = first.succeededBy(first.copy(valueSnapshot = row(schema, 2), recordedAtVersion = 14L))
     assertEquals(record, StateSnapshotRecord.fromBytes(record.toBytes))
+    assertEquals(Seq(12L), record.history.map(_.recordedAtVersion))
+    assertTrue(record.history.head.description.contains("map state"))
   }
 
   @Test def flippedByteIsReportedAsCorrupt(): Unit = {
-    val bytes = SnapshotFormat.write(new RowSchemaSnapshot(schema))
+    val bytes = SnapshotFormat.write(row(schema))
     bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0x40).toByte
     assertRefused(bytes, "checksum does not match")
   }
@@ -49,7 +56,7 @@ class SnapshotFormatTest {
     val future = Checksummed.write(SnapshotFormat.Magic, 1) { out =>
       out.writeUTF(classOf[RowSchemaSnapshot].getName)
       out.writeInt(99)
-      val payload = Checksummed.bytesOf(new RowSchemaSnapshot(schema).writeSnapshot)
+      val payload = Checksummed.bytesOf(row(schema).writeSnapshot)
       out.writeInt(payload.length)
       out.write(payload)
     }
@@ -81,13 +88,11 @@ class SnapshotFormatTest {
   }
 
   @Test def resolutionGivesTheFourOutcomes(): Unit = {
-    val old = new RowSchemaSnapshot(StructType.fromDDL("a INT NOT NULL"))
-    assertEquals(CompatibleAsIs, old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a INT NOT NULL"))))
-    assertTrue(old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a INT")))
-      .isInstanceOf[CompatibleWithReconfiguredSerializer])
-    assertTrue(old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a BIGINT")))
-      .isInstanceOf[CompatibleAfterMigration])
-    assertTrue(old.resolveSchemaCompatibility(UnsafeRowSerializer(StructType.fromDDL("a SHORT")))
-      .isInstanceOf[Incompatible])
+    val old = row(StructType.fromDDL("a INT NOT NULL"))
+    def resolve(ddl: String) = row(StructType.fromDDL(ddl)).resolveSchemaCompatibility(old)
+    assertEquals(CompatibleAsIs, resolve("a INT NOT NULL"))
+    assertTrue(resolve("a INT").isInstanceOf[CompatibleWithReconfiguredSerializer])
+    assertTrue(resolve("a BIGINT").isInstanceOf[CompatibleAfterMigration])
+    assertTrue(resolve("a SHORT").isInstanceOf[Incompatible])
   }
 }

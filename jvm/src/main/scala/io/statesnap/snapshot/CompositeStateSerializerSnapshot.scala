@@ -1,0 +1,95 @@
+package io.statesnap.snapshot
+
+import java.io.{DataInputStream, DataOutputStream}
+
+import io.statesnap.evolution.{RowMigration, SchemaProblem}
+import io.statesnap.snapshot.SchemaCompatibility._
+
+/**
+ * A snapshot of an outer layout around nested snapshots, as Flink's `CompositeTypeSerializerSnapshot`: it
+ * persists its own outer version and payload plus each nested snapshot (each framed by [[SnapshotFormat]], so a
+ * nested snapshot keeps its own class and version), and resolves from the nested results and its outer one:
+ * any nested incompatibility makes the whole incompatible, any nested migration makes the whole migrate (through
+ * [[outerMigration]]), any reconfiguration reconfigures it.
+ *
+ * Subclasses need a public no-argument constructor and define the outer layout.
+ */
+abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot {
+  private var nested: Seq[StateSerializerSnapshot] = Nil
+
+  def nestedSnapshots: Seq[StateSerializerSnapshot] = nested
+
+  protected def setNestedSnapshots(snapshots: Seq[StateSerializerSnapshot]): this.type = {
+    nested = snapshots
+    this
+  }
+
+  /** The version of the outer payload ([[writeOuterSnapshot]]); nested snapshots carry their own. */
+  protected def outerVersion: Int
+
+  protected def writeOuterSnapshot(out: DataOutputStream): Unit = ()
+
+  protected def readOuterSnapshot(readOuterVersion: Int, in: DataInputStream): Unit = ()
+
+  /** Whether the outer layout of `old` (same class) reads as this one; by default it does. */
+  protected def resolveOuterSchemaCompatibility(old: CompositeStateSerializerSnapshot): Option[SchemaProblem] = None
+
+  /** The serializer of the whole, given the serializers of the nested parts. */
+  protected def outerSerializer(nestedSerializers: Seq[StateSerializer]): StateSerializer
+
+  /** A migration of whole rows from migrations of the nested parts (None: that part is unchanged). */
+  protected def outerMigration(old: CompositeStateSerializerSnapshot, nestedMigrations: Seq[Option[RowMigration]])
+      : RowMigration
+
+  final override def currentVersion: Int = outerVersion
+
+  final override def writeSnapshot(out: DataOutputStream): Unit = {
+    writeOuterSnapshot(out)
+    out.writeInt(nested.size)
+    nested.foreach { snapshot =>
+      val bytes = SnapshotFormat.write(snapshot)
+      out.writeInt(bytes.length)
+      out.write(bytes)
+    }
+  }
+
+  final override def readSnapshot(readVersion: Int, in: DataInputStream): Unit = {
+    readOuterSnapshot(readVersion, in)
+    nested = Seq.fill(in.readInt()) {
+      val bytes = new Array[Byte](in.readInt())
+      in.readFully(bytes)
+      SnapshotFormat.read(bytes)
+    }
+  }
+
+  override def restoreSerializer(): StateSerializer = outerSerializer(nested.map(_.restoreSerializer()))
+
+  final override def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot): SchemaCompatibility =
+    oldSnapshot match {
+      case old: CompositeStateSerializerSnapshot if old.getClass == getClass && old.nested.size == nested.size =>
+        resolveOuterSchemaCompatibility(old) match {
+          case Some(problem) => Incompatible(Seq(problem))
+          case None =>
+            val results = nested.zip(old.nested).map { case (n, o) => n.resolveSchemaCompatibility(o) }
+            val problems = results.collect { case Incompatible(p) => p }.flatten
+            if (problems.nonEmpty) Incompatible(problems)
+            else if (results.exists(_.isInstanceOf[CompatibleAfterMigration])) {
+              CompatibleAfterMigration(outerMigration(old, results.map {
+                case CompatibleAfterMigration(m) => Some(m)
+                case _ => None
+              }))
+            } else if (results.forall(_ == CompatibleAsIs)) CompatibleAsIs
+            else CompatibleWithReconfiguredSerializer(restoreSerializer())
+        }
+      case other => differentKinds(other, this)
+    }
+
+  override def equals(other: Any): Boolean = other match {
+    case o: CompositeStateSerializerSnapshot => o.getClass == getClass && o.nestedSnapshots == nested
+    case _ => false
+  }
+
+  override def hashCode(): Int = (getClass, nested).hashCode()
+
+  override def toString: String = s"${getClass.getSimpleName}(${nested.mkString(", ")})"
+}

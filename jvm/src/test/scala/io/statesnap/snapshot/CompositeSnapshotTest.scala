@@ -1,0 +1,78 @@
+package io.statesnap.snapshot
+
+import io.statesnap.snapshot.SchemaCompatibility._
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.types.StructType
+import org.junit.Assert._
+import org.junit.Test
+
+/** A fixed-layout serializer's snapshot, as users write them with the Simple helper. */
+class FixedBlobSnapshot extends SimpleStateSerializerSnapshot(() => UnsafeRowSerializer(StructType.fromDDL("b BINARY")))
+
+class OtherBlobSnapshot extends SimpleStateSerializerSnapshot(() => UnsafeRowSerializer(StructType.fromDDL("b BINARY")))
+
+class CompositeSnapshotTest {
+  private def row(ddl: String, version: Int = 0) = new RowSchemaSnapshot().configure(StructType.fromDDL(ddl), version)
+
+  private def ttl(ddl: String) = new TtlValueSnapshot(row(ddl))
+
+  @Test def ttlWrapperRoundTripsWithItsNestedSnapshot(): Unit = {
+    val snapshot = ttl("count INT, note STRING")
+    assertEquals(snapshot, SnapshotFormat.read(SnapshotFormat.write(snapshot)))
+    assertEquals(StructType.fromDDL("value STRUCT<count: INT, note: STRING> NOT NULL, ttlExpirationMs BIGINT"),
+      snapshot.restoreSerializer().schema)
+    assertEquals(Some(StructType.fromDDL("count INT, note STRING")),
+      TtlValueSnapshot.unwrap(snapshot.restoreSerializer().schema))
+  }
+
+  @Test def ttlValueMigratesAndKeepsItsExpiry(): Unit = {
+    val old = ttl("count INT")
+    val migration = ttl("count BIGINT, note STRING").resolveSchemaCompatibility(old) match {
+      case CompatibleAfterMigration(m) => m
+      case other => fail(s"expected a migration, got $other"); null
+    }
+    val stored = UnsafeProjection.create(old.restoreSerializer().schema)(InternalRow(InternalRow(-7), 1700000000123L))
+      .copy()
+    val oldRow = new UnsafeRow(migration.oldFieldCount)
+    oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
+    val migrated = migration.migrate(oldRow)
+    assertEquals(-7L, migrated.getStruct(0, 2).getLong(0))
+    assertTrue(migrated.getStruct(0, 2).isNullAt(1))
+    assertEquals(1700000000123L, migrated.getLong(1))
+    assertTrue(migration.changes.head, migration.changes.head.startsWith("value: "))
+  }
+
+  @Test def compositeCombinesNestedOutcomes(): Unit = {
+    assertEquals(CompatibleAsIs, ttl("a INT").resolveSchemaCompatibility(ttl("a INT")))
+    assertTrue(ttl("a INT").resolveSchemaCompatibility(ttl("a INT NOT NULL"))
+      .isInstanceOf[CompatibleWithReconfiguredSerializer])
+    assertTrue(ttl("a INT").resolveSchemaCompatibility(ttl("a BIGINT")).isInstanceOf[Incompatible])
+  }
+
+  @Test def turningTtlOnOrOffIsRefused(): Unit = {
+    assertTrue(ttl("a INT").resolveSchemaCompatibility(row("a INT")).isInstanceOf[Incompatible])
+    val off = row("a INT").resolveSchemaCompatibility(ttl("a INT"))
+    assertTrue(off.toString, off.asInstanceOf[Incompatible].problems.head.reason.contains("TTL was turned on or off"))
+  }
+
+  @Test def simpleSnapshotIsCompatibleOnlyWithItsOwnClass(): Unit = {
+    assertEquals(CompatibleAsIs, new FixedBlobSnapshot().resolveSchemaCompatibility(
+      SnapshotFormat.read(SnapshotFormat.write(new FixedBlobSnapshot))))
+    assertTrue(new FixedBlobSnapshot().resolveSchemaCompatibility(new OtherBlobSnapshot).isInstanceOf[Incompatible])
+  }
+
+  @Test def olderApplicationVersionIsRefusedWhenItWouldRewrite(): Unit = {
+    val writtenByV3 = row("a BIGINT, b STRING", version = 3)
+    val v2 = row("a BIGINT", version = 2).resolveSchemaCompatibility(writtenByV3)
+    assertTrue(v2.toString, v2.asInstanceOf[Incompatible].problems.exists(_.reason.contains("newer version")))
+    assertEquals(CompatibleAsIs, row("a BIGINT, b STRING", version = 2).resolveSchemaCompatibility(writtenByV3))
+  }
+
+  @Test def declarativeSnapshotRoundTripsWithItsRules(): Unit = {
+    import io.statesnap.evolution.RowSchemaEvolution.Rules
+    val snapshot = new DeclarativeRowSnapshot().configure(StructType.fromDDL("a BIGINT"), 2)
+      .withRules(Rules(renamed = Map("a" -> "x"), defaults = Map("c" -> "'EUR'"), derived = Map("d" -> "x * 2")))
+    assertEquals(snapshot, SnapshotFormat.read(SnapshotFormat.write(snapshot)))
+  }
+}
