@@ -1,16 +1,17 @@
 """Small transformWithState applications the end-to-end tests restart between versions.
 
-Each app version keeps one ValueState ``testState`` with the schema the test gives it. Input rows carry
-``(id, value, op)``: ``op == "set"`` stores ``to_state(value)`` in the state; every row also emits what the state
-held before it, so a later app version shows exactly what it reads from the (migrated) state.
+An app version declares state variables (:class:`StateSpec`): value, list or map state, optionally with TTL.
+Input rows carry ``(id, value, op)``. Every row first emits what each state held (so a later app version shows
+exactly what it reads from the possibly migrated state), then ``op == "set"`` writes ``to_state(value)`` into each
+state, and ``op == "delete:<name>"`` deletes a state variable in ``init`` of that run (see :func:`run_app`).
 """
 from __future__ import annotations
 
 import json
 import os
 import uuid
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional, Union
 
 import pandas as pd
 from pyspark.sql import SparkSession
@@ -20,26 +21,75 @@ INPUT_SCHEMA = "id string, value bigint, op string"
 OUTPUT_SCHEMA = "id string, seen string"
 
 
-class ValueStateApp(StatefulProcessor):
-    def __init__(self, state_schema: str, to_state: Callable[[int], tuple]):
-        self.state_schema = state_schema
-        self.to_state = to_state
+@dataclass
+class StateSpec:
+    name: str
+    schema: str
+    to_state: Callable[[int], Any] = lambda v: (v,)
+    """value state: the new tuple; list state: a tuple to append; map state: a dict of user key tuple -> value tuple."""
+    kind: str = "value"
+    user_key_schema: str = "k string"
+    ttl_ms: Optional[int] = None
+
+
+class StatesApp(StatefulProcessor):
+    def __init__(self, specs: list[StateSpec], delete: tuple[str, ...] = ()):
+        self.specs = specs
+        self.delete = delete
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("testState", self.state_schema)
+        for name in self.delete:
+            handle.deleteIfExists(name)
+        self.states = {}
+        for s in self.specs:
+            ttl = {} if s.ttl_ms is None else {"ttlDurationMs": s.ttl_ms}
+            if s.kind == "value":
+                self.states[s.name] = handle.getValueState(s.name, s.schema, **ttl)
+            elif s.kind == "list":
+                self.states[s.name] = handle.getListState(s.name, s.schema, **ttl)
+            else:
+                self.states[s.name] = handle.getMapState(s.name, s.user_key_schema, s.schema, **ttl)
+
+    def _read(self, spec: StateSpec) -> Any:
+        state = self.states[spec.name]
+        if spec.kind == "value":
+            return list(state.get()) if state.exists() else None
+        if spec.kind == "list":
+            return [list(v) for v in state.get()] if state.exists() else None
+        if not state.exists():
+            return None
+        return {json.dumps(list(k)): list(v) for k, v in sorted(state.iterator(), key=lambda kv: str(kv[0]))}
+
+    def _write(self, spec: StateSpec, value: int) -> None:
+        state, new = self.states[spec.name], spec.to_state(value)
+        if spec.kind == "value":
+            state.update(new)
+        elif spec.kind == "list":
+            state.appendValue(new)
+        else:
+            for user_key, map_value in new.items():
+                state.updateValue(user_key, map_value)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         out = []
         for pdf in rows:
             for value, op in zip(pdf["value"], pdf["op"]):
-                seen = self.state.get() if self.state.exists() else None
-                out.append({"id": key[0], "seen": json.dumps(None if seen is None else list(seen))})
+                seen = {s.name: self._read(s) for s in self.specs}
+                out.append({"id": key[0], "seen": json.dumps(seen, default=_jsonable)})
                 if op == "set":
-                    self.state.update(self.to_state(int(value)))
+                    for s in self.specs:
+                        self._write(s, int(value))
         yield pd.DataFrame(out, columns=["id", "seen"])
 
     def close(self) -> None:
         pass
+
+
+def _jsonable(value: Any) -> Any:
+    """Rows are tuples (JSON lists); binary values are shown as text so tests can compare them."""
+    if isinstance(value, (bytes, bytearray)):
+        return "b:" + bytes(value).decode()
+    raise TypeError(f"cannot show {type(value).__name__} in test output")
 
 
 def write_input(source_dir: str, rows: list[tuple[str, int, str]]) -> None:
@@ -53,24 +103,33 @@ def write_input(source_dir: str, rows: list[tuple[str, int, str]]) -> None:
 
 @dataclass
 class RunResult:
-    seen: dict[str, list[Optional[list]]]
-    """What each id read from the state before each of its input rows, in order."""
-    migrated_entries: int
+    seen: dict[str, list]
+    """What each id read before each of its input rows, in order: the state's value for a single value state
+    declared by schema string, else a dict of state name -> what that state held."""
+    migrated_entries: Optional[int]
     """statesnap's custom metric, summed over the run's batches and partitions (None under Spark's provider)."""
+    progress: list = field(default_factory=list)
 
 
-def run_app(spark: SparkSession, source_dir: str, checkpoint: str, state_schema: str,
-            to_state: Callable[[int], tuple] = lambda v: (v,)) -> RunResult:
-    """Runs the app over the input not yet processed (availableNow, so it stops by itself)."""
+def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union[str, list[StateSpec]],
+            to_state: Callable[[int], tuple] = lambda v: (v,), delete: tuple[str, ...] = ()) -> RunResult:
+    """Runs one app version over the input not yet processed (availableNow, so it stops by itself).
+
+    ``states`` is either the schema of a single value state ``testState`` (then ``seen`` holds its values
+    directly) or the app's state variables.
+    """
+    single = isinstance(states, str)
+    specs = [StateSpec("testState", states, to_state)] if single else states
+    time_mode = "ProcessingTime" if any(s.ttl_ms for s in specs) else "None"
     collected: list = []
-    df = spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
     query = (
-        df.groupBy("id")
+        spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
+        .groupBy("id")
         .transformWithStateInPandas(
-            statefulProcessor=ValueStateApp(state_schema, to_state),
+            statefulProcessor=StatesApp(specs, delete),
             outputStructType=OUTPUT_SCHEMA,
             outputMode="Update",
-            timeMode="None",
+            timeMode=time_mode,
         )
         .writeStream.foreachBatch(lambda batch, _: collected.extend(batch.collect()))
         .option("checkpointLocation", checkpoint)
@@ -83,7 +142,8 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, state_schema:
         query.stop()
     seen: dict[str, list] = {}
     for row in collected:
-        seen.setdefault(row.id, []).append(json.loads(row.seen))
-    migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries")
-                for p in query.recentProgress if p["stateOperators"]]
-    return RunResult(seen, None if None in migrated else sum(migrated))
+        states_seen = json.loads(row.seen)
+        seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
+    progress = [p for p in query.recentProgress if p["stateOperators"]]
+    migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
+    return RunResult(seen, None if None in migrated else sum(migrated), progress)

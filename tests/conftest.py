@@ -28,6 +28,8 @@ def spark() -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # transformWithState in ProcessingTime mode (TTL) runs no-data batches forever: availableNow never ends.
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     )
     session = statesnap.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

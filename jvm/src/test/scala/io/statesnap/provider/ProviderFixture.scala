@@ -1,0 +1,66 @@
+package io.statesnap.provider
+
+import java.nio.file.Files
+import java.util.UUID
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Drives statesnap's provider (and Spark's own RocksDB provider) on a real checkpoint directory, the way a
+ * transformWithState operator does, with one "query run" per provider instance.
+ */
+final class ProviderFixture {
+  val checkpoint: String = Files.createTempDirectory("statesnap-provider-test").toString
+  val keySchema: StructType = StructType.fromDDL("id STRING")
+  private val placeholder = StructType.fromDDL("value BINARY")
+
+  def statesnap(confs: (String, String)*): StateStoreProvider =
+    init(new StatesnapStateStoreProvider, confs)
+
+  /** Spark's own provider on the same checkpoint: how a test writes bytes statesnap would never write. */
+  def sparkRocksDb(): StateStoreProvider =
+    init(StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass), Nil)
+
+  private def init(provider: StateStoreProvider, confs: Seq[(String, String)]): StateStoreProvider = {
+    val sqlConf = new SQLConf
+    confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    val hadoopConf = new Configuration
+    hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
+    provider.init(StateStoreId(checkpoint, 0, 0), keySchema, placeholder, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = true, new StateStoreConf(sqlConf), hadoopConf, useMultipleValuesPerKey = false, None)
+    provider
+  }
+
+  def key(id: String): UnsafeRow = UnsafeProjection.create(keySchema)(InternalRow(UTF8String.fromString(id)))
+
+  def row(schema: StructType, values: Any*): UnsafeRow = UnsafeProjection.create(schema)(InternalRow.fromSeq(values))
+
+  def open(store: StateStore, state: String, valueSchema: StructType): Unit =
+    store.createColFamilyIfAbsent(state, keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema))
+
+  /** Commits one version in which `state` holds `values` (id -> row of `schema`). */
+  def commitState(provider: StateStoreProvider, version: Long, state: String, schema: StructType,
+      values: Map[String, Seq[Any]]): Long = {
+    val store = provider.getStore(version, None)
+    open(store, state, schema)
+    values.foreach { case (id, v) => store.put(key(id), row(schema, v: _*), state) }
+    try store.commit() finally provider.close()
+  }
+
+  /** What `state` holds at `version`, read back with `schema` by Spark's own provider (no statesnap involved). */
+  def readWithSpark(version: Long, state: String, schema: StructType): Map[String, Seq[Any]] = {
+    val provider = sparkRocksDb()
+    val store = provider.getStore(version, None)
+    open(store, state, schema)
+    try {
+      store.iterator(state).map(p => p.key.getUTF8String(0).toString -> p.value.toSeq(schema)).toMap
+    } finally { store.abort(); provider.close() }
+  }
+}

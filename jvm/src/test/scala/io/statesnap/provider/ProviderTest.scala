@@ -1,0 +1,184 @@
+package io.statesnap.provider
+
+import io.statesnap.StatesnapException
+import io.statesnap.evolution.RowSchemaEvolution.Rules
+import io.statesnap.snapshot._
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.types.UTF8String
+import org.junit.Assert._
+import org.junit.Test
+
+/** Migrates `amount` (euros, double) into `cents` (bigint): a user snapshot class attached by conf. */
+class CentsSnapshot extends RowSchemaSnapshot {
+  override protected def evolutionRules: Rules = Rules(derived = Map("cents" -> "CAST(amount * 100 AS BIGINT)"))
+}
+
+/** Bad input at the provider: every refusal names the state, and the checkpoint stays as it was. */
+class ProviderTest {
+  private val v1 = StructType.fromDDL("amount DOUBLE")
+  private val v2 = StructType.fromDDL("amount DOUBLE, note STRING")
+  private val values = Map("a" -> Seq[Any](1.5), "b" -> Seq[Any](-2.0))
+
+  /** A checkpoint with version 1 written by statesnap under v1. */
+  private def written(): ProviderFixture = {
+    val f = new ProviderFixture
+    assertEquals(1L, f.commitState(f.statesnap(), 0, "orders", v1, values))
+    f
+  }
+
+  /** Version 2 = version 1 with the snapshot record of `orders` replaced by `record`, written behind statesnap. */
+  private def withRecord(f: ProviderFixture, record: Array[Byte]): Unit = {
+    val provider = f.sparkRocksDb()
+    val store = provider.getStore(1, None)
+    store.createColFamilyIfAbsent(SnapshotCatalog.ColumnFamily, SnapshotCatalog.KeySchema, SnapshotCatalog.ValueSchema,
+      org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec(SnapshotCatalog.KeySchema),
+      isInternal = true)
+    store.put(f.row(SnapshotCatalog.KeySchema, UTF8String.fromString("orders")),
+      f.row(SnapshotCatalog.ValueSchema, record), SnapshotCatalog.ColumnFamily)
+    assertEquals(2L, store.commit())
+    provider.close()
+  }
+
+  private def recordWithValueSnapshot(valueSnapshotBytes: Array[Byte]): Array[Byte] =
+    Checksummed.write(StateSnapshotRecord.Magic, StateSnapshotRecord.FormatVersion) { out =>
+      out.writeUTF("orders"); out.writeUTF("value"); out.writeLong(1); out.writeLong(0)
+      val key = SnapshotFormat.write(new RowSchemaSnapshot().configure(StructType.fromDDL("id STRING")))
+      Seq(key, valueSnapshotBytes).foreach { b => out.writeInt(b.length); out.write(b) }
+      out.writeInt(0)
+    }
+
+  /** Opening the state under v2 fails with `errorClass`; version 2 still reads the v1 values. */
+  private def assertRefused(f: ProviderFixture, version: Long, errorClass: String, expected: String*): Unit = {
+    val provider = f.statesnap()
+    val store = provider.getStore(version, None)
+    val e = assertThrows(classOf[StatesnapException], () => f.open(store, "orders", v2))
+    store.abort()
+    provider.close()
+    assertEquals(errorClass, e.errorClass)
+    (expected :+ "state 'orders' (operator 0, partition 0").foreach { s =>
+      assertTrue(s"'${e.getMessage}' should mention '$s'", e.getMessage.contains(s))
+    }
+    assertEquals(values, f.readWithSpark(version, "orders", v1))
+  }
+
+  @Test def migrationRewritesEveryEntryAndRecordsTheNewSnapshot(): Unit = {
+    val f = written()
+    val provider = f.statesnap()
+    val store = provider.getStore(1, None)
+    f.open(store, "orders", v2)
+    assertEquals(2L, store.commit())
+    assertEquals(2L, store.metrics.customMetrics(StatesnapMetrics.MigratedEntries)) // Spark's: after commit
+    provider.close()
+    assertEquals(Map("a" -> Seq(1.5, null), "b" -> Seq(-2.0, null)), f.readWithSpark(2, "orders", v2))
+    val again = f.statesnap()
+    val next = again.getStore(2, None)
+    f.open(next, "orders", v2)
+    assertEquals(3L, next.commit())
+    assertEquals(0L, next.metrics.customMetrics(StatesnapMetrics.MigratedEntries))
+    again.close()
+  }
+
+  @Test def corruptRecordBytesAreRefused(): Unit = {
+    val f = written()
+    val good = recordWithValueSnapshot(SnapshotFormat.write(new RowSchemaSnapshot().configure(v1)))
+    good(good.length - 10) = (good(good.length - 10) ^ 1).toByte
+    withRecord(f, good)
+    assertRefused(f, 2, StatesnapException.UnreadableSnapshot, "checksum does not match", "Nothing was rewritten")
+  }
+
+  @Test def unknownSnapshotClassIsRefused(): Unit = {
+    val f = written()
+    withRecord(f, recordWithValueSnapshot(Checksummed.write(SnapshotFormat.Magic, 1) { out =>
+      out.writeUTF("com.example.RetiredSnapshot"); out.writeInt(1); out.writeInt(0)
+    }))
+    assertRefused(f, 2, StatesnapException.UnreadableSnapshot, "com.example.RetiredSnapshot is not on the classpath")
+  }
+
+  @Test def newerSnapshotVersionIsRefused(): Unit = {
+    val f = written()
+    val payload = Checksummed.bytesOf(new RowSchemaSnapshot().configure(v1).writeSnapshot)
+    withRecord(f, recordWithValueSnapshot(Checksummed.write(SnapshotFormat.Magic, 1) { out =>
+      out.writeUTF(classOf[RowSchemaSnapshot].getName); out.writeInt(7); out.writeInt(payload.length)
+      out.write(payload)
+    }))
+    assertRefused(f, 2, StatesnapException.UnreadableSnapshot, "written by a newer statesnap", "version 7")
+  }
+
+  @Test def snapshotClassWithoutNullaryConstructorIsRefused(): Unit = {
+    val f = written()
+    withRecord(f, recordWithValueSnapshot(SnapshotFormat.write(
+      new io.statesnap.snapshot.NoDefaultConstructorSnapshot(v1))))
+    assertRefused(f, 2, StatesnapException.UnreadableSnapshot, "no public no-argument constructor")
+  }
+
+  @Test def stateWithEntriesButNoSnapshotIsRefused(): Unit = {
+    val f = new ProviderFixture
+    f.commitState(f.sparkRocksDb(), 0, "orders", v1, values)
+    assertRefused(f, 1, StatesnapException.MissingSnapshot, "holds entries but no statesnap snapshot")
+  }
+
+  @Test def narrowingIsRefusedBeforeAnyWrite(): Unit = {
+    val f = written()
+    val provider = f.statesnap()
+    val store = provider.getStore(1, None)
+    val e = assertThrows(classOf[StatesnapException],
+      () => f.open(store, "orders", StructType.fromDDL("amount FLOAT")))
+    store.abort(); provider.close()
+    assertEquals(StatesnapException.IncompatibleStateSchema, e.errorClass)
+    assertTrue(e.getMessage, e.getMessage.contains("field 'amount': double -> float: narrowing could lose values"))
+    assertEquals(values, f.readWithSpark(1, "orders", v1))
+  }
+
+  @Test def kindChangeIsRefused(): Unit = {
+    val f = written()
+    val provider = f.statesnap()
+    val store = provider.getStore(1, None)
+    val e = assertThrows(classOf[StatesnapException], () => store.createColFamilyIfAbsent("orders", f.keySchema, v1,
+      org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec(f.keySchema),
+      useMultipleValuesPerKey = true))
+    store.abort(); provider.close()
+    assertEquals(StatesnapException.StateKindChanged, e.errorClass)
+    assertTrue(e.getMessage, e.getMessage.contains("was written as value state and is now declared as list state"))
+  }
+
+  @Test def attachedSnapshotClassDrivesTheMigration(): Unit = {
+    val f = written()
+    val cents = StructType.fromDDL("cents BIGINT")
+    val provider = f.statesnap(DeclaredSnapshots.SnapshotClassPrefix + "orders" -> classOf[CentsSnapshot].getName)
+    val store = provider.getStore(1, None)
+    f.open(store, "orders", cents)
+    assertEquals(2L, store.commit())
+    provider.close()
+    assertEquals(Map("a" -> Seq(150L), "b" -> Seq(-200L)), f.readWithSpark(2, "orders", cents))
+  }
+
+  @Test def attachedClassThatIsNoRowSnapshotIsRefused(): Unit = {
+    val f = written()
+    val provider = f.statesnap(DeclaredSnapshots.SnapshotClassPrefix + "orders" -> "java.lang.String")
+    val store = provider.getStore(1, None)
+    val e = assertThrows(classOf[StatesnapException], () => f.open(store, "orders", v2))
+    store.abort(); provider.close()
+    assertEquals(StatesnapException.InvalidSnapshotDefinition, e.errorClass)
+    assertTrue(e.getMessage, e.getMessage.contains("java.lang.String attached to state 'orders'"))
+  }
+
+  @Test def relaxedNullabilityRecordsTheSnapshotWithoutRewriting(): Unit = {
+    val f = new ProviderFixture
+    val strict = StructType.fromDDL("amount DOUBLE NOT NULL")
+    f.commitState(f.statesnap(), 0, "orders", strict, values)
+    val provider = f.statesnap()
+    val store = provider.getStore(1, None)
+    f.open(store, "orders", v1)
+    assertEquals(2L, store.commit())
+    assertEquals(0L, store.metrics.customMetrics(StatesnapMetrics.MigratedEntries))
+    provider.close()
+    val inspect = f.sparkRocksDb()
+    val view = inspect.getStore(2, None)
+    val record = new SnapshotCatalog(view).read("orders").map(StateSnapshotRecord.fromBytes).get
+    view.abort(); inspect.close()
+    assertEquals(new RowSchemaSnapshot().configure(v1), record.valueSnapshot)
+    assertEquals(Seq(1L), record.history.map(_.recordedAtVersion))
+  }
+}
