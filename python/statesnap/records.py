@@ -1,0 +1,117 @@
+"""Decode statesnap's snapshot records (docs/snapshot-format.md) in Python, for tools that read checkpoints
+offline. The JVM writes and resolves them; this side only shows them."""
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pyspark.sql.types import StructType
+
+from statesnap.checkpoint import StoreVersion, open_store, row_bytes, store_versions
+
+SNAPSHOT_FAMILY = "$statesnap_snapshots"
+_RECORD_MAGIC, _SNAPSHOT_MAGIC = b"SSRC", b"SSNP"
+_ROW_SNAPSHOTS = {"io.statesnap.snapshot.RowSchemaSnapshot", "io.statesnap.snapshot.DeclarativeRowSnapshot"}
+_COMPOSITES = {"io.statesnap.snapshot.TtlValueSnapshot"}
+
+
+class SnapshotDecodeError(ValueError):
+    """The bytes are not a statesnap record this code can read; the message says why."""
+
+
+@dataclass(frozen=True)
+class SerializerSnapshot:
+    class_name: str
+    version: int
+    schema: Optional[StructType] = None
+    user_version: Optional[int] = None
+    rules: dict = field(default_factory=dict)
+    nested: tuple["SerializerSnapshot", ...] = ()
+
+    def describe(self) -> str:
+        name = self.class_name.rsplit(".", 1)[-1]
+        if self.schema is not None:
+            rules = {k: v for k, v in self.rules.items() if v}
+            return f"{self.schema.simpleString()} (app version {self.user_version}{', ' + json.dumps(rules) if rules else ''})"
+        if self.nested:
+            return f"{name}({', '.join(n.describe() for n in self.nested)})"
+        return f"{self.class_name} v{self.version} (payload not decoded here)"
+
+
+@dataclass(frozen=True)
+class StateSnapshotRecord:
+    state: str
+    kind: str
+    recorded_at_version: int
+    recorded_at_ms: int
+    key: SerializerSnapshot
+    value: SerializerSnapshot
+    history: tuple[tuple[int, int, str], ...]
+
+
+class _Reader:
+    def __init__(self, data: bytes, magic: bytes, what: str):
+        if len(data) < 12 or not data.startswith(magic):
+            raise SnapshotDecodeError(f"the {what} does not start with {magic!r}")
+        stored = struct.unpack(">i", data[-4:])[0]
+        if stored != struct.unpack(">i", struct.pack(">I", zlib.crc32(data[:-4])))[0]:
+            raise SnapshotDecodeError(f"the {what}'s checksum does not match its bytes")
+        self.buf = io.BytesIO(data[len(magic):-4])
+        self.format_version = self.int()
+
+    def int(self) -> int:
+        return struct.unpack(">i", self.buf.read(4))[0]
+
+    def long(self) -> int:
+        return struct.unpack(">q", self.buf.read(8))[0]
+
+    def utf(self) -> str:
+        (n,) = struct.unpack(">H", self.buf.read(2))
+        return self.buf.read(n).decode("utf-8", "replace")
+
+    def blob(self) -> bytes:
+        return self.buf.read(self.int())
+
+
+def parse_snapshot(data: bytes) -> SerializerSnapshot:
+    r = _Reader(data, _SNAPSHOT_MAGIC, "serializer snapshot")
+    class_name, version, payload = r.utf(), r.int(), r.blob()
+    p = _Reader.__new__(_Reader)
+    p.buf = io.BytesIO(payload)
+    if class_name in _ROW_SNAPSHOTS:
+        schema = StructType.fromJson(json.loads(p.blob().decode()))
+        user_version = p.int()
+        rules = {}
+        if class_name.endswith("DeclarativeRowSnapshot"):
+            for kind in ("renamed", "defaults", "derived"):
+                rules[kind] = {p.utf(): p.utf() for _ in range(p.int())}
+        return SerializerSnapshot(class_name, version, schema, user_version, rules)
+    if class_name in _COMPOSITES:
+        return SerializerSnapshot(class_name, version, nested=tuple(parse_snapshot(p.blob()) for _ in range(p.int())))
+    return SerializerSnapshot(class_name, version)
+
+
+def parse_record(data: bytes) -> StateSnapshotRecord:
+    r = _Reader(data, _RECORD_MAGIC, "state snapshot record")
+    if r.format_version > 1:
+        raise SnapshotDecodeError(f"record format version {r.format_version} is newer than this statesnap reads")
+    state, kind, at_version, at_ms = r.utf(), r.utf(), r.long(), r.long()
+    key, value = parse_snapshot(r.blob()), parse_snapshot(r.blob())
+    history = tuple((r.long(), r.long(), r.blob().decode()) for _ in range(r.int()))
+    return StateSnapshotRecord(state, kind, at_version, at_ms, key, value, history)
+
+
+def read_snapshots(checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:
+    """Every state snapshot record in the newest version of every store of ``checkpoint``."""
+    found = []
+    for store in store_versions(checkpoint):
+        with open_store(store) as raw:
+            if SNAPSHOT_FAMILY not in raw.column_families:
+                continue
+            for _, value in raw.entries(SNAPSHOT_FAMILY):
+                found.append((store, parse_record(row_bytes(value, 0, 1))))
+    return found
