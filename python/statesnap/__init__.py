@@ -9,10 +9,28 @@ Typical use::
 
 Every state a transformWithState query keeps then carries a snapshot of the schema it was written with; when a
 restarted query declares a changed schema, statesnap migrates the state before the first batch reads it, or
-refuses with an error that names the state and field.
+refuses with an error that names the state and field. ``register_snapshot`` attaches renames, defaults and
+derived fields to a state's evolution.
 """
 from statesnap._config import PROVIDER_CLASS, configure, jar_path
+from statesnap._snapshots import (
+    RowSnapshot,
+    ScalaSnapshot,
+    SnapshotDefinitionError,
+    register_snapshot,
+    unregister_snapshot,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["PROVIDER_CLASS", "configure", "jar_path", "__version__"]
+__all__ = [
+    "PROVIDER_CLASS",
+    "RowSnapshot",
+    "ScalaSnapshot",
+    "SnapshotDefinitionError",
+    "configure",
+    "jar_path",
+    "register_snapshot",
+    "unregister_snapshot",
+    "__version__",
+]

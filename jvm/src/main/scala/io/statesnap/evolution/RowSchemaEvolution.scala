@@ -47,7 +47,11 @@ object RowSchemaEvolution {
   }
 
   def plan(oldSchema: StructType, newSchema: StructType, rules: Rules = Rules.None): EvolutionPlan = {
-    val (diff, expressions) = compareTop(oldSchema, newSchema, rules)
+    // Rules say how to get here from the recorded schema: once the state has the declared layout (a restart
+    // after the migration), they have nothing left to do.
+    val effective = if (sameLayout(oldSchema, newSchema)) Rules.None else rules
+    val (evolution, expressions) = compareTop(oldSchema, newSchema, effective)
+    val diff = checkDefinition(newSchema, rules) ++ evolution
     if (diff.problems.nonEmpty) Refused(diff.problems)
     else if (diff.rewrites.nonEmpty) Rewrite(new ProjectionMigration(oldSchema.length, expressions, diff.rewrites))
     else if (diff.relaxed.nonEmpty) SameLayout(diff.relaxed)
@@ -87,7 +91,7 @@ object RowSchemaEvolution {
 
   /** The top level: [[compareStruct]]'s rules plus the state's own rules, and one expression per new field. */
   private def compareTop(o: StructType, n: StructType, rules: Rules): (Diff, Seq[Expression]) = {
-    val ruleDiff = checkRules(o, n, rules)
+    val ruleDiff = checkSources(o, n, rules)
     val renamedFrom = rules.renamed.values.toSet
     val perField = n.fields.toSeq.zipWithIndex.map { case (nf, position) =>
       val name = nf.name
@@ -123,23 +127,27 @@ object RowSchemaEvolution {
     ((ruleDiff +: reordered +: removed.toSeq) ++ perField.map(_._1)).reduce(_ ++ _) -> perField.map(_._2)
   }
 
-  private def checkRules(o: StructType, n: StructType, rules: Rules): Diff = {
+  /** Problems of the rules themselves, whatever the recorded schema: unknown fields, conflicting rules. */
+  private def checkDefinition(n: StructType, rules: Rules): Diff = {
     def unknown(kind: String, names: Iterable[String]) = names.filterNot(n.fieldNames.contains).map { f =>
       SchemaProblem(f, s"<$kind>", "<absent>", s"the snapshot's $kind names a field the declared schema does not have",
         s"name a field of ${n.simpleString}")
-    }
-    val missingSources = rules.renamed.collect { case (to, from) if !o.fieldNames.contains(from) =>
-      SchemaProblem(to, s"<renamed from '$from'>", n.find(_.name == to).map(_.dataType.simpleString).getOrElse("?"),
-        s"it is renamed from '$from', which the recorded schema ${o.simpleString} does not have",
-        s"name a field of the recorded schema in renamed['$to']")
     }
     val conflicting = (rules.renamed.keySet ++ rules.defaults.keySet).intersect(rules.derived.keySet).map { f =>
       SchemaProblem(f, "<derived>", "<renamed/default>", "it is both derived and renamed or defaulted",
         s"keep one rule for '$f'")
     }
     Diff(problems = (unknown("renamed", rules.renamed.keys) ++ unknown("defaults", rules.defaults.keys) ++
-      unknown("derived", rules.derived.keys) ++ missingSources ++ conflicting).toSeq)
+      unknown("derived", rules.derived.keys) ++ conflicting).toSeq)
   }
+
+  /** Renames must start from fields the recorded schema has. */
+  private def checkSources(o: StructType, n: StructType, rules: Rules): Diff =
+    Diff(problems = rules.renamed.collect { case (to, from) if !o.fieldNames.contains(from) =>
+      SchemaProblem(to, s"<renamed from '$from'>", n.find(_.name == to).map(_.dataType.simpleString).getOrElse("?"),
+        s"it is renamed from '$from', which the recorded schema ${o.simpleString} does not have",
+        s"name a field of the recorded schema in renamed['$to']")
+    }.toSeq)
 
   private def derivedField(nf: StructField, sql: String, o: StructType): (Diff, Expression) =
     SqlExpressions.resolve(sql, o) match {

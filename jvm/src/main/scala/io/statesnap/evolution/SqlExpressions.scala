@@ -24,6 +24,10 @@ object SqlExpressions {
     val resolved = plan.asInstanceOf[Project].projectList.head.asInstanceOf[Alias].child
     Right(BindReferences.bindReference(resolved, attributes))
   } catch {
-    case NonFatal(e) => Left(Option(e.getMessage).getOrElse(e.toString).linesIterator.next())
+    case NonFatal(e) => Left(firstLine(e))
   }
+
+  /** The first line that says something: Spark's parser messages start with a blank line. */
+  def firstLine(e: Throwable): String =
+    Option(e.getMessage).getOrElse(e.toString).linesIterator.map(_.trim).find(_.nonEmpty).getOrElse(e.toString)
 }

@@ -40,6 +40,12 @@ class EvolutionRulesTest {
     assertEquals(SameLayout(Seq("rename 'amount' to 'amount_eur'")), p)
   }
 
+  @Test def rulesHaveNothingToDoOnceTheStateHasTheDeclaredLayout(): Unit = {
+    val migrated = StructType.fromDDL("id STRING, amount_cents BIGINT")
+    val rules = Rules(derived = Map("amount_cents" -> "CAST(amount * 100 AS BIGINT)"))
+    assertEquals(Identical, RowSchemaEvolution.plan(migrated, migrated, rules))
+  }
+
   @Test def defaultsFillOldEntries(): Unit = {
     val out = migrate("id STRING, amount DOUBLE, qty BIGINT, currency STRING NOT NULL",
       Rules(defaults = Map("currency" -> "'EUR'")))
