@@ -55,8 +55,13 @@ test-fast: test-jvm jar
 demo: jar
 	$(PY) scripts/demo.py
 
-bench: jar
-	$(PY) bench/run.py
+$(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@touch $@
+
+# Benchmarks are not tests: figures are ratios against Spark's stock provider measured in the same run.
+bench: jar $(VENV)/.bench-stamp
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build python/statesnap/jars

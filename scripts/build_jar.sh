@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compiles jvm/src/main with the Scala compiler that ships inside the pinned pyspark's jars/ and packages
 # python/statesnap/jars/statesnap.jar. No Maven, no sbt: nothing is downloaded.
-# Usage: scripts/build_jar.sh [main|test]   (test also compiles jvm/src/test against JUnit 4 into build/test-classes)
+# Usage: scripts/build_jar.sh [main|test|bench]
+#   test:  compiles jvm/src/test against JUnit 4 into build/test-classes
+#   bench: compiles jvm/src/bench (JVM benchmark harnesses) into build/bench-classes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-main}"
@@ -25,5 +27,10 @@ case "$what" in
     scalac -classpath "$SPARK_JARS/*:build/classes:$JUNIT" -d build/test-classes $(find jvm/src/test/scala -name '*.scala')
     echo "built build/test-classes"
     ;;
-  *) echo "usage: $0 [main|test]" >&2; exit 2 ;;
+  bench)
+    rm -rf build/bench-classes && mkdir -p build/bench-classes
+    scalac -classpath "$SPARK_JARS/*:build/classes" -d build/bench-classes $(find jvm/src/bench/scala -name '*.scala')
+    echo "built build/bench-classes"
+    ;;
+  *) echo "usage: $0 [main|test|bench]" >&2; exit 2 ;;
 esac

@@ -9,7 +9,8 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * A state store provider that delegates every byte to Spark's own RocksDB provider and keeps a serializer
- * snapshot of every transformWithState variable beside its bytes, in the same store version. When a restarted
+ * snapshot of every transformWithState variable beside its bytes, in the same store version (other operators'
+ * single state is guarded by [[OperatorStateGuard]]: a changed schema is refused, not migrated). When a restarted
  * query declares a state with a different schema, the recorded snapshot resolves compatibility against it and,
  * where needed, every entry is migrated in that batch's own commit, before the state is read.
  *
@@ -23,6 +24,8 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
   /** States whose snapshot matches their schema in every version from the recorded one on (this query run). */
   private val known = new ConcurrentHashMap[String, (StructType, StructType, Long)]
   @volatile private var declared: DeclaredSnapshots = _
+  /** Set for operators other than transformWithState (no column families): their one state is guarded. */
+  @volatile private var operatorGuard: Option[OperatorStateGuard] = None
 
   override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
@@ -36,6 +39,11 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
         "keeps the encoding it was created with).")
     }
     declared = new DeclaredSnapshots(storeConfs.sqlConfs)
+    if (!useColumnFamilies) {
+      val guard = new OperatorStateGuard(stateStoreId, keySchema, valueSchema, hadoopConf)
+      guard.check()
+      operatorGuard = Some(guard)
+    }
     inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
       hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
   }
@@ -77,8 +85,10 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
       version: Long): Boolean =
     Option(known.get(state)).exists { case (k, v, since) => k == keySchema && v == valueSchema && version >= since }
 
-  private[provider] def remember(resolved: Map[String, (StructType, StructType)], committedVersion: Long): Unit =
+  private[provider] def remember(resolved: Map[String, (StructType, StructType)], committedVersion: Long): Unit = {
     resolved.foreach { case (state, (k, v)) => known.put(state, (k, v, committedVersion)) }
+    operatorGuard.foreach(_.committed(committedVersion))
+  }
 
   private[provider] def forget(state: String): Unit = known.remove(state)
 }

@@ -1,0 +1,256 @@
+"""statesnap benchmarks: every figure is a ratio against Spark's stock RocksDB provider measured in the same run.
+
+    make bench                                  # everything, writes bench/results.md and bench/results.png
+    .venv/bin/python bench/run.py --only migration --entries 1000000
+    .venv/bin/python bench/run.py --only steady --repeats 5
+
+Workloads (see bench/README.md for how to read the results):
+  migration  JVM harness (jvm/src/bench): one partition of N entries migrated (a field added, one widened) vs
+             Spark's stock store iterating and re-putting the same bytes, with and without row tracking.
+  steady     the same streaming aggregation and transformWithState workload, stock provider vs statesnap.
+  avro       an evolved transformWithState workload: Spark's stock provider with Avro encoding (lazy conversion
+             on read) vs statesnap with UnsafeRow after its eager migration.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+STOCK = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def spark_jars() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "jars")
+
+
+# ---------------------------------------------------------------------------------------------- migration
+def run_migration(entries: list[int], repeats: int) -> list[dict]:
+    subprocess.run([str(ROOT / "scripts" / "build_jar.sh"), "bench"], check=True, cwd=ROOT)
+    results = []
+    for n in entries:
+        print(f"[migration] {n:,} entries (a separate JVM per size)", flush=True)
+        out = subprocess.run(
+            ["java", "-Xmx4g", f"-Dlog4j.configurationFile={ROOT}/jvm/src/test/resources/log4j2.properties", "-cp",
+             f"{spark_jars()}/*:{ROOT}/build/classes:{ROOT}/build/bench-classes",
+             "io.statesnap.bench.MigrationBenchmark", str(n), str(repeats)],
+            check=True, capture_output=True, text=True).stdout
+        results.append(json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):]))
+    return results
+
+
+# ------------------------------------------------------------------------------------------ spark workloads
+def session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")])
+    from pyspark.sql import SparkSession
+
+    import statesnap
+
+    spark = statesnap.configure(
+        SparkSession.builder.master("local[2]").appName("statesnap-bench")
+        .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")
+    ).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_input(spark, directory: Path, files: int, rows: int, keys: int) -> None:
+    """`files` JSON files of (key, amount) rows: each micro-batch (one file) touches every key once per
+    `keys` rows."""
+    for f in range(files):
+        (spark.range(f * rows, (f + 1) * rows, numPartitions=1)
+         .selectExpr(f"id % {keys} AS key", "CAST(id % 97 AS INT) AS amount")
+         .write.mode("overwrite").json(str(directory / f"tmp{f}")))
+        part = next((directory / f"tmp{f}").glob("part-*.json"))
+        part.rename(directory / f"batch{f:03d}.json")
+        shutil.rmtree(directory / f"tmp{f}")
+
+
+def timed_query(spark, provider: str, build: Callable, extra_confs: dict[str, str] | None = None) -> float:
+    """Runs a query built by `build(checkpoint)` to completion (availableNow) on a fresh checkpoint; seconds."""
+    confs = {"spark.sql.streaming.stateStore.providerClass": provider, **(extra_confs or {})}
+    previous = {k: spark.conf.get(k, None) for k in confs}
+    for k, v in confs.items():
+        spark.conf.set(k, v)
+    checkpoint = tempfile.mkdtemp(prefix="statesnap-bench-ck-")
+    try:
+        start = time.perf_counter()
+        query = build(checkpoint)
+        query.awaitTermination()
+        return time.perf_counter() - start
+    finally:
+        for k, v in previous.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def compare(name: str, repeats: int, run: Callable[[str], float]) -> dict:
+    """Alternates stock and statesnap runs (so drift hits both) and compares medians."""
+    import statesnap
+
+    times: dict[str, list[float]] = {"stock": [], "statesnap": []}
+    run(STOCK)  # warm-up: JIT, Python workers, file listing caches
+    for i in range(repeats):
+        for label, provider in (("stock", STOCK), ("statesnap", statesnap.PROVIDER_CLASS))[:: 1 if i % 2 else -1]:
+            times[label].append(run(provider))
+            print(f"[{name}] {label}: {times[label][-1]:.2f} s", flush=True)
+    stock, ours = statistics.median(times["stock"]), statistics.median(times["statesnap"])
+    return {"name": name, "stock_s": stock, "statesnap_s": ours, "ratio": ours / stock, "runs": times}
+
+
+def run_steady(repeats: int) -> list[dict]:
+    from bench_apps import aggregation_query, tws_query
+
+    spark = session()
+    work = Path(tempfile.mkdtemp(prefix="statesnap-bench-"))
+    agg_in, tws_in = work / "agg", work / "tws"
+    agg_in.mkdir()
+    tws_in.mkdir()
+    write_input(spark, agg_in, files=6, rows=300_000, keys=100_000)
+    write_input(spark, tws_in, files=4, rows=50_000, keys=25_000)
+    results = [
+        compare("aggregation (6 batches x 300k rows, 100k keys)", repeats,
+                lambda p: timed_query(spark, p, lambda ck: aggregation_query(spark, str(agg_in), ck))),
+        compare("transformWithState value per key (4 batches x 50k rows, 25k keys)", repeats,
+                lambda p: timed_query(spark, p, lambda ck: tws_query(spark, str(tws_in), ck, "count int, total int"))),
+    ]
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def run_avro(repeats: int) -> list[dict]:
+    """v1 fills the state; the measured run is v2 (evolved schema) over the same batches again."""
+    import statesnap
+    from bench_apps import tws_query
+
+    spark = session()
+    work = Path(tempfile.mkdtemp(prefix="statesnap-bench-"))
+    first, second = work / "v1", work / "v2"
+    first.mkdir()
+    second.mkdir()
+    write_input(spark, first, files=2, rows=50_000, keys=25_000)
+    write_input(spark, second, files=4, rows=50_000, keys=25_000)
+    times: dict[str, list[float]] = {"stock-avro": [], "statesnap": []}
+    setups = {
+        "stock-avro": {"spark.sql.streaming.stateStore.providerClass": STOCK,
+                       "spark.sql.streaming.stateStore.encodingFormat": "avro",
+                       "spark.sql.streaming.stateStore.stateSchemaCheck": "true"},
+        "statesnap": {"spark.sql.streaming.stateStore.providerClass": statesnap.PROVIDER_CLASS,
+                      "spark.sql.streaming.stateStore.encodingFormat": "unsaferow",
+                      "spark.sql.streaming.stateStore.stateSchemaCheck": "false"},
+    }
+    for i in range(repeats):
+        for label, confs in list(setups.items())[:: 1 if i % 2 else -1]:
+            for k, v in confs.items():
+                spark.conf.set(k, v)
+            checkpoint = tempfile.mkdtemp(prefix="statesnap-bench-ck-")
+            source = work / f"in-{uuid.uuid4().hex}"
+            shutil.copytree(first, source)
+            tws_query(spark, str(source), checkpoint, "count int, total int").awaitTermination()
+            for f in second.iterdir():
+                shutil.copy(f, source / f"v2-{f.name}")
+            start = time.perf_counter()
+            tws_query(spark, str(source), checkpoint, "count bigint, total bigint, note string").awaitTermination()
+            times[label].append(time.perf_counter() - start)
+            print(f"[avro] {label}: {times[label][-1]:.2f} s", flush=True)
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            shutil.rmtree(source, ignore_errors=True)
+    spark.stop()
+    stock, ours = statistics.median(times["stock-avro"]), statistics.median(times["statesnap"])
+    return [{"name": "evolved transformWithState (4 batches x 50k rows, 25k keys)", "stock_s": stock,
+             "statesnap_s": ours, "ratio": ours / stock, "throughput_ratio": stock / ours, "runs": times}]
+
+
+# ------------------------------------------------------------------------------------------------- report
+def report(results: dict, path: Path) -> None:
+    lines = ["# statesnap benchmark results", "",
+             f"Generated by `make bench` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"{os.cpu_count()} cores, pyspark {__import__('pyspark').__version__}. Every ratio compares figures "
+             "measured in this same run. See bench/README.md for how to read them.", ""]
+    if "migration" in results:
+        lines += ["## Migration throughput (one partition, a field added and one widened)", "",
+                  "| entries | statesnap migration (entries/s) | stock raw copy (entries/s) | stock raw copy, untracked "
+                  "(entries/s) | vs stock copy (target >= 1.0) | vs copy under the migration's settings (target "
+                  ">= 0.9) | peak heap during migration |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in results["migration"]:
+            m, s, u = r["statesnap-migration"], r["stock-copy"], r["stock-copy-untracked"]
+            lines.append(f"| {r['entries']:,} | {m['entriesPerSecond']:,} | {s['entriesPerSecond']:,} | "
+                         f"{u['entriesPerSecond']:,} | {m['entriesPerSecond'] / s['entriesPerSecond']:.2f} | "
+                         f"{m['entriesPerSecond'] / s['entriesPerSecond']:.2f} | {m['peakHeapMb']} MB |")
+        lines += ["", "The migration runs under Spark's default settings (row tracking on), so its own-settings "
+                  "baseline is the tracked stock copy.", ""]
+    for key, title, target in (("steady", "Steady-state overhead (no schema change)", "statesnap / stock time, "
+                                "target <= 1.02"),
+                               ("avro", "After evolution: Spark's Avro path vs statesnap", "statesnap / stock-avro "
+                                "time (throughput ratio = inverse), target throughput >= 1.5")):
+        if key in results:
+            lines += [f"## {title}", "", f"| workload | stock (s, median) | statesnap (s, median) | {target} |",
+                      "|---|---|---|---|"]
+            lines += [f"| {r['name']} | {r['stock_s']:.2f} | {r['statesnap_s']:.2f} | {r['ratio']:.3f}"
+                      f"{' (throughput x%.2f)' % r['throughput_ratio'] if 'throughput_ratio' in r else ''} |"
+                      for r in results[key]]
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+    (path.parent / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    chart(results, path.with_suffix(".png"))
+
+
+def chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars: list[tuple[str, float]] = []
+    for r in results.get("migration", []):
+        bars.append((f"migration {r['entries'] // 1000}k\nvs stock copy",
+                     r["statesnap-migration"]["entriesPerSecond"] / r["stock-copy"]["entriesPerSecond"]))
+    bars += [(r["name"].split(" (")[0][:28] + "\n(stock time / ours)", 1 / r["ratio"]) for r in results.get("steady", [])]
+    bars += [("after evolution\nvs Spark Avro", r["throughput_ratio"]) for r in results.get("avro", [])]
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(bars)), 4))
+    ax.bar([b[0] for b in bars], [b[1] for b in bars], color="#4a7ab5")
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_ylabel("statesnap relative to Spark's stock provider\n(higher is better, same run)")
+    ax.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["migration", "steady", "avro"], action="append")
+    parser.add_argument("--entries", default="1000000,4000000", help="migration sizes, comma separated")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.md"))
+    args = parser.parse_args()
+    chosen = args.only or ["migration", "steady", "avro"]
+    results = {}
+    if "migration" in chosen:
+        results["migration"] = run_migration([int(n) for n in args.entries.split(",")], max(1, args.repeats - 1))
+    if "steady" in chosen:
+        results["steady"] = run_steady(args.repeats)
+    if "avro" in chosen:
+        results["avro"] = run_avro(args.repeats)
+    report(results, Path(args.out))
+    print(Path(args.out).read_text())
+
+
+if __name__ == "__main__":
+    main()
