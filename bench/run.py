@@ -122,11 +122,11 @@ def run_steady(repeats: int) -> list[dict]:
     agg_in.mkdir()
     tws_in.mkdir()
     write_input(spark, agg_in, files=6, rows=300_000, keys=100_000)
-    write_input(spark, tws_in, files=4, rows=50_000, keys=25_000)
+    write_input(spark, tws_in, files=3, rows=8_000, keys=4_000)
     results = [
         compare("aggregation (6 batches x 300k rows, 100k keys)", repeats,
                 lambda p: timed_query(spark, p, lambda ck: aggregation_query(spark, str(agg_in), ck))),
-        compare("transformWithState value per key (4 batches x 50k rows, 25k keys)", repeats,
+        compare("transformWithState value per key (3 batches x 8k rows, 4k keys)", repeats,
                 lambda p: timed_query(spark, p, lambda ck: tws_query(spark, str(tws_in), ck, "count int, total int"))),
     ]
     spark.stop()
@@ -144,8 +144,8 @@ def run_avro(repeats: int) -> list[dict]:
     first, second = work / "v1", work / "v2"
     first.mkdir()
     second.mkdir()
-    write_input(spark, first, files=2, rows=50_000, keys=25_000)
-    write_input(spark, second, files=4, rows=50_000, keys=25_000)
+    write_input(spark, first, files=1, rows=8_000, keys=4_000)
+    write_input(spark, second, files=3, rows=8_000, keys=4_000)
     times: dict[str, list[float]] = {"stock-avro": [], "statesnap": []}
     setups = {
         "stock-avro": {"spark.sql.streaming.stateStore.providerClass": STOCK,
@@ -173,7 +173,7 @@ def run_avro(repeats: int) -> list[dict]:
             shutil.rmtree(source, ignore_errors=True)
     spark.stop()
     stock, ours = statistics.median(times["stock-avro"]), statistics.median(times["statesnap"])
-    return [{"name": "evolved transformWithState (4 batches x 50k rows, 25k keys)", "stock_s": stock,
+    return [{"name": "evolved transformWithState (3 batches x 8k rows, 4k keys)", "stock_s": stock,
              "statesnap_s": ours, "ratio": ours / stock, "throughput_ratio": stock / ours, "runs": times}]
 
 

@@ -33,6 +33,55 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_NO_REWRITE, EXIT_ERROR, EXIT_MIGRATE, EXIT_INCOMPATIBLE = 0, 2, 3, 4
+
+
+def _check(args: argparse.Namespace) -> int:
+    import json as _json
+
+    from pyspark.sql import SparkSession
+
+    import statesnap
+    from statesnap._snapshots import _schema_json
+    from statesnap.checkpoint import open_store, row_bytes, store_versions
+    from statesnap.records import SNAPSHOT_FAMILY, parse_record
+
+    raw_records = []
+    for store in store_versions(args.checkpoint):
+        with open_store(store) as raw:
+            if SNAPSHOT_FAMILY in raw.column_families:
+                for _, value in raw.entries(SNAPSHOT_FAMILY):
+                    record = row_bytes(value, 0, 1)
+                    if parse_record(record).state == args.state:
+                        raw_records.append((store, record))
+    if not raw_records:
+        print(f"statesnap check: no snapshot of state '{args.state}' under {args.checkpoint}", file=sys.stderr)
+        return EXIT_ERROR
+    definition = None
+    if args.snapshot:
+        definition = statesnap.RowSnapshot(**_json.loads(args.snapshot)).to_json()
+    active = SparkSession.getActiveSession()  # called from a driver that already runs Spark: use it
+    spark = active or statesnap.configure(SparkSession.builder.master("local[1]").appName("statesnap-check")
+                                          .config("spark.ui.enabled", "false")).getOrCreate()
+    try:
+        checker = spark.sparkContext._jvm.io.statesnap.bridge.CompatibilityCheck
+        schema = _schema_json(spark, args.schema)
+        verdicts: dict[str, list[int]] = {}
+        for store, record in raw_records:
+            verdicts.setdefault(checker.check(bytearray(record), schema, definition), []).append(store.partition)
+    finally:
+        if active is None:
+            spark.stop()
+    worst = EXIT_NO_REWRITE
+    for verdict, partitions in verdicts.items():
+        head, *details = verdict.splitlines()
+        print(f"state '{args.state}', partitions {sorted(partitions)}: {head}")
+        for line in details:
+            print(f"  - {line}")
+        worst = max(worst, {"migrate": EXIT_MIGRATE, "incompatible": EXIT_INCOMPATIBLE}.get(head, EXIT_NO_REWRITE))
+    return worst
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m statesnap", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -40,6 +89,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     inspect.add_argument("checkpoint", help="the query's checkpointLocation")
     inspect.add_argument("--state", action="append", help="only this state (repeatable)")
     inspect.set_defaults(run=_inspect)
+    check = commands.add_parser(
+        "check", help="dry-run: would a new state schema restart as is, migrate, or be refused? (writes nothing)",
+        description="Exit code: 0 no rewrite needed, 3 every entry will be migrated, 4 refused, 2 error.")
+    check.add_argument("checkpoint", help="the query's checkpointLocation")
+    check.add_argument("--state", required=True, help="the state variable's name")
+    check.add_argument("--schema", required=True, help="the value schema the new version declares (DDL)")
+    check.add_argument("--snapshot", help='the RowSnapshot it will register, as JSON: \'{"version": 2, '
+                                          '"renamed": {"amount": "amount_eur"}}\'')
+    check.set_defaults(run=_check)
     args = parser.parse_args(argv)
     return args.run(args)
 

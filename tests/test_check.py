@@ -1,0 +1,47 @@
+"""``python -m statesnap check``: a dry run of a new state schema against a real checkpoint, before a deploy."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from apps import StateSpec, run_app, write_input
+from statesnap.__main__ import main
+
+
+@pytest.fixture
+def checkpoint(spark, app_dirs) -> str:
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set"), ("b", 2, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("count", "n int, label string", lambda v: (v, f"l{v}"))])
+    return checkpoint
+
+
+def check(checkpoint: str, capsys, *args: str) -> tuple[int, str]:
+    code = main(["check", checkpoint, "--state", "count", *args])
+    return code, capsys.readouterr().out
+
+
+def test_verdicts_and_exit_codes(checkpoint, capsys):
+    code, out = check(checkpoint, capsys, "--schema", "n int, label string")
+    assert (code, "partitions [0, 1]: as-is" in out) == (0, True)
+    code, out = check(checkpoint, capsys, "--schema", "n bigint, label string, note string")
+    assert code == 3 and ": migrate" in out
+    assert "convert 'n' int -> bigint" in out and "add 'note' string" in out
+    code, out = check(checkpoint, capsys, "--schema", "n smallint, label string")
+    assert code == 4 and "field 'n': int -> smallint: narrowing could lose values" in out
+    code, out = check(checkpoint, capsys, "--schema", "n smallint, label string",
+                      "--snapshot", '{"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}')
+    assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out
+    assert main(["check", checkpoint, "--state", "nope", "--schema", "n int"]) == 2
+
+
+@pytest.mark.slow
+def test_check_runs_as_a_command_with_its_own_spark(checkpoint):
+    run = subprocess.run([sys.executable, "-m", "statesnap", "check", checkpoint, "--state", "count",
+                          "--schema", "n bigint, label string"], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ))
+    assert run.returncode == 3, run.stderr[-3000:]
+    assert "migrate" in run.stdout
