@@ -1,6 +1,8 @@
 """A transformWithState ValueState restarted across app versions with evolved schemas, on real Spark and RocksDB."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pyspark.errors import StreamingQueryException
 
@@ -100,3 +102,23 @@ def test_narrowing_is_refused_and_the_old_version_still_reads_every_value(spark,
     old_again = run_app(spark, source, checkpoint, "value1 bigint")
     assert old_again.seen == {k: [[v]] for k, v in values.items()}
     assert old_again.migrated_entries == 0
+
+
+def test_a_migration_committed_as_a_changelog_replays_on_restart(spark, app_dirs):
+    """With changelog checkpointing the migrated entries and the new snapshot land in the version's changelog;
+    the next run rebuilds the state by replaying it."""
+    source, checkpoint = app_dirs
+    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+    spark.conf.set(changelog, "true")
+    try:
+        set_values(source, WIDEN_VALUES)
+        run_app(spark, source, checkpoint, "value1 int")
+        read_all(source)
+        assert run_app(spark, source, checkpoint, "value1 bigint").migrated_entries == 3
+        read_all(source)
+        replayed = run_app(spark, source, checkpoint, "value1 bigint")
+    finally:
+        spark.conf.unset(changelog)
+    assert replayed.seen == {k: [[v]] for k, v in WIDEN_VALUES.items()}
+    assert replayed.migrated_entries == 0
+    assert list((Path(checkpoint) / "state" / "0" / "0").glob("*.changelog")), "no changelog was written"
