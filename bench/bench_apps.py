@@ -18,7 +18,7 @@ def aggregation_query(spark: SparkSession, source: str, checkpoint: str) -> Stre
 
 
 class Totals(StatefulProcessor):
-    """Reads and updates one value per key: (count, total[, note])."""
+    """Reads and updates one value per key: (count, total)."""
 
     def __init__(self, schema: str):
         self.schema = schema
@@ -27,19 +27,18 @@ class Totals(StatefulProcessor):
         self.totals = handle.getValueState("totals", self.schema)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        count, total = self.totals.get()[:2] if self.totals.exists() else (0, 0)
+        count, total = self.totals.get() if self.totals.exists() else (0, 0)
         for pdf in rows:
             count += len(pdf)
             total += int(pdf["amount"].sum())
-        extra = (None,) * (len(self.schema.split(",")) - 2)
-        self.totals.update((count, total) + extra)
+        self.totals.update((count, total))
         yield pd.DataFrame({"key": [key[0]], "total": [total]})
 
     def close(self) -> None:
         pass
 
 
-def tws_query(spark: SparkSession, source: str, checkpoint: str, schema: str) -> StreamingQuery:
+def tws_query(spark: SparkSession, source: str, checkpoint: str, schema: str = "count int, total int") -> StreamingQuery:
     return (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(source)
             .groupBy("key").transformWithStateInPandas(Totals(schema), "key bigint, total bigint", "Update", "None")
             .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
