@@ -9,7 +9,7 @@ import org.apache.spark.sql.types.StructType
  * All reads and writes go straight to the inner store: statesnap costs nothing once a state is resolved.
  */
 private[provider] final class StatesnapStateStore(val inner: StateStore, provider: StatesnapStateStoreProvider)
-  extends StateStore {
+  extends StateStore with ForwardingReads {
 
   private val counters = new MigrationCounters
   private lazy val catalog = new SnapshotCatalog(inner)
@@ -48,14 +48,6 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     m.copy(customMetrics = m.customMetrics ++ counters.asMetrics)
   }
 
-  override def id: StateStoreId = inner.id
-  override def version: Long = inner.version
-  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = inner.get(key, colFamilyName)
-  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
-    inner.valuesIterator(key, colFamilyName)
-  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    inner.prefixScan(prefixKey, colFamilyName)
-  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = inner.iterator(colFamilyName)
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
     inner.put(key, value, colFamilyName)
   override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
@@ -65,14 +57,17 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     inner.merge(key, value, colFamilyName)
   override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
     inner.mergeList(key, values, colFamilyName)
-  override def abort(): Unit = inner.abort()
-  override def release(): Unit = inner.release()
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = inner.getStateStoreCheckpointInfo()
   override def hasCommitted: Boolean = inner.hasCommitted
 }
 
 /** A read-only view handed out by `getReadStore`; unwrapped again when Spark upgrades it to a write store. */
-private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore) extends ReadStateStore {
+private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore) extends ForwardingReads
+
+/** Every read, and the end of a store's life, go straight to Spark's store. */
+private[provider] trait ForwardingReads extends ReadStateStore {
+  def inner: ReadStateStore
+
   override def id: StateStoreId = inner.id
   override def version: Long = inner.version
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = inner.get(key, colFamilyName)
