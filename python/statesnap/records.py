@@ -53,15 +53,11 @@ class StateSnapshotRecord:
     history: tuple[tuple[int, int, str], ...]
 
 
-class _Reader:
-    def __init__(self, data: bytes, magic: bytes, what: str):
-        if len(data) < 12 or not data.startswith(magic):
-            raise SnapshotDecodeError(f"the {what} does not start with {magic!r}")
-        stored = struct.unpack(">i", data[-4:])[0]
-        if stored != struct.unpack(">i", struct.pack(">I", zlib.crc32(data[:-4])))[0]:
-            raise SnapshotDecodeError(f"the {what}'s checksum does not match its bytes")
-        self.buf = io.BytesIO(data[len(magic):-4])
-        self.format_version = self.int()
+class _Cursor:
+    """Reads the big-endian primitives `java.io.DataOutputStream` wrote."""
+
+    def __init__(self, data: bytes):
+        self.buf = io.BytesIO(data)
 
     def int(self) -> int:
         return struct.unpack(">i", self.buf.read(4))[0]
@@ -77,11 +73,21 @@ class _Reader:
         return self.buf.read(self.int())
 
 
+def _framed(data: bytes, magic: bytes, what: str) -> tuple[int, _Cursor]:
+    """Checks a record's magic and CRC32; returns its format version and a cursor over its body."""
+    if len(data) < 12 or not data.startswith(magic):
+        raise SnapshotDecodeError(f"the {what} does not start with {magic!r}")
+    stored = struct.unpack(">I", data[-4:])[0]
+    if stored != zlib.crc32(data[:-4]):
+        raise SnapshotDecodeError(f"the {what}'s checksum does not match its bytes")
+    cursor = _Cursor(data[len(magic):-4])
+    return cursor.int(), cursor
+
+
 def parse_snapshot(data: bytes) -> SerializerSnapshot:
-    r = _Reader(data, _SNAPSHOT_MAGIC, "serializer snapshot")
-    class_name, version, payload = r.utf(), r.int(), r.blob()
-    p = _Reader.__new__(_Reader)
-    p.buf = io.BytesIO(payload)
+    _, r = _framed(data, _SNAPSHOT_MAGIC, "serializer snapshot")
+    class_name, version = r.utf(), r.int()
+    p = _Cursor(r.blob())
     if class_name in _ROW_SNAPSHOTS:
         schema = StructType.fromJson(json.loads(p.blob().decode()))
         user_version = p.int()
@@ -96,9 +102,9 @@ def parse_snapshot(data: bytes) -> SerializerSnapshot:
 
 
 def parse_record(data: bytes) -> StateSnapshotRecord:
-    r = _Reader(data, _RECORD_MAGIC, "state snapshot record")
-    if r.format_version > 1:
-        raise SnapshotDecodeError(f"record format version {r.format_version} is newer than this statesnap reads")
+    format_version, r = _framed(data, _RECORD_MAGIC, "state snapshot record")
+    if format_version > 1:
+        raise SnapshotDecodeError(f"record format version {format_version} is newer than this statesnap reads")
     state, kind, at_version, at_ms = r.utf(), r.utf(), r.long(), r.long()
     key, value = parse_snapshot(r.blob()), parse_snapshot(r.blob())
     history = tuple((r.long(), r.long(), r.blob().decode()) for _ in range(r.int()))
