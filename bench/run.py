@@ -7,7 +7,8 @@
 Workloads (see bench/README.md for how to read the results):
   migration  JVM harness (jvm/src/bench): one partition of N entries migrated (a field added, one widened) vs
              Spark's stock store iterating and re-putting the same bytes, with and without row tracking.
-  steady     the same streaming aggregation and transformWithState workload, stock provider vs statesnap.
+  steady     the same streaming aggregation and transformWithState workloads (pandas, and Scala on the JVM),
+             stock provider vs statesnap.
   avro       an evolved Scala transformWithState workload (JVM harness): Spark's stock provider with Avro
              encoding (lazy conversion on read) vs statesnap with UnsafeRow after its eager migration.
 """
@@ -130,26 +131,39 @@ def run_steady(repeats: int) -> list[dict]:
     ]
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
-    return results
+    return results + [run_steady_jvm(repeats)]
 
 
-def run_avro(repeats: int, keys: int = 100_000, batches: int = 8) -> list[dict]:
-    """The JVM harness (jvm/src/bench EvolvedTwsBenchmark): a Scala transformWithState app, v1 then an evolved v2,
-    so the comparison measures the state path, not Python round trips. statesnap's time includes its migration."""
+def run_jvm_tws(mode: str, repeats: int, keys: int = 100_000, batches: int = 8) -> dict:
+    """The JVM harness (jvm/src/bench TransformWithStateBenchmark): a Scala transformWithState app, so the
+    comparison measures the state path, not Python round trips."""
     subprocess.run([str(ROOT / "scripts" / "build_jar.sh"), "bench"], check=True, cwd=ROOT)
-    print(f"[avro] {keys:,} keys, {batches} evolved batches, {repeats} alternating repeats", flush=True)
+    print(f"[tws-jvm {mode}] {keys:,} keys, {batches} batches, {repeats} alternating repeats", flush=True)
     out = subprocess.run(
         ["java", "-Xmx4g", f"-Dlog4j.configurationFile={ROOT}/jvm/src/test/resources/log4j2.properties", "-cp",
          f"{spark_jars()}/*:{ROOT}/python/statesnap/jars/statesnap.jar:{ROOT}/build/bench-classes",
-         "io.statesnap.bench.EvolvedTwsBenchmark", str(keys), str(batches), str(repeats)],
+         "io.statesnap.bench.TransformWithStateBenchmark", mode, str(keys), str(batches), str(repeats)],
         check=True, capture_output=True, text=True).stdout
-    r = json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
+    return json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
+
+
+def run_avro(repeats: int, keys: int = 100_000, batches: int = 8) -> list[dict]:
+    """Evolved Scala TWS: Spark's Avro path vs statesnap (its migration included), with the ceiling."""
+    r = run_jvm_tws("evolved", repeats, keys, batches)
     stock, ours, ceiling = (r[k]["median"] for k in ("stock-avro", "statesnap", "stock-unevolved"))
     return [{"name": f"evolved Scala transformWithState ({batches} batches, {keys // 1000}k keys, value read and "
                      "updated per key)", "stock_s": stock, "statesnap_s": ours, "ratio": ours / stock,
              "throughput_ratio": stock / ours, "ceiling_s": ceiling, "ceiling_throughput_ratio": stock / ceiling,
              "runs": {"stock-avro": r["stock-avro"]["runs"], "statesnap": r["statesnap"]["runs"],
                       "stock-unevolved": r["stock-unevolved"]["runs"]}}]
+
+
+def run_steady_jvm(repeats: int, keys: int = 100_000, batches: int = 8) -> dict:
+    r = run_jvm_tws("steady", repeats, keys, batches)
+    stock, ours = r["stock"]["median"], r["statesnap"]["median"]
+    return {"name": f"Scala transformWithState, JVM ({batches} batches, {keys // 1000}k keys)", "stock_s": stock,
+            "statesnap_s": ours, "ratio": ours / stock, "runs": {"stock": r["stock"]["runs"],
+                                                                 "statesnap": r["statesnap"]["runs"]}}
 
 
 # ------------------------------------------------------------------------------------------------- report

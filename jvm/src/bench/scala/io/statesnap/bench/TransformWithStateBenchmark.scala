@@ -42,19 +42,23 @@ class TotalsAppV2 extends StatefulProcessor[Long, Event, (Long, Long)] {
 }
 
 /**
- * An evolved transformWithState workload on the JVM (no Python round trips), timed for:
- *  - `stock-avro`: Spark's RocksDB provider with `encodingFormat=avro`, whose reads convert v1 bytes lazily;
- *  - `statesnap`: statesnap with UnsafeRow, which migrates every entry once, then reads v2 bytes directly;
- *  - `stock-unevolved`: the ceiling: Spark's store with UnsafeRow and v2 from the start (nothing to convert).
- * v1 runs one batch touching every key; the timed v2 run reads and updates every key in each of its batches.
- * Prints `RESULT {json}`. Usage: EvolvedTwsBenchmark <keys> <v2 batches> <repeats> <statesnap jar>
+ * A transformWithState workload on the JVM (no Python round trips hiding the state path). One batch of app v1
+ * touches every key; the timed run of app v2 then reads and updates every key in each of its batches.
+ *  - mode `evolved` (v2 widens the state and adds a field):
+ *    `stock-avro`: Spark's RocksDB provider with `encodingFormat=avro`, whose reads convert v1 bytes lazily;
+ *    `statesnap`: statesnap with UnsafeRow, which migrates every entry once, then reads v2 bytes directly;
+ *    `stock-unevolved`: the ceiling: Spark's store with UnsafeRow and v2 from the start (nothing to convert).
+ *  - mode `steady` (v2 from the start, no schema change): `stock` vs `statesnap`, both UnsafeRow, and
+ *    `stock-check-off`: Spark's provider with `stateSchemaCheck=false`, as statesnap runs (isolates that conf).
+ * Prints `RESULT {json}`. Usage: TransformWithStateBenchmark <evolved|steady> <keys> <v2 batches> <repeats>
  */
-object EvolvedTwsBenchmark {
+object TransformWithStateBenchmark {
   private val stock = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
   private val statesnap = "io.statesnap.provider.StatesnapStateStoreProvider"
 
   def main(args: Array[String]): Unit = {
-    val Array(keys, batches, repeats) = args.take(3).map(_.toInt)
+    val mode = args(0)
+    val Array(keys, batches, repeats) = args.slice(1, 4).map(_.toInt)
     val spark = SparkSession.builder().master("local[2]").appName("statesnap-bench-jvm-tws")
       .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -63,21 +67,27 @@ object EvolvedTwsBenchmark {
       spark.range(0, keys.toLong, 1, 1).selectExpr("id AS key", s"CAST((id + $b) % 97 AS INT) AS amount")
         .write.json(s"$input/batch$b")
     }
-    val setups = Seq(
-      "stock-avro" -> Map("providerClass" -> stock, "encodingFormat" -> "avro", "stateSchemaCheck" -> "true"),
-      "statesnap" -> Map("providerClass" -> statesnap, "encodingFormat" -> "unsaferow", "stateSchemaCheck" -> "false"),
-      "stock-unevolved" -> Map("providerClass" -> stock, "encodingFormat" -> "unsaferow", "stateSchemaCheck" -> "true"))
+    val ours = "statesnap" -> Map("providerClass" -> statesnap, "encodingFormat" -> "unsaferow",
+      "stateSchemaCheck" -> "false")
+    val stockUnsafeRow = Map("providerClass" -> stock, "encodingFormat" -> "unsaferow", "stateSchemaCheck" -> "true")
+    val setups = mode match {
+      case "evolved" => Seq("stock-avro" -> Map("providerClass" -> stock, "encodingFormat" -> "avro",
+        "stateSchemaCheck" -> "true"), ours, "stock-unevolved" -> stockUnsafeRow)
+      case "steady" => Seq("stock" -> stockUnsafeRow, ours,
+        "stock-check-off" -> (stockUnsafeRow + ("stateSchemaCheck" -> "false")))
+    }
+    val evolve = mode == "evolved"
     val times = (0 until repeats).flatMap { i =>
       (if (i % 2 == 0) setups else setups.reverse).map { case (name, confs) =>
         confs.foreach { case (k, v) => spark.conf.set(s"spark.sql.streaming.stateStore.$k", v) }
-        name -> run(spark, input, batches, evolve = name != "stock-unevolved")
+        name -> run(spark, input, batches, evolve && name != "stock-unevolved")
       }
     }
     val json = times.groupBy(_._1).map { case (name, runs) =>
       val sorted = runs.map(_._2).sorted
       s""""$name": {"median": ${sorted(sorted.size / 2)}, "runs": [${runs.map(_._2).mkString(", ")}]}"""
     }.mkString(", ")
-    println(s"""RESULT {"keys": $keys, "batches": $batches, $json}""")
+    println(s"""RESULT {"mode": "$mode", "keys": $keys, "batches": $batches, $json}""")
     spark.stop()
   }
 
