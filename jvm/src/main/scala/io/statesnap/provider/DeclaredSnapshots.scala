@@ -42,19 +42,17 @@ private[statesnap] final class DeclaredSnapshots(confs: Map[String, String]) {
       case (None, None) => new RowSchemaSnapshot().configure(schema)
     }
 
-  private def instantiate(state: String, className: String): RowSchemaSnapshot = {
-    val refuse = (why: String) => new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-      s"the snapshot class $className attached to state '$state' ($SnapshotClassPrefix$state) $why")
-    val cls = try Class.forName(className, true, Thread.currentThread().getContextClassLoader) catch {
-      case _: ClassNotFoundException => throw refuse("is not on the classpath: add its jar to spark.jars")
+  private def instantiate(state: String, className: String): RowSchemaSnapshot =
+    SnapshotClasses.instantiate(className, classOf[RowSchemaSnapshot], Thread.currentThread().getContextClassLoader) {
+      failure =>
+        val why = failure match {
+          case SnapshotClasses.NotOnClasspath => "is not on the classpath: add its jar to spark.jars"
+          case SnapshotClasses.WrongBase => s"does not extend ${classOf[RowSchemaSnapshot].getName}"
+          case SnapshotClasses.NoNullaryConstructor => "has no public no-argument constructor"
+        }
+        new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
+          s"the snapshot class $className attached to state '$state' ($SnapshotClassPrefix$state) $why")
     }
-    if (!classOf[RowSchemaSnapshot].isAssignableFrom(cls)) {
-      throw refuse(s"does not extend ${classOf[RowSchemaSnapshot].getName}")
-    }
-    try cls.getConstructor().newInstance().asInstanceOf[RowSchemaSnapshot] catch {
-      case _: NoSuchMethodException => throw refuse("has no public no-argument constructor")
-    }
-  }
 }
 
 private[statesnap] object DeclaredSnapshots {

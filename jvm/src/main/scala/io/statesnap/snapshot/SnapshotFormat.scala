@@ -46,19 +46,37 @@ object SnapshotFormat {
   private def defaultClassLoader: ClassLoader =
     Option(Thread.currentThread().getContextClassLoader).getOrElse(getClass.getClassLoader)
 
-  private def instantiate(className: String, classLoader: ClassLoader): StateSerializerSnapshot = {
+  private def instantiate(className: String, classLoader: ClassLoader): StateSerializerSnapshot =
+    SnapshotClasses.instantiate(className, classOf[StateSerializerSnapshot], classLoader) {
+      case SnapshotClasses.NotOnClasspath => new SnapshotFormatException(s"snapshot class $className is not on " +
+        "the classpath. Add the jar that defines it to spark.jars (it wrote this state)")
+      case SnapshotClasses.WrongBase => new SnapshotFormatException(
+        s"$className is not a ${classOf[StateSerializerSnapshot].getName}")
+      case SnapshotClasses.NoNullaryConstructor => new SnapshotFormatException(s"snapshot class $className has no " +
+        "public no-argument constructor, which statesnap needs to restore it. Add one")
+    }
+}
+
+/**
+ * Snapshot classes are instantiated by name through their public no-argument constructor, both to restore a
+ * persisted snapshot and to attach a user's class to a state: one place for the checks, each caller words them.
+ */
+private[statesnap] object SnapshotClasses {
+  sealed trait Failure
+  case object NotOnClasspath extends Failure
+  case object WrongBase extends Failure
+  case object NoNullaryConstructor extends Failure
+
+  def instantiate[T](className: String, base: Class[T], classLoader: ClassLoader)
+      (refuse: Failure => Exception): T = {
     val cls = try Class.forName(className, true, classLoader) catch {
-      case e: ClassNotFoundException => throw new SnapshotFormatException(s"snapshot class $className is not on " +
-        "the classpath. Add the jar that defines it to spark.jars (it wrote this state)", e)
+      case _: ClassNotFoundException => throw refuse(NotOnClasspath)
     }
-    if (!classOf[StateSerializerSnapshot].isAssignableFrom(cls)) {
-      throw new SnapshotFormatException(s"$className is not a ${classOf[StateSerializerSnapshot].getName}")
-    }
+    if (!base.isAssignableFrom(cls)) throw refuse(WrongBase)
     val constructor = try cls.getConstructor() catch {
-      case e: NoSuchMethodException => throw new SnapshotFormatException(s"snapshot class $className has no public " +
-        "no-argument constructor, which statesnap needs to restore it. Add one", e)
+      case _: NoSuchMethodException => throw refuse(NoNullaryConstructor)
     }
-    constructor.newInstance().asInstanceOf[StateSerializerSnapshot]
+    base.cast(constructor.newInstance())
   }
 }
 
