@@ -182,9 +182,10 @@ def report(results: dict, path: Path) -> None:
             m, s, u = r["statesnap-migration"], r["stock-copy"], r["stock-copy-untracked"]
             lines.append(f"| {r['entries']:,} | {m['entriesPerSecond']:,} | {s['entriesPerSecond']:,} | "
                          f"{u['entriesPerSecond']:,} | {m['entriesPerSecond'] / s['entriesPerSecond']:.2f} | "
-                         f"{m['entriesPerSecond'] / s['entriesPerSecond']:.2f} | {m['peakHeapMb']} MB |")
-        lines += ["", "The migration runs under Spark's default settings (row tracking on), so its own-settings "
-                  "baseline is the tracked stock copy.", ""]
+                         f"{m['entriesPerSecond'] / u['entriesPerSecond']:.2f} | {m['peakHeapMb']} MB |")
+        lines += ["", "A migration only overwrites keys that exist, so it writes without the read Spark's row "
+                  "counting makes before every put: its own settings are those of the untracked copy. Spark's "
+                  "row count stays exact (tested).", ""]
     for key, title, target in (("steady", "Steady-state overhead (no schema change)", "statesnap / stock time, "
                                 "target <= 1.02"),
                                ("avro", "After evolution: Spark's Avro path vs statesnap", "statesnap / stock-avro "

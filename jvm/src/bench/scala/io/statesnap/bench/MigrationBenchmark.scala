@@ -19,7 +19,8 @@ import org.apache.spark.unsafe.types.UTF8String
  * Migration throughput on one partition of real RocksDB state, in the same JVM and on the same checkpoint:
  *  - `stock-copy`: Spark's stock store with its default settings iterates and re-puts the same bytes;
  *  - `stock-copy-untracked`: the same with `trackTotalNumberOfRows=false` (no read before each put);
- *  - `statesnap-migration`: statesnap migrates every entry (a field added, one widened) on first access.
+ *  - `statesnap-migration`: statesnap migrates every entry (a field added, one widened) on first access,
+ *    with row tracking on: its rewrite skips the read before each put by itself.
  * Each pass starts from the same committed version and is aborted, so all see the same state. Prints one
  * `RESULT {json}` line. Usage: MigrationBenchmark <entries> [repeats]
  */

@@ -2,36 +2,32 @@ package io.statesnap.provider
 
 import io.statesnap.evolution.RowMigration
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapValueRewriter}
 import org.slf4j.LoggerFactory
 
 /**
  * Rewrites every entry of one column family from the old layout to the new, streaming: one RocksDB iterator
- * (a point-in-time view, so the puts do not disturb it) and one reused row, whatever the size of the state.
- * The store decodes values with the NEW schema's field count, so each value's bytes are re-pointed as an old row.
+ * (a point-in-time view, so the puts do not disturb it) and reused rows, whatever the size of the state.
  */
 private[provider] object StateMigrator {
   private val log = LoggerFactory.getLogger(getClass)
   private val ProgressEveryNanos = 10L * 1000 * 1000 * 1000
 
-  /** Migrates a state with one value per key. @return the number of values migrated */
-  def migrateValues(store: StateStore, columnFamily: String, migration: RowMigration, describe: String): Long = {
+  /**
+   * Migrates a state with one value per key, overwriting each value in place without Spark's read before every
+   * put (see [[StatesnapValueRewriter]]): the keys are the ones already there. @return the number of values
+   */
+  def migrateValues(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String): Long = {
     val progress = new Progress(describe, migration)
-    val oldRow = new UnsafeRow(migration.oldFieldCount)
-    val entries = store.iterator(columnFamily)
-    try {
-      while (entries.hasNext) {
-        val pair = entries.next()
-        store.put(pair.key, migration.migrate(repoint(oldRow, pair.value)), columnFamily)
-        progress.advance(1)
-      }
-    } finally entries.close()
+    rewriter.rewriteAll(migration.migrate, () => progress.advance(1))
     progress.finish()
   }
 
   /**
    * Migrates a list state: keys are iterated once and each key's list is rewritten whole, so only one key's
-   * elements are in memory at a time. @return the number of elements migrated
+   * elements are in memory at a time. Spark's row-count read happens once per key here, not per element.
+   * The store decodes elements with the NEW schema's field count, so each element is re-pointed as an old row.
+   * @return the number of elements migrated
    */
   def migrateLists(store: StateStore, columnFamily: String, migration: RowMigration, describe: String): Long = {
     val progress = new Progress(describe, migration)

@@ -14,7 +14,9 @@ import org.apache.spark.sql.types.StructType
  * record it, or refuse before writing anything.
  */
 private[provider] final class StateSchemaResolver(store: StateStore, catalog: SnapshotCatalog,
-    declared: DeclaredSnapshots, counters: MigrationCounters, describe: String => String) {
+    counters: MigrationCounters, provider: StatesnapStateStoreProvider) {
+  private def declared = provider.declaredSnapshots
+  private def describe(state: String) = provider.describeState(state)
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
@@ -22,6 +24,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       declared.keySnapshot(keySchema), declared.valueSnapshot(state, valueSchema), store.version + 1,
       System.currentTimeMillis())
     catalog.read(state) match {
+      case Some(bytes) => evolve(state, decode(state, bytes), current, keySpec)
       case None =>
         if (hasEntries(state)) {
           throw new StatesnapException(MissingSnapshot, s"${describe(state)} holds entries but no statesnap " +
@@ -30,11 +33,11 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
             "from a new checkpoint.")
         }
         catalog.write(current)
-      case Some(bytes) => evolve(state, decode(state, bytes), current)
     }
   }
 
-  private def evolve(state: String, recorded: StateSnapshotRecord, current: StateSnapshotRecord): Unit = {
+  private def evolve(state: String, recorded: StateSnapshotRecord, current: StateSnapshotRecord,
+      keySpec: KeyStateEncoderSpec): Unit = {
     if (recorded.kind != current.kind) {
       throw new StatesnapException(StateKindChanged, s"${describe(state)} was written as ${recorded.kind.name} " +
         s"state and is now declared as ${current.kind.name} state. statesnap does not convert between kinds: " +
@@ -48,7 +51,10 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
         val start = System.nanoTime()
         val migrated = current.kind match {
           case StateKind.List => StateMigrator.migrateLists(store, state, migration, describe(state))
-          case _ => StateMigrator.migrateValues(store, state, migration, describe(state))
+          case _ =>
+            val rewriter = provider.valueRewriter(state, keySpec, recorded.valueSnapshot.restoreSerializer().schema,
+              current.valueSnapshot.restoreSerializer().schema)
+            StateMigrator.migrateValues(rewriter, migration, describe(state))
         }
         counters.recordMigration(migrated, System.nanoTime() - start)
         catalog.write(recorded.succeededBy(current))

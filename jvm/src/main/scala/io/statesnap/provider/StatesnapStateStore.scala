@@ -13,8 +13,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
 
   private val counters = new MigrationCounters
   private lazy val catalog = new SnapshotCatalog(inner)
-  private lazy val resolver =
-    new StateSchemaResolver(inner, catalog, provider.declaredSnapshots, counters, provider.describeState)
+  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
 

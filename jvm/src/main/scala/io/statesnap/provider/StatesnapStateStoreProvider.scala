@@ -74,6 +74,15 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
 
   private[provider] def declaredSnapshots: DeclaredSnapshots = declared
 
+  /** Overwrites one state's values in the RocksDB instance of this provider's current store. */
+  private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
+      newValueSchema: StructType): StatesnapValueRewriter =
+    try StatesnapValueRewriter(inner, state, keySpec, oldValueSchema, newValueSchema) catch {
+      case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
+        s"${describeState(state)} needs a migration, which statesnap cannot run on this Spark: ${e.getMessage}. " +
+          "Use the pyspark version statesnap pins. Nothing was rewritten.", e)
+    }
+
   /** How errors and logs name a state: enough to find it in the checkpoint. */
   private[provider] def describeState(stateName: String): String = {
     val id = stateStoreId

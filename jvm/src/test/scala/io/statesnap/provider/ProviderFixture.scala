@@ -25,8 +25,8 @@ final class ProviderFixture {
     init(new StatesnapStateStoreProvider, confs)
 
   /** Spark's own provider on the same checkpoint: how a test writes bytes statesnap would never write. */
-  def sparkRocksDb(): StateStoreProvider =
-    init(StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass), Nil)
+  def sparkRocksDb(confs: (String, String)*): StateStoreProvider =
+    init(StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass), confs)
 
   private def init(provider: StateStoreProvider, confs: Seq[(String, String)]): StateStoreProvider = {
     val sqlConf = new SQLConf
@@ -55,8 +55,9 @@ final class ProviderFixture {
   }
 
   /** What `state` holds at `version`, read back with `schema` by Spark's own provider (no statesnap involved). */
-  def readWithSpark(version: Long, state: String, schema: StructType): Map[String, Seq[Any]] = {
-    val provider = sparkRocksDb()
+  def readWithSpark(version: Long, state: String, schema: StructType,
+      confs: (String, String)*): Map[String, Seq[Any]] = {
+    val provider = sparkRocksDb(confs: _*)
     val store = provider.getStore(version, None)
     open(store, state, schema)
     try {

@@ -1,0 +1,87 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import java.lang.reflect.Method
+import java.util.Arrays
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Rewrites every value of one column family in the RocksDB instance behind Spark's RocksDB provider, in place,
+ * exactly as `RocksDB.put` writes (native put, then the changelog) except for the read that
+ * `trackTotalNumberOfRows` (on by default) makes before every put to keep the row count. A rewrite only
+ * overwrites keys that exist, so that count cannot change, and the read roughly halves write throughput.
+ *
+ * Spark 4.1 has no write without that read. This file is statesnap's one reach into Spark's internals: it lives
+ * in Spark's package for the `private[sql]` types and reaches four private members of `RocksDB` by reflection,
+ * checked when the rewriter is built, before any byte is written.
+ */
+final class StatesnapValueRewriter private (rocksDB: RocksDB, members: StatesnapValueRewriter.RocksDBMembers,
+    columnFamily: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType, newValueSchema: StructType) {
+  import StatesnapValueRewriter.hasPrefix
+
+  /**
+   * Streams through a point-in-time view of the column family, replacing each value by `convert` of it.
+   * `convert` receives an old-layout row valid until the next call. @return the number of values rewritten
+   */
+  def rewriteAll(convert: UnsafeRow => UnsafeRow, afterEach: () => Unit): Long = {
+    val db = members.db.invoke(rocksDB).asInstanceOf[org.rocksdb.RocksDB]
+    val writeOptions = members.writeOptions.invoke(rocksDB).asInstanceOf[org.rocksdb.WriteOptions]
+    val changelog = members.changelogWriter.invoke(rocksDB).asInstanceOf[Option[StateStoreChangelogWriter]]
+    val prefix = members.keyPrefix.invoke(rocksDB, Array.emptyByteArray, columnFamily).asInstanceOf[Array[Byte]]
+    val decoder = new UnsafeRowDataEncoder(keySpec, oldValueSchema)
+    val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
+    val entries = db.newIterator() // an implicit snapshot: the puts below do not show up in it
+    var count = 0L
+    try {
+      entries.seek(prefix)
+      while (entries.isValid && hasPrefix(entries.key, prefix)) {
+        val key = entries.key
+        val value = encoder.encodeValue(convert(decoder.decodeValue(entries.value)))
+        rocksDB.updateMemoryUsageIfNeeded()
+        db.put(writeOptions, key, value)
+        changelog.foreach(_.put(key, value))
+        count += 1
+        afterEach()
+        entries.next()
+      }
+    } finally entries.close()
+    count
+  }
+}
+
+object StatesnapValueRewriter {
+  /** The private members of Spark's `RocksDB` that `put` uses: its native handle, write options and changelog. */
+  private final case class RocksDBMembers(db: Method, writeOptions: Method, changelogWriter: Method,
+      keyPrefix: Method)
+
+  private lazy val members: Either[String, RocksDBMembers] = for {
+    db <- member("db")
+    writeOptions <- member("writeOptions")
+    changelogWriter <- member("changelogWriter")
+    keyPrefix <- member("encodeStateRowWithPrefix", classOf[Array[Byte]], classOf[String])
+  } yield RocksDBMembers(db, writeOptions, changelogWriter, keyPrefix)
+
+  /**
+   * A rewriter for `columnFamily` of the store behind `provider` (Spark's RocksDB provider, initialized).
+   * @throws IllegalStateException naming what is missing if this Spark build does not have what it needs
+   */
+  def apply(provider: StateStoreProvider, columnFamily: String, keySpec: KeyStateEncoderSpec,
+      oldValueSchema: StructType, newValueSchema: StructType): StatesnapValueRewriter = (provider, members) match {
+    case (rocks: RocksDBStateStoreProvider, Right(found)) =>
+      new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, oldValueSchema, newValueSchema)
+    case (_: RocksDBStateStoreProvider, Left(missing)) => throw new IllegalStateException(s"Spark's RocksDB has " +
+      s"no member $missing in this Spark build (${org.apache.spark.SPARK_VERSION}); statesnap needs Spark 4.1.x")
+    case (other, _) => throw new IllegalStateException(s"expected Spark's RocksDB provider, found ${other.getClass}")
+  }
+
+  private def member(name: String, parameters: Class[_]*): Either[String, Method] =
+    try {
+      val method = classOf[RocksDB].getDeclaredMethod(name, parameters: _*)
+      method.setAccessible(true)
+      Right(method)
+    } catch { case _: NoSuchMethodException | _: SecurityException => Left(name) }
+
+  private def hasPrefix(key: Array[Byte], prefix: Array[Byte]): Boolean =
+    key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)
+}
