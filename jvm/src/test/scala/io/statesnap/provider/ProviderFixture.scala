@@ -54,6 +54,18 @@ final class ProviderFixture {
     try store.commit() finally provider.close()
   }
 
+  /**
+   * A restarted query's first batch: statesnap opens `state` under `schema` on `version` and commits.
+   * @return the committed version and the number of entries migrated in it
+   */
+  def restart(version: Long, state: String, schema: StructType, confs: (String, String)*): (Long, Long) = {
+    val provider = statesnap(confs: _*)
+    val store = provider.getStore(version, None)
+    open(store, state, schema)
+    try (store.commit(), store.metrics.customMetrics(StatesnapMetrics.MigratedEntries)) // Spark's: after commit
+    finally provider.close()
+  }
+
   /** What `state` holds at `version`, read back with `schema` by Spark's own provider (no statesnap involved). */
   def readWithSpark(version: Long, state: String, schema: StructType,
       confs: (String, String)*): Map[String, Seq[Any]] = {

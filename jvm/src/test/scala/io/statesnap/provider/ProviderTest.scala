@@ -65,19 +65,9 @@ class ProviderTest {
 
   @Test def migrationRewritesEveryEntryAndRecordsTheNewSnapshot(): Unit = {
     val f = written()
-    val provider = f.statesnap()
-    val store = provider.getStore(1, None)
-    f.open(store, "orders", v2)
-    assertEquals(2L, store.commit())
-    assertEquals(2L, store.metrics.customMetrics(StatesnapMetrics.MigratedEntries)) // Spark's: after commit
-    provider.close()
+    assertEquals((2L, 2L), f.restart(1, "orders", v2))
     assertEquals(Map("a" -> Seq(1.5, null), "b" -> Seq(-2.0, null)), f.readWithSpark(2, "orders", v2))
-    val again = f.statesnap()
-    val next = again.getStore(2, None)
-    f.open(next, "orders", v2)
-    assertEquals(3L, next.commit())
-    assertEquals(0L, next.metrics.customMetrics(StatesnapMetrics.MigratedEntries))
-    again.close()
+    assertEquals((3L, 0L), f.restart(2, "orders", v2))
   }
 
   @Test def corruptRecordBytesAreRefused(): Unit = {
@@ -146,11 +136,8 @@ class ProviderTest {
   @Test def attachedSnapshotClassDrivesTheMigration(): Unit = {
     val f = written()
     val cents = StructType.fromDDL("cents BIGINT")
-    val provider = f.statesnap(DeclaredSnapshots.SnapshotClassPrefix + "orders" -> classOf[CentsSnapshot].getName)
-    val store = provider.getStore(1, None)
-    f.open(store, "orders", cents)
-    assertEquals(2L, store.commit())
-    provider.close()
+    assertEquals((2L, 2L), f.restart(1, "orders", cents,
+      DeclaredSnapshots.SnapshotClassPrefix + "orders" -> classOf[CentsSnapshot].getName))
     assertEquals(Map("a" -> Seq(150L), "b" -> Seq(-200L)), f.readWithSpark(2, "orders", cents))
   }
 
@@ -168,12 +155,7 @@ class ProviderTest {
     val f = new ProviderFixture
     val strict = StructType.fromDDL("amount DOUBLE NOT NULL")
     f.commitState(f.statesnap(), 0, "orders", strict, values)
-    val provider = f.statesnap()
-    val store = provider.getStore(1, None)
-    f.open(store, "orders", v1)
-    assertEquals(2L, store.commit())
-    assertEquals(0L, store.metrics.customMetrics(StatesnapMetrics.MigratedEntries))
-    provider.close()
+    assertEquals((2L, 0L), f.restart(1, "orders", v1))
     val inspect = f.sparkRocksDb()
     val view = inspect.getStore(2, None)
     val record = new SnapshotCatalog(view).read("orders").map(StateSnapshotRecord.fromBytes).get
