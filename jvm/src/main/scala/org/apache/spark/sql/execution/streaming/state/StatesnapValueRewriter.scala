@@ -21,10 +21,10 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
   import StatesnapValueRewriter.hasPrefix
 
   /**
-   * Streams through a point-in-time view of the column family, replacing each value by `convert` of it.
-   * `convert` receives an old-layout row valid until the next call. @return the number of values rewritten
+   * Streams through a point-in-time view of the column family, replacing each value by `convert` of it and
+   * calling `afterEach` once per value. `convert` receives an old-layout row valid until the next call.
    */
-  def rewriteAll(convert: UnsafeRow => UnsafeRow, afterEach: () => Unit): Long = {
+  def rewriteAll(convert: UnsafeRow => UnsafeRow, afterEach: () => Unit): Unit = {
     val db = members.db.invoke(rocksDB).asInstanceOf[org.rocksdb.RocksDB]
     val writeOptions = members.writeOptions.invoke(rocksDB).asInstanceOf[org.rocksdb.WriteOptions]
     val changelog = members.changelogWriter.invoke(rocksDB).asInstanceOf[Option[StateStoreChangelogWriter]]
@@ -32,21 +32,24 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
     val decoder = new UnsafeRowDataEncoder(keySpec, oldValueSchema)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
     val entries = db.newIterator() // an implicit snapshot: the puts below do not show up in it
-    var count = 0L
+    // Each call to `key` copies the key out of RocksDB: read it once per entry.
+    def keyInFamily(): Array[Byte] = {
+      val key = if (entries.isValid) entries.key else null
+      if (key != null && hasPrefix(key, prefix)) key else null
+    }
     try {
       entries.seek(prefix)
-      while (entries.isValid && hasPrefix(entries.key, prefix)) {
-        val key = entries.key
+      var key = keyInFamily()
+      while (key != null) {
         val value = encoder.encodeValue(convert(decoder.decodeValue(entries.value)))
         rocksDB.updateMemoryUsageIfNeeded()
         db.put(writeOptions, key, value)
         changelog.foreach(_.put(key, value))
-        count += 1
         afterEach()
         entries.next()
+        key = keyInFamily()
       }
     } finally entries.close()
-    count
   }
 }
 
