@@ -33,14 +33,23 @@ class StateSpec:
 
 
 class StatesApp(StatefulProcessor):
-    def __init__(self, specs: list[StateSpec], delete: tuple[str, ...] = ()):
+    def __init__(self, specs: list[StateSpec], delete: tuple[str, ...] = (), swallow_errors: bool = False):
         self.specs = specs
         self.delete = delete
+        self.swallow_errors = swallow_errors
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         for name in self.delete:
             handle.deleteIfExists(name)
         self.states = {}
+        try:
+            self._open_states(handle)
+        except Exception:  # an application that carries on whatever happens: statesnap must still not commit
+            if not self.swallow_errors:
+                raise
+            self.specs = [s for s in self.specs if s.name in self.states]
+
+    def _open_states(self, handle: StatefulProcessorHandle) -> None:
         for s in self.specs:
             ttl = {} if s.ttl_ms is None else {"ttlDurationMs": s.ttl_ms}
             if s.kind == "value":
@@ -112,21 +121,23 @@ class RunResult:
 
 
 def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union[str, list[StateSpec]],
-            to_state: Callable[[int], tuple] = lambda v: (v,), delete: tuple[str, ...] = ()) -> RunResult:
+            to_state: Callable[[int], tuple] = lambda v: (v,), delete: tuple[str, ...] = (),
+            name: Optional[str] = None, swallow_errors: bool = False) -> RunResult:
     """Runs one app version over the input not yet processed (availableNow, so it stops by itself).
 
     ``states`` is either the schema of a single value state ``testState`` (then ``seen`` holds its values
-    directly) or the app's state variables.
+    directly) or the app's state variables. ``name`` is the query's name (``queryName``). With
+    ``swallow_errors`` the app ignores errors opening its states and carries on without them.
     """
     single = isinstance(states, str)
     specs = [StateSpec("testState", states, to_state)] if single else states
     time_mode = "ProcessingTime" if any(s.ttl_ms for s in specs) else "None"
     collected: list = []
-    query = (
+    writer = (
         spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
         .groupBy("id")
         .transformWithStateInPandas(
-            statefulProcessor=StatesApp(specs, delete),
+            statefulProcessor=StatesApp(specs, delete, swallow_errors),
             outputStructType=OUTPUT_SCHEMA,
             outputMode="Update",
             timeMode=time_mode,
@@ -134,8 +145,8 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union
         .writeStream.foreachBatch(lambda batch, _: collected.extend(batch.collect()))
         .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
-        .start()
     )
+    query = (writer.queryName(name) if name else writer).start()
     try:
         query.awaitTermination()
     finally:

@@ -33,7 +33,7 @@ statesnap.register_snapshot(spark, "orders", statesnap.RowSnapshot(
     renamed={"amount": "amount_eur"},
     defaults={"currency": "'EUR'"},
     derived={"amount_cents": "CAST(amount_eur * 100 AS BIGINT)", "qty": "CAST(qty AS INT)"},
-))
+), checkpoint=checkpoint)
 write_input(source, [("a", 0, "read"), ("b", 0, "read")])
 v2 = run_app(spark, source, checkpoint, [StateSpec("orders", "amount double, currency string, amount_cents bigint, "
                                                    "qty int")])

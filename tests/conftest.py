@@ -38,6 +38,13 @@ def spark() -> SparkSession:
 
 
 @pytest.fixture
+def registrations(spark: SparkSession):
+    """Registrations and modes are session confs: leave none behind for the next test."""
+    yield
+    spark.conf.unset("spark.sql.streaming.stateStore.statesnap.registrations")
+
+
+@pytest.fixture
 def app_dirs(tmp_path: Path) -> tuple[str, str]:
     """(input directory, checkpoint directory) of one application's life across restarts."""
     return str(tmp_path / "input"), str(tmp_path / "checkpoint")

@@ -26,7 +26,7 @@ def check(checkpoint: str, capsys, *args: str) -> tuple[int, str]:
 
 def test_verdicts_and_exit_codes(checkpoint, capsys):
     code, out = check(checkpoint, capsys, "--schema", "n int, label string")
-    assert (code, "partitions [0, 1]: as-is" in out) == (0, True)
+    assert (code, "partitions [0, 1]: as-is (mode: BACKWARD)" in out) == (0, True)
     code, out = check(checkpoint, capsys, "--schema", "n bigint, label string, note string")
     assert code == 3 and ": migrate" in out
     assert "convert 'n' int -> bigint" in out and "add 'note' string" in out
@@ -36,6 +36,19 @@ def test_verdicts_and_exit_codes(checkpoint, capsys):
                       "--snapshot", '{"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}')
     assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out
     assert main(["check", checkpoint, "--state", "nope", "--schema", "n int"]) == 2
+
+
+def test_key_kind_and_mode_are_checked_too(checkpoint, capsys):
+    code, out = check(checkpoint, capsys, "--schema", "n int, label string", "--key", "id bigint")
+    assert code == 4 and "field '<key>': struct<id:string> -> struct<id:bigint>" in out
+    code, out = check(checkpoint, capsys, "--schema", "n int, label string", "--kind", "list")
+    assert code == 4 and "was written as value state and is now declared as list state" in out
+    code, out = check(checkpoint, capsys, "--schema", "n bigint, label string", "--compatibility", "FULL")
+    assert code == 4 and "(mode: FULL)" in out and "version 0 must be able to restart on the migrated state" in out
+    code, out = check(checkpoint, capsys, "--schema", "n bigint, label string, note string", "--snapshot",
+                      '{"version": 3, "derived": {"note": "label"}, "earlier": [{"version": 2, '
+                      '"schema": "n bigint, label string"}]}')
+    assert code == 3 and "v3: derive 'note' as label" in out
 
 
 @pytest.mark.slow

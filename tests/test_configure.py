@@ -11,25 +11,31 @@ from pyspark.sql import SparkSession
 import statesnap
 
 
-def test_builder_gets_the_jar_and_the_provider_and_keeps_other_jars():
-    builder = SparkSession.builder.config("spark.jars", "/opt/other.jar")
+LISTENERS = "spark.sql.streaming.streamingQueryListeners"
+
+
+def test_builder_gets_the_jar_the_listener_and_the_provider_and_keeps_what_is_set():
+    builder = SparkSession.builder.config("spark.jars", "/opt/other.jar").config(LISTENERS, "com.example.Audit")
     assert statesnap.configure(builder) is builder
     options = builder._options
     assert options["spark.jars"].split(",") == ["/opt/other.jar", statesnap.jar_path()]
+    assert options[LISTENERS].split(",") == ["com.example.Audit", statesnap.LISTENER_CLASS]
     assert options["spark.sql.streaming.stateStore.providerClass"] == statesnap.PROVIDER_CLASS
-    assert options["spark.sql.streaming.stateStore.stateSchemaCheck"] == "false"
     assert options["spark.sql.streaming.stateStore.encodingFormat"] == "unsaferow"
-    statesnap.configure(builder)  # idempotent: the jar is listed once
+    # Spark's own state schema check is left alone: the listener turns it off per query statesnap serves.
+    assert "spark.sql.streaming.stateStore.stateSchemaCheck" not in options
+    statesnap.configure(builder)  # idempotent: the jar and the listener are listed once
     assert options["spark.jars"].split(",").count(statesnap.jar_path()) == 1
+    assert options[LISTENERS].split(",").count(statesnap.LISTENER_CLASS) == 1
     for key in [k for k in options if k.startswith("spark.sql.streaming") or k == "spark.jars"]:
         del options[key]  # the builder's options are process-wide: leave them as found
 
 
-def test_running_session_with_the_jar_gets_the_sql_confs(spark):
-    spark.conf.set("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
+def test_running_session_with_the_jar_gets_the_sql_confs_and_one_listener(spark):
     assert statesnap.configure(spark) is spark
-    assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "false"
     assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == statesnap.PROVIDER_CLASS
+    listeners = [l.getClass().getName() for l in spark._jsparkSession.streams().listListeners()]
+    assert listeners.count(statesnap.LISTENER_CLASS) == 1
 
 
 def test_anything_else_is_refused():

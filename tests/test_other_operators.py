@@ -31,8 +31,8 @@ def test_aggregation_restarts_unchanged_and_refuses_a_changed_state_schema(spark
     with pytest.raises(StreamingQueryException) as refused:
         run_aggregation(spark, source, checkpoint, F.max("value"), F.min("value"))
     message = str(refused.value)
-    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the state of operator 0" in message
-    assert "statesnap migrates transformWithState state only" in message
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the value schema of the state of operator 0" in message
+    assert "in a way Spark's own state schema check refuses" in message and "statesnap does not migrate" in message
     assert "Recorded value: struct<max:bigint>\nNew value:      struct<max:bigint,min:bigint>" in message
     # Nothing was rewritten: the original query carries on from where it was.
     assert run_aggregation(spark, source, checkpoint, F.max("value")) == {"b": (3,)}

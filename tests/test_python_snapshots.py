@@ -1,4 +1,4 @@
-"""Python-defined snapshots (statesnap.RowSnapshot) registered through py4j, across real restarts."""
+"""Python-defined snapshots (statesnap.RowSnapshot) registered through py4j for one query, across real restarts."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +7,7 @@ from pyspark.errors import StreamingQueryException
 import statesnap
 from apps import StateSpec, run_app, write_input
 
-DEFINITION_CONF = "spark.sql.streaming.stateStore.statesnap.snapshot."
+REGISTRATIONS_CONF = "spark.sql.streaming.stateStore.statesnap.registrations"
 V1 = "amount_eur double, qty bigint"
 V2 = "amount double, currency string not null, amount_cents bigint, qty int"
 ORDERS_V2 = statesnap.RowSnapshot(
@@ -18,21 +18,14 @@ ORDERS_V2 = statesnap.RowSnapshot(
     schema=V2,
     previous_schema=V1,
 )
-
-
-@pytest.fixture
-def registrations(spark):
-    """Registrations are session confs: leave none behind for the next test."""
-    yield
-    for state in ("orders", "testState"):
-        statesnap.unregister_snapshot(spark, state)
+NOWHERE = "/tmp/statesnap-never-started"
 
 
 def test_rename_defaults_and_derived_fields_migrate_old_entries(spark, app_dirs, registrations):
     source, checkpoint = app_dirs
     write_input(source, [("a", 125, "set"), ("b", 7, "set")])
     run_app(spark, source, checkpoint, [StateSpec("orders", V1, lambda v: (v / 100, v))])
-    statesnap.register_snapshot(spark, "orders", ORDERS_V2)
+    statesnap.register_snapshot(spark, "orders", ORDERS_V2, checkpoint=checkpoint)
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
     v2 = run_app(spark, source, checkpoint, [StateSpec("orders", V2)])
     assert {k: v[0]["orders"] for k, v in v2.seen.items()} == {
@@ -44,23 +37,24 @@ def test_rename_defaults_and_derived_fields_migrate_old_entries(spark, app_dirs,
     assert run_app(spark, source, checkpoint, [StateSpec("orders", V2)]).migrated_entries == 0
 
 
-def test_rolling_back_to_an_older_snapshot_version_is_refused(spark, app_dirs, registrations):
+def test_rolling_back_to_an_older_snapshot_version_is_refused_when_it_would_drop_values(spark, app_dirs,
+                                                                                      registrations):
     source, checkpoint = app_dirs
-    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=3))
+    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=3), checkpoint=checkpoint)
     write_input(source, [("a", 1, "set")])
     run_app(spark, source, checkpoint, "n bigint, extra string", lambda v: (v, "x"))
-    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=2))
+    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=2), checkpoint=checkpoint)
     write_input(source, [("a", 0, "read")])
     with pytest.raises(StreamingQueryException) as refused:
         run_app(spark, source, checkpoint, "n bigint")
-    assert "written by a newer version of the application" in str(refused.value)
-    assert "declares snapshot version 3 or later" in str(refused.value)
+    assert "written by application version 3 and version 2 is older" in str(refused.value)
+    assert "would drop the values of 'extra'" in str(refused.value)
     # The same version 2 may still restart when nothing needs rewriting.
     assert run_app(spark, source, checkpoint, "n bigint, extra string").seen == {"a": [[1, "x"]]}
 
 
 @pytest.mark.parametrize("snapshot, field, words", [
-    (statesnap.RowSnapshot(version=2, derived={"cents": "amount *"}), "cents", "does not parse"),
+    (statesnap.RowSnapshot(version=2, derived={"cents": "amount *"}), "cents", "Syntax error"),
     (statesnap.RowSnapshot(version=2, defaults={"currency": "upper("}), "currency", "is invalid"),
     (statesnap.RowSnapshot(version=2, renamed={"amount": "amount_eur"}, schema="amount_usd double"),
      "amount", "renamed names a field the schema struct<amount_usd:double> does not have"),
@@ -68,30 +62,41 @@ def test_rolling_back_to_an_older_snapshot_version_is_refused(spark, app_dirs, r
      "currency", "a non-nullable field was added"),
     (statesnap.RowSnapshot(version=2, derived={"cents": "amount_usd * 100"}, schema="cents bigint",
                            previous_schema="amount_eur double"), "cents", "amount_usd"),
+    (statesnap.RowSnapshot(version=3, derived={"c": "b * 2"}, schema="c bigint", previous_schema="a bigint",
+                           earlier=[statesnap.RowSnapshot(version=2, schema="b bigint", renamed={"b": "x"})]),
+     "b", "renamed from 'x', which the recorded schema does not have"),
 ])
 def test_invalid_definitions_fail_at_registration_naming_the_field(spark, registrations, snapshot, field, words):
     with pytest.raises(statesnap.SnapshotDefinitionError) as refused:
-        statesnap.register_snapshot(spark, "orders", snapshot)
+        statesnap.register_snapshot(spark, "orders", snapshot, checkpoint=NOWHERE)
     message = str(refused.value)
     assert message.startswith("[STATESNAP_INVALID_SNAPSHOT_DEFINITION]") and "state 'orders'" in message
     assert f"field '{field}'" in message and words in message
-    assert spark.conf.get(DEFINITION_CONF + "orders", None) is None  # nothing was registered
+    assert spark.conf.get(REGISTRATIONS_CONF, None) is None  # nothing was registered
 
 
 def test_python_side_checks_happen_before_the_jvm():
     with pytest.raises(TypeError, match="version must be a positive int"):
         statesnap.RowSnapshot(version=0)
-    with pytest.raises(TypeError, match="renamed must map field names"):
+    with pytest.raises(TypeError, match="renamed must map field paths"):
         statesnap.RowSnapshot(version=1, renamed={"a": 1})
+    with pytest.raises(TypeError, match="dropped must be a list"):
+        statesnap.RowSnapshot(version=1, dropped="a")
+    with pytest.raises(TypeError, match="needs its schema"):
+        statesnap.RowSnapshot(version=3, earlier=[statesnap.RowSnapshot(version=2)])
+    with pytest.raises(ValueError, match="SIDEWAYS"):
+        statesnap.RowSnapshot(version=1, compatibility="SIDEWAYS")
 
 
 def test_a_scala_snapshot_class_is_checked_on_the_driver(spark, registrations):
     with pytest.raises(statesnap.SnapshotDefinitionError, match="com.example.Missing attached to state 'orders'"):
-        statesnap.register_snapshot(spark, "orders", statesnap.ScalaSnapshot("com.example.Missing"))
+        statesnap.register_snapshot(spark, "orders", statesnap.ScalaSnapshot("com.example.Missing"),
+                                    checkpoint=NOWHERE)
     with pytest.raises(statesnap.SnapshotDefinitionError, match="does not extend"):
-        statesnap.register_snapshot(spark, "orders", statesnap.ScalaSnapshot("java.lang.String"))
-    statesnap.register_snapshot(spark, "orders", statesnap.RowSnapshot(version=1))
-    statesnap.register_snapshot(spark, "orders", statesnap.ScalaSnapshot("io.statesnap.snapshot.RowSchemaSnapshot"))
-    assert spark.conf.get("spark.sql.streaming.stateStore.statesnap.snapshotClass.orders") == \
-        "io.statesnap.snapshot.RowSchemaSnapshot"
-    assert spark.conf.get(DEFINITION_CONF + "orders", None) is None  # one snapshot per state
+        statesnap.register_snapshot(spark, "orders", statesnap.ScalaSnapshot("java.lang.String"), checkpoint=NOWHERE)
+    statesnap.register_snapshot(spark, "orders", statesnap.RowSnapshot(version=1), checkpoint=NOWHERE)
+    statesnap.register_snapshot(spark, "orders", statesnap.ScalaSnapshot("io.statesnap.snapshot.RowSchemaSnapshot"),
+                                checkpoint=NOWHERE)
+    registered = spark.conf.get(REGISTRATIONS_CONF)
+    assert '"orders":{"class":"io.statesnap.snapshot.RowSchemaSnapshot"}' in registered
+    assert '"definition"' not in registered  # one snapshot per state

@@ -52,9 +52,10 @@ def test_int_widened_to_long_reads_exactly_the_old_values(spark, app_dirs):
 
 @pytest.mark.slow
 def test_control_spark_stock_provider_misreads_the_same_widening(spark, app_dirs):
-    """Guards the trap the widening test catches: without statesnap, Spark silently reads wrong values."""
+    """Guards the trap the widening test catches: with its check off, Spark alone silently reads wrong values."""
     source, checkpoint = app_dirs
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", STOCK_PROVIDER)
+    spark.conf.set("spark.sql.streaming.stateStore.stateSchemaCheck", "false")
     try:
         set_values(source, WIDEN_VALUES)
         run_app(spark, source, checkpoint, "value1 int")
@@ -62,6 +63,7 @@ def test_control_spark_stock_provider_misreads_the_same_widening(spark, app_dirs
         stock = run_app(spark, source, checkpoint, "value1 bigint")
     finally:
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", "io.statesnap.provider.StatesnapStateStoreProvider")
+        spark.conf.unset("spark.sql.streaming.stateStore.stateSchemaCheck")
     assert stock.migrated_entries is None
     assert stock.seen["a"] == [[4294967289]]  # -7's int bytes read as a long: silently wrong
     assert stock.seen != {k: [[v]] for k, v in WIDEN_VALUES.items()}

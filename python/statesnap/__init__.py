@@ -9,21 +9,26 @@ Typical use::
 
 Every state a transformWithState query keeps then carries a snapshot of the schema it was written with; when a
 restarted query declares a changed schema, statesnap migrates the state before the first batch reads it, or
-refuses with an error that names the state and field. ``register_snapshot`` attaches renames, defaults and
-derived fields to a state's evolution.
+refuses with an error that names the state and field. ``register_snapshot`` attaches renames, defaults, derived
+fields and confirmed drops to a state of one query, version by version; ``set_compatibility`` sets how its
+changes must stay compatible (``Compatibility``).
 """
-from statesnap._config import PROVIDER_CLASS, configure, jar_path
+from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, configure, jar_path
 from statesnap._snapshots import (
+    Compatibility,
     RowSnapshot,
     ScalaSnapshot,
     SnapshotDefinitionError,
     register_snapshot,
+    set_compatibility,
     unregister_snapshot,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Compatibility",
+    "LISTENER_CLASS",
     "PROVIDER_CLASS",
     "RowSnapshot",
     "ScalaSnapshot",
@@ -31,6 +36,7 @@ __all__ = [
     "configure",
     "jar_path",
     "register_snapshot",
+    "set_compatibility",
     "unregister_snapshot",
     "__version__",
 ]

@@ -6,6 +6,7 @@ import datetime
 import sys
 from typing import Optional, Sequence
 
+from statesnap._snapshots import Compatibility
 from statesnap.records import SnapshotDecodeError, read_snapshots
 
 
@@ -26,10 +27,11 @@ def _inspect(args: argparse.Namespace) -> int:
               f"(version {store.version}): {record.kind} state '{record.state}'")
         print(f"  key:   {record.key.describe()}")
         print(f"  value: {record.value.describe()}")
-        print(f"  recorded in version {record.recorded_at_version} at {at:%Y-%m-%d %H:%M:%S} UTC")
-        for version, ms, description in record.history:
-            when = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
-            print(f"  earlier: version {version} at {when:%Y-%m-%d %H:%M:%S} UTC: {description}")
+        print(f"  recorded in version {record.recorded_at_version} at {at:%Y-%m-%d %H:%M:%S} UTC, compatibility "
+              f"{record.compatibility or 'BACKWARD (default)'}")
+        for h in record.history:
+            when = datetime.datetime.fromtimestamp(h.recorded_at_ms / 1000, datetime.timezone.utc)
+            print(f"  earlier: version {h.recorded_at_version} at {when:%Y-%m-%d %H:%M:%S} UTC: {h.description}")
     return 0
 
 
@@ -57,25 +59,28 @@ def _check(args: argparse.Namespace) -> int:
     if not raw_records:
         print(f"statesnap check: no snapshot of state '{args.state}' under {args.checkpoint}", file=sys.stderr)
         return EXIT_ERROR
-    definition = None
-    if args.snapshot:
-        definition = statesnap.RowSnapshot(**_json.loads(args.snapshot)).to_json()
     active = SparkSession.getActiveSession()  # called from a driver that already runs Spark: use it
     spark = active or statesnap.configure(SparkSession.builder.master("local[1]").appName("statesnap-check")
                                           .config("spark.ui.enabled", "false")).getOrCreate()
     try:
+        definition = None
+        if args.snapshot:
+            snapshot = _json.loads(args.snapshot)
+            snapshot["earlier"] = [statesnap.RowSnapshot(**step) for step in snapshot.get("earlier", [])]
+            definition = statesnap.RowSnapshot(**snapshot).to_json()
         checker = spark.sparkContext._jvm.io.statesnap.bridge.CompatibilityCheck
-        schema = _schema_json(spark, args.schema)
         verdicts: dict[str, list[int]] = {}
         for store, record in raw_records:
-            verdicts.setdefault(checker.check(bytearray(record), schema, definition), []).append(store.partition)
+            verdict = checker.check(bytearray(record), args.kind, _schema_json(args.key), _schema_json(args.user_key),
+                                    _schema_json(args.schema), definition, args.compatibility)
+            verdicts.setdefault(verdict, []).append(store.partition)
     finally:
         if active is None:
             spark.stop()
     worst = EXIT_NO_REWRITE
     for verdict, partitions in verdicts.items():
-        head, *details = verdict.splitlines()
-        print(f"state '{args.state}', partitions {sorted(partitions)}: {head}")
+        head, mode, *details = verdict.splitlines()
+        print(f"state '{args.state}', partitions {sorted(partitions)}: {head} ({mode})")
         for line in details:
             print(f"  - {line}")
         worst = max(worst, {"migrate": EXIT_MIGRATE, "incompatible": EXIT_INCOMPATIBLE}.get(head, EXIT_NO_REWRITE))
@@ -95,8 +100,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     check.add_argument("checkpoint", help="the query's checkpointLocation")
     check.add_argument("--state", required=True, help="the state variable's name")
     check.add_argument("--schema", required=True, help="the value schema the new version declares (DDL)")
+    check.add_argument("--kind", choices=["value", "list", "map"], help="the kind it declares (default: as recorded)")
+    check.add_argument("--key", help="the grouping key schema it declares (DDL; default: as recorded)")
+    check.add_argument("--user-key", help="for map state, the user key schema it declares (DDL; default: as recorded)")
     check.add_argument("--snapshot", help='the RowSnapshot it will register, as JSON: \'{"version": 2, '
                                           '"renamed": {"amount": "amount_eur"}}\'')
+    check.add_argument("--compatibility", choices=[m.value for m in Compatibility],
+                       help="the compatibility mode it will set for the query (statesnap.set_compatibility)")
     check.set_defaults(run=_check)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -1,4 +1,4 @@
-"""Put the statesnap jar and provider on a Spark session, in the spirit of delta-spark's
+"""Put the statesnap jar, provider and query listener on a Spark session, in the spirit of delta-spark's
 ``configure_spark_with_delta_pip``."""
 from __future__ import annotations
 
@@ -10,11 +10,15 @@ from pyspark.sql import SparkSession
 PROVIDER_CLASS = "io.statesnap.provider.StatesnapStateStoreProvider"
 """The state store provider class statesnap installs (``spark.sql.streaming.stateStore.providerClass``)."""
 
-# statesnap resolves every state's schema itself; Spark's own check would refuse any change of a value
-# schema before the provider sees it (STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE).
+LISTENER_CLASS = "io.statesnap.query.StatesnapQueryListener"
+"""The streaming query listener that decides, as each query starts, whether statesnap serves it."""
+
+_LISTENERS_CONF = "spark.sql.streaming.streamingQueryListeners"
+
+# Spark's own state schema check stays as the session has it: statesnap's listener turns it off only for the
+# queries statesnap serves (it resolves their states itself), never for a query on another provider.
 _SQL_CONFS = {
     "spark.sql.streaming.stateStore.providerClass": PROVIDER_CLASS,
-    "spark.sql.streaming.stateStore.stateSchemaCheck": "false",
     "spark.sql.streaming.stateStore.encodingFormat": "unsaferow",
 }
 
@@ -35,24 +39,25 @@ def jar_path() -> str:
 def configure(target: Target) -> Target:
     """Configure a ``SparkSession.Builder`` (before ``getOrCreate()``) or an existing ``SparkSession`` for statesnap.
 
-    On a builder: appends the bundled jar to ``spark.jars`` (keeping jars already set) and sets the state store
-    provider, ``encodingFormat=unsaferow`` and ``stateSchemaCheck=false`` (statesnap's snapshots replace Spark's
-    value-schema check). Returns the builder, so calls chain::
+    On a builder: appends the bundled jar to ``spark.jars`` and statesnap's query listener to
+    ``spark.sql.streaming.streamingQueryListeners`` (keeping what is set), and sets the state store provider and
+    ``encodingFormat=unsaferow``. Returns the builder, so calls chain::
 
         spark = statesnap.configure(SparkSession.builder.appName("orders")).getOrCreate()
 
-    On a running session only SQL confs can change: the jar must already be on the driver's and executors'
-    classpath (``--jars``, ``spark.jars`` before start); a ``RuntimeError`` says so if it is not.
+    When a query starts, the listener checks which provider it really runs on (an existing checkpoint keeps the
+    one it was created with): statesnap serves it only if that is statesnap's, and only then turns Spark's own
+    state schema check off for it. Any other query keeps Spark's check, and the driver log says once why
+    statesnap does not serve it.
 
-    Settings apply to queries started afterwards *on a new checkpoint*: an existing checkpoint keeps the provider
-    and encoding it was created with.
+    On a running session only SQL confs can change and the listener is added directly: the jar must already be on
+    the driver's and executors' classpath (``--jars``, ``spark.jars`` before start); a ``RuntimeError`` says so if
+    it is not.
     """
     if isinstance(target, SparkSession.Builder):
-        jars = [j for j in (target._options.get("spark.jars") or "").split(",") if j]
-        jar = jar_path()
-        if jar not in jars:
-            jars.append(jar)
-        target = target.config("spark.jars", ",".join(jars))
+        options = target._options
+        target = target.config("spark.jars", _append(options.get("spark.jars"), jar_path()))
+        target = target.config(_LISTENERS_CONF, _append(options.get(_LISTENERS_CONF), LISTENER_CLASS))
         for key, value in _SQL_CONFS.items():
             target = target.config(key, value)
         return target
@@ -60,8 +65,20 @@ def configure(target: Target) -> Target:
         _require_provider_on_classpath(target)
         for key, value in _SQL_CONFS.items():
             target.conf.set(key, value)
+        _add_listener(target)
         return target
     raise TypeError(f"configure() takes a SparkSession.Builder or a SparkSession, not {type(target).__name__}")
+
+
+def _append(listed: Union[str, None], item: str) -> str:
+    items = [i for i in (listed or "").split(",") if i]
+    return ",".join(items if item in items else items + [item])
+
+
+def _add_listener(spark: SparkSession) -> None:
+    streams = spark._jsparkSession.streams()
+    if not any(listener.getClass().getName() == LISTENER_CLASS for listener in streams.listListeners()):
+        streams.addListener(spark.sparkContext._jvm.io.statesnap.query.StatesnapQueryListener())
 
 
 def _require_provider_on_classpath(spark: SparkSession) -> None:

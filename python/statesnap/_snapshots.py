@@ -1,9 +1,10 @@
-"""Python-defined state snapshots, registered through py4j and carried to every executor by confs."""
+"""Python-defined state snapshots, registered through py4j for one query and carried to its executors by confs."""
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
@@ -13,7 +14,21 @@ Schema = Union[str, StructType]
 
 
 class SnapshotDefinitionError(ValueError):
-    """A snapshot definition the JVM refused; the message names the state and the field."""
+    """A snapshot definition or registration the JVM refused; the message names the state and the field."""
+
+
+class Compatibility(str, enum.Enum):
+    """What a state's schema changes must stay compatible with (Schema Registry's modes; see
+    docs/evolution-rules.md). ``BACKWARD`` is the default; ``FORWARD`` and ``FULL`` make a deploy rollback-safe;
+    the ``_TRANSITIVE`` forms check against every schema the state ever had."""
+
+    NONE = "NONE"
+    BACKWARD = "BACKWARD"
+    BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
+    FORWARD = "FORWARD"
+    FORWARD_TRANSITIVE = "FORWARD_TRANSITIVE"
+    FULL = "FULL"
+    FULL_TRANSITIVE = "FULL_TRANSITIVE"
 
 
 @dataclass(frozen=True)
@@ -21,26 +36,37 @@ class RowSnapshot:
     """How the rows of one state evolve from what older application versions wrote.
 
     Args:
-        version: this application's version of the state's schema (a positive int). It is recorded with the
-            state; restarting an older version is refused when it would have to rewrite the state.
-        renamed: new field name -> old field name. The value is kept (matching by name alone would drop it).
-        defaults: new field name -> SQL literal, for entries written before the field existed.
-        derived: new field name -> SQL expression over the OLD row, e.g. ``"CAST(amount * 100 AS BIGINT)"``;
-            also how to narrow a type explicitly.
+        version: this application's version of the state's schema (a positive int), recorded with the state.
+            The rules below apply exactly once: to a state recorded at a lower version.
+        renamed: new field -> old field. The value is kept (matching by name alone would drop it). Paths reach
+            nested fields: ``{"address.zip": "address.postcode"}``, ``{"items[].qty": "items[].quantity"}``.
+        defaults: new field -> SQL constant, for entries written before the field existed.
+        derived: new field -> SQL expression over the OLD row, e.g. ``"CAST(amount * 100 AS BIGINT)"``; also how
+            to narrow a type, or accept a conversion that may round, explicitly.
+        dropped: old fields whose values are meant to go, where statesnap would otherwise refuse the drop (a
+            removal beside an added field of the same type, a case-only change, a rollback).
         schema: the state's schema as this application declares it (DDL or StructType). Optional: when given,
-            registration also checks that every named field exists and that defaults fit their field.
-        previous_schema: the schema the state was written with. Optional: when given too, registration runs the
-            whole resolution the executors will run (types, non-nullable fields without a default, ...).
+            registration also checks every rule against it.
+        previous_schema: the schema the state was written with (before the oldest step). Optional: when given too,
+            registration runs the whole resolution the executors will run.
+        earlier: the steps to the versions between the state's and this one, oldest first, each a ``RowSnapshot``
+            with its own ``version``, ``schema`` (required) and rules: a state at version 1 restarted by version 3
+            is migrated v1 -> v2 -> v3 in one pass.
+        compatibility: the :class:`Compatibility` mode of this state (overrides the query's).
 
-    Rules apply to the state's top-level fields; nested fields evolve by name (docs/evolution-rules.md).
+    SQL runs with the session's ANSI mode, time zone and case sensitivity at registration, pinned into the
+    definition. See docs/evolution-rules.md.
     """
 
     version: int
     renamed: Mapping[str, str] = field(default_factory=dict)
     defaults: Mapping[str, str] = field(default_factory=dict)
     derived: Mapping[str, str] = field(default_factory=dict)
+    dropped: Sequence[str] = ()
     schema: Optional[Schema] = None
     previous_schema: Optional[Schema] = None
+    earlier: Sequence["RowSnapshot"] = ()
+    compatibility: Optional[Union[Compatibility, str]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:
@@ -49,12 +75,34 @@ class RowSnapshot:
             rules = getattr(self, name)
             if not isinstance(rules, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
                                                          for k, v in rules.items()):
-                raise TypeError(f"RowSnapshot.{name} must map field names (str) to strings, not {rules!r}")
+                raise TypeError(f"RowSnapshot.{name} must map field paths (str) to strings, not {rules!r}")
+        if isinstance(self.dropped, str) or not all(isinstance(d, str) for d in self.dropped):
+            raise TypeError(f"RowSnapshot.dropped must be a list of field paths, not {self.dropped!r}")
+        for step in self.earlier:
+            if not isinstance(step, RowSnapshot):
+                raise TypeError(f"RowSnapshot.earlier holds RowSnapshot steps, not {type(step).__name__}")
+            if step.earlier or step.previous_schema is not None or step.compatibility is not None:
+                raise TypeError(f"the earlier step to version {step.version} sets earlier, previous_schema or "
+                                "compatibility: set them on the RowSnapshot of the current version")
+            if step.schema is None:
+                raise TypeError(f"the earlier step to version {step.version} needs its schema: the rules of the "
+                                "version after it are written against it")
+        if self.compatibility is not None:
+            Compatibility(self.compatibility)  # ValueError naming the unknown mode
 
     def to_json(self) -> str:
-        """The definition as the JVM reads it (the schemas are not part of it)."""
-        return json.dumps({"version": self.version, "renamed": dict(self.renamed),
-                           "defaults": dict(self.defaults), "derived": dict(self.derived)}, sort_keys=True)
+        """The definition as the JVM reads it (DDL schemas of earlier steps are parsed by the active Spark)."""
+        steps = [*self.earlier, self]
+        return json.dumps({
+            "version": self.version,
+            "compatibility": None if self.compatibility is None else Compatibility(self.compatibility).value,
+            "steps": [{
+                "version": s.version,
+                "schema": None if s is self else _schema_value(s.schema),
+                "renamed": dict(s.renamed), "defaults": dict(s.defaults), "derived": dict(s.derived),
+                "dropped": sorted(s.dropped),
+            } for s in steps],
+        }, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -65,39 +113,60 @@ class ScalaSnapshot:
     class_name: str
 
 
-def register_snapshot(spark: SparkSession, state_name: str, snapshot: Union[RowSnapshot, ScalaSnapshot]) -> None:
-    """Attach ``snapshot`` to the state variable ``state_name`` of the queries this session starts from now on.
+def register_snapshot(spark: SparkSession, state_name: str, snapshot: Union[RowSnapshot, ScalaSnapshot], *,
+                      checkpoint: Optional[str] = None, query_name: Optional[str] = None) -> None:
+    """Attach ``snapshot`` to the state ``state_name`` of one query: the one on ``checkpoint`` (its
+    ``checkpointLocation``) or the one named ``query_name`` (``queryName``). Exactly one of them.
 
     The JVM validates the definition with the code executors run and raises :class:`SnapshotDefinitionError`
-    naming the state and field before any query starts. The definition travels in a
-    ``spark.sql.streaming.stateStore.statesnap.*`` conf, which Spark hands to every state store provider on
-    every executor, so it works on a cluster as in local mode.
+    naming the state and field. What is registered reaches the query when it starts (so register before
+    ``start()``: a query already running is refused) and its state stores on every executor; when the query
+    starts, a registration for a state it does not have fails it.
     """
     if not isinstance(state_name, str) or not state_name:
         raise TypeError(f"state_name must be a non-empty str, not {state_name!r}")
+    kind, value = _scope(checkpoint, query_name)
     registration = _registration(spark)
     try:
         if isinstance(snapshot, RowSnapshot):
-            normalized = registration.validateDefinition(
-                state_name, snapshot.to_json(), _schema_json(spark, snapshot.schema),
-                _schema_json(spark, snapshot.previous_schema))
-            spark.conf.set(registration.definitionConf(state_name), normalized)
-            spark.conf.unset(registration.snapshotClassConf(state_name))
+            registration.registerDefinition(spark._jsparkSession, kind, value, state_name, snapshot.to_json(),
+                                            _schema_json(snapshot.schema), _schema_json(snapshot.previous_schema))
         elif isinstance(snapshot, ScalaSnapshot):
-            registration.validateSnapshotClass(state_name, snapshot.class_name)
-            spark.conf.set(registration.snapshotClassConf(state_name), snapshot.class_name)
-            spark.conf.unset(registration.definitionConf(state_name))
+            registration.registerClass(spark._jsparkSession, kind, value, state_name, snapshot.class_name)
         else:
             raise TypeError(f"snapshot must be a RowSnapshot or a ScalaSnapshot, not {type(snapshot).__name__}")
     except Py4JJavaError as e:
         raise SnapshotDefinitionError(_java_message(e)) from None
 
 
-def unregister_snapshot(spark: SparkSession, state_name: str) -> None:
-    """Forget what was registered for ``state_name``: later queries use the default row snapshot."""
-    registration = _registration(spark)
-    spark.conf.unset(registration.definitionConf(state_name))
-    spark.conf.unset(registration.snapshotClassConf(state_name))
+def unregister_snapshot(spark: SparkSession, state_name: str, *, checkpoint: Optional[str] = None,
+                        query_name: Optional[str] = None) -> None:
+    """Forget what was registered for ``state_name`` of that query: it then evolves by name alone."""
+    kind, value = _scope(checkpoint, query_name)
+    _call(spark, "unregister", kind, value, state_name)
+
+
+def set_compatibility(spark: SparkSession, mode: Optional[Union[Compatibility, str]], *,
+                      checkpoint: Optional[str] = None, query_name: Optional[str] = None) -> None:
+    """Set the :class:`Compatibility` mode of every state of one query (``None`` unsets it). A state's own
+    ``RowSnapshot(compatibility=...)`` wins over it; without either, a state keeps the mode it was recorded with,
+    or ``BACKWARD``."""
+    kind, value = _scope(checkpoint, query_name)
+    _call(spark, "setCompatibility", kind, value, None if mode is None else Compatibility(mode).value)
+
+
+def _call(spark: SparkSession, method: str, *args: Any) -> None:
+    try:
+        getattr(_registration(spark), method)(spark._jsparkSession, *args)
+    except Py4JJavaError as e:
+        raise SnapshotDefinitionError(_java_message(e)) from None
+
+
+def _scope(checkpoint: Optional[str], query_name: Optional[str]) -> tuple[str, str]:
+    if (checkpoint is None) == (query_name is None):
+        raise TypeError("name the query the registration is for: checkpoint=<its checkpointLocation> or "
+                        "query_name=<its queryName>, exactly one")
+    return ("checkpoint", str(checkpoint)) if checkpoint is not None else ("name", str(query_name))
 
 
 def _registration(spark: SparkSession):
@@ -108,7 +177,12 @@ def _registration(spark: SparkSession):
     return jvm.io.statesnap.bridge.SnapshotRegistration
 
 
-def _schema_json(spark: SparkSession, schema: Optional[Schema]) -> Optional[str]:
+def _schema_value(schema: Optional[Schema]) -> Optional[dict]:
+    text = _schema_json(schema)
+    return None if text is None else json.loads(text)
+
+
+def _schema_json(schema: Optional[Schema]) -> Optional[str]:
     if schema is None:
         return None
     parsed = _parse_datatype_string(schema) if isinstance(schema, str) else schema

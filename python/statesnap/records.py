@@ -29,17 +29,30 @@ class SerializerSnapshot:
     version: int
     schema: Optional[StructType] = None
     user_version: Optional[int] = None
-    rules: dict = field(default_factory=dict)
+    definition: Optional[dict] = None
+    """A DeclarativeRowSnapshot's definition: its version steps and their rules, mode and SQL settings."""
     nested: tuple["SerializerSnapshot", ...] = ()
 
     def describe(self) -> str:
         name = self.class_name.rsplit(".", 1)[-1]
         if self.schema is not None:
-            rules = {k: v for k, v in self.rules.items() if v}
-            return f"{self.schema.simpleString()} (app version {self.user_version}{', ' + json.dumps(rules) if rules else ''})"
+            steps = [{k: v for k, v in step.items() if v and k != "schema"}
+                     for step in (self.definition or {}).get("steps", [])]
+            shown = f", steps {json.dumps(steps, sort_keys=True)}" if any(len(s) > 1 for s in steps) else ""
+            return f"{self.schema.simpleString()} (app version {self.user_version}{shown})"
         if self.nested:
             return f"{name}({', '.join(n.describe() for n in self.nested)})"
         return f"{self.class_name} v{self.version} (payload not decoded here)"
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    recorded_at_version: int
+    recorded_at_ms: int
+    description: str
+    schema: Optional[StructType]
+    """The user value schema it declared (None in records from before statesnap kept it)."""
+    user_version: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,9 @@ class StateSnapshotRecord:
     recorded_at_ms: int
     key: SerializerSnapshot
     value: SerializerSnapshot
-    history: tuple[tuple[int, int, str], ...]
+    history: tuple[HistoryEntry, ...]
+    compatibility: Optional[str]
+    """The compatibility mode declared for the state (None: BACKWARD, the default)."""
 
 
 class _Cursor:
@@ -91,11 +106,14 @@ def parse_snapshot(data: bytes) -> SerializerSnapshot:
     if class_name in _ROW_SNAPSHOTS:
         schema = StructType.fromJson(json.loads(p.blob().decode()))
         user_version = p.int()
-        rules = {}
+        definition = None
         if class_name.endswith("DeclarativeRowSnapshot"):
-            for kind in ("renamed", "defaults", "derived"):
-                rules[kind] = {p.utf(): p.utf() for _ in range(p.int())}
-        return SerializerSnapshot(class_name, version, schema, user_version, rules)
+            if version >= 2:
+                definition = json.loads(p.blob().decode())
+            else:  # payload 1: the rules of one step
+                rules = {kind: {p.utf(): p.utf() for _ in range(p.int())} for kind in ("renamed", "defaults", "derived")}
+                definition = {"version": user_version, "steps": [{"version": user_version, **rules}]}
+        return SerializerSnapshot(class_name, version, schema, user_version, definition)
     if class_name in _COMPOSITES:
         return SerializerSnapshot(class_name, version, nested=tuple(parse_snapshot(p.blob()) for _ in range(p.int())))
     return SerializerSnapshot(class_name, version)
@@ -103,12 +121,22 @@ def parse_snapshot(data: bytes) -> SerializerSnapshot:
 
 def parse_record(data: bytes) -> StateSnapshotRecord:
     format_version, r = _framed(data, _RECORD_MAGIC, "state snapshot record")
-    if format_version > 1:
+    if format_version > 2:
         raise SnapshotDecodeError(f"record format version {format_version} is newer than this statesnap reads")
     state, kind, at_version, at_ms = r.utf(), r.utf(), r.long(), r.long()
     key, value = parse_snapshot(r.blob()), parse_snapshot(r.blob())
-    history = tuple((r.long(), r.long(), r.blob().decode()) for _ in range(r.int()))
-    return StateSnapshotRecord(state, kind, at_version, at_ms, key, value, history)
+    compatibility = (r.utf() or None) if format_version >= 2 else None
+
+    def entry() -> HistoryEntry:
+        version, ms, description = r.long(), r.long(), r.blob().decode()
+        if format_version < 2:
+            return HistoryEntry(version, ms, description, None, None)
+        user_version, schema = r.int(), r.blob()
+        parsed = StructType.fromJson(json.loads(schema.decode())) if user_version >= 0 else None
+        return HistoryEntry(version, ms, description, parsed, user_version if user_version >= 0 else None)
+
+    history = tuple(entry() for _ in range(r.int()))
+    return StateSnapshotRecord(state, kind, at_version, at_ms, key, value, history, compatibility)
 
 
 def read_snapshots(checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:

@@ -4,8 +4,8 @@ package io.statesnap
  * Every error statesnap raises, in Spark's style: `[ERROR_CLASS] message`. Raised before any state byte is
  * rewritten, so the checkpoint stays readable by the application version that wrote it.
  */
-final class StatesnapException(val errorClass: String, message: String, cause: Throwable = null)
-  extends IllegalStateException(s"[$errorClass] $message", cause)
+final class StatesnapException(val errorClass: String, val detail: String, cause: Throwable = null)
+  extends IllegalStateException(s"[$errorClass] $detail", cause)
 
 object StatesnapException {
   val IncompatibleStateSchema = "STATESNAP_INCOMPATIBLE_STATE_SCHEMA"
@@ -14,4 +14,5 @@ object StatesnapException {
   val UnsupportedConfiguration = "STATESNAP_UNSUPPORTED_CONFIGURATION"
   val InvalidSnapshotDefinition = "STATESNAP_INVALID_SNAPSHOT_DEFINITION"
   val StateKindChanged = "STATESNAP_STATE_KIND_CHANGED"
+  val MigrationFailed = "STATESNAP_MIGRATION_FAILED"
 }

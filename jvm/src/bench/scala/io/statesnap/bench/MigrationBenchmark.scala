@@ -62,7 +62,9 @@ object MigrationBenchmark {
       else StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
     p.init(StateStoreId(checkpoint, 0, 0), keySchema, StructType.fromDDL("value BINARY"),
       NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = true, new StateStoreConf(sqlConf), hadoopConf,
-      useMultipleValuesPerKey = false, None)
+      useMultipleValuesPerKey = false,
+      // As transformWithState's stores get one: statesnap migrates only stores with a schema provider.
+      Some(new InMemoryStateSchemaProvider(StateSchemaMetadata(Map.empty))))
     p
   }
 

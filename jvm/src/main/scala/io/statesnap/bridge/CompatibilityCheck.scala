@@ -1,35 +1,71 @@
 package io.statesnap.bridge
 
-import io.statesnap.provider.DeclaredSnapshots
+import io.statesnap.StatesnapException
+import io.statesnap.evolution.CompatibilityMode
+import io.statesnap.provider.{DeclaredSnapshots, StateDecision}
+import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
-import io.statesnap.snapshot.SchemaCompatibility._
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
- * The dry run behind `python -m statesnap check`: resolves a recorded state snapshot record (read from a
- * checkpoint offline) against the value schema and registered definition a new application version would
- * declare, with the code executors run, and writes nothing.
+ * The dry run behind `python -m statesnap check`: decides, with the code a store runs, what a new application
+ * version would do to a recorded state (its kind, key and value, under its registered definition and the
+ * compatibility mode in force), and writes nothing.
  */
 object CompatibilityCheck {
   /**
-   * @param valueSchemaJson the user value schema (Spark JSON); the TTL wrapper is added if the state has one
-   * @param definitionJson a registered definition ([[DeclarativeSnapshotDefinition]]), or null
-   * @return the verdict (`as-is`, `reconfigured`, `migrate` or `incompatible`), then one line per change or problem
+   * @param recordBytes the state's committed snapshot record
+   * @param kind `value`, `list` or `map`, or null for the recorded kind
+   * @param keyJson the grouping key schema (Spark JSON), or null for the recorded one
+   * @param userKeyJson for map state, the user key schema, or null for the recorded one
+   * @param valueJson the user value schema; the TTL wrapper is added if the state has one
+   * @param definitionJson a registered definition (`RowSnapshot.to_json`), or null
+   * @param mode the query's compatibility mode, or null
+   * @return `as-is`, `reconfigured`, `migrate` or `incompatible` on the first line, then `mode: <mode>`, then
+   *         one line per change or problem
    */
-  def check(recordBytes: Array[Byte], valueSchemaJson: String, definitionJson: String): String = {
-    val record = StateSnapshotRecord.fromBytes(recordBytes)
-    val declared = DataType.fromJson(valueSchemaJson).asInstanceOf[StructType]
-    val valueSchema = record.valueSnapshot match {
-      case _: TtlValueSnapshot => TtlValueSnapshot.wrap(declared)
-      case _ => declared
+  def check(recordBytes: Array[Byte], kind: String, keyJson: String, userKeyJson: String, valueJson: String,
+      definitionJson: String, mode: String): String = {
+    val recorded = StateSnapshotRecord.fromBytes(recordBytes)
+    val registrations = ScopeRegistrations(
+      Option(definitionJson).map(json => recorded.stateName -> StateRegistration.Definition(json)).toMap,
+      Option(mode).map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
+    val declared = new DeclaredSnapshots(QueryRegistrations("", registrations, Nil))
+    val value = structOf(valueJson)
+    val valueSchema = recorded.valueSnapshot match {
+      case _: TtlValueSnapshot => TtlValueSnapshot.wrap(value)
+      case _ => value
     }
-    val confs = Option(definitionJson).map(json => DeclaredSnapshots.DefinitionPrefix + record.stateName -> json)
-    val snapshot = new DeclaredSnapshots(confs.toMap).valueSnapshot(record.stateName, valueSchema)
-    snapshot.resolveSchemaCompatibility(record.valueSnapshot) match {
-      case CompatibleAsIs => "as-is"
-      case CompatibleWithReconfiguredSerializer(_) => "reconfigured"
-      case CompatibleAfterMigration(migration) => ("migrate" +: migration.changes).mkString("\n")
-      case Incompatible(problems) => ("incompatible" +: problems.map(_.describe)).mkString("\n")
+    val valueSnapshot = declared.valueSnapshot(recorded.stateName, valueSchema)
+    val current = StateSnapshotRecord(recorded.stateName,
+      Option(kind).map(StateKind.named).getOrElse(recorded.kind),
+      declared.keySnapshot(keySchema(recorded, Option(keyJson).map(structOf), Option(userKeyJson).map(structOf))),
+      valueSnapshot, recorded.recordedAtVersion + 1, System.currentTimeMillis(),
+      compatibility = valueSnapshot.declaredCompatibility.orElse(declared.queryCompatibility))
+    val inForce = s"mode: ${current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default)}"
+    (StateDecision.decide(Some(recorded), current) match {
+      case StateDecision.AsIs => Seq("as-is", inForce)
+      case StateDecision.Record(_) => Seq("reconfigured", inForce)
+      case StateDecision.Migrate(migration, _) => Seq("migrate", inForce) ++ migration.changes
+      case StateDecision.Refuse(errorClass, problems, message) =>
+        Seq("incompatible", inForce) ++ (if (problems.isEmpty) Seq(s"[$errorClass] the state $message")
+          else problems.map(_.describe))
+    }).mkString("\n")
+  }
+
+  /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
+  private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType], userKey: Option[StructType]): StructType = {
+    val old = recorded.keySnapshot.restoreSerializer().schema
+    recorded.kind match {
+      case StateKind.Map =>
+        StructType(Seq(old(0).copy(dataType = key.getOrElse(old(0).dataType)),
+          old(1).copy(dataType = userKey.getOrElse(old(1).dataType))))
+      case _ =>
+        if (userKey.isDefined) throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
+          s"state '${recorded.stateName}' is ${recorded.kind.name} state: only map state has a user key")
+        key.getOrElse(old)
     }
   }
+
+  private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
 }

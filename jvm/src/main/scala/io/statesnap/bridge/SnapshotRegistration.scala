@@ -2,81 +2,141 @@ package io.statesnap.bridge
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException.InvalidSnapshotDefinition
-import io.statesnap.evolution.{EvolutionPlan, RowSchemaEvolution, SqlExpressions}
-import io.statesnap.evolution.SqlExpressions.firstLine
-import io.statesnap.provider.DeclaredSnapshots
-import org.apache.spark.sql.catalyst.expressions.Cast
-import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
+import io.statesnap.evolution._
+import io.statesnap.query._
+import io.statesnap.snapshot.SnapshotDefinition
+import org.apache.spark.sql.classic.SparkSession
+import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
- * What `statesnap.register_snapshot` calls through py4j on the driver: validates a snapshot definition with the
- * code executors run, and names the conf that carries it to every executor's provider.
- * Every method throws [[StatesnapException]] naming the state and field; Python re-raises it as a ValueError.
+ * What `statesnap.register_snapshot` and its siblings call through py4j on the driver. A registration is for one
+ * state of one query (its checkpoint or its name), validated here with the code executors run, and kept in the
+ * session's registrations conf until that query starts ([[StatesnapQueryListener]]). Every method throws
+ * [[StatesnapException]] naming the state and field; Python re-raises it as `SnapshotDefinitionError`.
  */
 object SnapshotRegistration {
-  /** The conf that attaches a declarative definition to `state`. */
-  def definitionConf(state: String): String = DeclaredSnapshots.DefinitionPrefix + state
-
-  /** The conf that attaches a snapshot class to `state`. */
-  def snapshotClassConf(state: String): String = DeclaredSnapshots.SnapshotClassPrefix + state
-
   /**
-   * Validates a declarative definition (JSON, see [[DeclarativeSnapshotDefinition]]) and returns it normalized.
-   * Always: the JSON, the version, that every default is a SQL constant and every derived expression parses.
-   * With the state's declared `schemaJson`: every named field exists, and defaults cast to their field's type.
-   * With the recorded `previousSchemaJson` too: the whole resolution (derived types, non-nullable fields
-   * without a default, narrowing...), exactly as executors will run it.
-   * Schemas are Spark JSON, or null when not given.
+   * Registers a declarative definition (JSON of `RowSnapshot.to_json`) for `state` of the query `scopeKind`
+   * ("checkpoint" or "name") = `scopeValue`. The session's SQL settings (ANSI mode, time zone, case sensitivity)
+   * are pinned into it. `schemaJson` / `previousSchemaJson` (Spark JSON, or null) let the whole resolution be
+   * checked now. @return the definition as registered
    */
-  def validateDefinition(state: String, json: String, schemaJson: String, previousSchemaJson: String): String = {
-    val definition = DeclarativeSnapshotDefinition.parse(state, json)
-    val rules = definition.rules
-    def refuse(field: String, why: String) = new StatesnapException(InvalidSnapshotDefinition,
-      s"the snapshot registered for state '$state' is invalid: field '$field': $why")
-    rules.defaults.foreach { case (field, sql) =>
-      SqlExpressions.resolve(sql, new StructType()) match {
-        case Right(e) if e.foldable =>
-        case Right(_) => throw refuse(field, s"its default `$sql` is not a constant")
-        case Left(why) => throw refuse(field, s"its default `$sql` is invalid: $why")
-      }
-    }
-    rules.derived.foreach { case (field, sql) =>
-      try CatalystSqlParser.parseExpression(sql) catch {
-        case e: Exception => throw refuse(field, s"its derived expression `$sql` does not parse: " +
-          firstLine(e))
-      }
-    }
-    Option(schemaJson).map(parseSchema(state, "schema", _)).foreach { schema =>
-      for ((kind, names) <- Seq("renamed" -> rules.renamed.keys, "defaults" -> rules.defaults.keys,
-          "derived" -> rules.derived.keys); field <- names if !schema.fieldNames.contains(field)) {
-        throw refuse(field, s"$kind names a field the schema ${schema.simpleString} does not have")
-      }
-      for ((field, sql) <- rules.defaults; target = schema(field).dataType;
-          e <- SqlExpressions.resolve(sql, new StructType()).toOption if !Cast.canCast(e.dataType, target)) {
-        throw refuse(field, s"its default `$sql` is ${e.dataType.simpleString}, which cannot be cast to " +
-          target.simpleString)
-      }
-      Option(previousSchemaJson).map(parseSchema(state, "previous_schema", _)).foreach { previous =>
-        RowSchemaEvolution.plan(previous, schema, rules) match {
-          case EvolutionPlan.Refused(problems) => throw new StatesnapException(InvalidSnapshotDefinition,
-            s"the snapshot registered for state '$state' cannot evolve ${previous.simpleString} into " +
-              s"${schema.simpleString}:\n" + problems.map(p => s"  - ${p.describe}").mkString("\n"))
-          case _ =>
-        }
-      }
+  def registerDefinition(session: SparkSession, scopeKind: String, scopeValue: String, state: String, json: String,
+      schemaJson: String, previousSchemaJson: String): String = {
+    val definition = validateDefinition(state, json, Option(schemaJson).map(schema(state, "schema", _)),
+      Option(previousSchemaJson).map(schema(state, "previous_schema", _)), SqlSettings.of(session.sessionState.conf))
+    update(session, scopeKind, scopeValue, state) { r =>
+      r.copy(states = r.states + (state -> StateRegistration.Definition(definition.toJson)))
     }
     definition.toJson
   }
 
-  /** Validates that `className` can serve as the snapshot of `state` on this JVM's classpath. */
-  def validateSnapshotClass(state: String, className: String): Unit =
-    new DeclaredSnapshots(Map(snapshotClassConf(state) -> className)).valueSnapshot(state, new StructType())
+  /** Registers a [[io.statesnap.snapshot.RowSchemaSnapshot]] subclass, checked on this JVM's classpath. */
+  def registerClass(session: SparkSession, scopeKind: String, scopeValue: String, state: String,
+      className: String): Unit = {
+    io.statesnap.provider.DeclaredSnapshots.instantiate(state, className)
+    update(session, scopeKind, scopeValue, state) { r =>
+      r.copy(states = r.states + (state -> StateRegistration.SnapshotClass(className)))
+    }
+  }
 
-  private def parseSchema(state: String, what: String, json: String): StructType = DataType.fromJson(json) match {
+  def unregister(session: SparkSession, scopeKind: String, scopeValue: String, state: String): Unit =
+    update(session, scopeKind, scopeValue, state)(r => r.copy(states = r.states - state))
+
+  /** Sets (or, with null, unsets) the compatibility mode of every state of the query. */
+  def setCompatibility(session: SparkSession, scopeKind: String, scopeValue: String, mode: String): Unit = {
+    val parsed = Option(mode).map(m => CompatibilityMode.named(m).fold(why => throw new StatesnapException(
+      InvalidSnapshotDefinition, s"the compatibility mode set for ${scope(session, scopeKind, scopeValue).describe}: $why"),
+      identity))
+    update(session, scopeKind, scopeValue, "*")(_.copy(compatibility = parsed))
+  }
+
+  /**
+   * A definition checked with the code executors run, with `sql` pinned into it. Always: the JSON, the versions,
+   * that every default is a constant of its field's type (evaluated, not only cast), and that every expression
+   * is a deterministic function of one row. With the schemas of the steps: every rule against the schema it
+   * reads. With the state's declared `schema` and the `previous` one it was written with: the whole resolution.
+   */
+  def validateDefinition(state: String, json: String, schema: Option[StructType], previous: Option[StructType],
+      sql: SqlSettings): SnapshotDefinition = {
+    val definition = SnapshotDefinition.parse(state, json).copy(sql = sql)
+    def refuse(problems: Seq[SchemaProblem], what: String) = new StatesnapException(InvalidSnapshotDefinition,
+      s"the snapshot registered for state '$state' is invalid$what:\n" + problems.map(p => s"  - ${p.describe}")
+        .mkString("\n"))
+    val targets = definition.steps.map(s => if (s.version == definition.version) schema else s.schema)
+    val sources = previous +: targets.dropRight(1)
+    definition.steps.zip(sources.zip(targets)).foreach { case (step, (from, to)) =>
+      val problems = (from, to) match {
+        case (Some(f), Some(t)) => RowSchemaEvolution.plan(f, t, step.rules, sql).problems
+        case _ => standalone(step.rules, to, sql)
+      }
+      if (problems.nonEmpty) throw refuse(problems, s" in the step to version ${step.version}")
+    }
+    for (s <- schema; p <- previous) {
+      val first = definition.steps.headOption.map(_.version - 1).getOrElse(0)
+      StateEvolution.resolve(RecordedSchema(first, p), Nil, Declaration(s, definition.version, definition.steps, sql),
+        definition.compatibility.getOrElse(CompatibilityMode.Default)) match {
+        case Resolution.Refused(problems) => throw refuse(problems, s": it cannot evolve ${p.simpleString} into " +
+          s.simpleString)
+        case _ =>
+      }
+    }
+    definition
+  }
+
+  /** What can be checked of a step's rules without the schema they read from. */
+  private def standalone(rules: Rules, target: Option[StructType], sql: SqlSettings): Seq[SchemaProblem] = {
+    val derived = rules.derived.toSeq.flatMap { case (path, text) =>
+      SqlExpressions.checkWithoutInput(text).left.toOption.map(why => SchemaProblem(path, "<derived>", "?",
+        s"its derived expression `$text` is invalid: $why", s"fix derived['$path']"))
+    }
+    val defaults = rules.defaults.toSeq.flatMap { case (path, text) =>
+      target.flatMap(RowSchemaEvolution.fieldAt(_, path)) match {
+        case Some(field) => RowSchemaEvolution.defaultValue(field, path, text, sql).left.toOption
+        case None => SqlExpressions.resolve(text, new StructType(), sql).left.toOption.map(why =>
+          SchemaProblem(path, "<default>", "?", s"its default `$text` is invalid: $why", s"fix defaults['$path']"))
+      }
+    }
+    val unknown = for (t <- target.toSeq; (kind, paths) <- Seq("renamed" -> rules.renamed.keys,
+        "defaults" -> rules.defaults.keys, "derived" -> rules.derived.keys);
+        path <- paths if RowSchemaEvolution.fieldAt(t, path).isEmpty) yield SchemaProblem(path, s"<$kind>", "<rule>",
+      s"$kind names a field the schema ${t.simpleString} does not have", s"name a field of ${t.simpleString}")
+    derived ++ defaults ++ unknown
+  }
+
+  private def update(session: SparkSession, scopeKind: String, scopeValue: String, state: String)
+      (change: ScopeRegistrations => ScopeRegistrations): Unit = {
+    val target = scope(session, scopeKind, scopeValue)
+    requireListener(session)
+    StatesnapRunningQueries.all.find(q => target match {
+      case QueryScope.Checkpoint(uri) => q.checkpoint == uri
+      case QueryScope.Name(name) => q.name.contains(name)
+    }).foreach { running => throw new StatesnapException(InvalidSnapshotDefinition, s"${running.describe} is " +
+      s"already running: what is registered for it reaches it when it starts. Stop it, register, and start it again.")
+    }
+    val all = Registrations.parse(session.conf.getOption(Registrations.Conf))
+    val updated = change(all.getOrElse(target, ScopeRegistrations()))
+    session.conf.set(Registrations.Conf, Registrations.toJson(all + (target -> updated)))
+  }
+
+  private def scope(session: SparkSession, kind: String, value: String): QueryScope = kind match {
+    case "checkpoint" => QueryScope.Checkpoint(StatesnapRunningQueries.qualifyCheckpoint(session, value))
+    case "name" => QueryScope.Name(value)
+    case other => throw new IllegalArgumentException(s"a query is named by checkpoint or name, not $other")
+  }
+
+  private def requireListener(session: SparkSession): Unit =
+    if (!session.streams.listListeners().exists(_.isInstanceOf[StatesnapQueryListener])) {
+      throw new StatesnapException(InvalidSnapshotDefinition, "this session has no statesnap query listener, so " +
+        "nothing registered would reach a query. Build the session with statesnap.configure(SparkSession.builder" +
+        "...), or call statesnap.configure(spark) on it first (or set spark.sql.streaming.streamingQueryListeners=" +
+        s"${classOf[StatesnapQueryListener].getName} with the jar on the classpath).")
+    }
+
+  private def schema(state: String, what: String, json: String): StructType = DataType.fromJson(json) match {
     case s: StructType => s
     case other => throw new StatesnapException(InvalidSnapshotDefinition,
       s"the $what given for state '$state' is ${other.simpleString}, not a struct")
   }
-
 }

@@ -1,185 +1,106 @@
 package io.statesnap.evolution
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression, Literal}
 import org.apache.spark.sql.types._
 
-/** What it takes to read rows written under an old schema with a new one. */
-sealed trait EvolutionPlan
+/**
+ * How a state's fields evolve beyond matching by name, for one version step. Every key and value is a
+ * [[FieldPath]] (`address.zip`, `items[].price`).
+ * @param renamed new field -> old field: the value is kept (an old path from the same array element or map value)
+ * @param defaults new field -> SQL constant for entries written before the field existed
+ * @param derived new field -> SQL expression over the OLD row (also how to narrow or round a type explicitly)
+ * @param dropped old fields whose values are meant to go: confirms a drop statesnap would otherwise refuse
+ */
+final case class Rules(
+    renamed: Map[String, String] = Map.empty,
+    defaults: Map[String, String] = Map.empty,
+    derived: Map[String, String] = Map.empty,
+    dropped: Set[String] = Set.empty) {
+  def isEmpty: Boolean = renamed.isEmpty && defaults.isEmpty && derived.isEmpty && dropped.isEmpty
+}
 
-object EvolutionPlan {
-  case object Identical extends EvolutionPlan
-  /** Same byte layout, different declaration (nullability relaxed): nothing to rewrite. */
-  final case class SameLayout(changes: Seq[String]) extends EvolutionPlan
-  /** Every row must be rewritten by `migration`. */
-  final case class Rewrite(migration: RowMigration) extends EvolutionPlan
-  final case class Refused(problems: Seq[SchemaProblem]) extends EvolutionPlan
+object Rules {
+  val None: Rules = Rules()
 }
 
 /**
- * The evolution rules for UnsafeRow state (docs/evolution-rules.md): fields are matched by name, recursively
- * through structs, array elements and map values, plus the state's own [[RowSchemaEvolution.Rules]] for its
- * top-level fields (renamed, defaults, derived).
- *  - identical (field metadata ignored): [[EvolutionPlan.Identical]]
- *  - nullability relaxed, or fields renamed in place: [[EvolutionPlan.SameLayout]]
- *  - field added (nullable, or with a default), removed, reordered, renamed, derived, widened, string<->binary:
- *    [[EvolutionPlan.Rewrite]]
- *  - anything else (narrowing without a derived expression, other type changes, a non-nullable field added
- *    without a default, nullability tightened, a map key type change, a rule naming an unknown field, SQL that
- *    does not resolve): [[EvolutionPlan.Refused]], with one [[SchemaProblem]] per field.
+ * Plans how rows written under an old schema become rows of a new one (docs/evolution-rules.md): fields are
+ * matched by name, at every struct level, through array elements and map values, plus the [[Rules]] of the step.
+ * The result is a typed [[EvolutionPlan]]: one [[FieldSource]] per new field, the changes it makes, and the
+ * problems that refuse it.
  */
 object RowSchemaEvolution {
-  import EvolutionPlan._
-  import ProjectionMigration.{convert, indexOf}
+  def plan(oldSchema: StructType, newSchema: StructType, rules: Rules = Rules.None,
+      sql: SqlSettings = SqlSettings.Default): EvolutionPlan =
+    new Planner(oldSchema, newSchema, rules, sql).run()
 
   /**
-   * How a state's top-level fields evolve beyond matching by name.
-   * @param renamed new field name -> old field name: the value is kept
-   * @param defaults new field name -> SQL literal for entries written before the field existed
-   * @param derived new field name -> SQL expression over the OLD row (also how to narrow a type explicitly)
+   * Field names that only differ by case, at every level of `schema` (`which`: "recorded" or "declared"): a
+   * match by name cannot tell them apart, so they are refused.
    */
-  final case class Rules(
-      renamed: Map[String, String] = Map.empty,
-      defaults: Map[String, String] = Map.empty,
-      derived: Map[String, String] = Map.empty)
-
-  object Rules {
-    val None: Rules = Rules()
+  def duplicateNames(schema: StructType, which: String): Seq[SchemaProblem] = {
+    def walk(dt: DataType, path: String): Seq[SchemaProblem] = dt match {
+      case s: StructType =>
+        s.fields.toSeq.groupBy(_.name.toLowerCase(java.util.Locale.ROOT)).values.filter(_.length > 1).toSeq
+          .sortBy(_.head.name).map { same =>
+            SchemaProblem(FieldPath.child(path, same.head.name), s"<$which>", s"<$which>", s"the $which schema " +
+              s"has the fields ${same.map(f => s"'${f.name}'").mkString(" and ")} in one struct, which a match by " +
+              "name cannot tell apart", "give them names that differ by more than case")
+          } ++ s.fields.toSeq.flatMap(f => walk(f.dataType, FieldPath.child(path, f.name)))
+      case ArrayType(e, _) => walk(e, FieldPath.element(path))
+      case MapType(k, v, _) => walk(k, s"$path<key>") ++ walk(v, FieldPath.mapValue(path))
+      case _ => Nil
+    }
+    walk(schema, "")
   }
 
-  def plan(oldSchema: StructType, newSchema: StructType, rules: Rules = Rules.None): EvolutionPlan = {
-    // Rules say how to get here from the recorded schema: once the state has the declared layout (a restart
-    // after the migration), they have nothing left to do.
-    val effective = if (sameLayout(oldSchema, newSchema)) Rules.None else rules
-    val (evolution, expressions) = compareTop(oldSchema, newSchema, effective)
-    val diff = checkDefinition(newSchema, rules) ++ evolution
-    if (diff.problems.nonEmpty) Refused(diff.problems)
-    else if (diff.rewrites.nonEmpty) Rewrite(new ProjectionMigration(oldSchema.length, expressions, diff.rewrites))
-    else if (diff.relaxed.nonEmpty) SameLayout(diff.relaxed)
-    else Identical
-  }
-
-  /** Lossless conversions Spark's Cast performs exactly (int to float rounds above 2^24, as in Avro and Flink). */
-  private val widenings: Map[DataType, Set[DataType]] = Map(
-    ByteType -> Set(ShortType, IntegerType, LongType, FloatType, DoubleType),
-    ShortType -> Set(IntegerType, LongType, FloatType, DoubleType),
-    IntegerType -> Set(LongType, FloatType, DoubleType),
-    LongType -> Set(FloatType, DoubleType),
-    FloatType -> Set(DoubleType))
-
-  def isWidening(from: DataType, to: DataType): Boolean = widenings.get(from).exists(_.contains(to))
-
-  /** Conversions that migrate without a rule: widenings, and string <-> binary (the same UTF-8 bytes). */
-  def isConvertible(from: DataType, to: DataType): Boolean = isWidening(from, to) ||
-    (from == StringType && to == BinaryType) || (from == BinaryType && to == StringType)
-
-  /** Equal up to nullability and field metadata: the same UnsafeRow bytes. */
-  def sameLayout(a: DataType, b: DataType): Boolean = normalize(a) == normalize(b)
-
-  private def normalize(dt: DataType): DataType = dt match {
-    case s: StructType => StructType(s.fields.map(f => StructField(f.name, normalize(f.dataType))))
-    case ArrayType(e, _) => ArrayType(normalize(e), containsNull = true)
-    case MapType(k, v, _) => MapType(normalize(k), normalize(v), valueContainsNull = true)
-    case other => other
-  }
-
-  private final case class Diff(
-      problems: Seq[SchemaProblem] = Nil, rewrites: Seq[String] = Nil, relaxed: Seq[String] = Nil) {
-    def ++(o: Diff): Diff = Diff(problems ++ o.problems, rewrites ++ o.rewrites, relaxed ++ o.relaxed)
-  }
-
-  private def join(path: String, name: String): String = if (path.isEmpty) name else s"$path.$name"
-
-  /** The top level: [[compareStruct]]'s rules plus the state's own rules, and one expression per new field. */
-  private def compareTop(o: StructType, n: StructType, rules: Rules): (Diff, Seq[Expression]) = {
-    val ruleDiff = checkSources(o, n, rules)
-    val renamedFrom = rules.renamed.values.toSet
-    val perField = n.fields.toSeq.zipWithIndex.map { case (nf, position) =>
-      val name = nf.name
-      (rules.derived.get(name), rules.renamed.get(name), indexOf(o, name), rules.defaults.get(name)) match {
-        case (Some(sql), _, _, _) => derivedField(nf, sql, o)
-        case (_, Some(oldName), _, _) => indexOf(o, oldName) match {
-          case Some(i) =>
-            val of = o(i)
-            val diff = compareType(name, of.dataType, nf.dataType) ++
-              compareNullability(name, nf.dataType, of.nullable, nf.nullable)
-            val renaming = s"rename '$oldName' to '$name'"
-            val inPlace = i == position && sameLayout(of.dataType, nf.dataType)
-            (diff ++ (if (inPlace) Diff(relaxed = Seq(renaming)) else Diff(rewrites = Seq(renaming))),
-              convert(BoundReference(i, of.dataType, nullable = true), of.dataType, nf.dataType))
-          case None => (Diff(), Literal(null, nf.dataType)) // reported by checkRules
-        }
-        case (_, _, Some(i), _) =>
-          val of = o(i)
-          (compareType(name, of.dataType, nf.dataType) ++
-            compareNullability(name, nf.dataType, of.nullable, nf.nullable),
-            convert(BoundReference(i, of.dataType, nullable = true), of.dataType, nf.dataType))
-        case (_, _, None, Some(sql)) => defaultField(nf, sql)
-        case _ => (addedField(name, nf), Literal(null, nf.dataType))
+  /**
+   * The value of `defaults[path] = text` for the field `nf`: a SQL constant, cast and EVALUATED under `sql`
+   * (so `'abc'` for an int is refused, not stored as null), never NULL unless written as NULL, and never NULL
+   * for a NOT NULL field.
+   */
+  def defaultValue(nf: StructField, path: String, text: String, sql: SqlSettings): Either[SchemaProblem, Literal] =
+    SqlExpressions.resolve(text, new StructType(), sql).flatMap { e =>
+      if (!e.foldable) Left("it is not a constant")
+      else if (!Cast.canCast(e.dataType, nf.dataType)) Left(s"it is ${e.dataType.simpleString}, which cannot be " +
+        s"cast to ${nf.dataType.simpleString}")
+      else SqlExpressions.evaluate(sql(sql.cast(e, nf.dataType)), sql).flatMap {
+        case null if !isNullLiteral(e) => Left(s"it evaluates to NULL as ${nf.dataType.simpleString}")
+        case null if !nf.nullable => Left("it is NULL, but the field is declared NOT NULL")
+        case value => Right(Literal(value, nf.dataType))
       }
+    }.left.map(why => SchemaProblem(path, "<default>", nf.dataType.simpleString, s"its default `$text` is invalid: " +
+      why, s"give defaults['$path'] a SQL literal of type ${nf.dataType.simpleString}, such as " +
+      exampleLiteral(nf.dataType)))
+
+  /** The position of the field named exactly `name` (case-sensitive). */
+  def indexOf(s: StructType, name: String): Option[Int] = Some(s.fieldNames.indexOf(name)).filter(_ >= 0)
+
+  /** The field at `path` of `schema`, through structs, array elements and map values. */
+  def fieldAt(schema: StructType, path: String): Option[StructField] = {
+    def unwrap(dt: DataType, collections: String): Option[DataType] =
+      collections.grouped(2).foldLeft(Option(dt)) {
+        case (Some(ArrayType(e, _)), FieldPath.Element) => Some(e)
+        case (Some(MapType(_, v, _)), FieldPath.MapValue) => Some(v)
+        case _ => None
+      }
+    def walk(dt: DataType, segments: Seq[(String, String)]): Option[StructField] = (dt, segments) match {
+      case (s: StructType, (name, collections) +: rest) => indexOf(s, name).flatMap { i =>
+        if (rest.isEmpty) Some(s(i)).filter(_ => collections.isEmpty)
+        else unwrap(s(i).dataType, collections).flatMap(walk(_, rest))
+      }
+      case _ => None
     }
-    val removed = o.fields.filterNot(f => n.fieldNames.contains(f.name) || renamedFrom(f.name))
-      .map(f => Diff(rewrites = Seq(s"remove '${f.name}' (its values are dropped)")))
-    val common = n.fieldNames.filter(f => o.fieldNames.contains(f) && !rules.renamed.contains(f) &&
-      !rules.derived.contains(f))
-    val reordered =
-      if (o.fieldNames.filter(common.contains).sameElements(common)) Diff()
-      else Diff(rewrites = Seq(s"reorder fields to ${common.mkString("(", ", ", ")")}"))
-    ((ruleDiff +: reordered +: removed.toSeq) ++ perField.map(_._1)).reduce(_ ++ _) -> perField.map(_._2)
+    FieldPath.segments(path).toOption.flatMap(walk(schema, _))
   }
 
-  /** Problems of the rules themselves, whatever the recorded schema: unknown fields, conflicting rules. */
-  private def checkDefinition(n: StructType, rules: Rules): Diff = {
-    def unknown(kind: String, names: Iterable[String]) = names.filterNot(n.fieldNames.contains).map { f =>
-      SchemaProblem(f, s"<$kind>", "<absent>", s"the snapshot's $kind names a field the declared schema does not have",
-        s"name a field of ${n.simpleString}")
-    }
-    val conflicting = (rules.renamed.keySet ++ rules.defaults.keySet).intersect(rules.derived.keySet).map { f =>
-      SchemaProblem(f, "<derived>", "<renamed/default>", "it is both derived and renamed or defaulted",
-        s"keep one rule for '$f'")
-    }
-    Diff(problems = (unknown("renamed", rules.renamed.keys) ++ unknown("defaults", rules.defaults.keys) ++
-      unknown("derived", rules.derived.keys) ++ conflicting).toSeq)
+  private def isNullLiteral(e: Expression): Boolean = e match {
+    case Literal(null, _) => true
+    case c: Cast => isNullLiteral(c.child)
+    case _ => false
   }
-
-  /** Renames must start from fields the recorded schema has. */
-  private def checkSources(o: StructType, n: StructType, rules: Rules): Diff =
-    Diff(problems = rules.renamed.collect { case (to, from) if !o.fieldNames.contains(from) =>
-      SchemaProblem(to, s"<renamed from '$from'>", n.find(_.name == to).map(_.dataType.simpleString).getOrElse("?"),
-        s"it is renamed from '$from', which the recorded schema ${o.simpleString} does not have",
-        s"name a field of the recorded schema in renamed['$to']")
-    }.toSeq)
-
-  private def derivedField(nf: StructField, sql: String, o: StructType): (Diff, Expression) =
-    SqlExpressions.resolve(sql, o) match {
-      case Left(why) => (problem(nf, "<derived>", s"its derived expression `$sql` is invalid: $why",
-        s"write derived['${nf.name}'] as SQL over the recorded fields ${o.fieldNames.mkString(", ")}"), null)
-      case Right(e) if !Cast.canCast(e.dataType, nf.dataType) =>
-        (problem(nf, e.dataType.simpleString, s"its derived expression `$sql` is ${e.dataType.simpleString}, " +
-          s"which cannot be cast to ${nf.dataType.simpleString}", s"CAST the expression to ${nf.dataType.sql}"), null)
-      case Right(e) => (Diff(rewrites = Seq(s"derive '${nf.name}' as $sql")), castTo(e, nf.dataType))
-    }
-
-  private def defaultField(nf: StructField, sql: String): (Diff, Expression) =
-    SqlExpressions.resolve(sql, new StructType()) match {
-      case Right(e) if e.foldable && Cast.canCast(e.dataType, nf.dataType) =>
-        (Diff(rewrites = Seq(s"add '${nf.name}' ${nf.dataType.simpleString} (existing entries read $sql)")),
-          castTo(e, nf.dataType))
-      case other =>
-        val why = other.fold(identity, e => s"it is not a constant of a type castable to ${nf.dataType.simpleString}")
-        (problem(nf, "<default>", s"its default `$sql` is invalid: $why",
-          s"give defaults['${nf.name}'] a SQL literal such as ${exampleLiteral(nf.dataType)}"), null)
-    }
-
-  private def addedField(name: String, nf: StructField): Diff =
-    if (nf.nullable) Diff(rewrites = Seq(s"add '$name' ${nf.dataType.simpleString} (existing entries read null)"))
-    else problem(nf, "<absent>", "a non-nullable field was added, and entries written before it existed have no " +
-      "value for it", s"declare '$name' nullable, or give it a default (defaults={'$name': ...})")
-
-  private def problem(nf: StructField, oldType: String, reason: String, fix: String): Diff =
-    Diff(problems = Seq(SchemaProblem(nf.name, oldType, nf.dataType.simpleString, reason, fix)))
-
-  private def castTo(e: Expression, to: DataType): Expression =
-    if (e.dataType == to) e else Cast(e, to, Some("UTC"))
 
   private def exampleLiteral(dt: DataType): String = dt match {
     case StringType => "\"'EUR'\""
@@ -188,65 +109,312 @@ object RowSchemaEvolution {
     case _ => s"'CAST(NULL AS ${dt.sql})'"
   }
 
-  private def compareStruct(path: String, o: StructType, n: StructType): Diff = {
-    val oldNames = o.fieldNames.toSet
-    val newNames = n.fieldNames.toSet
-    val added = n.fields.filterNot(f => oldNames(f.name)).map { f =>
-      val p = join(path, f.name)
-      addedField(p, f)
-    }
-    val removed = o.fields.filterNot(f => newNames(f.name))
-      .map(f => Diff(rewrites = Seq(s"remove '${join(path, f.name)}' (its values are dropped)")))
-    val common = n.fields.filter(f => oldNames(f.name)).map { nf =>
-      val of = o(nf.name)
-      compareType(join(path, nf.name), of.dataType, nf.dataType) ++
-        compareNullability(join(path, nf.name), nf.dataType, of.nullable, nf.nullable)
-    }
-    val commonOrderOld = o.fieldNames.filter(newNames)
-    val commonOrderNew = n.fieldNames.filter(oldNames)
-    val reordered =
-      if (commonOrderOld.sameElements(commonOrderNew)) Diff()
-      else Diff(rewrites = Seq(s"reorder ${if (path.isEmpty) "fields" else s"'$path'"} to " +
-        commonOrderNew.mkString("(", ", ", ")")))
-    (added ++ removed ++ common).foldLeft(reordered)(_ ++ _)
+  /** `dt` without field metadata (comments, char/varchar lengths), which does not change the bytes. */
+  def withoutMetadata(dt: DataType): DataType = dt match {
+    case s: StructType => StructType(s.fields.map(f => StructField(f.name, withoutMetadata(f.dataType), f.nullable)))
+    case ArrayType(e, n) => ArrayType(withoutMetadata(e), n)
+    case MapType(k, v, n) => MapType(withoutMetadata(k), withoutMetadata(v), n)
+    case other => other
   }
 
-  private def compareNullability(path: String, dt: DataType, wasNullable: Boolean, isNullable: Boolean): Diff =
-    if (wasNullable == isNullable) Diff()
-    else if (isNullable) Diff(relaxed = Seq(s"'$path' becomes nullable"))
-    else Diff(problems = Seq(SchemaProblem(path, s"${dt.simpleString} (nullable)", s"${dt.simpleString} (not null)",
-      "nullability was tightened, but existing entries may hold null", s"keep '$path' nullable")))
+  /** Equal up to nullability and field metadata: the same UnsafeRow bytes, and the same names. */
+  def sameLayout(a: DataType, b: DataType): Boolean = normalize(a, keepNames = true) == normalize(b, keepNames = true)
 
-  private def compareType(path: String, o: DataType, n: DataType): Diff = (o, n) match {
-    case _ if sameLayout(o, n) => relaxedNullability(path, o, n)
-    case (os: StructType, ns: StructType) => compareStruct(path, os, ns)
+  private[evolution] def normalize(dt: DataType, keepNames: Boolean): DataType = dt match {
+    case s: StructType => StructType(s.fields.map(f =>
+      StructField(if (keepNames) f.name else "_", normalize(f.dataType, keepNames))))
+    case ArrayType(e, _) => ArrayType(normalize(e, keepNames), containsNull = true)
+    case MapType(k, v, _) => MapType(normalize(k, keepNames), normalize(v, keepNames), valueContainsNull = true)
+    case other => other
+  }
+}
+
+/** One planning run; not reusable. */
+private final class Planner(old: StructType, neu: StructType, rawRules: Rules, sql: SqlSettings) {
+  import Planner.Scope
+  import RowSchemaEvolution.{normalize, sameLayout}
+
+  private val problems = mutable.ArrayBuffer.empty[SchemaProblem]
+  private val changes = mutable.ArrayBuffer.empty[Change]
+  /** Rules applied, as `kind:path`: a rule that never applies is refused rather than silently ignored. */
+  private val used = mutable.Set.empty[String]
+  /** Old paths some new field reads. */
+  private val consumed = mutable.Set.empty[String]
+  /** Top-level old fields a derived expression reads: their removal is deliberate. */
+  private val referenced = mutable.Set.empty[String]
+
+  private def canonicalKeys[V](kind: String, m: Map[String, V]): Map[String, V] = m.flatMap { case (path, v) =>
+    FieldPath.canonical(path) match {
+      case Right(p) => Some(p -> v)
+      case Left(why) => ruleProblem(path, kind, why, "write the path as in docs/evolution-rules.md: a.b, items[].c"); None
+    }
+  }
+
+  private val derived = canonicalKeys("derived", rawRules.derived)
+  private val defaults = canonicalKeys("defaults", rawRules.defaults)
+  private val renamed = canonicalKeys("renamed", rawRules.renamed).flatMap { case (to, from) =>
+    FieldPath.canonical(from) match {
+      case Right(f) => Some(to -> f)
+      case Left(why) => ruleProblem(to, "renamed", why, "name the old field as a path: a.b, items[].c"); None
+    }
+  }
+  private val dropped = canonicalKeys("dropped", rawRules.dropped.map(_ -> ()).toMap).keySet
+
+  def run(): EvolutionPlan = {
+    // Identical schemas need no match by name (a state recorded before statesnap refused duplicate names).
+    if (old != neu) {
+      problems ++= RowSchemaEvolution.duplicateNames(old, "recorded")
+      problems ++= RowSchemaEvolution.duplicateNames(neu, "declared")
+    }
+    conflictingRules()
+    val root =
+      if (problems.nonEmpty) StructPlan(Nil, old.length, Nil)
+      else struct(old, neu, "", "", Nil, Scope(Some(old), "", inCollection = false))
+    if (problems.isEmpty) unusedRules()
+    EvolutionPlan(old, neu, root, changes.toSeq, problems.toSeq, sql)
+  }
+
+  private def struct(o: StructType, n: StructType, newPrefix: String, oldPrefix: String, at: Seq[Int],
+      scope: Scope): StructPlan = {
+    val plans = n.fields.toSeq.map { nf =>
+      val path = FieldPath.child(newPrefix, nf.name)
+      FieldPlan(path, nf, source(nf, path, o, oldPrefix, at, scope))
+    }
+    removed(o, oldPrefix, plans)
+    val inPlace = plans.collect { case FieldPlan(_, f, FieldSource.FromOld(ordinals, _, _, _))
+      if ordinals.init == at && ordinals.nonEmpty => (ordinals.last, f.name) }
+    if (inPlace.map(_._1) != inPlace.map(_._1).sorted) changes += Change.Reordered(newPrefix, inPlace.map(_._2))
+    StructPlan(at, o.length, plans)
+  }
+
+  private def source(nf: StructField, path: String, o: StructType, oldPrefix: String, at: Seq[Int],
+      scope: Scope): FieldSource = {
+    lazy val sameName = RowSchemaEvolution.indexOf(o, nf.name)
+    if (derived.contains(path)) {
+      used += s"derived:$path"
+      if (scope.inCollection) {
+        problem(path, "<derived>", nf.dataType.simpleString, "a derived expression is SQL over the whole row and " +
+          "cannot be evaluated inside an array element or map value",
+          "derive the whole top-level field that contains it (for example with transform(...))")
+        FieldSource.Null
+      } else derivedSource(nf, path, derived(path))
+    } else if (renamed.contains(path)) {
+      used += s"renamed:$path"
+      val from = renamed(path)
+      resolveInScope(from, scope) match {
+        case Right((ordinals, of)) =>
+          changes += Change.Renamed(path, from)
+          fromOld(nf, path, ordinals, of, from, scope)
+        case Left(why) =>
+          problem(path, s"<renamed from '$from'>", nf.dataType.simpleString, why,
+            s"name in renamed['$path'] a field of the recorded schema ${scope.root.getOrElse(old).simpleString}")
+          FieldSource.Null
+      }
+    } else if (sameName.isDefined) {
+      val i = sameName.get
+      fromOld(nf, path, at :+ i, o(i), FieldPath.child(oldPrefix, o(i).name), scope)
+    } else if (defaults.contains(path)) {
+      used += s"defaults:$path"
+      defaultSource(nf, path, defaults(path))
+    } else {
+      if (nf.nullable) changes += Change.Added(path, nf.dataType, None)
+      else problem(path, "<absent>", nf.dataType.simpleString, "a non-nullable field was added, and entries " +
+        "written before it existed have no value for it",
+        s"declare '$path' nullable, or give it a default (defaults={'$path': ...})")
+      FieldSource.Null
+    }
+  }
+
+  private def fromOld(nf: StructField, path: String, ordinals: Seq[Int], of: StructField, oldPath: String,
+      scope: Scope): FieldSource = {
+    consumed += oldPath
+    if (of.nullable && !nf.nullable) tightened(path, nf.dataType)
+    else if (!of.nullable && nf.nullable) changes += Change.Relaxed(path)
+    FieldSource.FromOld(ordinals, oldPath, of.dataType, conversion(of.dataType, nf.dataType, path, oldPath,
+      ordinals, scope))
+  }
+
+  private def conversion(ot: DataType, nt: DataType, path: String, oldPath: String, ordinals: Seq[Int],
+      scope: Scope): Conversion = (ot, nt) match {
+    case _ if sameLayout(ot, nt) =>
+      nestedNullability(ot, nt, path)
+      Conversion.Identity
+    case (os: StructType, ns: StructType) => Conversion.Struct(struct(os, ns, path, oldPath, ordinals, scope))
     case (ArrayType(oe, ocn), ArrayType(ne, ncn)) =>
-      compareType(s"$path[]", oe, ne) ++ compareNullability(s"$path[]", ne, ocn, ncn)
+      nullability(ocn, ncn, FieldPath.element(path), ne)
+      Conversion.Array(collectionValue(oe, ne, FieldPath.element(path), FieldPath.element(oldPath)))
     case (MapType(ok, ov, ovn), MapType(nk, nv, nvn)) =>
-      val keys =
-        if (sameLayout(ok, nk)) Diff()
-        else Diff(problems = Seq(SchemaProblem(s"$path<key>", ok.simpleString, nk.simpleString,
-          "map keys cannot be converted (converted keys could collide)", s"keep the key type of '$path'")))
-      keys ++ compareType(s"$path{}", ov, nv) ++ compareNullability(s"$path{}", nv, ovn, nvn)
-    case _ if isConvertible(o, n) =>
-      Diff(rewrites = Seq(s"convert '$path' ${o.simpleString} -> ${n.simpleString}"))
-    case _ => Diff(problems = Seq(SchemaProblem(path, o.simpleString, n.simpleString,
-      if (isWidening(n, o)) "narrowing could lose values" else "this type change has no lossless conversion",
-      s"keep '$path' as ${o.simpleString}, or derive it explicitly with a registered snapshot " +
-        s"(derived={'$path': 'CAST($path AS ${n.sql})'} for a top-level field)")))
+      if (!sameLayout(ok, nk)) {
+        problem(s"$path<key>", ok.simpleString, nk.simpleString,
+          "map keys cannot be converted (converted keys could collide)", s"keep the key type of '$path'")
+      }
+      nullability(ovn, nvn, FieldPath.mapValue(path), nv)
+      Conversion.MapValues(collectionValue(ov, nv, FieldPath.mapValue(path), FieldPath.mapValue(oldPath)))
+    case _ if Conversions.isLossless(ot, nt) =>
+      changes += Change.Converted(path, ot, nt)
+      Conversion.Cast(ot, nt)
+    case _ =>
+      val fix = if (scope.inCollection) {
+        s"keep '$path' as ${ot.simpleString}, or derive the whole top-level field that contains it with SQL"
+      } else s"keep '$path' as ${ot.simpleString}, or convert it explicitly: derived={'$path': " +
+        s"'CAST($oldPath AS ${nt.sql})'}"
+      problem(path, ot.simpleString, nt.simpleString, Conversions.whyNot(ot, nt), fix)
+      Conversion.Identity
   }
+
+  /** An array element or map value: the root of its own scope when it is a struct. */
+  private def collectionValue(ot: DataType, nt: DataType, path: String, oldPath: String): Conversion = (ot, nt) match {
+    case (os: StructType, ns: StructType) if !sameLayout(os, ns) =>
+      Conversion.Struct(struct(os, ns, path, oldPath, Nil, Scope(Some(os), oldPath, inCollection = true)))
+    case _ => conversion(ot, nt, path, oldPath, Nil, Scope(None, oldPath, inCollection = true))
+  }
+
+  /** An old field named by a rename: within the same array element or map value, reached through structs. */
+  private def resolveInScope(from: String, scope: Scope): Either[String, (Seq[Int], StructField)] = {
+    val rest = if (scope.oldPrefix.isEmpty) Some(from)
+      else Some(from).filter(_.startsWith(scope.oldPrefix + ".")).map(_.drop(scope.oldPrefix.length + 1))
+    (rest, scope.root) match {
+      case (Some(r), Some(root)) => FieldPath.names(r) match {
+        case Right(names) => walk(root, names, Nil).toRight(s"it is renamed from '$from', which the recorded " +
+          s"schema does not have${if (scope.oldPrefix.nonEmpty) s" inside '${scope.oldPrefix}'" else ""}")
+        case Left(why) => Left(s"it is renamed from '$from', which is not a struct field here: $why")
+      }
+      case _ => Left(s"it is renamed from '$from', which is outside '${scope.oldPrefix}': a rename takes a value " +
+        "from the same array element or map value")
+    }
+  }
+
+  private def walk(s: StructType, names: Seq[String], ordinals: Seq[Int]): Option[(Seq[Int], StructField)] =
+    RowSchemaEvolution.indexOf(s, names.head).flatMap { i =>
+      if (names.tail.isEmpty) Some((ordinals :+ i, s(i)))
+      else s(i).dataType match {
+        case inner: StructType => walk(inner, names.tail, ordinals :+ i).map { case (o, f) =>
+          (o, if (s(i).nullable) f.copy(nullable = true) else f) // a null parent reads null
+        }
+        case _ => None
+      }
+    }
+
+  private def removed(o: StructType, oldPrefix: String, plans: Seq[FieldPlan]): Unit =
+    o.fields.zipWithIndex.foreach { case (of, i) =>
+      val path = FieldPath.child(oldPrefix, of.name)
+      val partly = consumed.exists(c => c.startsWith(path + ".") || c.startsWith(path + FieldPath.Element) ||
+        c.startsWith(path + FieldPath.MapValue))
+      if (!consumed(path)) {
+        val confirmed = dropped(path)
+        if (confirmed) used += s"dropped:$path"
+        def unread(fp: FieldPlan) = fp.source == FieldSource.Null || fp.source.isInstanceOf[FieldSource.Default]
+        val inItsPlace = plans.lift(i).filter(fp => unread(fp) && fp.field.name != of.name &&
+          normalize(fp.field.dataType, keepNames = false) == normalize(of.dataType, keepNames = false))
+        val caseOnly = plans.find(fp => unread(fp) && fp.field.name != of.name &&
+          fp.field.name.equalsIgnoreCase(of.name))
+        val deliberate = confirmed || partly || referenced(path)
+        caseOnly.orElse(inItsPlace) match {
+          case Some(likely) if !deliberate =>
+            val why = if (caseOnly.isDefined) s"only the case of its name changed, to '${likely.field.name}'"
+              else s"'${likely.path}' ${likely.field.dataType.simpleString} was added in its place"
+            problem(path, of.dataType.simpleString, "<removed>", s"$why: a likely rename, which would drop every " +
+              "value of it", s"renamed={'${likely.path}': '$path'} keeps its values; dropped=['$path'] confirms that " +
+              "they go")
+          case _ => changes += Change.Removed(path, confirmed)
+        }
+      }
+    }
+
+  private def derivedSource(nf: StructField, path: String, text: String): FieldSource =
+    SqlExpressions.resolve(text, old, sql) match {
+      case Left(why) =>
+        problem(path, "<derived>", nf.dataType.simpleString, s"its derived expression `$text` is invalid: $why",
+          s"write derived['$path'] as SQL over the recorded fields ${old.fieldNames.mkString(", ")}")
+        FieldSource.Null
+      case Right(e) =>
+        referenced ++= e.collect { case b: BoundReference => FieldPath.child("", old(b.ordinal).name) }
+        if (!Cast.canCast(e.dataType, nf.dataType)) {
+          problem(path, e.dataType.simpleString, nf.dataType.simpleString, s"its derived expression `$text` is " +
+            s"${e.dataType.simpleString}, which cannot be cast to ${nf.dataType.simpleString}",
+            s"CAST the expression to ${nf.dataType.sql}")
+          FieldSource.Null
+        } else {
+          val cast = sql(sql.cast(e, nf.dataType))
+          if (!nf.nullable && cast.nullable) {
+            problem(path, "<derived>", s"${nf.dataType.simpleString} (not null)", s"its derived expression `$text` " +
+              "may be null, but the field is declared NOT NULL", s"wrap it in coalesce($text, <a value>), or " +
+              s"declare '$path' nullable")
+          }
+          changes += Change.Derived(path, text)
+          FieldSource.Derived(text, cast)
+        }
+    }
+
+  private def defaultSource(nf: StructField, path: String, text: String): FieldSource =
+    RowSchemaEvolution.defaultValue(nf, path, text, sql) match {
+      case Right(value) =>
+        changes += Change.Added(path, nf.dataType, Some(text))
+        FieldSource.Default(text, value)
+      case Left(p) =>
+        problems += p
+        FieldSource.Null
+    }
+
+  private def nullability(wasNullable: Boolean, isNullable: Boolean, path: String, dt: DataType): Unit =
+    if (wasNullable && !isNullable) tightened(path, dt)
+    else if (!wasNullable && isNullable) changes += Change.Relaxed(path)
+
+  private def tightened(path: String, dt: DataType): Unit =
+    problem(path, s"${dt.simpleString} (nullable)", s"${dt.simpleString} (not null)",
+      "nullability was tightened, but existing entries may hold null", s"keep '$path' nullable")
 
   /** Same layout, so only nested nullability can differ: report relaxations, refuse tightenings. */
-  private def relaxedNullability(path: String, o: DataType, n: DataType): Diff = (o, n) match {
-    case (os: StructType, ns: StructType) =>
-      os.fields.zip(ns.fields).map { case (of, nf) =>
-        relaxedNullability(join(path, nf.name), of.dataType, nf.dataType) ++
-          compareNullability(join(path, nf.name), nf.dataType, of.nullable, nf.nullable)
-      }.foldLeft(Diff())(_ ++ _)
+  private def nestedNullability(o: DataType, n: DataType, path: String): Unit = (o, n) match {
+    case (os: StructType, ns: StructType) => os.fields.zip(ns.fields).foreach { case (of, nf) =>
+      val p = FieldPath.child(path, nf.name)
+      nullability(of.nullable, nf.nullable, p, nf.dataType)
+      nestedNullability(of.dataType, nf.dataType, p)
+    }
     case (ArrayType(oe, ocn), ArrayType(ne, ncn)) =>
-      relaxedNullability(s"$path[]", oe, ne) ++ compareNullability(s"$path[]", ne, ocn, ncn)
+      nullability(ocn, ncn, FieldPath.element(path), ne)
+      nestedNullability(oe, ne, FieldPath.element(path))
     case (MapType(_, ov, ovn), MapType(_, nv, nvn)) =>
-      relaxedNullability(s"$path{}", ov, nv) ++ compareNullability(s"$path{}", nv, ovn, nvn)
-    case _ => Diff()
+      nullability(ovn, nvn, FieldPath.mapValue(path), nv)
+      nestedNullability(ov, nv, FieldPath.mapValue(path))
+    case _ =>
   }
+
+  private def conflictingRules(): Unit = {
+    val kinds = Seq("renamed" -> renamed.keySet, "defaults" -> defaults.keySet, "derived" -> derived.keySet)
+    for (((a, as), i) <- kinds.zipWithIndex; (b, bs) <- kinds.drop(i + 1); path <- as.intersect(bs)) {
+      ruleProblem(path, s"$a and $b", "it has more than one rule", s"keep one rule for '$path'")
+    }
+    dropped.intersect(renamed.values.toSet).foreach { path =>
+      ruleProblem(path, "dropped", "it is also the source of a rename", s"remove '$path' from dropped")
+    }
+  }
+
+  private def unusedRules(): Unit = {
+    def exists(schema: StructType, path: String): Boolean = RowSchemaEvolution.fieldAt(schema, path).isDefined
+    for ((kind, keys) <- Seq("renamed" -> renamed.keySet, "defaults" -> defaults.keySet,
+        "derived" -> derived.keySet); path <- keys if !used(s"$kind:$path")) {
+      val why = if (!exists(neu, path)) s"the snapshot's $kind names a field the declared schema does not have"
+        else if (kind == "defaults") "the field is read from the recorded state, so its default never applies"
+        else s"the rule never applies: the field's parent is not read from the recorded state"
+      ruleProblem(path, kind, why, s"name a field of ${neu.simpleString}, or remove the rule")
+    }
+    dropped.filterNot(p => used(s"dropped:$p")).foreach { path =>
+      val why = if (exists(neu, path)) "dropped names a field the declared schema still has"
+        else if (!exists(old, path)) "dropped names a field the recorded schema does not have"
+        else "the field is still read by the declared schema"
+      ruleProblem(path, "dropped", why, s"remove '$path' from dropped")
+    }
+  }
+
+  private def ruleProblem(path: String, kind: String, why: String, fix: String): Unit =
+    problem(path, s"<$kind>", "<rule>", why, fix)
+
+  private def problem(path: String, oldType: String, newType: String, reason: String, fix: String): Unit =
+    problems += SchemaProblem(path, oldType, newType, reason, fix)
+}
+
+private object Planner {
+  /** Where the rules of a struct are rooted: the state's value, or one array element or map value. */
+  final case class Scope(root: Option[StructType], oldPrefix: String, inCollection: Boolean)
 }

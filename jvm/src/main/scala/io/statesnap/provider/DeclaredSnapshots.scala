@@ -1,22 +1,19 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.bridge.DeclarativeSnapshotDefinition
+import io.statesnap.evolution.CompatibilityMode
+import io.statesnap.query.{QueryRegistrations, StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec}
 import org.apache.spark.sql.types.StructType
 
 /**
- * The snapshots a state gets from what the application declares now: its schemas, its kind, and a snapshot
- * attached to it by name through confs (which Spark forwards to every provider's init, on every executor):
- *  - `spark.sql.streaming.stateStore.statesnap.snapshotClass.<state>`: a [[RowSchemaSnapshot]] subclass;
- *  - `spark.sql.streaming.stateStore.statesnap.snapshot.<state>`: a declarative definition registered from
- *    Python ([[DeclarativeSnapshotDefinition]]).
- * A value with TTL is wrapped in a [[TtlValueSnapshot]] whose nested snapshot is the one above.
+ * The snapshots a state gets from what the application declares now: its schemas, its kind, and what was
+ * registered for it in this query ([[QueryRegistrations]], handed to every store of the query run): a
+ * declarative [[SnapshotDefinition]] or a [[RowSchemaSnapshot]] subclass. A value with TTL is wrapped in a
+ * [[TtlValueSnapshot]] whose nested snapshot is the one above.
  */
-private[statesnap] final class DeclaredSnapshots(confs: Map[String, String]) {
-  import DeclaredSnapshots._
-
+private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
   def kindOf(keySpec: KeyStateEncoderSpec, multipleValuesPerKey: Boolean): StateKind =
     if (multipleValuesPerKey) StateKind.List
     else keySpec match {
@@ -32,17 +29,21 @@ private[statesnap] final class DeclaredSnapshots(confs: Map[String, String]) {
       case None => userSnapshot(state, valueSchema)
     }
 
-  private def userSnapshot(state: String, schema: StructType): StateSerializerSnapshot =
-    (confs.get(SnapshotClassPrefix + state), confs.get(DefinitionPrefix + state)) match {
-      case (Some(_), Some(_)) => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-        s"state '$state' has both a snapshot class ($SnapshotClassPrefix$state) and a registered definition " +
-          s"($DefinitionPrefix$state). Keep one.")
-      case (Some(className), None) => instantiate(state, className).configure(schema)
-      case (None, Some(json)) => DeclarativeSnapshotDefinition.parse(state, json).snapshotFor(schema)
-      case (None, None) => new RowSchemaSnapshot().configure(schema)
-    }
+  /** The mode set for every state of this query, if any. */
+  def queryCompatibility: Option[CompatibilityMode] = query.registrations.compatibility
 
-  private def instantiate(state: String, className: String): RowSchemaSnapshot =
+  private def userSnapshot(state: String, schema: StructType): StateSerializerSnapshot =
+    query.registrations.states.get(state) match {
+      case Some(StateRegistration.SnapshotClass(className)) =>
+        DeclaredSnapshots.instantiate(state, className).configure(schema)
+      case Some(StateRegistration.Definition(json)) => SnapshotDefinition.parse(state, json).snapshotFor(schema)
+      case None => new RowSchemaSnapshot().configure(schema)
+    }
+}
+
+private[statesnap] object DeclaredSnapshots {
+  /** A user's snapshot class for `state`, or an error naming it and what is wrong with it. */
+  def instantiate(state: String, className: String): RowSchemaSnapshot =
     SnapshotClasses.instantiate(className, classOf[RowSchemaSnapshot], Thread.currentThread().getContextClassLoader) {
       failure =>
         val why = failure match {
@@ -51,12 +52,6 @@ private[statesnap] final class DeclaredSnapshots(confs: Map[String, String]) {
           case SnapshotClasses.NoNullaryConstructor => "has no public no-argument constructor"
         }
         new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-          s"the snapshot class $className attached to state '$state' ($SnapshotClassPrefix$state) $why")
+          s"the snapshot class $className attached to state '$state' $why")
     }
-}
-
-private[statesnap] object DeclaredSnapshots {
-  val ConfPrefix = "spark.sql.streaming.stateStore.statesnap."
-  val SnapshotClassPrefix: String = ConfPrefix + "snapshotClass."
-  val DefinitionPrefix: String = ConfPrefix + "snapshot."
 }

@@ -4,7 +4,6 @@ import java.io.IOException
 
 import io.statesnap.StatesnapException
 import io.statesnap.snapshot._
-import io.statesnap.snapshot.SchemaCompatibility._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
@@ -35,16 +34,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
         s"the snapshot $path of ${describe} cannot be read: ${e.getMessage}. Nothing was read or rewritten.", e)
     }
-    val current = record(0L)
-    val verdicts = Seq(current.keySnapshot.resolveSchemaCompatibility(old.keySnapshot),
-      current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot))
-    if (verdicts.exists(v => v != CompatibleAsIs && !v.isInstanceOf[CompatibleWithReconfiguredSerializer])) {
-      throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the state of $describe changed " +
-        s"schema, and statesnap migrates transformWithState state only.\nRecorded key:   ${schemaOf(old.keySnapshot)}" +
-        s"\nNew key:        ${keySchema.simpleString}\nRecorded value: ${schemaOf(old.valueSnapshot)}\n" +
-        s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Keep the operator's " +
-        "state schema as it was (the same aggregations, grouping keys and types), or start from a new checkpoint.")
-    }
+    GuardedState.check(old, keySchema, valueSchema, describe)
     recorded = true
   }
 
@@ -62,14 +52,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   }
 
   private def describe: String =
-    s"operator ${id.operatorId} (partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
+    s"the state of operator ${id.operatorId} (partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
       s"${id.checkpointRootLocation})"
 
-  private def record(version: Long) = StateSnapshotRecord(id.storeName, StateKind.Value,
-    new RowSchemaSnapshot().configure(keySchema), new RowSchemaSnapshot().configure(valueSchema), version,
-    System.currentTimeMillis())
-
-  private def schemaOf(snapshot: StateSerializerSnapshot): String = snapshot.restoreSerializer().schema.simpleString
+  private def record(version: Long) = GuardedState.record(id.storeName, keySchema, valueSchema, version)
 
   private def readAll(): Array[Byte] = {
     val in = fs.open(path)

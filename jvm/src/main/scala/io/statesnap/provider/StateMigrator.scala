@@ -1,13 +1,19 @@
 package io.statesnap.provider
 
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapValueRewriter}
+import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 /**
  * Rewrites every entry of one column family from the old layout to the new, streaming: one RocksDB iterator
  * (a point-in-time view, so the puts do not disturb it) and reused rows, whatever the size of the state.
+ * An entry the migration cannot convert stops it with `STATESNAP_MIGRATION_FAILED`, naming the entry's key,
+ * the field and the rule; the store then refuses to commit, so nothing of the migration is kept.
  */
 private[provider] object StateMigrator {
   private val log = LoggerFactory.getLogger(getClass)
@@ -18,9 +24,12 @@ private[provider] object StateMigrator {
    * Migrates a state with one value per key, overwriting each value in place without Spark's read before every
    * put (see [[StatesnapValueRewriter]]): the keys are the ones already there. @return the number of values
    */
-  def migrateValues(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String): Long = {
-    val progress = new Progress(describe, migration)
-    rewriter.rewriteAll(migration.migrate, () => progress.advance(1))
+  def migrateValues(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String,
+      interruption: Option[MigrationInterruption]): Long = {
+    val progress = new Progress(describe, migration, interruption)
+    try rewriter.rewriteAll(migration.migrate, () => progress.advance(1)) catch {
+      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
+    }
     progress.finish()
   }
 
@@ -30,15 +39,21 @@ private[provider] object StateMigrator {
    * The store decodes elements with the NEW schema's field count, so each element is re-pointed as an old row.
    * @return the number of elements migrated
    */
-  def migrateLists(store: StateStore, columnFamily: String, migration: RowMigration, describe: String): Long = {
-    val progress = new Progress(describe, migration)
+  def migrateLists(store: StateStore, columnFamily: String, keySchema: StructType, migration: RowMigration,
+      describe: String, interruption: Option[MigrationInterruption]): Long = {
+    val progress = new Progress(describe, migration, interruption)
     val oldRow = new UnsafeRow(migration.oldFieldCount)
     val keys = store.iterator(columnFamily)
     try {
       while (keys.hasNext) {
         val key = keys.next().key.copy()
-        val elements = store.valuesIterator(key, columnFamily)
-          .map(stored => migration.migrate(repoint(oldRow, stored)).copy()).toArray
+        val elements = store.valuesIterator(key, columnFamily).map { stored =>
+          oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
+          try migration.migrate(oldRow).copy() catch {
+            case NonFatal(e) => throw failed(describe, migration, key.toSeq(keySchema).mkString("[", ", ", "]"),
+              oldRow, e)
+          }
+        }.toArray
         store.putList(key, elements, columnFamily)
         progress.advance(elements.length)
       }
@@ -46,13 +61,18 @@ private[provider] object StateMigrator {
     progress.finish()
   }
 
-  private def repoint(oldRow: UnsafeRow, stored: UnsafeRow): UnsafeRow = {
-    oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
-    oldRow
+  private def failed(describe: String, migration: RowMigration, key: String, oldRow: UnsafeRow,
+      cause: Throwable): StatesnapException = {
+    val failure = migration.diagnose(oldRow)
+    new StatesnapException(StatesnapException.MigrationFailed, s"$describe could not be migrated: the entry with " +
+      s"key $key fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +
+      "this batch fails and the checkpoint keeps its previous version. Fix: make the rule handle this value (for " +
+      "example with try_cast or a CASE expression), or restart the application version that wrote the state.",
+      cause)
   }
 
   /** Counts entries and logs progress every 10 s, then one summary line. */
-  private final class Progress(describe: String, migration: RowMigration) {
+  private final class Progress(describe: String, migration: RowMigration, interruption: Option[MigrationInterruption]) {
     private val start = System.nanoTime()
     private var lastReport = start
     private var count = 0L
@@ -60,6 +80,7 @@ private[provider] object StateMigrator {
 
     def advance(n: Long): Unit = {
       count += n
+      interruption.foreach(_.after(count))
       if (count >= nextClockCheck) {
         nextClockCheck = count + ClockCheckEvery
         if (System.nanoTime() - lastReport > ProgressEveryNanos) {
@@ -77,4 +98,24 @@ private[provider] object StateMigrator {
 
     private def rate: Long = count * 1000000000L / math.max(1L, System.nanoTime() - start)
   }
+}
+
+/**
+ * Test-only fault injection (`spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter=N`, with
+ * `...interruptMigrationBy=exception|halt`): stops a migration once it has written N entries, by an exception or
+ * by halting the JVM, as a crashed executor would. Never set it on a real query.
+ */
+private[provider] final case class MigrationInterruption(afterEntries: Long, halt: Boolean) {
+  def after(written: Long): Unit = if (written >= afterEntries) {
+    if (halt) Runtime.getRuntime.halt(137)
+    throw new IllegalStateException(s"statesnap test hook: migration interrupted after $written entries")
+  }
+}
+
+private[provider] object MigrationInterruption {
+  val AfterConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
+  val ByConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationBy"
+
+  def fromConfs(confs: Map[String, String]): Option[MigrationInterruption] =
+    confs.get(AfterConf).map(n => MigrationInterruption(n.toLong, confs.get(ByConf).contains("halt")))
 }

@@ -1,12 +1,16 @@
 package io.statesnap.provider
 
+import io.statesnap.StatesnapException
+import io.statesnap.evolution.SqlExpressions
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
 /**
- * Spark's RocksDB store, with every user state's schema resolved against its snapshot on first access.
- * All reads and writes go straight to the inner store: statesnap costs nothing once a state is resolved.
+ * Spark's RocksDB store, with every user state's schema resolved against its snapshot on first access (or, for
+ * a column-family store that is not transformWithState, every family guarded). All reads and writes go straight
+ * to the inner store: statesnap costs nothing once a state is resolved. A store in which a resolution or
+ * migration failed never commits, even if the application caught the error.
  */
 private[provider] final class StatesnapStateStore(val inner: StateStore, provider: StatesnapStateStoreProvider)
   extends StateStore with ForwardingReads {
@@ -14,16 +18,28 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   private val counters = new MigrationCounters
   private lazy val catalog = new SnapshotCatalog(inner)
   private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider)
+  private lazy val guard = new GuardedState.ColumnFamilies(inner, catalog, provider.describeState)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
+  /** Why this store must not commit: a resolution or migration that failed part-way. */
+  @volatile private var poisoned: Option[String] = None
 
   override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit = {
     inner.createColFamilyIfAbsent(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec,
       useMultipleValuesPerKey, isInternal)
-    // Spark's internal families (TTL indexes, timers) follow from the user's states and are never migrated.
-    if (!isInternal && !provider.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
-      resolver.resolve(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey)
+    if (!provider.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
+      try {
+        if (!provider.servesTransformWithState) guard.check(colFamilyName, keySchema, valueSchema)
+        // Spark's internal families (TTL indexes, timers) follow from the user's states and are never migrated.
+        else if (!isInternal) {
+          resolver.resolve(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey)
+        }
+      } catch {
+        case e: Throwable =>
+          poisoned = Some(s"${provider.describeState(colFamilyName)}: ${SqlExpressions.firstLine(e)}")
+          throw e
+      }
       resolved += colFamilyName -> (keySchema, valueSchema)
     }
   }
@@ -37,6 +53,12 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   }
 
   override def commit(): Long = {
+    poisoned.foreach { why =>
+      inner.abort()
+      throw new StatesnapException(StatesnapException.MigrationFailed, s"statesnap refuses to commit version " +
+        s"${version + 1} of ${provider.describeStore}: resolving or migrating a state failed in this batch ($why). " +
+        "The store was aborted, so the checkpoint keeps its previous version.")
+    }
     val committed = inner.commit()
     provider.remember(resolved, committed)
     committed

@@ -3,16 +3,19 @@ package io.statesnap.provider
 import java.util.concurrent.ConcurrentHashMap
 
 import io.statesnap.StatesnapException
+import io.statesnap.query.{QueryRegistrations, QueryStates}
 import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
 /**
  * A state store provider that delegates every byte to Spark's own RocksDB provider and keeps a serializer
- * snapshot of every transformWithState variable beside its bytes, in the same store version (other operators'
- * single state is guarded by [[OperatorStateGuard]]: a changed schema is refused, not migrated). When a restarted
+ * snapshot of every transformWithState variable beside its bytes, in the same store version. When a restarted
  * query declares a state with a different schema, the recorded snapshot resolves compatibility against it and,
- * where needed, every entry is migrated in that batch's own commit, before the state is read.
+ * where needed, every entry is migrated in that batch's own commit, before the state is read. The state of other
+ * operators is guarded, not migrated ([[GuardedState]], [[OperatorStateGuard]]): a change Spark's own check
+ * would refuse is refused.
  *
  * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
  * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
@@ -26,6 +29,11 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
   @volatile private var declared: DeclaredSnapshots = _
   /** Set for operators other than transformWithState (no column families): their one state is guarded. */
   @volatile private var operatorGuard: Option[OperatorStateGuard] = None
+  /** Whether this store holds transformWithState variables (resolved and migrated) or other column families. */
+  @volatile private var transformWithState = false
+  @volatile private var interruption: Option[MigrationInterruption] = None
+  /** Checks, once per provider (per query run), that every registration names a state of the query. */
+  @volatile private var verifyRegistrations: Long => Unit = _ => ()
 
   override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
@@ -38,7 +46,19 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
         "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
         "keeps the encoding it was created with).")
     }
-    declared = new DeclaredSnapshots(storeConfs.sqlConfs)
+    // Set by statesnap's listener for the query run; what it found wrong fails the query here.
+    val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
+    query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
+    declared = new DeclaredSnapshots(query)
+    interruption = MigrationInterruption.fromConfs(storeConfs.sqlConfs)
+    verifyRegistrations = version => {
+      QueryStates.verify(query.registrations.states.keySet, stateStoreId.checkpointRootLocation,
+        hadoopConf.get(StreamExecution.RUN_ID_KEY, ""), version, hadoopConf, query.checkpoint)
+      verifyRegistrations = _ => ()
+    }
+    // Spark hands a schema provider to the column-family stores of transformWithState only (a state broadcast
+    // to the operator, or Spark's state reader's in-memory one); stream-stream join state format 3 gets none.
+    transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
     if (!useColumnFamilies) {
       val guard = new OperatorStateGuard(stateStoreId, keySchema, valueSchema, hadoopConf)
       guard.check()
@@ -55,11 +75,15 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
     inner.supportedCustomMetrics ++ StatesnapMetrics.all
   override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
 
-  override def getStore(version: Long, uniqueId: Option[String]): StateStore =
+  override def getStore(version: Long, uniqueId: Option[String]): StateStore = {
+    verifyRegistrations(version)
     new StatesnapStateStore(inner.getStore(version, uniqueId), this)
+  }
 
-  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = {
+    verifyRegistrations(version)
     new StatesnapReadStateStore(inner.getReadStore(version, uniqueId))
+  }
 
   // Spark's RocksDB provider asserts that it gets its own store back here, and the default implementation would
   // call getStore again and block on the instance lock: unwrap and delegate.
@@ -74,6 +98,10 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
 
   private[provider] def declaredSnapshots: DeclaredSnapshots = declared
 
+  private[provider] def servesTransformWithState: Boolean = transformWithState
+
+  private[provider] def migrationInterruption: Option[MigrationInterruption] = interruption
+
   /** Overwrites one state's values in the RocksDB instance of this provider's current store. */
   private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
       newValueSchema: StructType): StatesnapValueRewriter =
@@ -84,10 +112,15 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
     }
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
-  private[provider] def describeState(stateName: String): String = {
+  private[provider] def describeState(stateName: String): String =
+    s"${if (transformWithState) "state" else "column family"} '$stateName' ($describeLocation)"
+
+  private[provider] def describeStore: String = s"the state store of $describeLocation"
+
+  private def describeLocation: String = {
     val id = stateStoreId
-    s"state '$stateName' (operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', " +
-      s"checkpoint ${id.checkpointRootLocation})"
+    s"operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
+      id.checkpointRootLocation
   }
 
   private[provider] def isKnown(state: String, keySchema: StructType, valueSchema: StructType,

@@ -2,7 +2,7 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.{RowMigration, SchemaProblem}
+import io.statesnap.evolution.{CompatibilityMode, RowMigration, SchemaProblem}
 import io.statesnap.snapshot.SchemaCompatibility._
 
 /**
@@ -65,12 +65,17 @@ abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot 
   override def restoreSerializer(): StateSerializer = outerSerializer(nested.map(_.restoreSerializer()))
 
   final override def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot): SchemaCompatibility =
+    resolveSchemaCompatibility(oldSnapshot, ResolutionContext.Empty)
+
+  /** The nested snapshots resolve with the same context: the history and mode are those of the user's value. */
+  final override def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot, context: ResolutionContext)
+      : SchemaCompatibility =
     oldSnapshot match {
       case old: CompositeStateSerializerSnapshot if old.getClass == getClass && old.nested.size == nested.size =>
         resolveOuterSchemaCompatibility(old) match {
           case Some(problem) => Incompatible(Seq(problem))
           case None =>
-            val results = nested.zip(old.nested).map { case (n, o) => n.resolveSchemaCompatibility(o) }
+            val results = nested.zip(old.nested).map { case (n, o) => n.resolveSchemaCompatibility(o, context) }
             val problems = results.collect { case Incompatible(p) => p }.flatten
             if (problems.nonEmpty) Incompatible(problems)
             else if (results.exists(_.isInstanceOf[CompatibleAfterMigration])) {
@@ -83,6 +88,8 @@ abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot 
         }
       case other => differentKinds(other, this)
     }
+
+  override def declaredCompatibility: Option[CompatibilityMode] = nested.flatMap(_.declaredCompatibility).headOption
 
   override def equals(other: Any): Boolean = other match {
     case o: CompositeStateSerializerSnapshot => o.getClass == getClass && o.nestedSnapshots == nested

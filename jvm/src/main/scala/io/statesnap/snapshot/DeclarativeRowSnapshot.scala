@@ -1,45 +1,63 @@
 package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
+import java.nio.charset.StandardCharsets.UTF_8
 
-import io.statesnap.evolution.RowSchemaEvolution.Rules
+import io.statesnap.evolution.{CompatibilityMode, EvolutionStep, Rules, SqlSettings}
 
 /**
- * A row snapshot with the application's version and its own evolution rules (renamed, defaults, derived), as
- * declared in Python by `statesnap.RowSnapshot` and registered with `statesnap.register_snapshot`.
- * Payload version 1: the [[RowSchemaSnapshot]] payload, then the three rule maps (int size, then UTF key/value
- * pairs), kept so tools can show how the state got its current layout.
+ * A row snapshot whose evolution is a [[SnapshotDefinition]]: version steps with their rules, the compatibility
+ * mode and the pinned SQL settings, as declared in Python by `statesnap.RowSnapshot`.
+ *
+ * Payload version 2: the [[RowSchemaSnapshot]] payload, then the definition as JSON (int length + UTF-8).
+ * Payload version 1 (still read): the [[RowSchemaSnapshot]] payload, then the renamed, defaults and derived maps
+ * of a single step (int size, then UTF key/value pairs).
  */
 class DeclarativeRowSnapshot extends RowSchemaSnapshot {
-  private var declaredRules: Rules = Rules.None
+  private var definition: SnapshotDefinition = SnapshotDefinition(1, Nil, None, SqlSettings.Default)
 
-  def withRules(rules: Rules): this.type = {
-    declaredRules = rules
+  def withDefinition(d: SnapshotDefinition): this.type = {
+    definition = d
     this
   }
 
-  def rules: Rules = declaredRules
+  def snapshotDefinition: SnapshotDefinition = definition
 
-  override protected def evolutionRules: Rules = declaredRules
+  override protected def evolutionSteps: Seq[EvolutionStep] = definition.steps
+
+  override protected def sqlSettings: SqlSettings = definition.sql
+
+  override def declaredCompatibility: Option[CompatibilityMode] = definition.compatibility
+
+  override def currentVersion: Int = 2
 
   override def writeSnapshot(out: DataOutputStream): Unit = {
     super.writeSnapshot(out)
-    Seq(declaredRules.renamed, declaredRules.defaults, declaredRules.derived).foreach { rules =>
-      out.writeInt(rules.size)
-      rules.toSeq.sorted.foreach { case (k, v) => out.writeUTF(k); out.writeUTF(v) }
-    }
+    val json = definition.toJson.getBytes(UTF_8)
+    out.writeInt(json.length)
+    out.write(json)
   }
 
   override def readSnapshot(readVersion: Int, in: DataInputStream): Unit = {
-    super.readSnapshot(readVersion, in)
-    def readMap(): Map[String, String] = Seq.fill(in.readInt())(in.readUTF() -> in.readUTF()).toMap
-    declaredRules = Rules(readMap(), readMap(), readMap())
+    super.readSnapshot(1, in)
+    definition = if (readVersion >= 2) {
+      val json = new Array[Byte](in.readInt())
+      in.readFully(json)
+      try SnapshotDefinition.parse("<recorded>", new String(json, UTF_8)) catch {
+        case e: io.statesnap.StatesnapException =>
+          throw new SnapshotFormatException(s"the definition a DeclarativeRowSnapshot recorded is unreadable: ${e.getMessage}", e)
+      }
+    } else {
+      def readMap(): Map[String, String] = Seq.fill(in.readInt())(in.readUTF() -> in.readUTF()).toMap
+      val rules = Rules(readMap(), readMap(), readMap())
+      SnapshotDefinition(userVersion, Seq(EvolutionStep(userVersion, None, rules)), None, SqlSettings.Default)
+    }
   }
 
   override def equals(other: Any): Boolean = other match {
-    case o: DeclarativeRowSnapshot => super.equals(o) && o.rules == rules
+    case o: DeclarativeRowSnapshot => super.equals(o) && o.snapshotDefinition == definition
     case _ => false
   }
 
-  override def hashCode(): Int = (super.hashCode(), declaredRules).hashCode()
+  override def hashCode(): Int = (super.hashCode(), definition).hashCode()
 }

@@ -3,17 +3,18 @@ package io.statesnap.snapshot
 import java.io.{DataInputStream, DataOutputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 
-import io.statesnap.evolution.{EvolutionPlan, RowSchemaEvolution, SchemaProblem}
+import io.statesnap.evolution._
 import io.statesnap.snapshot.SchemaCompatibility._
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
  * The snapshot of UnsafeRow state: the Spark schema its bytes were written with, and the application's own
- * version number for that schema (0 when none was declared). Resolution follows [[RowSchemaEvolution]]'s rules.
+ * version number for that schema (0 when none was declared). Resolution follows [[StateEvolution]]: rules are
+ * gated by version, fields matched by name ([[RowSchemaEvolution]]).
  *
- * Extend it to customize how a state evolves (public no-argument constructor; statesnap calls [[configure]]
- * with the declared schema) and attach the subclass to a state with the conf
- * `spark.sql.streaming.stateStore.statesnap.snapshotClass.<stateName>`.
+ * Extend it to say how a state evolves (public no-argument constructor): override [[evolutionSteps]] with the
+ * rules of each version, and attach the class to a state with `statesnap.register_snapshot(...,
+ * statesnap.ScalaSnapshot(...))`. statesnap calls [[configure]] with the schema the application declares.
  *
  * Payload version 1: schema as Spark JSON (int length + UTF-8 bytes), user version (int).
  */
@@ -30,8 +31,17 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
 
   def schema: StructType = declaredSchema
 
-  /** The application's version of this state's schema, as declared when it was written (0: none declared). */
-  def userVersion: Int = declaredVersion
+  /** The application's version of this state's schema (0: none declared); at least that of the last step. */
+  def userVersion: Int = math.max(declaredVersion, evolutionSteps.lastOption.map(_.version).getOrElse(0))
+
+  /**
+   * The version steps that lead to this schema, oldest first: each step's rules apply to a state recorded at a
+   * lower version, every step but the last names its schema. None by default: fields evolve by name.
+   */
+  protected def evolutionSteps: Seq[EvolutionStep] = Nil
+
+  /** The SQL settings the rules' expressions are evaluated with. */
+  protected def sqlSettings: SqlSettings = SqlSettings.Default
 
   override def currentVersion: Int = 1
 
@@ -39,7 +49,7 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
     val json = declaredSchema.json.getBytes(UTF_8)
     out.writeInt(json.length)
     out.write(json)
-    out.writeInt(declaredVersion)
+    out.writeInt(userVersion)
   }
 
   override def readSnapshot(readVersion: Int, in: DataInputStream): Unit = {
@@ -55,33 +65,19 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
   override def restoreSerializer(): StateSerializer = UnsafeRowSerializer(declaredSchema)
 
   override def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot): SchemaCompatibility =
-    oldSnapshot match {
-      case old: RowSchemaSnapshot =>
-        val verdict = RowSchemaEvolution.plan(old.schema, declaredSchema, evolutionRules) match {
-          case EvolutionPlan.Identical => CompatibleAsIs
-          case EvolutionPlan.SameLayout(_) => CompatibleWithReconfiguredSerializer(restoreSerializer())
-          case EvolutionPlan.Rewrite(migration) => CompatibleAfterMigration(migration)
-          case EvolutionPlan.Refused(problems) => Incompatible(problems)
-        }
-        refuseDowngrade(old, verdict)
-      case other => differentKinds(other, this)
-    }
+    resolveSchemaCompatibility(oldSnapshot, ResolutionContext.Empty)
 
-  /** The rules this snapshot adds to the defaults (renames, defaults, derived fields); none here. */
-  protected def evolutionRules: RowSchemaEvolution.Rules = RowSchemaEvolution.Rules.None
-
-  // Rolling back to an application version older than the one that wrote the state is safe only when nothing
-  // has to be rewritten: a migration backwards would drop what the newer version stored.
-  private def refuseDowngrade(old: RowSchemaSnapshot, verdict: SchemaCompatibility): SchemaCompatibility = {
-    lazy val downgrade = SchemaProblem("<state>", s"version ${old.userVersion}", s"version $declaredVersion",
-      "the state was written by a newer version of the application, and reading it here would need a rewrite",
-      s"deploy the application version that declares snapshot version ${old.userVersion} or later")
-    verdict match {
-      case _ if old.userVersion <= declaredVersion => verdict
-      case CompatibleAfterMigration(_) => Incompatible(Seq(downgrade))
-      case Incompatible(problems) => Incompatible(problems :+ downgrade)
-      case _ => verdict
-    }
+  override def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot, context: ResolutionContext)
+      : SchemaCompatibility = oldSnapshot match {
+    case old: RowSchemaSnapshot =>
+      StateEvolution.resolve(RecordedSchema(old.userVersion, old.schema), context.history,
+        Declaration(declaredSchema, userVersion, evolutionSteps, sqlSettings), context.mode) match {
+        case Resolution.AsIs => CompatibleAsIs
+        case Resolution.Reconfigured(_) => CompatibleWithReconfiguredSerializer(restoreSerializer())
+        case Resolution.Migrate(migration, _) => CompatibleAfterMigration(migration)
+        case Resolution.Refused(problems) => Incompatible(problems)
+      }
+    case other => differentKinds(other, this)
   }
 
   override def equals(other: Any): Boolean = other match {
@@ -89,7 +85,7 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
     case _ => false
   }
 
-  override def hashCode(): Int = (getClass, declaredSchema, declaredVersion).hashCode()
+  override def hashCode(): Int = (getClass, declaredSchema, userVersion).hashCode()
 
-  override def toString: String = s"${getClass.getSimpleName}(v$declaredVersion ${declaredSchema.simpleString})"
+  override def toString: String = s"${getClass.getSimpleName}(v$userVersion ${declaredSchema.simpleString})"
 }

@@ -99,7 +99,11 @@ private[statesnap] object Checksummed {
   }
 
   def read[T](bytes: Array[Byte], magic: Array[Byte], maxFormatVersion: Int, what: String)
-      (body: DataInputStream => T): T = {
+      (body: DataInputStream => T): T = readVersioned(bytes, magic, maxFormatVersion, what)((_, in) => body(in))
+
+  /** As [[read]], handing the body the format version the bytes were written with. */
+  def readVersioned[T](bytes: Array[Byte], magic: Array[Byte], maxFormatVersion: Int, what: String)
+      (body: (Int, DataInputStream) => T): T = {
     if (bytes.length < magic.length + 8 || !bytes.take(magic.length).sameElements(magic)) {
       throw new SnapshotFormatException(s"the $what is corrupt: it does not start with the statesnap magic bytes")
     }
@@ -114,7 +118,7 @@ private[statesnap] object Checksummed {
       throw new SnapshotFormatException(s"the $what has format version $formatVersion, newer than the " +
         s"$maxFormatVersion this statesnap reads. Upgrade statesnap on the cluster")
     }
-    try body(in) catch {
+    try body(formatVersion, in) catch {
       case e: EOFException => throw new SnapshotFormatException(s"the $what is corrupt: it ends early", e)
     }
   }

@@ -2,6 +2,8 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
+import io.statesnap.evolution.{CompatibilityMode, RecordedSchema}
+
 /**
  * A versioned, self-describing record of how a state's bytes are written, modelled on Flink's
  * `TypeSerializerSnapshot`. statesnap persists one beside every state's bytes, in the same store version.
@@ -34,4 +36,22 @@ trait StateSerializerSnapshot {
    * knows how its state evolved.
    */
   def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot): SchemaCompatibility
+
+  /**
+   * The same, knowing what statesnap recorded about the state beyond its last snapshot: the schemas it had
+   * before and the compatibility mode in force. Snapshots that do not use them need not override this.
+   */
+  def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot, context: ResolutionContext)
+      : SchemaCompatibility = resolveSchemaCompatibility(oldSnapshot)
+
+  /** The compatibility mode this snapshot's definition declares for its state, if any. */
+  def declaredCompatibility: Option[CompatibilityMode] = None
+}
+
+/** What a resolution may take into account besides the two snapshots (see [[CompatibilityMode]]). */
+final case class ResolutionContext(history: Seq[RecordedSchema], mode: CompatibilityMode)
+
+object ResolutionContext {
+  /** No history, the default mode: what a resolution outside a store (a unit test, a tool) gets. */
+  val Empty: ResolutionContext = ResolutionContext(Nil, CompatibilityMode.Default)
 }

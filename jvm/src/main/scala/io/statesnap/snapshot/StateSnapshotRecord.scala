@@ -3,6 +3,9 @@ package io.statesnap.snapshot
 import java.io.{DataInputStream, DataOutputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 
+import io.statesnap.evolution.{CompatibilityMode, RecordedSchema}
+import org.apache.spark.sql.types.{DataType, StructType}
+
 /** The shape of a state: one value per key, a list of values per key, or a map under each key. */
 sealed abstract class StateKind(val name: String)
 
@@ -17,13 +20,18 @@ object StateKind {
     .getOrElse(throw new SnapshotFormatException(s"unknown state kind '$name'"))
 }
 
-/** One earlier snapshot of a state, kept (as text) so tools can show how the state evolved. */
-final case class SnapshotHistoryEntry(recordedAtVersion: Long, recordedAtMillis: Long, description: String)
+/**
+ * One earlier snapshot of a state: when it was recorded, a description for tools, and the user value schema it
+ * declared with its application version (None for entries recorded before statesnap kept them), against which
+ * rollbacks are recognized and transitive compatibility modes check.
+ */
+final case class SnapshotHistoryEntry(recordedAtVersion: Long, recordedAtMillis: Long, description: String,
+    schema: Option[RecordedSchema])
 
 /**
  * What statesnap persists for one state, beside its bytes and in the same store version: its kind, the snapshots
- * of its key and value serializers, when they were recorded, and the history of the snapshots before them.
- * Byte layout: docs/snapshot-format.md.
+ * of its key and value serializers, when they were recorded, the compatibility mode declared for it, and the
+ * history of the snapshots before them. Byte layout: docs/snapshot-format.md.
  */
 final case class StateSnapshotRecord(
     stateName: String,
@@ -32,49 +40,78 @@ final case class StateSnapshotRecord(
     valueSnapshot: StateSerializerSnapshot,
     recordedAtVersion: Long,
     recordedAtMillis: Long,
-    history: Seq[SnapshotHistoryEntry] = Nil) {
+    history: Seq[SnapshotHistoryEntry] = Nil,
+    compatibility: Option[CompatibilityMode] = None) {
 
   /** This record's snapshots, as one history line. */
   def describe: String = s"${kind.name} state, key $keySnapshot, value $valueSnapshot"
 
+  /** The user value schema and version of this record (TTL unwrapped), if its value is row state. */
+  def userValue: Option[RecordedSchema] = StateSnapshotRecord.userValue(valueSnapshot)
+
+  /** The schemas the state had before this record, oldest first. */
+  def earlierSchemas: Seq[RecordedSchema] = history.flatMap(_.schema)
+
   /** The record that replaces this one when `next` is recorded: this record moves into the history. */
   def succeededBy(next: StateSnapshotRecord): StateSnapshotRecord =
-    next.copy(history = (history :+ SnapshotHistoryEntry(recordedAtVersion, recordedAtMillis, describe))
+    next.copy(history = (history :+ SnapshotHistoryEntry(recordedAtVersion, recordedAtMillis, describe, userValue))
       .takeRight(StateSnapshotRecord.MaxHistory))
 
   def toBytes: Array[Byte] = Checksummed.write(StateSnapshotRecord.Magic, StateSnapshotRecord.FormatVersion) { out =>
+    import StateSnapshotRecord.writeBytes
     out.writeUTF(stateName)
     out.writeUTF(kind.name)
     out.writeLong(recordedAtVersion)
     out.writeLong(recordedAtMillis)
-    Seq(keySnapshot, valueSnapshot).foreach(s => StateSnapshotRecord.writeBytes(out, SnapshotFormat.write(s)))
+    Seq(keySnapshot, valueSnapshot).foreach(s => writeBytes(out, SnapshotFormat.write(s)))
+    out.writeUTF(compatibility.map(_.name).getOrElse(""))
     out.writeInt(history.size)
     history.foreach { h =>
       out.writeLong(h.recordedAtVersion)
       out.writeLong(h.recordedAtMillis)
-      StateSnapshotRecord.writeBytes(out, h.description.getBytes(UTF_8))
+      writeBytes(out, h.description.getBytes(UTF_8))
+      out.writeInt(h.schema.map(_.version).getOrElse(-1))
+      writeBytes(out, h.schema.map(_.schema.json.getBytes(UTF_8)).getOrElse(Array.emptyByteArray))
     }
   }
 }
 
 object StateSnapshotRecord {
   val Magic: Array[Byte] = "SSRC".getBytes("US-ASCII")
-  val FormatVersion = 1
+  /** 2: history entries carry their schema, and the record its compatibility mode. 1 is still read. */
+  val FormatVersion = 2
   /** Older entries are dropped: only the current snapshot is needed to read the state. */
   val MaxHistory = 100
 
+  /** The user value schema and version of a value snapshot (TTL unwrapped), if it describes row state. */
+  def userValue(snapshot: StateSerializerSnapshot): Option[RecordedSchema] = snapshot match {
+    case ttl: TtlValueSnapshot => ttl.nestedSnapshots.headOption.flatMap(userValue)
+    case row: RowSchemaSnapshot => Some(RecordedSchema(row.userVersion, row.schema))
+    case _ => None
+  }
+
   def fromBytes(bytes: Array[Byte]): StateSnapshotRecord =
-    Checksummed.read(bytes, Magic, FormatVersion, "state snapshot record") { in =>
+    Checksummed.readVersioned(bytes, Magic, FormatVersion, "state snapshot record") { (format, in) =>
       val name = in.readUTF()
       val kind = StateKind.named(in.readUTF())
       val version = in.readLong()
       val millis = in.readLong()
       val key = SnapshotFormat.read(readBytes(in))
       val value = SnapshotFormat.read(readBytes(in))
-      val history = Seq.fill(in.readInt()) {
-        SnapshotHistoryEntry(in.readLong(), in.readLong(), new String(readBytes(in), UTF_8))
+      val compatibility = if (format < 2) None else Some(in.readUTF()).filter(_.nonEmpty).map { mode =>
+        CompatibilityMode.named(mode).fold(why => throw new SnapshotFormatException(why), identity)
       }
-      StateSnapshotRecord(name, kind, key, value, version, millis, history)
+      val history = Seq.fill(in.readInt()) {
+        val (at, ms, description) = (in.readLong(), in.readLong(), new String(readBytes(in), UTF_8))
+        val schema = if (format < 2) None else {
+          val userVersion = in.readInt()
+          val json = readBytes(in)
+          if (userVersion < 0) None else Some(RecordedSchema(userVersion, DataType.fromJson(new String(json, UTF_8))
+            .asInstanceOf[StructType]))
+        }
+        SnapshotHistoryEntry(at, ms, description, schema)
+      }
+      StateSnapshotRecord(name, kind, key, value, version, millis, history, compatibility)
     }
 
   private def writeBytes(out: DataOutputStream, bytes: Array[Byte]): Unit = {

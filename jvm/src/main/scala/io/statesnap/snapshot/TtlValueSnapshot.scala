@@ -1,6 +1,6 @@
 package io.statesnap.snapshot
 
-import io.statesnap.evolution.RowMigration
+import io.statesnap.evolution.{MigrationFailure, RowMigration}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
@@ -32,6 +32,8 @@ class TtlValueSnapshot extends CompositeStateSerializerSnapshot {
         val expiry = if (oldRow.isNullAt(1)) null else oldRow.getLong(1)
         write(InternalRow(value, expiry))
       }
+      override def diagnose(oldRow: UnsafeRow): MigrationFailure =
+        valueMigration.diagnose(oldRow.getStruct(0, valueMigration.oldFieldCount))
     }
   }
 }

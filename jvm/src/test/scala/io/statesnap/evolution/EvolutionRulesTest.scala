@@ -1,104 +1,143 @@
 package io.statesnap.evolution
 
-import io.statesnap.evolution.EvolutionPlan._
-import io.statesnap.evolution.RowSchemaEvolution.Rules
+import io.statesnap.evolution.Rows._
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.types.UTF8String
 import org.junit.Assert._
 import org.junit.Test
 
-/** The rules a state's own snapshot adds: renamed, defaults, derived (the Python RowSnapshot's contract). */
+/** The rules a version step adds: renamed, defaults, derived, dropped, at any struct level (the RowSnapshot contract). */
 class EvolutionRulesTest {
-  private val orders = StructType.fromDDL("id STRING, amount DOUBLE, qty BIGINT")
+  private val orders = schema("id STRING, amount DOUBLE, qty BIGINT, address STRUCT<zip: STRING, city: STRING>")
+  private val order = Seq[Any](UTF8String.fromString("o1"), 12.5, 3L,
+    InternalRow(UTF8String.fromString("1010"), UTF8String.fromString("Wien")))
 
-  private def plan(to: String, rules: Rules): EvolutionPlan = RowSchemaEvolution.plan(orders, StructType.fromDDL(to), rules)
+  private def plan(to: String, rules: Rules, sql: SqlSettings = SqlSettings.Default): EvolutionPlan =
+    RowSchemaEvolution.plan(orders, schema(to), rules, sql)
 
-  private def migrate(to: String, rules: Rules): Seq[Any] = plan(to, rules) match {
-    case Rewrite(m) =>
-      val stored = UnsafeProjection.create(orders)(InternalRow(UTF8String.fromString("o1"), 12.5, 3L)).copy()
-      val old = new UnsafeRow(m.oldFieldCount)
-      old.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
-      m.migrate(old).toSeq(StructType.fromDDL(to))
-    case other => fail(s"expected a rewrite, got $other"); Nil
-  }
+  private def migrated(to: String, rules: Rules): Seq[Any] = migrate(plan(to, rules), order: _*)
 
-  private def problems(to: String, rules: Rules): Seq[SchemaProblem] = plan(to, rules) match {
-    case Refused(p) => p
-    case other => fail(s"expected a refusal, got $other"); Nil
-  }
+  private def str(s: String) = UTF8String.fromString(s)
 
   @Test def renameKeepsTheValue(): Unit = {
-    val out = migrate("id STRING, amount_eur DOUBLE, qty BIGINT, note STRING",
-      Rules(renamed = Map("amount_eur" -> "amount")))
-    assertEquals(Seq(UTF8String.fromString("o1"), 12.5, 3L, null), out)
+    val out = migrated("id STRING, amount_eur DOUBLE, qty BIGINT, note STRING",
+      Rules(renamed = Map("amount_eur" -> "amount"), dropped = Set("address")))
+    assertEquals(Seq(str("o1"), 12.5, 3L, null), out)
   }
 
   @Test def renameInPlaceRewritesNothing(): Unit = {
-    val p = plan("id STRING, amount_eur DOUBLE, qty BIGINT", Rules(renamed = Map("amount_eur" -> "amount")))
-    assertEquals(SameLayout(Seq("rename 'amount' to 'amount_eur'")), p)
+    val p = plan("id STRING, amount_eur DOUBLE, qty BIGINT, address STRUCT<zip: STRING, city: STRING>",
+      Rules(renamed = Map("amount_eur" -> "amount")))
+    assertTrue(p.sameLayout)
+    assertEquals(Seq("rename 'amount' to 'amount_eur'"), p.changes.map(_.describe))
   }
 
-  @Test def rulesHaveNothingToDoOnceTheStateHasTheDeclaredLayout(): Unit = {
-    val migrated = StructType.fromDDL("id STRING, amount_cents BIGINT")
-    val rules = Rules(derived = Map("amount_cents" -> "CAST(amount * 100 AS BIGINT)"))
-    assertEquals(Identical, RowSchemaEvolution.plan(migrated, migrated, rules))
+  @Test def rulesNameNestedPaths(): Unit = {
+    val out = migrated("id STRING, amount DOUBLE, qty BIGINT, address STRUCT<postcode: STRING, city: STRING, " +
+      "country: STRING NOT NULL>", Rules(renamed = Map("address.postcode" -> "address.zip"),
+      defaults = Map("address.country" -> "'AT'")))
+    val address = out(3).asInstanceOf[InternalRow]
+    assertEquals(Seq("1010", "Wien", "AT"), (0 until 3).map(address.getUTF8String(_).toString))
   }
 
-  @Test def defaultsFillOldEntries(): Unit = {
-    val out = migrate("id STRING, amount DOUBLE, qty BIGINT, currency STRING NOT NULL",
-      Rules(defaults = Map("currency" -> "'EUR'")))
-    assertEquals(UTF8String.fromString("EUR"), out(3))
+  @Test def aRenameCanMoveAValueOutOfAStruct(): Unit = {
+    val out = migrated("id STRING, zip STRING", Rules(renamed = Map("zip" -> "address.zip"),
+      dropped = Set("amount", "qty", "address")))
+    assertEquals(Seq(str("o1"), str("1010")), out)
+  }
+
+  @Test def renamesInsideArrayElementsStayInTheirElement(): Unit = {
+    val p = RowSchemaEvolution.plan(schema("items ARRAY<STRUCT<quantity: INT>>"), schema("items ARRAY<STRUCT<qty: INT>>"),
+      Rules(renamed = Map("items[].qty" -> "items[].quantity")))
+    assertTrue(p.sameLayout)
+    val outside = problems(RowSchemaEvolution.plan(schema("n INT, items ARRAY<STRUCT<q: INT>>"),
+      schema("items ARRAY<STRUCT<qty: INT>>"), Rules(renamed = Map("items[].qty" -> "n"))))
+    assertTrue(outside.head.reason, outside.head.reason.contains("from the same array element"))
+  }
+
+  @Test def defaultsFillOldEntriesAndAreEvaluatedAtPlanning(): Unit = {
+    val out = migrated("id STRING, currency STRING NOT NULL", Rules(defaults = Map("currency" -> "'EUR'"),
+      dropped = Set("amount", "qty", "address")))
+    assertEquals(str("EUR"), out(1))
+    val ansi = problems(plan("id STRING, n INT", Rules(defaults = Map("n" -> "'abc'"),
+      dropped = Set("amount", "qty", "address")))).head
+    assertTrue(ansi.reason, ansi.reason.contains("default `'abc'` is invalid") && ansi.reason.contains("CAST_INVALID_INPUT"))
+    val legacy = problems(plan("id STRING, n INT", Rules(defaults = Map("n" -> "'abc'"),
+      dropped = Set("amount", "qty", "address")), SqlSettings(ansi = false, "UTC", caseSensitive = false))).head
+    assertTrue(legacy.reason, legacy.reason.contains("evaluates to NULL as int"))
+    assertTrue(problems(plan("id STRING, c STRING", Rules(defaults = Map("c" -> "id"),
+      dropped = Set("amount", "qty", "address")))).head.reason.contains("UNRESOLVED_COLUMN"))
+    assertTrue(problems(plan("id STRING, c DOUBLE", Rules(defaults = Map("c" -> "rand()"),
+      dropped = Set("amount", "qty", "address")))).head.reason.contains("not a deterministic function"))
   }
 
   @Test def derivedComputesFromTheOldRowIncludingANarrowingCast(): Unit = {
-    val out = migrate("id STRING, amount_cents BIGINT, qty INT",
-      Rules(derived = Map("amount_cents" -> "CAST(amount * 100 AS BIGINT)", "qty" -> "CAST(qty AS INT)")))
-    assertEquals(Seq(UTF8String.fromString("o1"), 1250L, 3), out)
+    val out = migrated("id STRING, amount_cents BIGINT, qty INT", Rules(derived = Map("amount_cents" ->
+      "CAST(amount * 100 AS BIGINT)", "qty" -> "CAST(qty AS INT)"), dropped = Set("address")))
+    assertEquals(Seq(str("o1"), 1250L, 3), out)
+    assertEquals(str("O1-3-Wien"), migrated("id STRING, label STRING",
+      Rules(derived = Map("label" -> "concat(upper(id), '-', qty, '-', address.city)"))).apply(1))
   }
 
-  @Test def derivedUsesSparkFunctions(): Unit = {
-    val out = migrate("id STRING, label STRING", Rules(derived = Map("label" -> "concat(upper(id), '-', qty)")))
-    assertEquals(UTF8String.fromString("O1-3"), out(1))
+  @Test def derivedOnAnUnchangedFieldRewrites(): Unit = {
+    val p = plan(orders.toDDL, Rules(derived = Map("amount" -> "amount * 100")))
+    assertEquals(1250.0, migrate(p, order: _*)(1))
   }
 
-  @Test def badSqlNamesTheField(): Unit = {
-    val p = problems("id STRING, cents BIGINT", Rules(derived = Map("cents" -> "amount *")))
-    assertEquals("cents", p.head.fieldPath)
-    assertTrue(p.head.reason, p.head.reason.contains("derived expression `amount *` is invalid"))
+  @Test def derivedExpressionsMustBeDeterministicFunctionsOfTheRow(): Unit = {
+    for (sql <- Seq("uuid()", "rand()", "current_timestamp()", "current_date()", "sum(qty)", "explode(array(1))")) {
+      val p = problems(plan("id STRING, x STRING", Rules(derived = Map("x" -> sql), dropped = Set("amount", "qty",
+        "address"))))
+      assertTrue(s"$sql: ${p.head.reason}", p.head.reason.contains("invalid"))
+    }
+    assertTrue(SqlExpressions.checkWithoutInput("uuid()").isLeft)
+    assertTrue(SqlExpressions.checkWithoutInput("CAST(amount * 100 AS BIGINT)").isRight)
   }
 
-  @Test def unknownColumnInDerivedIsNamed(): Unit = {
-    val p = problems("id STRING, cents BIGINT", Rules(derived = Map("cents" -> "amount_usd * 100")))
-    assertTrue(p.head.reason, p.head.reason.contains("amount_usd"))
-    assertTrue(p.head.fix, p.head.fix.contains("id, amount, qty"))
+  @Test def derivedThatMayBeNullForANotNullFieldIsRefused(): Unit = {
+    val p = problems(plan("id STRING, c BIGINT NOT NULL", Rules(derived = Map("c" -> "qty * 2"),
+      dropped = Set("amount", "qty", "address")))).head
+    assertTrue(p.fix, p.fix.contains("coalesce"))
   }
 
-  @Test def rulesNamingUnknownFieldsAreRefused(): Unit = {
-    val p = problems("id STRING, amount DOUBLE, qty BIGINT",
-      Rules(renamed = Map("amount_eur" -> "amount"), defaults = Map("currency" -> "'EUR'")))
-    assertEquals(Set("amount_eur", "currency"), p.map(_.fieldPath).toSet)
+  @Test def badSqlNamesTheFieldAndTheFieldsItCanRead(): Unit = {
+    val p = problems(plan("id STRING, cents BIGINT", Rules(derived = Map("cents" -> "amount_usd * 100"),
+      dropped = Set("amount", "qty", "address")))).head
+    assertEquals("cents", p.fieldPath)
+    assertTrue(p.reason, p.reason.contains("amount_usd"))
+    assertTrue(p.fix, p.fix.contains("id, amount, qty, address"))
   }
 
-  @Test def renameFromAFieldTheOldSchemaLacksIsRefused(): Unit = {
-    val p = problems("id STRING, total DOUBLE", Rules(renamed = Map("total" -> "sum")))
-    assertTrue(p.head.reason, p.head.reason.contains("renamed from 'sum'"))
+  @Test def everyRuleMustApply(): Unit = {
+    val p = problems(plan(orders.toDDL, Rules(renamed = Map("amount_eur" -> "amount"), defaults = Map("qty" -> "0"),
+      dropped = Set("nope"))))
+    assertEquals(Set("amount_eur", "qty", "nope"), p.map(_.fieldPath).toSet)
+    assertTrue(p.exists(_.reason.contains("its default never applies")))
   }
 
-  @Test def nonNullableFieldWithoutDefaultIsRefusedWithTheFix(): Unit = {
-    val p = problems("id STRING, currency STRING NOT NULL", Rules())
-    assertEquals("currency", p.head.fieldPath)
-    assertTrue(p.head.fix, p.head.fix.contains("defaults={'currency'"))
+  @Test def conflictingRulesAreRefused(): Unit = {
+    val p = problems(plan("id STRING, c BIGINT", Rules(derived = Map("c" -> "qty"), defaults = Map("c" -> "0"))))
+    assertTrue(p.head.reason, p.head.reason.contains("more than one rule"))
   }
 
-  @Test def nonConstantDefaultIsRefused(): Unit = {
-    val p = problems("id STRING, currency STRING", Rules(defaults = Map("currency" -> "id")))
-    assertTrue(p.head.reason, p.head.reason.contains("default `id` is invalid"))
+  @Test def droppedConfirmsALikelyRename(): Unit = {
+    val p = RowSchemaEvolution.plan(schema("id STRING, amt INT"), schema("id STRING, amount INT"),
+      Rules(dropped = Set("amt")))
+    assertEquals(Seq("amt"), p.dropped)
+    assertEquals(Seq(str("a"), null), migrate(p, str("a"), 5))
   }
 
-  @Test def derivedTypeThatCannotBeCastIsRefused(): Unit = {
-    val p = problems("id STRING, at TIMESTAMP", Rules(derived = Map("at" -> "array(1)")))
-    assertTrue(p.head.reason, p.head.reason.contains("cannot be cast to timestamp"))
+  @Test def sqlRunsWithThePinnedSettings(): Unit = {
+    val legacy = SqlSettings(ansi = false, timeZone = "UTC", caseSensitive = false)
+    val p = RowSchemaEvolution.plan(schema("s STRING"), schema("n INT"), Rules(derived = Map("n" -> "CAST(s AS INT)")),
+      legacy)
+    assertEquals(Seq(null), migrate(p, str("abc")))
+    val ansi = RowSchemaEvolution.plan(schema("s STRING"), schema("n INT"), Rules(derived = Map("n" -> "CAST(s AS INT)")))
+    val m = migrationOf(ansi)
+    val row = stored(schema("s STRING"), str("abc"))
+    assertThrows(classOf[Exception], () => m.migrate(row))
+    val failure = m.diagnose(row)
+    assertEquals(("n", "derived expression `CAST(s AS INT)`"), (failure.field, failure.rule))
+    assertTrue(failure.reason, failure.reason.contains("CAST_INVALID_INPUT"))
   }
 }

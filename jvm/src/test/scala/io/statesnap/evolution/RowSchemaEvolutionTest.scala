@@ -1,118 +1,147 @@
 package io.statesnap.evolution
 
-import io.statesnap.evolution.EvolutionPlan._
+import io.statesnap.evolution.Rows._
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 import org.junit.Assert._
 import org.junit.Test
 
+/** Matching by name, at every level, without rules: what the typed plan decides and what a migration writes. */
 class RowSchemaEvolutionTest {
-  private def schema(ddl: String): StructType = StructType.fromDDL(ddl)
-
   private def plan(from: String, to: String): EvolutionPlan = RowSchemaEvolution.plan(schema(from), schema(to))
 
-  private def problems(from: String, to: String): Seq[SchemaProblem] = plan(from, to) match {
-    case Refused(p) => p
-    case other => fail(s"expected a refusal of $from -> $to, got $other"); Nil
-  }
-
-  /** Writes `values` as an UnsafeRow of `from`, migrates it to `to` and reads it back. */
-  private def migrate(from: String, to: String, values: Any*): Seq[Any] = {
-    val (oldSchema, newSchema) = (schema(from), schema(to))
-    val migration = plan(from, to) match {
-      case Rewrite(m) => m
-      case other => fail(s"expected a rewrite of $from -> $to, got $other"); null
-    }
-    val stored = UnsafeProjection.create(oldSchema)(InternalRow.fromSeq(values)).copy()
-    // As the migrator does: the same bytes, re-pointed as a row of the old field count.
-    val old = new UnsafeRow(migration.oldFieldCount)
-    old.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
-    migration.migrate(old).toSeq(newSchema)
-  }
+  private def str(s: String) = UTF8String.fromString(s)
 
   @Test def identicalSchemasNeedNothing(): Unit = {
-    assertEquals(Identical, plan("a INT, b STRING", "a INT, b STRING"))
-  }
-
-  @Test def fieldMetadataIsIgnored(): Unit = {
-    val withComment = schema("a INT COMMENT 'x'")
-    assertEquals(Identical, RowSchemaEvolution.plan(schema("a INT"), withComment))
+    assertTrue(plan("a INT, b STRING", "a INT, b STRING").identical)
+    assertTrue("field metadata is not part of the layout", plan("a INT", "a INT COMMENT 'x'").identical)
   }
 
   @Test def relaxedNullabilityKeepsTheLayout(): Unit = {
-    assertTrue(plan("a INT NOT NULL", "a INT").isInstanceOf[SameLayout])
+    val p = plan("a INT NOT NULL, s STRUCT<x: INT NOT NULL>", "a INT, s STRUCT<x: INT>")
+    assertTrue(p.sameLayout && !p.identical)
+    assertEquals(Set("'a' becomes nullable", "'s.x' becomes nullable"), p.changes.map(_.describe).toSet)
   }
 
-  @Test def tightenedNullabilityIsRefused(): Unit = {
-    val p = problems("a INT", "a INT NOT NULL")
-    assertEquals("a", p.head.fieldPath)
-    assertTrue(p.head.reason, p.head.reason.contains("nullability was tightened"))
+  @Test def tightenedNullabilityIsRefusedAtEveryLevel(): Unit = {
+    assertEquals(Seq("a"), problems(plan("a INT", "a INT NOT NULL")).map(_.fieldPath))
+    assertEquals(Seq("s.x"), problems(plan("s STRUCT<x: INT>", "s STRUCT<x: INT NOT NULL>")).map(_.fieldPath))
+    val strict = StructType(Seq(StructField("a", ArrayType(IntegerType, containsNull = false))))
+    assertEquals(Seq("a[]"), problems(RowSchemaEvolution.plan(schema("a ARRAY<INT>"), strict)).map(_.fieldPath))
   }
 
-  @Test def wideningsMigrateAndKeepValues(): Unit = {
-    assertEquals(Seq(-7L, 2147483647L), migrate("a INT, b INT", "a BIGINT, b BIGINT", -7, Int.MaxValue))
-    assertEquals(Seq(5.0f), migrate("a INT", "a FLOAT", 5))
-    assertEquals(Seq(-7.0), migrate("a INT", "a DOUBLE", -7))
-    assertEquals(Seq(3.0f), migrate("a BIGINT", "a FLOAT", 3L))
-    assertEquals(Seq(1e15), migrate("a BIGINT", "a DOUBLE", 1000000000000000L))
-    assertEquals(Seq(1.5), migrate("a FLOAT", "a DOUBLE", 1.5f))
+  @Test def losslessWideningsMigrateAndKeepValues(): Unit = {
+    assertEquals(Seq(-7L, 2147483647L), migrate(plan("a INT, b INT", "a BIGINT, b BIGINT"), -7, Int.MaxValue))
+    assertEquals(Seq(-7.0), migrate(plan("a INT", "a DOUBLE"), -7))
+    assertEquals(Seq(3.0f), migrate(plan("a SMALLINT", "a FLOAT"), 3.toShort))
+    assertEquals(Seq(1.5), migrate(plan("a FLOAT", "a DOUBLE"), 1.5f))
+    assertEquals(Seq(Decimal(BigDecimal("12.50"), 12, 2)),
+      migrate(plan("a DECIMAL(10,2)", "a DECIMAL(12,2)"), Decimal(BigDecimal("12.50"), 10, 2)))
+    assertEquals(Seq(Decimal(BigDecimal(-7), 12, 2)), migrate(plan("a INT", "a DECIMAL(12,2)"), -7))
   }
 
-  @Test def addedFieldsReadNullAndRemovedFieldsAreDropped(): Unit = {
-    val out = migrate("a INT, b STRING", "a INT, c STRING, d DOUBLE", 1, UTF8String.fromString("x"))
-    assertEquals(Seq(1, null, null), out)
+  @Test def conversionsThatMayRoundOrNarrowAreRefusedWithATrueReason(): Unit = {
+    def reason(from: String, to: String) = problems(plan(from, to)).head.reason
+    assertTrue(reason("a INT", "a FLOAT").contains("up to 2^24"))
+    assertTrue(reason("a BIGINT", "a FLOAT").contains("up to 2^24"))
+    assertTrue(reason("a BIGINT", "a DOUBLE").contains("up to 2^53"))
+    assertTrue(reason("a BIGINT", "a INT").contains("narrowing"))
+    assertTrue(reason("a DECIMAL(10,2)", "a DECIMAL(10,3)").contains("left of the point"))
+    assertTrue(reason("a DECIMAL(10,2)", "a DECIMAL(12,1)").contains("after the point"))
+    assertTrue(reason("a INT", "a DECIMAL(10,2)").contains("needs 10"))
+    assertTrue(reason("a STRING", "a INT").contains("no lossless conversion"))
+    val fix = problems(plan("a BIGINT", "a DOUBLE")).head.fix
+    assertTrue(fix, fix.contains("derived={'a': 'CAST(a AS DOUBLE)'}"))
   }
 
-  @Test def reorderingMovesValuesByName(): Unit = {
-    val out = migrate("a INT, b STRING", "b STRING, a INT", 1, UTF8String.fromString("x"))
-    assertEquals(Seq(UTF8String.fromString("x"), 1), out)
+  @Test def losslessTableIsExactlyTheDocumentedOne(): Unit = {
+    val numeric = Seq(ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType)
+    val lossless = for (a <- numeric; b <- numeric if Conversions.isLossless(a, b)) yield (a, b)
+    assertEquals(Set[(DataType, DataType)](ByteType -> ShortType, ByteType -> IntegerType, ByteType -> LongType,
+      ByteType -> FloatType, ByteType -> DoubleType, ShortType -> IntegerType, ShortType -> LongType,
+      ShortType -> FloatType, ShortType -> DoubleType, IntegerType -> LongType, IntegerType -> DoubleType,
+      FloatType -> DoubleType), lossless.toSet)
+    assertTrue(Conversions.isLossless(StringType, BinaryType) && Conversions.isLossless(BinaryType, StringType))
+    assertTrue(Conversions.isLossless(LongType, DecimalType(20, 1)))
+    assertFalse(Conversions.isLossless(LongType, DecimalType(20, 2)))
   }
 
-  @Test def nestedStructsEvolveByName(): Unit = {
-    val out = migrate("s STRUCT<x: INT, y: STRING>", "s STRUCT<y: STRING, x: BIGINT, z: INT>",
-      InternalRow(7, UTF8String.fromString("y")))
+  @Test def addedFieldsReadNullRemovedFieldsAreDroppedReorderedFieldsFollowTheirNames(): Unit = {
+    val p = plan("a INT, b STRING, c DOUBLE", "c DOUBLE, a INT, d STRING")
+    assertEquals(Seq(2.5, 1, null), migrate(p, 1, str("x"), 2.5))
+    assertEquals(Seq("b"), p.dropped)
+    assertTrue(p.changes.map(_.describe).contains("reorder fields to (c, a)"))
+  }
+
+  @Test def nestedStructsArraysAndMapValuesEvolveByName(): Unit = {
+    val p = plan("s STRUCT<x: INT, y: STRING>, arr ARRAY<STRUCT<p: INT>>, m MAP<STRING, STRUCT<q: INT>>",
+      "s STRUCT<y: STRING, x: BIGINT, z: INT>, arr ARRAY<STRUCT<p: BIGINT, r: STRING>>, m MAP<STRING, STRUCT<q: DOUBLE>>")
+    val out = migrate(p, InternalRow(7, str("y")),
+      org.apache.spark.sql.catalyst.util.ArrayData.toArrayData(Array(InternalRow(1), InternalRow(2))),
+      org.apache.spark.sql.catalyst.util.ArrayBasedMapData(Map(str("k") -> InternalRow(3))))
     val s = out.head.asInstanceOf[InternalRow]
-    assertEquals(UTF8String.fromString("y"), s.getUTF8String(0))
-    assertEquals(7L, s.getLong(1))
-    assertTrue(s.isNullAt(2))
-    assertEquals(Seq(null), migrate("s STRUCT<x: INT>", "s STRUCT<x: BIGINT>", null))
+    assertEquals((str("y"), 7L, true), (s.getUTF8String(0), s.getLong(1), s.isNullAt(2)))
+    val arr = out(1).asInstanceOf[org.apache.spark.sql.catalyst.util.ArrayData]
+    assertEquals(Seq(1L, 2L), (0 until arr.numElements()).map(i => arr.getStruct(i, 2).getLong(0)))
+    val m = out(2).asInstanceOf[org.apache.spark.sql.catalyst.util.MapData]
+    assertEquals(3.0, m.valueArray().getStruct(0, 1).getDouble(0), 0.0)
+    assertEquals(Seq(null), migrate(plan("s STRUCT<x: INT>", "s STRUCT<x: BIGINT>"), null))
   }
 
-  @Test def narrowingIsRefusedWithPathAndTypes(): Unit = {
-    val p = problems("a BIGINT", "a INT").head
-    assertEquals(("a", "bigint", "int"), (p.fieldPath, p.oldType, p.newType))
-    assertTrue(p.reason.contains("narrowing"))
-    assertTrue(p.fix.contains("keep 'a' as bigint"))
-  }
-
-  @Test def everyProblemIsReportedWithItsNestedPath(): Unit = {
-    val p = problems("a DOUBLE, s STRUCT<x: STRING>", "a INT, s STRUCT<x: INT>")
-    assertEquals(Seq("a", "s.x"), p.map(_.fieldPath))
-  }
-
-  @Test def unrelatedTypeChangeIsRefused(): Unit = {
-    val p = problems("a STRING", "a INT").head
-    assertTrue(p.reason.contains("no lossless conversion"))
+  @Test def everyProblemIsReportedWithItsPath(): Unit = {
+    val p = problems(plan("a DOUBLE, s STRUCT<x: STRING>, m MAP<INT, INT>", "a INT, s STRUCT<x: INT>, m MAP<BIGINT, INT>"))
+    assertEquals(Seq("a", "s.x", "m<key>"), p.map(_.fieldPath))
   }
 
   @Test def nonNullableAddedFieldIsRefused(): Unit = {
-    val p = problems("a INT", "a INT, b INT NOT NULL").head
+    val p = problems(plan("a INT", "a INT, b INT NOT NULL")).head
     assertEquals(("b", "<absent>"), (p.fieldPath, p.oldType))
     assertTrue(p.fix.contains("declare 'b' nullable"))
   }
 
-  @Test def mapKeyChangeIsRefusedButValuesMayWiden(): Unit = {
-    assertEquals("m<key>", problems("m MAP<INT, INT>", "m MAP<BIGINT, INT>").head.fieldPath)
-    assertTrue(plan("m MAP<STRING, INT>", "m MAP<STRING, BIGINT>").isInstanceOf[Rewrite])
+  /** Case 1 of the trust issue: a plan from names alone can never keep a byte layout the names contradict. */
+  @Test def aRenameOntoTheNameOfADroppedFieldRewrites(): Unit = {
+    val p = RowSchemaEvolution.plan(schema("amount_v2 BIGINT, amount INT, qty INT"), schema("amount BIGINT, qty INT"),
+      Rules(renamed = Map("amount" -> "amount_v2")))
+    assertFalse("the layout differs", p.sameLayout)
+    assertEquals(Seq(9000000000L, 5), migrate(p, 9000000000L, 3, 5))
+    assertEquals(Seq("amount"), p.dropped)
   }
 
-  @Test def wideningTableIsExactlyTheDocumentedOne(): Unit = {
-    val numeric = Seq(ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType)
-    val widenings = for (a <- numeric; b <- numeric if RowSchemaEvolution.isWidening(a, b)) yield (a, b)
-    assertEquals(15, widenings.size)
-    assertFalse(RowSchemaEvolution.isWidening(DoubleType, FloatType))
-    assertFalse(RowSchemaEvolution.isWidening(StringType, BinaryType))
+  /** Case 5: a removal beside an addition of the same type in its place is a likely rename. */
+  @Test def aLikelyRenameIsRefusedWithBothFixes(): Unit = {
+    val p = problems(plan("id STRING, amt INT", "id STRING, amount INT")).head
+    assertEquals("amt", p.fieldPath)
+    assertTrue(p.reason, p.reason.contains("'amount' int was added in its place: a likely rename"))
+    assertTrue(p.fix, p.fix.contains("renamed={'amount': 'amt'}") && p.fix.contains("dropped=['amt']"))
+    val caseOnly = problems(plan("userId STRING, n INT", "n INT, userid STRING")).head
+    assertTrue(caseOnly.reason, caseOnly.reason.contains("only the case of its name changed, to 'userid'"))
+    assertTrue(problems(plan("s STRUCT<a: INT>", "s STRUCT<b: INT>")).head.fix.contains("renamed={'s.b': 's.a'}"))
+  }
+
+  @Test def anEvidentDropNeedsNoConfirmation(): Unit = {
+    assertEquals(Seq("b"), plan("a INT, b STRING", "a INT").dropped)
+    assertEquals(Seq("b"), plan("a INT, b STRING", "c DOUBLE, a INT").dropped) // not in b's place, not b's type
+  }
+
+  /** Case 6: names that differ only by case cannot be matched by name, at any level. */
+  @Test def duplicateNamesAreRefusedAtEveryLevel(): Unit = {
+    val p = problems(plan("s STRUCT<x: STRING, X: INT>", "s STRUCT<x: STRING, X: BIGINT>"))
+    assertEquals(Seq("s.x", "s.x"), p.map(_.fieldPath))
+    assertTrue(p.head.reason.contains("'x' and 'X'"))
+    assertEquals(Seq("a[].b"), RowSchemaEvolution.duplicateNames(schema("a ARRAY<STRUCT<b: INT, B: INT>>"), "declared")
+      .map(_.fieldPath))
+    assertTrue("an unchanged schema needs no match by name", plan("a INT, A INT", "a INT, A INT").identical)
+  }
+
+  @Test def typedPlanNamesEachSource(): Unit = {
+    val p = RowSchemaEvolution.plan(schema("a INT, b STRING"), schema("b STRING, a BIGINT, c INT"))
+    assertEquals(Seq("b", "a", "c"), p.root.fields.map(_.path))
+    p.root.fields.map(_.source) match {
+      case Seq(FieldSource.FromOld(Seq(1), "b", StringType, Conversion.Identity),
+        FieldSource.FromOld(Seq(0), "a", IntegerType, Conversion.Cast(IntegerType, LongType)), FieldSource.Null) =>
+      case other => fail(s"unexpected sources $other")
+    }
   }
 }

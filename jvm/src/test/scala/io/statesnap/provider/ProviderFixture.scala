@@ -1,8 +1,9 @@
 package io.statesnap.provider
 
-import java.nio.file.Files
+import java.nio.file.{Files, Paths}
 import java.util.UUID
 
+import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
@@ -14,9 +15,10 @@ import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * Drives statesnap's provider (and Spark's own RocksDB provider) on a real checkpoint directory, the way a
- * transformWithState operator does, with one "query run" per provider instance.
+ * transformWithState operator does (or, with `transformWithState = false`, a stream-stream join of state format
+ * 3), with one "query run" per provider instance.
  */
-final class ProviderFixture {
+final class ProviderFixture(transformWithState: Boolean = true) {
   val checkpoint: String = Files.createTempDirectory("statesnap-provider-test").toString
   val keySchema: StructType = StructType.fromDDL("id STRING")
   private val placeholder = StructType.fromDDL("value BINARY")
@@ -34,8 +36,23 @@ final class ProviderFixture {
     val hadoopConf = new Configuration
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     provider.init(StateStoreId(checkpoint, 0, 0), keySchema, placeholder, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = true, new StateStoreConf(sqlConf), hadoopConf, useMultipleValuesPerKey = false, None)
+      useColumnFamilies = true, new StateStoreConf(sqlConf), hadoopConf, useMultipleValuesPerKey = false,
+      // Spark hands transformWithState (and only it) a schema provider: how statesnap tells it from a join.
+      if (transformWithState) Some(new InMemoryStateSchemaProvider(StateSchemaMetadata(Map.empty))) else None)
     provider
+  }
+
+  /**
+   * The conf statesnap's listener sets for a query run with these registrations. Like Spark's driver in a run's
+   * first batch, it also writes the operator metadata that lists the query's transformWithState states.
+   */
+  def registered(states: (String, StateRegistration)*): (String, String) = {
+    val variables = states.map { case (name, _) => s"""{\\"stateName\\":\\"$name\\"}""" }.mkString(",")
+    val metadata = Paths.get(checkpoint, "0", "_metadata", "v2")
+    Files.createDirectories(metadata)
+    Files.write(metadata.resolve("0"), ("v2\n" + s"""{"operatorPropertiesJson":"{\\"stateVariables\\":[$variables]}"}""")
+      .getBytes("UTF-8"))
+    QueryRegistrations.Conf -> QueryRegistrations(checkpoint, ScopeRegistrations(states.toMap), Nil).toJson
   }
 
   def key(id: String): UnsafeRow = UnsafeProjection.create(keySchema)(InternalRow(UTF8String.fromString(id)))

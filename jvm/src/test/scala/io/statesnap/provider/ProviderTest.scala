@@ -1,7 +1,8 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.RowSchemaEvolution.Rules
+import io.statesnap.evolution.{EvolutionStep, Rules}
+import io.statesnap.query.StateRegistration
 import io.statesnap.snapshot._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
@@ -10,9 +11,10 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.junit.Assert._
 import org.junit.Test
 
-/** Migrates `amount` (euros, double) into `cents` (bigint): a user snapshot class attached by conf. */
+/** Version 1 migrates `amount` (euros, double) into `cents` (bigint): a user snapshot class attached by name. */
 class CentsSnapshot extends RowSchemaSnapshot {
-  override protected def evolutionRules: Rules = Rules(derived = Map("cents" -> "CAST(amount * 100 AS BIGINT)"))
+  override protected def evolutionSteps: Seq[EvolutionStep] =
+    Seq(EvolutionStep(1, None, Rules(derived = Map("cents" -> "CAST(amount * 100 AS BIGINT)"), dropped = Set("amount"))))
 }
 
 /** Bad input at the provider: every refusal names the state, and the checkpoint stays as it was. */
@@ -137,13 +139,13 @@ class ProviderTest {
     val f = written()
     val cents = StructType.fromDDL("cents BIGINT")
     assertEquals((2L, 2L), f.restart(1, "orders", cents,
-      DeclaredSnapshots.SnapshotClassPrefix + "orders" -> classOf[CentsSnapshot].getName))
+      f.registered("orders" -> StateRegistration.SnapshotClass(classOf[CentsSnapshot].getName))))
     assertEquals(Map("a" -> Seq(150L), "b" -> Seq(-200L)), f.readWithSpark(2, "orders", cents))
   }
 
   @Test def attachedClassThatIsNoRowSnapshotIsRefused(): Unit = {
     val f = written()
-    val provider = f.statesnap(DeclaredSnapshots.SnapshotClassPrefix + "orders" -> "java.lang.String")
+    val provider = f.statesnap(f.registered("orders" -> StateRegistration.SnapshotClass("java.lang.String")))
     val store = provider.getStore(1, None)
     val e = assertThrows(classOf[StatesnapException], () => f.open(store, "orders", v2))
     store.abort(); provider.close()
@@ -162,5 +164,49 @@ class ProviderTest {
     view.abort(); inspect.close()
     assertEquals(new RowSchemaSnapshot().configure(v1), record.valueSnapshot)
     assertEquals(Seq(1L), record.history.map(_.recordedAtVersion))
+  }
+
+  @Test def aStoreWhoseMigrationFailedNeverCommits(): Unit = {
+    val f = new ProviderFixture
+    val many = (0 until 50).map(i => s"k$i" -> Seq[Any](i.toDouble)).toMap
+    assertEquals(1L, f.commitState(f.statesnap(), 0, "orders", v1, many))
+    // The migration stops after writing 10 of 50 entries; the application swallows the error and carries on.
+    val provider = f.statesnap(MigrationInterruption.AfterConf -> "10")
+    val store = provider.getStore(1, None)
+    assertThrows(classOf[IllegalStateException], () => f.open(store, "orders", v2))
+    val refused = assertThrows(classOf[StatesnapException], () => store.commit())
+    provider.close()
+    assertEquals(StatesnapException.MigrationFailed, refused.errorClass)
+    assertTrue(refused.getMessage, refused.getMessage.contains("refuses to commit version 2"))
+    assertEquals(many, f.readWithSpark(1, "orders", v1))
+    assertFalse("no version 2 was written", new java.io.File(f.checkpoint, "0/0/2.zip").exists() ||
+      new java.io.File(f.checkpoint, "0/0/2.changelog").exists())
+  }
+
+  @Test def columnFamiliesOfAStoreThatIsNotTransformWithStateAreGuardedAsSparkComparesThem(): Unit = {
+    val f = new ProviderFixture(transformWithState = false)
+    val counts = StructType.fromDDL("value BIGINT")
+    val provider = f.statesnap()
+    val store = provider.getStore(0, None)
+    // A stream-stream join of state format 3: an internal family (no `$`) and the rows family.
+    store.createColFamilyIfAbsent("left-keyToNumValues", f.keySchema, counts,
+      org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec(f.keySchema), isInternal = true)
+    f.open(store, "left-keyWithIndexToValue", v1)
+    store.put(f.key("a"), f.row(counts, 1L), "left-keyToNumValues")
+    store.put(f.key("a"), f.row(v1, 2.5), "left-keyWithIndexToValue")
+    assertEquals(1L, store.commit())
+    provider.close()
+    // Names may change, as Spark's own check allows; the layout may not, internal families included.
+    assertEquals((2L, 0L), f.restart(1, "left-keyWithIndexToValue", StructType.fromDDL("price DOUBLE")))
+    for ((family, changed) <- Seq("left-keyWithIndexToValue" -> v2, "left-keyToNumValues" -> StructType.fromDDL("value INT"))) {
+      val again = f.statesnap()
+      val s = again.getStore(2, None)
+      val e = assertThrows(classOf[StatesnapException], () => f.open(s, family, changed))
+      s.abort(); again.close()
+      assertEquals(StatesnapException.IncompatibleStateSchema, e.errorClass)
+      assertTrue(e.getMessage, e.getMessage.contains(s"column family '$family'") &&
+        e.getMessage.contains("Spark's own state schema check refuses") && e.getMessage.contains("Nothing was read"))
+    }
+    assertEquals(Map("a" -> Seq(2.5)), f.readWithSpark(2, "left-keyWithIndexToValue", v1))
   }
 }

@@ -62,17 +62,39 @@ class CompositeSnapshotTest {
     assertTrue(new FixedBlobSnapshot().resolveSchemaCompatibility(new OtherBlobSnapshot).isInstanceOf[Incompatible])
   }
 
-  @Test def olderApplicationVersionIsRefusedWhenItWouldRewrite(): Unit = {
+  @Test def olderApplicationVersionIsRefusedWhenItWouldDropValues(): Unit = {
     val writtenByV3 = row("a BIGINT, b STRING", version = 3)
     val v2 = row("a BIGINT", version = 2).resolveSchemaCompatibility(writtenByV3)
-    assertTrue(v2.toString, v2.asInstanceOf[Incompatible].problems.exists(_.reason.contains("newer version")))
+    assertTrue(v2.toString, v2.asInstanceOf[Incompatible].problems.exists(_.reason.contains("version 2 is older")))
     assertEquals(CompatibleAsIs, row("a BIGINT, b STRING", version = 2).resolveSchemaCompatibility(writtenByV3))
   }
 
-  @Test def declarativeSnapshotRoundTripsWithItsRules(): Unit = {
-    import io.statesnap.evolution.RowSchemaEvolution.Rules
-    val snapshot = new DeclarativeRowSnapshot().configure(StructType.fromDDL("a BIGINT"), 2)
-      .withRules(Rules(renamed = Map("a" -> "x"), defaults = Map("c" -> "'EUR'"), derived = Map("d" -> "x * 2")))
-    assertEquals(snapshot, SnapshotFormat.read(SnapshotFormat.write(snapshot)))
+  @Test def declarativeSnapshotRoundTripsWithItsDefinition(): Unit = {
+    import io.statesnap.evolution.{CompatibilityMode, EvolutionStep, Rules, SqlSettings}
+    val definition = SnapshotDefinition(3, Seq(
+      EvolutionStep(2, Some(StructType.fromDDL("x BIGINT")), Rules(renamed = Map("x" -> "y"))),
+      EvolutionStep(3, None, Rules(defaults = Map("c" -> "'EUR'"), derived = Map("d" -> "x * 2"), dropped = Set("e")))),
+      Some(CompatibilityMode.Full), SqlSettings(ansi = false, "Europe/Vienna", caseSensitive = true))
+    val snapshot = definition.snapshotFor(StructType.fromDDL("a BIGINT"))
+    val restored = SnapshotFormat.read(SnapshotFormat.write(snapshot))
+    assertEquals(snapshot, restored)
+    assertEquals(3, restored.asInstanceOf[RowSchemaSnapshot].userVersion)
+    assertEquals(Some(CompatibilityMode.Full), restored.declaredCompatibility)
+    assertEquals(definition, SnapshotDefinition.parse("s", definition.toJson))
+  }
+
+  @Test def declarativePayloadVersionOneIsStillRead(): Unit = {
+    // Written by statesnap 0.1: the RowSchemaSnapshot payload, then three rule maps.
+    val payload = Checksummed.bytesOf { out =>
+      new RowSchemaSnapshot().configure(StructType.fromDDL("a BIGINT"), 2).writeSnapshot(out)
+      out.writeInt(1); out.writeUTF("a"); out.writeUTF("x")
+      out.writeInt(0); out.writeInt(0)
+    }
+    val bytes = Checksummed.write(SnapshotFormat.Magic, 1) { out =>
+      out.writeUTF(classOf[DeclarativeRowSnapshot].getName); out.writeInt(1); out.writeInt(payload.length)
+      out.write(payload)
+    }
+    val restored = SnapshotFormat.read(bytes).asInstanceOf[DeclarativeRowSnapshot]
+    assertEquals((2, Map("a" -> "x")), (restored.userVersion, restored.snapshotDefinition.steps.head.rules.renamed))
   }
 }

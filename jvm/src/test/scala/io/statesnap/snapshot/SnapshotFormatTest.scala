@@ -41,6 +41,33 @@ class SnapshotFormatTest {
     assertTrue(record.history.head.description.contains("map state"))
   }
 
+  @Test def recordKeepsEachEarlierSchemaAndTheCompatibilityMode(): Unit = {
+    import io.statesnap.evolution.{CompatibilityMode, RecordedSchema}
+    val first = StateSnapshotRecord("s", StateKind.Value, row(StructType.fromDDL("k STRING")),
+      new TtlValueSnapshot(row(StructType.fromDDL("a INT"), 1)), 3L, 1L)
+    val next = first.succeededBy(first.copy(valueSnapshot = row(schema, 2), recordedAtVersion = 9L,
+      compatibility = Some(CompatibilityMode.ForwardTransitive)))
+    val restored = StateSnapshotRecord.fromBytes(next.toBytes)
+    assertEquals(next, restored)
+    assertEquals(Seq(RecordedSchema(1, StructType.fromDDL("a INT"))), restored.earlierSchemas)
+    assertEquals(Some(CompatibilityMode.ForwardTransitive), restored.compatibility)
+  }
+
+  @Test def recordFormatVersionOneIsStillRead(): Unit = {
+    val v1 = Checksummed.write(StateSnapshotRecord.Magic, 1) { out =>
+      out.writeUTF("s"); out.writeUTF("list"); out.writeLong(4); out.writeLong(5)
+      Seq(row(StructType.fromDDL("k STRING")), row(schema)).map(SnapshotFormat.write).foreach { b =>
+        out.writeInt(b.length); out.write(b)
+      }
+      out.writeInt(1); out.writeLong(2); out.writeLong(3)
+      val text = "list state, earlier".getBytes("UTF-8")
+      out.writeInt(text.length); out.write(text)
+    }
+    val restored = StateSnapshotRecord.fromBytes(v1)
+    assertEquals((StateKind.List, None, Seq(None)), (restored.kind, restored.compatibility, restored.history.map(_.schema)))
+    assertEquals("list state, earlier", restored.history.head.description)
+  }
+
   @Test def flippedByteIsReportedAsCorrupt(): Unit = {
     val bytes = SnapshotFormat.write(row(schema))
     bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0x40).toByte

@@ -3,6 +3,8 @@ package org.apache.spark.sql.execution.streaming.state
 import java.lang.reflect.Method
 import java.util.Arrays
 
+import scala.util.control.NonFatal
+
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
@@ -22,7 +24,8 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
 
   /**
    * Streams through a point-in-time view of the column family, replacing each value by `convert` of it and
-   * calling `afterEach` once per value. `convert` receives an old-layout row valid until the next call.
+   * calling `afterEach` once per value. `convert` receives an old-layout row valid until the next call; when it
+   * throws, the rewrite stops with an [[StatesnapValueRewriter.EntryFailure]] naming the entry's key.
    */
   def rewriteAll(convert: UnsafeRow => UnsafeRow, afterEach: () => Unit): Unit = {
     val db = members.db.invoke(rocksDB).asInstanceOf[org.rocksdb.RocksDB]
@@ -41,7 +44,10 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
       entries.seek(prefix)
       var key = keyInFamily()
       while (key != null) {
-        val value = encoder.encodeValue(convert(decoder.decodeValue(entries.value)))
+        val old = decoder.decodeValue(entries.value)
+        val value = try encoder.encodeValue(convert(old)) catch {
+          case NonFatal(e) => throw new StatesnapValueRewriter.EntryFailure(describeKey(key), old.copy(), e)
+        }
         rocksDB.updateMemoryUsageIfNeeded()
         db.put(writeOptions, key, value)
         changelog.foreach(_.put(key, value))
@@ -51,9 +57,23 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
       }
     } finally entries.close()
   }
+
+  /** A stored key as the application sees it (for errors), or its bytes when it does not decode. */
+  private def describeKey(key: Array[Byte]): String = try {
+    val keyEncoder = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, oldValueSchema), keySpec,
+      true)
+    keyEncoder.decodeKey(RocksDBStateStoreProvider.decodeStateRowWithPrefix(key)).toSeq(keySpec.keySchema)
+      .mkString("[", ", ", "]")
+  } catch {
+    case NonFatal(_) => key.map("%02x".format(_)).mkString("0x", "", "")
+  }
 }
 
 object StatesnapValueRewriter {
+  /** `convert` failed on the entry with key `key`, whose old-layout value is `oldRow`. */
+  final class EntryFailure(val key: String, val oldRow: UnsafeRow, cause: Throwable)
+    extends RuntimeException(s"rewriting the entry with key $key failed", cause)
+
   /** The private members of Spark's `RocksDB` that `put` uses: its native handle, write options and changelog. */
   private final case class RocksDBMembers(db: Method, writeOptions: Method, changelogWriter: Method,
       keyPrefix: Method)

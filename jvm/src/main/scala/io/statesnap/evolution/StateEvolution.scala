@@ -1,0 +1,137 @@
+package io.statesnap.evolution
+
+import org.apache.spark.sql.types.StructType
+
+/**
+ * One version of a state's schema in a definition: the rules that lead to it from the version before, and its
+ * schema (required for every step but the one the application declares now, whose schema comes from the app).
+ */
+final case class EvolutionStep(version: Int, schema: Option[StructType], rules: Rules)
+
+/** A schema the state had: its user value schema and the application version that declared it (0: none). */
+final case class RecordedSchema(version: Int, schema: StructType)
+
+/**
+ * What the application declares for a state now: its schema and version, the version steps that lead to it
+ * (sorted, the last one at `version`) and the SQL settings its rules were validated with.
+ */
+final case class Declaration(schema: StructType, version: Int, steps: Seq[EvolutionStep], sql: SqlSettings) {
+  require(steps.map(_.version) == steps.map(_.version).sorted.distinct, "steps must have increasing versions")
+  require(steps.forall(_.version <= version), "a step cannot be newer than the declared version")
+
+  /** The rules of the step to the declared version (none when the definition has no step at it). */
+  def currentRules: Rules = steps.lastOption.filter(_.version == version).map(_.rules).getOrElse(Rules.None)
+}
+
+/** The verdict on reading a recorded state with what the application declares now. */
+sealed trait Resolution
+
+object Resolution {
+  /** Nothing to rewrite and nothing new to record. */
+  case object AsIs extends Resolution
+  /** Nothing to rewrite; the declaration (names, nullability, version) is recorded. */
+  final case class Reconfigured(changes: Seq[String]) extends Resolution
+  /** Every entry is rewritten by `migration`; `dropped` are the old fields whose values go. */
+  final case class Migrate(migration: RowMigration, dropped: Seq[String]) extends Resolution
+  final case class Refused(problems: Seq[SchemaProblem]) extends Resolution
+}
+
+/**
+ * Resolves a recorded state against a declaration: version-gated rules (a step applies iff the recorded version
+ * is lower than the step's), several steps in one pass, rollbacks that would drop values refused unless the
+ * compatibility mode makes them safe, and the checks of that mode against the state's history.
+ */
+object StateEvolution {
+  def resolve(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
+      mode: CompatibilityMode): Resolution = {
+    val direction = Integer.compare(declared.version, recorded.version)
+    val plans: Seq[(Int, EvolutionPlan)] =
+      if (direction > 0) chain(recorded, declared)
+      else Seq(declared.version -> RowSchemaEvolution.plan(recorded.schema, declared.schema, Rules.None, declared.sql))
+    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) }
+    lazy val identical = plans.forall(_._2.identical)
+    lazy val dropped = plans.flatMap(_._2.dropped)
+    lazy val earlierSchema = history.exists(h => RowSchemaEvolution.sameLayout(h.schema, declared.schema)) &&
+      !RowSchemaEvolution.sameLayout(recorded.schema, declared.schema)
+    val refusals =
+      if (direction == 0 && !declared.currentRules.isEmpty &&
+        RowSchemaEvolution.withoutMetadata(recorded.schema) != RowSchemaEvolution.withoutMetadata(declared.schema)) {
+        Seq(sameVersion(recorded, declared))
+      } else if (problems.nonEmpty) problems
+      else if (direction <= 0 && dropped.nonEmpty && (direction < 0 || earlierSchema) && !mode.forward) {
+        Seq(rollback(recorded, declared, dropped, direction < 0))
+      } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans)
+      else Nil
+    if (refusals.nonEmpty) Resolution.Refused(refusals)
+    else if (plans.forall(_._2.sameLayout)) {
+      if (identical && direction <= 0) Resolution.AsIs
+      else Resolution.Reconfigured(plans.flatMap(_._2.changes.map(_.describe)) ++
+        (if (direction > 0) Seq(s"record version ${declared.version}") else Nil))
+    } else {
+      val rewriting = plans.collect { case (v, p) if !p.sameLayout => v -> p.migration }
+      Resolution.Migrate(if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting), dropped)
+    }
+  }
+
+  /** The plans of every step above `from`, each from the schema the step before it declares. */
+  private def chain(from: RecordedSchema, declared: Declaration): Seq[(Int, EvolutionPlan)] = {
+    val steps = declared.steps.filter(_.version > from.version)
+    val withLast = if (steps.lastOption.exists(_.version == declared.version)) steps
+      else steps :+ EvolutionStep(declared.version, None, Rules.None)
+    val (_, plans) = withLast.foldLeft((from.schema, Seq.empty[(Int, EvolutionPlan)])) { case ((start, done), step) =>
+      val target = if (step.version == declared.version) declared.schema else step.schema.getOrElse(
+        throw new IllegalArgumentException(s"version ${step.version} of the definition has no schema"))
+      (target, done :+ (step.version -> RowSchemaEvolution.plan(start, target, step.rules, declared.sql)))
+    }
+    plans
+  }
+
+  private def inStep(version: Int, several: Boolean)(p: SchemaProblem): SchemaProblem =
+    if (several) p.copy(reason = s"${p.reason} (in the step to version $version)") else p
+
+  private def sameVersion(recorded: RecordedSchema, declared: Declaration): SchemaProblem =
+    SchemaProblem("<state>", s"version ${recorded.version} ${recorded.schema.simpleString}",
+      s"version ${declared.version} ${declared.schema.simpleString}", s"the state is recorded at version " +
+        s"${recorded.version} with another schema, so the rules of version ${declared.version} were applied " +
+        "before and will not apply again", s"declare version ${declared.version + 1} with the rules from version " +
+        s"${declared.version} to it (earlier versions in `earlier`), or restore the schema of version " +
+        s"${recorded.version}")
+
+  private def rollback(recorded: RecordedSchema, declared: Declaration, dropped: Seq[String],
+      byVersion: Boolean): SchemaProblem = {
+    val why = if (byVersion) s"the state was written by application version ${recorded.version} and version " +
+      s"${declared.version} is older" else "the declared schema is one the state had before (a likely rollback)"
+    SchemaProblem("<state>", s"version ${recorded.version} ${recorded.schema.simpleString}",
+      s"version ${declared.version} ${declared.schema.simpleString}", s"$why, and reading the state with it " +
+        s"would drop the values of ${dropped.map(d => s"'$d'").mkString(", ")}",
+      s"deploy the application version that declares them; or, to drop them, register RowSnapshot(version=" +
+        s"${recorded.version + 1}, dropped=[${dropped.map(d => s"'$d'").mkString(", ")}]); or make such " +
+        "rollbacks safe with a FORWARD or FULL compatibility mode before the next deploy")
+  }
+
+  /** What the compatibility mode adds to a deploy: checks against history and against rolling back. */
+  private def modeProblems(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
+      mode: CompatibilityMode, plans: Seq[(Int, EvolutionPlan)]): Seq[SchemaProblem] = {
+    val earlier = history.filterNot(h => RowSchemaEvolution.sameLayout(h.schema, recorded.schema))
+      .groupBy(h => (h.version, RowSchemaEvolution.normalize(h.schema, keepNames = true))).values.map(_.last).toSeq
+      .sortBy(_.version)
+    val backward = if (!mode.backwardTransitive) Nil else earlier.flatMap { h =>
+      val steps = if (declared.version > h.version) chain(h, declared)
+        else Seq(declared.version -> RowSchemaEvolution.plan(h.schema, declared.schema, Rules.None, declared.sql))
+      steps.flatMap(_._2.problems).map(p => p.copy(reason = s"${p.reason} (checked by $mode against the state's " +
+        s"earlier schema, version ${h.version} ${h.schema.simpleString})"))
+    }
+    val forwardTargets = if (!mode.forward) Nil else recorded +: (if (mode.forwardTransitive) earlier else Nil)
+    val forward = forwardTargets.flatMap { target =>
+      val back = RowSchemaEvolution.plan(declared.schema, target.schema, Rules.None, declared.sql)
+      val renames = plans.flatMap(_._2.changes).collect { case Change.Renamed(path, from) =>
+        SchemaProblem(path, s"<renamed from '$from'>", "<rollback>", s"a rename is not rollback-safe: version " +
+          s"${target.version} would read null for '$from'", s"keep the name '$from', or use a compatibility mode " +
+          "without FORWARD for this deploy")
+      }
+      (back.problems ++ renames).distinct.map(p => p.copy(reason = s"${p.reason} (checked by $mode: version " +
+        s"${target.version} must be able to restart on the migrated state)"))
+    }
+    backward ++ forward
+  }
+}

@@ -1,0 +1,60 @@
+package io.statesnap.provider
+
+import io.statesnap.StatesnapException
+import io.statesnap.snapshot._
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapSparkSchemaCheck}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * State statesnap guards but does not migrate: the single state of aggregations, dropDuplicates,
+ * (flat)MapGroupsWithState, applyInPandasWithState and stream-stream joins, and every column family of a store
+ * that is not transformWithState (stream-stream join state format 3). Spark's own check is off for a query
+ * statesnap serves, so statesnap compares these schemas exactly as that check would ([[StatesnapSparkSchemaCheck]]:
+ * names and a tightened nullability are accepted, anything else is refused) instead of letting Spark misread.
+ */
+private[provider] object GuardedState {
+  /** A record of a guarded state's schemas (its key and value). */
+  def record(name: String, keySchema: StructType, valueSchema: StructType, version: Long): StateSnapshotRecord =
+    StateSnapshotRecord(name, StateKind.Value, new RowSchemaSnapshot().configure(keySchema),
+      new RowSchemaSnapshot().configure(valueSchema), version, System.currentTimeMillis())
+
+  /** Refuses a key or value schema Spark's check would refuse against `recorded`. */
+  def check(recorded: StateSnapshotRecord, keySchema: StructType, valueSchema: StructType, describe: String): Unit = {
+    val (oldKey, oldValue) = (recorded.keySnapshot.restoreSerializer().schema,
+      recorded.valueSnapshot.restoreSerializer().schema)
+    val keyOk = StatesnapSparkSchemaCheck.compatible(oldKey, keySchema)
+    val valueOk = StatesnapSparkSchemaCheck.compatible(oldValue, valueSchema)
+    if (!keyOk || !valueOk) {
+      val changed = Seq(if (keyOk) None else Some("key"), if (valueOk) None else Some("value")).flatten.mkString(" and ")
+      throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
+        "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
+        s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +
+        s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
+        s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
+        "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
+        "with the same types, in the same order.")
+    }
+  }
+
+  /**
+   * Guards each column family of a store that is not transformWithState, with a record per family in the
+   * store's own snapshot catalog (committed with the version it describes).
+   */
+  final class ColumnFamilies(store: StateStore, catalog: SnapshotCatalog, describe: String => String) {
+    def check(family: String, keySchema: StructType, valueSchema: StructType): Unit = catalog.read(family) match {
+      case Some(bytes) =>
+        val recorded = try StateSnapshotRecord.fromBytes(bytes) catch {
+          case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
+            s"the snapshot of ${describe(family)} cannot be read: ${e.getMessage}. Nothing was read or rewritten.", e)
+        }
+        GuardedState.check(recorded, keySchema, valueSchema, describe(family))
+      case None =>
+        val entries = store.iterator(family)
+        val empty = try !entries.hasNext finally entries.close()
+        if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
+          "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
+          "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
+        catalog.write(record(family, keySchema, valueSchema, store.version + 1))
+    }
+  }
+}

@@ -1,0 +1,58 @@
+package io.statesnap.provider
+
+import io.statesnap.StatesnapException._
+import io.statesnap.evolution.{CompatibilityMode, RowMigration, RowSchemaEvolution, SchemaProblem}
+import io.statesnap.snapshot._
+import io.statesnap.snapshot.SchemaCompatibility._
+import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
+import org.apache.spark.sql.types.StructType
+
+/**
+ * What happens to one state, decided before anything is written, from its committed record (if any) and what
+ * the application declares now. The store acts on it ([[StateSchemaResolver]]); `python -m statesnap check`
+ * reports it ([[io.statesnap.bridge.CompatibilityCheck]]): one decision, two uses.
+ */
+private[statesnap] sealed trait StateDecision
+
+private[statesnap] object StateDecision {
+  /** Nothing to rewrite, nothing to record. */
+  case object AsIs extends StateDecision
+  /** Nothing to rewrite; `record` replaces the committed record (a new state, or a new declaration). */
+  final case class Record(record: StateSnapshotRecord) extends StateDecision
+  /** Every entry is rewritten by `migration`, then `record` replaces the committed record. */
+  final case class Migrate(migration: RowMigration, record: StateSnapshotRecord) extends StateDecision
+  /** Refused before any write: `errorClass` and the field-level `problems`, or a whole `message`. */
+  final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String) extends StateDecision
+
+  /**
+   * @param recorded the committed record, or None for a state seen for the first time
+   * @param current what the application declares now (its compatibility: what the definition or the query sets)
+   */
+  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord): StateDecision = recorded match {
+    case None =>
+      val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
+      if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
+    case Some(old) if old.kind != current.kind =>
+      Refuse(StateKindChanged, Nil, s"was written as ${old.kind.name} state and is now declared as " +
+        s"${current.kind.name} state. statesnap does not convert between kinds: keep it a ${old.kind.name} state, " +
+        "or use a new state name (and deleteIfExists the old one).")
+    case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot)) =>
+      Refuse(IncompatibleStateSchema, Seq(SchemaProblem("<key>", schemaOf(old.keySnapshot).simpleString,
+        schemaOf(current.keySnapshot).simpleString, "the key schema changed (for map state, the user key); keys " +
+          "identify entries and are never rewritten", "keep the grouping key and map key types as they were")), "")
+    case Some(old) =>
+      // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
+      val mode = current.compatibility.orElse(old.compatibility)
+      val next = old.succeededBy(current.copy(compatibility = mode))
+      current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
+        ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default))) match {
+        case CompatibleAfterMigration(migration) => Migrate(migration, next)
+        case Incompatible(problems) => Refuse(IncompatibleStateSchema, problems, "")
+        case CompatibleWithReconfiguredSerializer(_) => Record(next)
+        case CompatibleAsIs if mode != old.compatibility => Record(old.copy(compatibility = mode))
+        case CompatibleAsIs => AsIs
+      }
+  }
+
+  def schemaOf(snapshot: StateSerializerSnapshot): StructType = snapshot.restoreSerializer().schema
+}

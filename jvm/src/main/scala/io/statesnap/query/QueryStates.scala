@@ -1,0 +1,63 @@
+package io.statesnap.query
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/**
+ * The transformWithState variables of a query, as Spark's driver writes them in each run's first batch into the
+ * operator metadata (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), before
+ * any task runs. A registration is checked against them on the executors: one naming no state of its query
+ * (a typo, a state of another query) fails the query instead of silently not applying.
+ */
+private[statesnap] object QueryStates {
+  /** Per checkpoint and query run: every state store of the run asks, the files are read once per JVM. */
+  private val known = new ConcurrentHashMap[(String, String), Set[String]]
+
+  /**
+   * Refuses registrations for states the query does not have.
+   * @param stateRoot the query's `state` directory; @param runId its run; @param version the store version loaded
+   */
+  def verify(registered: Set[String], stateRoot: String, runId: String, version: Long, hadoopConf: Configuration,
+      checkpoint: String): Unit = if (registered.nonEmpty) {
+    val states = known.computeIfAbsent((stateRoot, runId), _ => read(new Path(stateRoot), version, hadoopConf))
+    val unknown = registered -- states
+    if (unknown.nonEmpty) {
+      throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"snapshots are registered for " +
+        s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
+        s"has no such state (its transformWithState states: ${if (states.isEmpty) "none" else
+          states.toSeq.sorted.mkString(", ")}). A registration applies to a state of its own query: fix the name, " +
+        "or remove it with statesnap.unregister_snapshot. Nothing was read or written.")
+    }
+  }
+
+  /** The state variables of every transformWithState operator, from its latest operator metadata <= `version`. */
+  private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): Set[String] = {
+    val fs = stateRoot.getFileSystem(hadoopConf)
+    if (!fs.exists(stateRoot)) return Set.empty
+    fs.listStatus(stateRoot).filter(_.isDirectory).flatMap { operator =>
+      val dir = new Path(operator.getPath, "_metadata/v2")
+      val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption) else Array.empty[Long]
+      batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString)))
+    }.toSet
+  }
+
+  private def stateVariables(fs: FileSystem, file: Path): Seq[String] = try {
+    val in = fs.open(file)
+    val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
+    val properties = JsonMethods.parse(lines(1)) \ "operatorPropertiesJson" match {
+      case JString(json) => JsonMethods.parse(json)
+      case _ => JNothing
+    }
+    (properties \ "stateVariables").children.flatMap(v => (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
+  } catch {
+    case NonFatal(e) => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"statesnap " +
+      s"could not read the operator metadata $file to check this query's registrations: ${e.getMessage}", e)
+  }
+}

@@ -1,0 +1,81 @@
+package io.statesnap.query
+
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
+import io.statesnap.provider.StatesnapStateStoreProvider
+import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
+import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
+import org.apache.spark.sql.streaming.StreamingQueryListener
+import org.apache.spark.sql.streaming.StreamingQueryListener._
+import org.slf4j.LoggerFactory
+
+/**
+ * statesnap's driver side, installed on a session by `statesnap.configure` (or the conf
+ * `spark.sql.streaming.streamingQueryListeners=io.statesnap.query.StatesnapQueryListener`).
+ *
+ * Spark calls `onQueryStarted` synchronously on the query's own thread, before it reads the offset log and
+ * plans the first batch. There statesnap decides whether it serves the query: only when its provider is the one
+ * the query runs on (the one its checkpoint pins, or the session's for a new checkpoint). It then turns Spark's
+ * state schema check off for this query alone (statesnap resolves every state itself) and hands the query's
+ * registrations to its state stores. Any other query keeps Spark's check as the session has it, and a query
+ * the session meant for statesnap but whose checkpoint pins another provider is named once, in the driver log.
+ */
+class StatesnapQueryListener extends StreamingQueryListener {
+  override def onQueryStarted(event: QueryStartedEvent): Unit =
+    StatesnapRunningQueries.find(event.id).foreach(StatesnapQueryListener.prepare)
+  override def onQueryProgress(event: QueryProgressEvent): Unit = ()
+  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = ()
+}
+
+object StatesnapQueryListener {
+  private val log = LoggerFactory.getLogger(classOf[StatesnapQueryListener])
+  val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
+  val SchemaCheckConf = "spark.sql.streaming.stateStore.stateSchemaCheck"
+  private val SparkDefaultProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+  private[query] def prepare(query: RunningQuery): Unit = try {
+    val pinned = query.pinned(ProviderConf)
+    val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
+    val (registrations, errors) = registrationsOf(query)
+    if (provider == classOf[StatesnapStateStoreProvider].getName) {
+      query.setConf(SchemaCheckConf, "false")
+      query.setConf(QueryRegistrations.Conf, QueryRegistrations(query.checkpoint, registrations, errors).toJson)
+      log.info(s"statesnap serves ${query.describe}" + (if (registrations.states.isEmpty) "" else
+        s"; snapshots registered for ${registrations.states.keys.toSeq.sorted.mkString(", ")}"))
+    } else if (query.conf(ProviderConf).contains(classOf[StatesnapStateStoreProvider].getName) ||
+        !registrations.isEmpty) {
+      log.warn(notServed(query, provider, pinned.isDefined, registrations))
+    }
+  } catch {
+    case NonFatal(e) => log.error(s"statesnap could not prepare ${query.describe}; its state stores get no " +
+      "registrations, and Spark's state schema check stays as the session has it", e)
+  }
+
+  /** The registrations of this query, merged from its checkpoint and its name, and what is wrong with them. */
+  private def registrationsOf(query: RunningQuery): (ScopeRegistrations, Seq[String]) = {
+    val all = try Registrations.parse(query.conf(Registrations.Conf)) catch {
+      case e: StatesnapException => return (ScopeRegistrations(), Seq(e.detail))
+    }
+    val scopes = (QueryScope.Checkpoint(query.checkpoint) +: query.name.map(QueryScope.Name).toSeq)
+      .flatMap(s => all.get(s).map(s -> _))
+    val twice = scopes.flatMap(_._2.states.keys).groupBy(identity).collect { case (state, n) if n.size > 1 =>
+      s"state '$state' of ${query.describe} has a snapshot " +
+        s"registered both for its checkpoint and for its name. Unregister one of them."
+    }
+    val modes = scopes.flatMap(_._2.compatibility).distinct
+    val conflictingModes = if (modes.size > 1) Seq(s"${query.describe} has the compatibility modes ${modes.mkString(" and ")}, set for its checkpoint and for " +
+      "its name. Keep one.") else Nil
+    (ScopeRegistrations(scopes.flatMap(_._2.states).toMap, modes.headOption), twice.toSeq ++ conflictingModes)
+  }
+
+  private def notServed(query: RunningQuery, provider: String, pinned: Boolean,
+      registrations: ScopeRegistrations): String = {
+    val why = if (pinned) s"its checkpoint pins $provider (the offset log keeps the provider a query was created " +
+      "with, whatever the session says)" else s"the session's provider is $provider"
+    s"statesnap does not serve ${query.describe}: $why. Spark's own state schema check applies to it as the " +
+      "session sets it" + (if (registrations.states.isEmpty) "" else s", and the snapshots registered for it " +
+      s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply") + ". statesnap serves a " +
+      "query from its first run: to use it, start the query on a new checkpoint."
+  }
+}

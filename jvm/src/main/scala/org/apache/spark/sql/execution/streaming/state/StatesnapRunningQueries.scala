@@ -1,0 +1,44 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import java.util.UUID
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.classic.SparkSession
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+
+/**
+ * The streaming queries running in this JVM, as statesnap's driver side needs to see them: a query's checkpoint,
+ * name, the provider its offset log pins, and the conf of its own session (the clone Spark made at `start()`,
+ * which every batch of that run plans and executes with). Lives in Spark's package for `private[sql]` members.
+ */
+object StatesnapRunningQueries {
+  final class RunningQuery private[StatesnapRunningQueries] (execution: StreamExecution) {
+    def id: UUID = execution.id
+    def checkpoint: String = execution.resolvedCheckpointRoot
+    def name: Option[String] = Option(execution.name)
+    def conf(key: String): Option[String] = execution.sparkSessionForStream.conf.getOption(key)
+    def setConf(key: String, value: String): Unit = execution.sparkSessionForStream.conf.set(key, value)
+
+    /** The value of `key` pinned in the latest entry of the offset log, if the query ran before. */
+    def pinned(key: String): Option[String] =
+      execution.offsetLog.getLatest().flatMap(_._2.metadata).flatMap(_.conf.get(key))
+
+    def describe: String = s"${name.map(n => s"query '$n'").getOrElse("query")} (id $id, checkpoint $checkpoint)"
+  }
+
+  def find(id: UUID): Option[RunningQuery] = queries.flatMap(q => Option(q.get(id))).map(new RunningQuery(_))
+
+  def all: Seq[RunningQuery] = queries.toSeq.flatMap(_.values.asScala).map(new RunningQuery(_))
+
+  /** A checkpoint location as Spark qualifies it for `resolvedCheckpointRoot` (without creating it). */
+  def qualifyCheckpoint(session: SparkSession, location: String): String = {
+    val path = new Path(location)
+    path.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(path).toString
+  }
+
+  // Every session of a SparkContext shares one map of running queries.
+  private def queries = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+    .map(_.sharedState.activeStreamingQueries)
+}
