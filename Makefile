@@ -42,14 +42,14 @@ test-jvm: build/test-classes/.stamp
 	java -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties -cp "$(SPARK_JARS)/*:build/classes:build/test-classes:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar" \
 	  org.junit.runner.JUnitCore $$(cd build/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
 
-test-python: jar
+test-python: build/test-classes/.stamp
 	$(PY) -m pytest tests
 
 # Everything CI runs: the JVM unit tests, then pytest (whose summary is the last line).
 test: test-jvm test-python
 
 # The quick subset for local work: skips the end-to-end cases marked slow.
-test-fast: test-jvm jar
+test-fast: test-jvm
 	$(PY) -m pytest tests -m "not slow"
 
 demo: jar

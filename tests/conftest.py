@@ -30,6 +30,10 @@ def spark() -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         # transformWithState in ProcessingTime mode (TTL) runs no-data batches forever: availableNow never ends.
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        # The JVM fixtures the property tests drive through py4j (make builds them before pytest), beside the jar
+        # in the same class loader: spark.jars alone would load statesnap in a child the fixtures cannot see.
+        .config("spark.driver.extraClassPath", os.pathsep.join([str(ROOT / "build" / "test-classes"),
+                                                                statesnap.jar_path()]))
     )
     session = statesnap.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

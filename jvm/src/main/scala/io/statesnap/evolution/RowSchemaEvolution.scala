@@ -202,9 +202,11 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       used += s"renamed:$path"
       val from = renamed(path)
       resolveInScope(from, scope) match {
-        case Right((ordinals, of)) =>
+        case Right((ordinals, of, parentsNullable)) =>
           changes += Change.Renamed(path, from)
-          fromOld(nf, path, ordinals, of, from, scope)
+          // A null struct around this one reads null as a whole; only structs between it and the source matter.
+          val within = parentsNullable.drop(ordinals.zip(at).takeWhile { case (a, b) => a == b }.length)
+          fromOld(nf, path, ordinals, if (within.contains(true)) of.copy(nullable = true) else of, from, scope)
         case Left(why) =>
           problem(path, s"<renamed from '$from'>", nf.dataType.simpleString, why,
             s"name in renamed['$path'] a field of the recorded schema ${scope.root.getOrElse(old).simpleString}")
@@ -269,13 +271,16 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     case _ => conversion(ot, nt, path, oldPath, Nil, Scope(None, oldPath, inCollection = true))
   }
 
-  /** An old field named by a rename: within the same array element or map value, reached through structs. */
-  private def resolveInScope(from: String, scope: Scope): Either[String, (Seq[Int], StructField)] = {
+  /**
+   * An old field named by a rename: within the same array element or map value, reached through structs. With
+   * its ordinals from the scope's root, and whether each struct on the way there is nullable.
+   */
+  private def resolveInScope(from: String, scope: Scope): Either[String, (Seq[Int], StructField, Seq[Boolean])] = {
     val rest = if (scope.oldPrefix.isEmpty) Some(from)
       else Some(from).filter(_.startsWith(scope.oldPrefix + ".")).map(_.drop(scope.oldPrefix.length + 1))
     (rest, scope.root) match {
       case (Some(r), Some(root)) => FieldPath.names(r) match {
-        case Right(names) => walk(root, names, Nil).toRight(s"it is renamed from '$from', which the recorded " +
+        case Right(names) => walk(root, names).toRight(s"it is renamed from '$from', which the recorded " +
           s"schema does not have${if (scope.oldPrefix.nonEmpty) s" inside '${scope.oldPrefix}'" else ""}")
         case Left(why) => Left(s"it is renamed from '$from', which is not a struct field here: $why")
       }
@@ -284,12 +289,12 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     }
   }
 
-  private def walk(s: StructType, names: Seq[String], ordinals: Seq[Int]): Option[(Seq[Int], StructField)] =
+  private def walk(s: StructType, names: Seq[String]): Option[(Seq[Int], StructField, Seq[Boolean])] =
     RowSchemaEvolution.indexOf(s, names.head).flatMap { i =>
-      if (names.tail.isEmpty) Some((ordinals :+ i, s(i)))
+      if (names.tail.isEmpty) Some((Seq(i), s(i), Nil))
       else s(i).dataType match {
-        case inner: StructType => walk(inner, names.tail, ordinals :+ i).map { case (o, f) =>
-          (o, if (s(i).nullable) f.copy(nullable = true) else f) // a null parent reads null
+        case inner: StructType => walk(inner, names.tail).map { case (o, f, nullable) =>
+          (i +: o, f, s(i).nullable +: nullable)
         }
         case _ => None
       }

@@ -32,6 +32,8 @@ final class ProviderFixture(transformWithState: Boolean = true) {
 
   private def init(provider: StateStoreProvider, confs: Seq[(String, String)]): StateStoreProvider = {
     val sqlConf = new SQLConf
+    // No query runs, so no state store coordinator: RocksDB must not report to one (it would in a JVM with Spark).
+    sqlConf.setConfString("spark.sql.streaming.stateStore.coordinatorReportSnapshotUploadLag", "false")
     confs.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     val hadoopConf = new Configuration
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
@@ -46,13 +48,15 @@ final class ProviderFixture(transformWithState: Boolean = true) {
    * The conf statesnap's listener sets for a query run with these registrations. Like Spark's driver in a run's
    * first batch, it also writes the operator metadata that lists the query's transformWithState states.
    */
-  def registered(states: (String, StateRegistration)*): (String, String) = {
-    val variables = states.map { case (name, _) => s"""{\\"stateName\\":\\"$name\\"}""" }.mkString(",")
+  def registered(states: (String, StateRegistration)*): (String, String) = registered(ScopeRegistrations(states.toMap))
+
+  def registered(registrations: ScopeRegistrations): (String, String) = {
+    val variables = registrations.states.keys.map(name => s"""{\\"stateName\\":\\"$name\\"}""").mkString(",")
     val metadata = Paths.get(checkpoint, "0", "_metadata", "v2")
     Files.createDirectories(metadata)
     Files.write(metadata.resolve("0"), ("v2\n" + s"""{"operatorPropertiesJson":"{\\"stateVariables\\":[$variables]}"}""")
       .getBytes("UTF-8"))
-    QueryRegistrations.Conf -> QueryRegistrations(checkpoint, ScopeRegistrations(states.toMap), Nil).toJson
+    QueryRegistrations.Conf -> QueryRegistrations(checkpoint, registrations, Nil).toJson
   }
 
   def key(id: String): UnsafeRow = UnsafeProjection.create(keySchema)(InternalRow(UTF8String.fromString(id)))
