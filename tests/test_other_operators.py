@@ -1,6 +1,9 @@
 """Stateful operators other than transformWithState: statesnap does not migrate their state, but with Spark's
-schema check off it must refuse a changed schema instead of letting Spark misread it."""
+schema check off for the query it must refuse what that check would refuse instead of letting Spark misread it,
+with a record of the schema that is versioned, atomic and compared as Spark compares."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from pyspark.errors import StreamingQueryException
@@ -9,10 +12,16 @@ from pyspark.sql import functions as F
 from apps import INPUT_SCHEMA, write_input
 
 
-def run_aggregation(spark, source: str, checkpoint: str, *aggregations) -> dict:
+def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fails: bool = False) -> dict:
     rows: list = []
+
+    def sink(df, _):
+        rows.extend(df.collect())  # the state of the batch is committed by now
+        if sink_fails:
+            raise RuntimeError("the sink failed after the state was committed")
+
     query = (spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy("id").agg(*aggregations)
-             .writeStream.outputMode("update").foreachBatch(lambda df, _: rows.extend(df.collect()))
+             .writeStream.outputMode("update").foreachBatch(sink)
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     try:
         query.awaitTermination()
@@ -36,3 +45,86 @@ def test_aggregation_restarts_unchanged_and_refuses_a_changed_state_schema(spark
     assert "Recorded value: struct<max:bigint>\nNew value:      struct<max:bigint,min:bigint>" in message
     # Nothing was rewritten: the original query carries on from where it was.
     assert run_aggregation(spark, source, checkpoint, F.max("value")) == {"b": (3,)}
+
+
+def test_names_may_change_as_spark_itself_allows(spark, app_dirs):
+    """Compared as Spark compares: by position and type, so renaming an aggregate's column is no schema change."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set")])
+    run_aggregation(spark, source, checkpoint, F.max("value"))
+    write_input(source, [("a", 9, "set"), ("b", 1, "set")])
+    assert run_aggregation(spark, source, checkpoint, F.max("value").alias("highest")) == {"a": (9,), "b": (1,)}
+
+
+def records(checkpoint: str) -> list[Path]:
+    return sorted(p for p in (Path(checkpoint) / "state" / "0" / "_statesnap").rglob("*.snapshot")
+                  if not p.name.startswith("."))
+
+
+def test_a_batch_that_never_completed_leaves_no_record_behind(spark, app_dirs):
+    """The record is tied to the state version it describes: the first batch committed its state and a record,
+    then failed in the sink; redone with another schema, it is recorded anew, not refused against a schema of a
+    batch that never completed."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set")])
+    with pytest.raises(StreamingQueryException, match="the sink failed"):
+        run_aggregation(spark, source, checkpoint, F.max("value"), sink_fails=True)
+    assert [p.name for p in records(checkpoint)] == ["1.snapshot", "1.snapshot"]  # one per partition
+    assert not list(Path(checkpoint, "commits").glob("[0-9]*"))
+    assert run_aggregation(spark, source, checkpoint, F.max("value"), F.min("value")) == {"a": (5, 5)}
+    write_input(source, [("a", -1, "set")])
+    assert run_aggregation(spark, source, checkpoint, F.max("value"), F.min("value")) == {"a": (5, -1)}
+
+
+def test_an_unreadable_record_names_the_recovery_and_spark_s_schema_file_takes_over(spark, app_dirs):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set")])
+    run_aggregation(spark, source, checkpoint, F.max("value"))
+    torn = records(checkpoint)[0]
+    torn.write_bytes(torn.read_bytes()[:10])  # as a crash mid-write with a plain create would leave it
+    write_input(source, [("a", 6, "set")])
+    with pytest.raises(StreamingQueryException) as refused:
+        run_aggregation(spark, source, checkpoint, F.max("value"))
+    message = str(refused.value)
+    assert "[STATESNAP_UNREADABLE_SNAPSHOT]" in message and f"To recover, delete file:{torn}:" in message
+    torn.unlink()
+    # Without the record, Spark's own schema file says what the bytes are: a change is still refused...
+    with pytest.raises(StreamingQueryException) as changed:
+        run_aggregation(spark, source, checkpoint, F.max("value"), F.min("value"))
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA]" in str(changed.value)
+    # ...and the unchanged query carries on, recorded again.
+    assert run_aggregation(spark, source, checkpoint, F.max("value")) == {"a": (6,)}
+    assert len(records(checkpoint)) == 2
+
+
+def run_join(spark, left: str, right: str, checkpoint: str, left_columns: str) -> set:
+    rows: list = []
+    lhs = spark.readStream.schema(INPUT_SCHEMA).json(left).selectExpr(*left_columns.split(";"))
+    rhs = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id", "value AS r")
+    query = (lhs.join(rhs, "id").writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return {tuple(r) for r in rows}
+
+
+def test_join_state_format_3_is_guarded_family_by_family_not_migrated(spark, tmp_path):
+    left, right, checkpoint = str(tmp_path / "l"), str(tmp_path / "r"), str(tmp_path / "ck")
+    spark.conf.set("spark.sql.streaming.join.stateFormatVersion", "3")
+    try:
+        write_input(left, [("a", 1, "x")])
+        write_input(right, [("b", 2, "y")])
+        assert run_join(spark, left, right, checkpoint, "id;value AS l") == set()
+        write_input(right, [("a", 3, "z")])
+        assert run_join(spark, left, right, checkpoint, "id;value AS l") == {("a", 1, 3)}
+        write_input(right, [("a", 4, "w")])
+        with pytest.raises(StreamingQueryException) as refused:
+            run_join(spark, left, right, checkpoint, "id;value AS l;op")
+        message = str(refused.value)
+        assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the value schema of column family 'left-keyWithIndexToValue'" \
+            in message
+        assert run_join(spark, left, right, checkpoint, "id;value AS l") == {("a", 1, 4)}
+    finally:
+        spark.conf.unset("spark.sql.streaming.join.stateFormatVersion")

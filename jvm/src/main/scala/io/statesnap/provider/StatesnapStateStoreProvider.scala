@@ -59,11 +59,7 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
     // Spark hands a schema provider to the column-family stores of transformWithState only (a state broadcast
     // to the operator, or Spark's state reader's in-memory one); stream-stream join state format 3 gets none.
     transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
-    if (!useColumnFamilies) {
-      val guard = new OperatorStateGuard(stateStoreId, keySchema, valueSchema, hadoopConf)
-      guard.check()
-      operatorGuard = Some(guard)
-    }
+    if (!useColumnFamilies) operatorGuard = Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, hadoopConf))
     inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
       hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
   }
@@ -76,13 +72,19 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
   override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
 
   override def getStore(version: Long, uniqueId: Option[String]): StateStore = {
-    verifyRegistrations(version)
+    beforeLoading(version)
     new StatesnapStateStore(inner.getStore(version, uniqueId), this)
   }
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = {
-    verifyRegistrations(version)
+    beforeLoading(version)
     new StatesnapReadStateStore(inner.getReadStore(version, uniqueId))
+  }
+
+  /** What is refused before a version of the store opens: a stray registration, a guarded schema change. */
+  private def beforeLoading(version: Long): Unit = {
+    verifyRegistrations(version)
+    operatorGuard.foreach(_.check(version))
   }
 
   // Spark's RocksDB provider asserts that it gets its own store back here, and the default implementation would
