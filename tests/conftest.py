@@ -19,8 +19,13 @@ from pyspark.sql import SparkSession  # noqa: E402
 import statesnap  # noqa: E402
 
 
+DRIVER_LOG = Path(os.environ.get("STATESNAP_TEST_LOG", ROOT / "build" / "test-driver.log"))
+
+
 @pytest.fixture(scope="session")
 def spark() -> SparkSession:
+    DRIVER_LOG.parent.mkdir(parents=True, exist_ok=True)
+    DRIVER_LOG.write_text("")
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("statesnap-tests")
@@ -34,11 +39,21 @@ def spark() -> SparkSession:
         # in the same class loader: spark.jars alone would load statesnap in a child the fixtures cannot see.
         .config("spark.driver.extraClassPath", os.pathsep.join([str(ROOT / "build" / "test-classes"),
                                                                 statesnap.jar_path()]))
+        # statesnap's log lines also go to a file the tests read (what the driver log tells a user).
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={ROOT / 'tests' / 'log4j2.properties'} "
+                                                 f"-Dstatesnap.test.log={DRIVER_LOG}")
     )
     session = statesnap.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def driver_log(spark: SparkSession):
+    """Reads what statesnap logged on the driver since the test started."""
+    start = DRIVER_LOG.stat().st_size
+    return lambda: DRIVER_LOG.read_text()[start:]
 
 
 @pytest.fixture
