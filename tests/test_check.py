@@ -36,6 +36,10 @@ def test_verdicts_and_exit_codes(checkpoint, capsys):
                       "--snapshot", '{"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}')
     assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out
     assert main(["check", checkpoint, "--state", "nope", "--schema", "n int"]) == 2
+    assert main(["check", checkpoint, "--state", "count", "--schema", "n int,"]) == 2
+    assert capsys.readouterr().err.startswith("statesnap check: ")
+    assert main(["check", checkpoint, "--state", "count", "--schema", "n int", "--snapshot", '{"version": 0}']) == 2
+    assert "version must be a positive int" in capsys.readouterr().err
 
 
 def test_key_kind_and_mode_are_checked_too(checkpoint, capsys):

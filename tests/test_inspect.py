@@ -1,8 +1,11 @@
-"""``python -m statesnap inspect`` reads a real checkpoint's snapshots offline."""
+"""``python -m statesnap inspect`` (and ``check``) read a real checkpoint's snapshots offline, at its latest
+committed version, in every checkpoint format."""
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 from apps import StateSpec, run_app, write_input
 from statesnap.__main__ import main
@@ -30,17 +33,12 @@ def test_inspect_of_a_directory_without_state_says_so(tmp_path):
 
 
 def test_the_python_decoder_checks_magic_and_checksum(spark, app_dirs):
-    import pytest
-
-    from statesnap.checkpoint import open_store, row_bytes, store_versions
-    from statesnap.records import SNAPSHOT_FAMILY, SnapshotDecodeError, parse_record
+    from statesnap.records import SnapshotDecodeError, parse_record, read_records
 
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set")])
     run_app(spark, source, checkpoint, [StateSpec("count", "n int")])
-    store = next(s for s in store_versions(checkpoint) if s.partition == 0)
-    with open_store(store) as raw:
-        record = next(row_bytes(v, 0, 1) for _, v in raw.entries(SNAPSHOT_FAMILY))
+    record = next(r for store, r in read_records(spark, checkpoint) if store.partition == 0)
     assert parse_record(record).state == "count"
     corrupt = bytearray(record)
     corrupt[len(corrupt) // 2] ^= 1
@@ -48,3 +46,40 @@ def test_the_python_decoder_checks_magic_and_checksum(spark, app_dirs):
         parse_record(bytes(corrupt))
     with pytest.raises(SnapshotDecodeError, match="does not start with"):
         parse_record(b"XXXX" + record[4:])
+
+
+@pytest.fixture(params=[{}, {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+                        {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+                         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}],
+                ids=["snapshots", "changelogs", "format-v2"])
+def checkpoint_format(spark, request):
+    for key, value in request.param.items():
+        spark.conf.set(key, value)
+    yield request.param
+    for key in request.param:
+        spark.conf.unset(key)
+
+
+def test_the_tools_read_the_latest_committed_version_in_every_checkpoint_format(spark, app_dirs, checkpoint_format,
+                                                                              capsys):
+    """With changelog checkpointing the migrated record lives in a changelog; format v2 names files by unique id."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set"), ("b", 2, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("count", "n int")])
+    write_input(source, [("a", 3, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("count", "n bigint, note string", lambda v: (v, f"n{v}"))])
+    assert main(["inspect", checkpoint]) == 0
+    out = capsys.readouterr().out
+    assert out.count("value state 'count'") == 2 and "value: struct<n:bigint,note:string>" in out
+    assert main(["check", checkpoint, "--state", "count", "--schema", "n bigint, note string"]) == 0
+    assert "partitions [0, 1]: as-is" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["inspect", "nope://bucket/checkpoint"], "no Hadoop FileSystem for its scheme 'nope'"),
+    (["check", "/tmp/statesnap-no-such-checkpoint", "--state", "s", "--schema", "n int"], "no snapshot of state 's'"),
+])
+def test_every_failure_is_one_line_and_exit_code_2(spark, capsys, argv, words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"statesnap {argv[0]}: ") and words in err and err.count("\n") == 1, err

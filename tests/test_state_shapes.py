@@ -6,7 +6,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from apps import StateSpec, run_app, write_input
-from statesnap.checkpoint import open_store, row_bytes, row_long, store_versions
+from statesnap.checkpoint import entries, row_bytes, row_long
 
 KEYS = ["a", "b"]
 
@@ -60,15 +60,10 @@ def test_map_state_values_migrate_and_a_user_key_change_is_refused(spark, app_di
     assert run_app(spark, source, checkpoint, v2).seen["a"][0]["totals"]['["x"]'] == [3, None]
 
 
-def ttl_expiries(checkpoint: str, state: str) -> dict[str, int]:
+def ttl_expiries(spark, checkpoint: str, state: str) -> dict[str, int]:
     """Grouping key -> ttlExpirationMs of each entry, read from the bytes on disk (Spark's TTL layout:
     struct<value, ttlExpirationMs>)."""
-    expiries = {}
-    for store in store_versions(checkpoint):
-        with open_store(store) as raw:
-            for key, value in raw.entries(state):
-                expiries[row_bytes(key, 0, 1).decode()] = row_long(value, 1, 2)
-    return expiries
+    return {row_bytes(key, 0, 1).decode(): row_long(value, 1, 2) for _, key, value in entries(spark, checkpoint, state)}
 
 
 def test_ttl_value_is_migrated_inside_its_wrapper_and_keeps_its_expiry(spark, app_dirs):
@@ -76,13 +71,13 @@ def test_ttl_value_is_migrated_inside_its_wrapper_and_keeps_its_expiry(spark, ap
     hour = 3600 * 1000
     set_all(source, 5)
     run_app(spark, source, checkpoint, [StateSpec("session", "n int", ttl_ms=hour)])
-    written = ttl_expiries(checkpoint, "session")
+    written = ttl_expiries(spark, checkpoint, "session")
     assert sorted(written) == KEYS and all(e > 0 for e in written.values())
     read_all(source)
     result = run_app(spark, source, checkpoint, [StateSpec("session", "n bigint, note string", ttl_ms=hour)])
     assert seen_by(result, "session") == {"a": [[5, None]], "b": [[6, None]]}
     assert result.migrated_entries == 2
-    assert ttl_expiries(checkpoint, "session") == written  # reading does not touch TTL; nor did the migration
+    assert ttl_expiries(spark, checkpoint, "session") == written  # reading does not touch TTL; nor did the migration
 
 
 def test_nested_structs_arrays_maps_and_string_to_binary(spark, app_dirs):

@@ -1,88 +1,54 @@
-"""Read a streaming checkpoint's RocksDB state offline: read-only, no Spark, no JVM.
+"""Read a streaming checkpoint's RocksDB state offline, at its latest committed version: read-only, through Spark's
+JVM (``StatesnapCheckpointReader``), so the state is what Spark itself would load — snapshot plus changelogs,
+checkpoint format v1 or v2 — from any path Hadoop's FileSystem reaches.
 
-Spark keeps each state store version as ``state/<operator>/<partition>[/<store>]/<version>.zip`` (RocksDB
-metadata) plus shared ``SSTs/``. :func:`open_store` rebuilds one version in a temporary directory and opens it
-with rocksdict. Keys carry a 2-byte column family id (native, little-endian) and a 1-byte encoding version, values the
-encoding version; then each is an UnsafeRow.
+Keys and values come back as Spark stores them after the column family's prefix: a 1-byte encoding version, then
+an UnsafeRow.
 """
 from __future__ import annotations
 
-import json
-import re
-import shutil
 import struct
-import tempfile
-import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, Optional
 
-from rocksdict import AccessType, Options, Rdict
+from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
 class StoreVersion:
-    """The newest committed version of one state store in a checkpoint."""
+    """One state store of a checkpoint at the version read (its latest committed one)."""
 
     operator: int
     partition: int
     store_name: str
     version: int
-    directory: Path
-
-
-def store_versions(checkpoint: str) -> list[StoreVersion]:
-    """The newest version of every RocksDB state store under ``checkpoint`` (operator, partition, store order)."""
-    found = []
-    state = Path(checkpoint) / "state"
-    for directory in sorted({p.parent for p in state.glob("*/*/**/*.zip")}):
-        versions = [int(m.group(1)) for p in directory.glob("*.zip") if (m := re.fullmatch(r"(\d+)\.zip", p.name))]
-        if not versions:
-            continue
-        parts = directory.relative_to(state).parts
-        store_name = parts[2] if len(parts) > 2 else "default"
-        found.append(StoreVersion(int(parts[0]), int(parts[1]), store_name, max(versions), directory))
-    return sorted(found, key=lambda s: (s.operator, s.partition, s.store_name))
-
-
-class RawStore:
-    """One store version's entries, by column family."""
-
-    def __init__(self, db: Rdict, column_families: dict[str, int]):
-        self._db = db
-        self.column_families = column_families
-
-    def entries(self, column_family: str) -> Iterator[tuple[bytes, bytes]]:
-        """(key UnsafeRow bytes, value UnsafeRow bytes) of one column family, without Spark's prefixes."""
-        prefix = struct.pack("<h", self.column_families[column_family])
-        for key, value in self._db.items(from_key=prefix):
-            if not key.startswith(prefix):
-                break
-            yield key[3:], value[1:]
 
 
 @contextmanager
-def open_store(store: StoreVersion, version: Optional[int] = None) -> Iterator[RawStore]:
-    """Opens ``version`` (default: the newest) of ``store`` read-only."""
-    version = store.version if version is None else version
-    with tempfile.TemporaryDirectory(prefix="statesnap-inspect-") as tmp:
-        with zipfile.ZipFile(store.directory / f"{version}.zip") as z:
-            z.extractall(tmp)
-        metadata_path = Path(tmp) / "metadata"
-        lines = metadata_path.read_text().splitlines()
-        if not lines or lines[0] != "v1":
-            raise ValueError(f"{store.directory / f'{version}.zip'} has RocksDB metadata of an unknown format: "
-                             f"{lines[:1]}")
-        metadata = json.loads(lines[1])
-        for sst in metadata.get("sstFiles", []):
-            shutil.copy(store.directory / "SSTs" / sst["dfsSstFileName"], Path(tmp) / sst["localFileName"])
-        metadata_path.unlink()
-        db = Rdict(tmp, options=Options(raw_mode=True), access_type=AccessType.read_only())
-        try:
-            yield RawStore(db, metadata.get("columnFamilyMapping", {}))
-        finally:
-            db.close()
+def spark_session() -> Iterator[SparkSession]:
+    """The active SparkSession, or a small local one configured for statesnap for as long as the block runs."""
+    import statesnap
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    spark = statesnap.configure(SparkSession.builder.master("local[1]").appName("statesnap-tools")
+                                .config("spark.ui.enabled", "false")
+                                .config("spark.ui.showConsoleProgress", "false")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
+    """(store, key row bytes, value bytes) of ``column_family`` in every store of ``checkpoint`` that has it."""
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    rows = reader.rows(checkpoint, column_family, spark._jsc.hadoopConfiguration())
+    return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
 
 def row_long(row: bytes, ordinal: int, num_fields: int) -> Optional[int]:

@@ -9,9 +9,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from statesnap.checkpoint import StoreVersion, open_store, row_bytes, store_versions
+from statesnap.checkpoint import StoreVersion, entries, row_bytes
 
 SNAPSHOT_FAMILY = "$statesnap_snapshots"
 _RECORD_MAGIC, _SNAPSHOT_MAGIC = b"SSRC", b"SSNP"
@@ -139,13 +140,11 @@ def parse_record(data: bytes) -> StateSnapshotRecord:
     return StateSnapshotRecord(state, kind, at_version, at_ms, key, value, history, compatibility)
 
 
-def read_snapshots(checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:
-    """Every state snapshot record in the newest version of every store of ``checkpoint``."""
-    found = []
-    for store in store_versions(checkpoint):
-        with open_store(store) as raw:
-            if SNAPSHOT_FAMILY not in raw.column_families:
-                continue
-            for _, value in raw.entries(SNAPSHOT_FAMILY):
-                found.append((store, parse_record(row_bytes(value, 0, 1))))
-    return found
+def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
+    """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version."""
+    return [(store, row_bytes(value, 0, 1)) for store, _, value in entries(spark, checkpoint, SNAPSHOT_FAMILY)]
+
+
+def read_snapshots(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:
+    """Every state snapshot record of ``checkpoint``, decoded, at its latest committed version."""
+    return [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]

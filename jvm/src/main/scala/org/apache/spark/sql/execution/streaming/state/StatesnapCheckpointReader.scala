@@ -1,0 +1,221 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import java.io.{File, FileNotFoundException}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Paths}
+import java.util.{Arrays, Comparator, TreeMap}
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.commons.io.FileUtils
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
+import org.apache.spark.util.Utils
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+import org.rocksdb.{Options, RocksDB => NativeRocksDB, StringAppendOperator}
+
+/**
+ * Reads one column family of every RocksDB state store of a checkpoint, at its latest committed version, for
+ * statesnap's offline tools, the way Spark's own `RocksDB.load` would rebuild it: the newest snapshot the
+ * version builds on, then every changelog after it (checkpoint format v1: `<v>.zip`, `<v>.changelog`; v2: the
+ * unique ids the commit log names and the lineage in the changelogs). Read-only, through Hadoop's FileSystem (any
+ * scheme with a FileSystem on the classpath). A snapshot's SST files are linked, not copied, when they are
+ * local; only a remote store's are copied to a local directory, deleted afterwards.
+ *
+ * The column family is collected in memory: meant for statesnap's records and small test states.
+ */
+object StatesnapCheckpointReader {
+  /** One store at the version read: `state/<operator>/<partition>[/<store>]`. */
+  final case class Store(operator: Int, partition: Int, storeName: String, version: Long)
+
+  /** The entries (key, value) of one column family of one store, without the family's 2-byte key prefix. */
+  final case class Entries(store: Store, entries: Seq[(Array[Byte], Array[Byte])])
+
+  private val CommitName = """(\d+)""".r
+  private val DefaultStore = StateStore.DEFAULT_COL_FAMILY_NAME
+
+  /**
+   * The entries of `columnFamily` in every store of `checkpoint` that has it, at the latest committed batch.
+   * @throws IllegalArgumentException with a one-line reason when the checkpoint cannot be read
+   */
+  def read(checkpoint: String, columnFamily: String, hadoopConf: Configuration): Seq[Entries] = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    latestCommit(fs, root).toSeq.flatMap { commit =>
+      stores(fs, new Path(root, "state")).flatMap { case (operator, partition, name, dir) =>
+        val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
+          .flatMap(ids => ids.lift(storeIndex(name, ids.length)))
+        val store = Store(operator, partition, name, commit.batch + 1)
+        readStore(fs, dir, store, id, commit.codec, columnFamily, hadoopConf).map(Entries(store, _))
+      }
+    }
+  }
+
+  /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
+  def rows(checkpoint: String, columnFamily: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    read(checkpoint, columnFamily, hadoopConf).flatMap { e =>
+      e.entries.map { case (k, v) => Array[Any](e.store.operator, e.store.partition, e.store.storeName,
+        e.store.version, k, v) }
+    }.asJava
+
+  /** The newest batch in `commits/`, its checkpoint format's unique ids, and the codec its offsets pin. */
+  private final case class Commit(batch: Long, uniqueIds: Option[Map[Int, Seq[Seq[String]]]], codec: String)
+
+  private def latestCommit(fs: FileSystem, root: Path): Option[Commit] = {
+    val commits = new Path(root, "commits")
+    if (!fs.exists(commits)) return None
+    val batches = fs.listStatus(commits).map(_.getPath.getName).collect { case CommitName(n) => n.toLong }
+    batches.maxOption.map { batch =>
+      val lines = readLines(fs, new Path(commits, batch.toString))
+      val ids = if (lines.headOption.contains("v2")) {
+        JsonMethods.parse(lines.lift(1).getOrElse("{}")) \ "stateUniqueIds" match {
+          case JObject(operators) => Some(operators.map { case (op, JArray(partitions)) =>
+            op.toInt -> partitions.map(_.children.collect { case JString(s) => s })
+          case (op, other) => throw new IllegalArgumentException(s"commits/$batch has $other for operator $op")
+          }.toMap)
+          case _ => None
+        }
+      } else None
+      // The codec of the state files is the one the query's offset log pins, not this JVM's default.
+      val offsets = new Path(new Path(root, "offsets"), batch.toString)
+      val codec = (if (fs.exists(offsets)) readLines(fs, offsets).lift(1) else None).map(JsonMethods.parse(_))
+        .map(_ \ "conf" \ "spark.sql.streaming.stateStore.compression.codec").collect { case JString(c) => c }
+        .getOrElse("lz4")
+      Commit(batch, ids, codec)
+    }
+  }
+
+  /** Every store directory: a partition directory with state files, or a named store inside one. */
+  private def stores(fs: FileSystem, stateRoot: Path): Seq[(Int, Int, String, Path)] = {
+    def hasStateFiles(dir: Path): Boolean = fs.listStatus(dir).exists { s =>
+      val name = s.getPath.getName
+      s.isFile && (name.endsWith(".zip") || name.endsWith(".changelog"))
+    }
+    def numbered(dir: Path): Seq[(Int, Path)] = if (!fs.exists(dir)) Nil else fs.listStatus(dir).toSeq
+      .filter(_.isDirectory).map(_.getPath).collect { case p if p.getName.forall(_.isDigit) => p.getName.toInt -> p }
+    for {
+      (operator, operatorDir) <- numbered(stateRoot).sortBy(_._1)
+      (partition, partitionDir) <- numbered(operatorDir).sortBy(_._1)
+      (name, dir) <- (DefaultStore -> partitionDir) +: fs.listStatus(partitionDir).toSeq.filter(_.isDirectory)
+        .map(_.getPath).filterNot(p => p.getName.startsWith("_") || p.getName == "SSTs" || p.getName == "logs")
+        .map(p => p.getName -> p)
+      if hasStateFiles(dir)
+    } yield (operator, partition, name, dir)
+  }
+
+  /** Where a store's unique id sits in the commit log (a join keeps four stores per partition, in this order). */
+  private def storeIndex(storeName: String, count: Int): Int = if (count == 1) 0 else
+    Seq("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue")
+      .indexOf(storeName)
+
+  private def readStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], codec: String,
+      columnFamily: String, hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
+    val local = Files.createTempDirectory("statesnap-read-").toFile
+    val files = new RocksDBFileManager(dir.toString, new File(local, "tmp"), hadoopConf, codec, "statesnap-read",
+      StateStoreConf.empty, false, None)
+    try plan(fs, dir, files, store.version, id) match {
+      // Without a snapshot there is no column family: a store of an operator that keeps none.
+      case (None, _) => None
+      case (Some((baseVersion, baseId)), replay) =>
+        val (rocks, families) = open(fs, dir, baseVersion, baseId, new File(local, "db"))
+        try families.get(columnFamily).map { cfId =>
+          val prefix = RocksDBStateStoreProvider.getColumnFamilyIdAsBytes(cfId)
+          val entries = new TreeMap[Array[Byte], Array[Byte]](UnsignedBytes)
+          val it = rocks.newIterator()
+          try {
+            it.seek(prefix)
+            while (it.isValid && startsWith(it.key, prefix)) { entries.put(it.key, it.value); it.next() }
+          } finally it.close()
+          replay.foreach { case (version, replayId) => applyChangelog(files, version, replayId, prefix, entries) }
+          entries.asScala.toSeq.map { case (k, v) => (k.drop(prefix.length), v) }
+        } finally rocks.close()
+    } finally {
+      files.close()
+      FileUtils.deleteQuietly(local)
+    }
+  }
+
+  /** The snapshot (version, unique id) the version builds on, if any, and the changelogs to replay after it. */
+  private def plan(fs: FileSystem, dir: Path, files: RocksDBFileManager, version: Long,
+      id: Option[String]): (Option[(Long, Option[String])], Seq[(Long, Option[String])]) = id match {
+    case None =>
+      val snapshot = files.getLatestSnapshotVersion(version)
+      (Some(snapshot).filter(_ > 0).map(_ -> None), (snapshot + 1 to version).map(_ -> None))
+    case Some(uid) if fs.exists(new Path(dir, s"${version}_$uid.zip")) => (Some(version -> id), Nil)
+    case Some(uid) =>
+      val reader = files.getChangelogReader(version, id)
+      val lineage = try reader.lineage finally reader.closeIfNeeded()
+      val full = (lineage :+ LineageItem(version, uid)).sortBy(_.version)
+      val base = files.getLatestSnapshotVersionAndUniqueIdFromLineage(full)
+      if (base.isEmpty && full.head.version != 1) throw new FileNotFoundException(s"no snapshot of $dir that " +
+        s"version $version builds on (lineage ${full.map(_.version).mkString(", ")}): the checkpoint is incomplete")
+      val from = base.map(_._1).getOrElse(0L)
+      (base.map { case (v, u) => v -> Some(u) }, full.filter(i => i.version > from && i.version <= version)
+        .map(i => i.version -> Option(i.checkpointUniqueId)).toSeq)
+  }
+
+  /** Opens a snapshot read-only over its SST files, linked where they are local. @return it and its families */
+  private def open(fs: FileSystem, dir: Path, version: Long, id: Option[String],
+      local: File): (NativeRocksDB, Map[String, Short]) = {
+    local.mkdirs()
+    Utils.unzipFilesFromFile(fs, new Path(dir, id.map(u => s"${version}_$u.zip").getOrElse(s"$version.zip")), local)
+    val metadataFile = new File(local, "metadata")
+    val metadata = RocksDBCheckpointMetadata.readFromFile(metadataFile)
+    metadataFile.delete()
+    val localFs = fs.isInstanceOf[LocalFileSystem] || fs.isInstanceOf[RawLocalFileSystem]
+    def place(dfs: Path, to: File): Unit =
+      if (localFs) Files.createSymbolicLink(to.toPath, Paths.get(dfs.toUri))
+      else fs.copyToLocalFile(false, dfs, new Path(to.getAbsolutePath), true)
+    metadata.sstFiles.foreach(f => place(new Path(new Path(dir, "SSTs"), f.dfsSstFileName), new File(local, f.localFileName)))
+    metadata.logFiles.foreach { f =>
+      new File(local, "archive").mkdirs()
+      place(new Path(new Path(dir, "logs"), f.dfsLogFileName), new File(new File(local, "archive"), f.localFileName))
+    }
+    RocksDBLoader.loadLibrary()
+    val rocks = NativeRocksDB.openReadOnly(new Options().setMergeOperator(new StringAppendOperator()), local.toString)
+    val families = metadata.columnFamilyMapping.getOrElse(Map.empty).map { case (name, cfId) =>
+      name -> cfId.asInstanceOf[Number].shortValue()
+    }.toMap
+    (rocks, families)
+  }
+
+  /** Applies one changelog's records of a column family to `entries`, as RocksDB's replay does. */
+  private def applyChangelog(files: RocksDBFileManager, version: Long, id: Option[String], prefix: Array[Byte],
+      entries: TreeMap[Array[Byte], Array[Byte]]): Unit = {
+    val reader = files.getChangelogReader(version, id)
+    try reader.foreach { case (recordType, key, value) =>
+      if (startsWith(key, prefix)) recordType match {
+        case RecordType.PUT_RECORD => entries.put(key, value)
+        case RecordType.DELETE_RECORD => entries.remove(key)
+        // RocksDB's string-append merge operator: old, ',', new.
+        case RecordType.MERGE_RECORD => entries.put(key, Option(entries.get(key)).map(_ ++ Array(','.toByte) ++ value)
+          .getOrElse(value))
+        case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
+      }
+    } finally reader.closeIfNeeded()
+  }
+
+  private def fileSystem(path: Path, hadoopConf: Configuration): FileSystem =
+    try path.getFileSystem(hadoopConf) catch {
+      case NonFatal(e) => throw new IllegalArgumentException(s"cannot open $path: no Hadoop FileSystem for its " +
+        s"scheme '${path.toUri.getScheme}' on this classpath (add its connector's jar, e.g. hadoop-aws for s3a): " +
+        firstLine(e), e)
+    }
+
+  private def readLines(fs: FileSystem, path: Path): Seq[String] = {
+    val in = fs.open(path)
+    try new String(in.readAllBytes(), UTF_8).linesIterator.toList finally in.close()
+  }
+
+  private def startsWith(bytes: Array[Byte], prefix: Array[Byte]): Boolean =
+    bytes.length >= prefix.length && Arrays.equals(bytes, 0, prefix.length, prefix, 0, prefix.length)
+
+  private object UnsignedBytes extends Comparator[Array[Byte]] {
+    override def compare(a: Array[Byte], b: Array[Byte]): Int = Arrays.compareUnsigned(a, b)
+  }
+
+  private def firstLine(e: Throwable): String =
+    Option(e.getMessage).map(_.linesIterator.map(_.trim).find(_.nonEmpty).getOrElse("")).getOrElse(e.toString)
+}
