@@ -1,5 +1,6 @@
-"""The rename/derived scenario driven against a Spark standalone master (run by test_cluster.py in its own
-process: a process holds one SparkContext). Prints one JSON line with what the restarted app read."""
+"""Scenarios driven against a Spark standalone master (run by test_cluster.py in its own process: a process holds
+one SparkContext): the rename/derived snapshot registered on the driver, and a migration whose executor JVM is
+killed part-way. Prints one JSON line with what the restarted apps read."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from pyspark.sql import SparkSession
 
 import statesnap
 from apps import StateSpec, run_app, write_input
+from statesnap.checkpoint import entries
 
 master, work = sys.argv[1], sys.argv[2]
 source, checkpoint = os.path.join(work, "input"), os.path.join(work, "checkpoint")
@@ -38,5 +40,33 @@ write_input(source, [("a", 0, "read"), ("b", 0, "read")])
 v2 = run_app(spark, source, checkpoint, [StateSpec("orders", "amount double, currency string, amount_cents bigint, "
                                                    "qty int")])
 executors = [e for e in spark.sparkContext._jsc.sc().getExecutorIds().mkString(",").split(",") if e]
-print("RESULT " + json.dumps({"seen": v2.seen, "migrated": v2.migrated_entries, "executors": executors}))
+
+# A migration whose executor JVM is halted after 25 entries (once, in any JVM): the task is retried on a new
+# executor, and the state must equal a clean migration's byte for byte.
+keys = [f"k{i:02d}" for i in range(60)]
+
+
+def migrate(name: str, confs: dict) -> tuple[dict, dict]:
+    src, ck = os.path.join(work, name, "input"), os.path.join(work, name, "checkpoint")
+    write_input(src, [(k, i, "set") for i, k in enumerate(keys)])
+    run_app(spark, src, ck, "n int, label string", lambda v: (v, f"l{v}"))
+    write_input(src, [(k, 0, "read") for k in keys])
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        read = run_app(spark, src, ck, "n bigint, label string, note string").seen
+    finally:
+        for key in confs:
+            spark.conf.unset(key)
+    return read, {f"{s.partition}:{k.hex()}": v.hex() for s, k, v in entries(spark, ck, "testState")}
+
+
+hook = "spark.sql.streaming.stateStore.statesnap.test."
+clean = migrate("clean", {})
+killed = migrate("killed", {hook + "interruptMigrationAfter": "25", hook + "interruptMigrationBy": "halt",
+                            hook + "interruptMigrationOnce": os.path.join(work, "halted")})
+print("RESULT " + json.dumps({"seen": v2.seen, "migrated": v2.migrated_entries, "executors": executors,
+                              "halted": os.path.exists(os.path.join(work, "halted")),
+                              "killed_reads_as_clean": killed[0] == clean[0], "killed_bytes_as_clean": killed[1] == clean[1],
+                              "entries": len(clean[1])}))
 spark.stop()

@@ -1,5 +1,6 @@
 """A real multi-JVM cluster: a standalone master and worker started from the pinned pyspark's own scripts on
-localhost, executors in their own JVMs. The registered Python snapshot must reach them through confs."""
+localhost, executors in their own JVMs. The registered Python snapshot must reach them through confs, and a
+migration whose executor dies part-way must leave nothing behind."""
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ def standalone(tmp_path):
 
 
 @pytest.mark.slow
-def test_rename_and_derived_snapshot_works_on_a_standalone_cluster(standalone, tmp_path):
+def test_snapshots_reach_executors_and_a_killed_migration_recovers_on_a_standalone_cluster(standalone, tmp_path):
     url, env = standalone
     run = subprocess.run([sys.executable, str(TESTS / "cluster_app.py"), url, str(tmp_path / "app")], env=env,
                          capture_output=True, text=True, timeout=600)
@@ -62,3 +63,6 @@ def test_rename_and_derived_snapshot_works_on_a_standalone_cluster(standalone, t
         "b": [0.07, "EUR", 7, 7],
     }
     assert result["migrated"] == 2
+    # An executor JVM halted part-way through a migration: the retried task's state equals a clean migration's.
+    assert result["halted"] and result["entries"] == 60
+    assert result["killed_reads_as_clean"] and result["killed_bytes_as_clean"]

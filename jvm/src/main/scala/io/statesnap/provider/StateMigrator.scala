@@ -80,7 +80,7 @@ private[provider] object StateMigrator {
 
     def advance(n: Long): Unit = {
       count += n
-      interruption.foreach(_.after(count))
+      interruption.foreach(_.advanced(count - n, count))
       if (count >= nextClockCheck) {
         nextClockCheck = count + ClockCheckEvery
         if (System.nanoTime() - lastReport > ProgressEveryNanos) {
@@ -103,19 +103,30 @@ private[provider] object StateMigrator {
 /**
  * Test-only fault injection (`spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter=N`, with
  * `...interruptMigrationBy=exception|halt`): stops a migration once it has written N entries, by an exception or
- * by halting the JVM, as a crashed executor would. Never set it on a real query.
+ * by halting the JVM as a crashed executor would. With `...interruptMigrationOnce=<marker file>`, only the first
+ * migration to get there (in any JVM) is stopped, and it creates the marker, so a retried task completes.
+ * Never set it on a real query.
  */
-private[provider] final case class MigrationInterruption(afterEntries: Long, halt: Boolean) {
-  def after(written: Long): Unit = if (written >= afterEntries) {
+private[provider] final case class MigrationInterruption(afterEntries: Long, halt: Boolean, once: Option[String]) {
+  /** Called as a migration's count of written entries goes from `before` to `now`. */
+  def advanced(before: Long, now: Long): Unit = if (before < afterEntries && now >= afterEntries &&
+      once.forall(firstTime)) {
     if (halt) Runtime.getRuntime.halt(137)
-    throw new IllegalStateException(s"statesnap test hook: migration interrupted after $written entries")
+    throw new IllegalStateException(s"statesnap test hook: migration interrupted after $now entries")
   }
+
+  private def firstTime(marker: String): Boolean =
+    try { java.nio.file.Files.createFile(java.nio.file.Paths.get(marker)); true } catch {
+      case _: java.nio.file.FileAlreadyExistsException => false
+    }
 }
 
 private[provider] object MigrationInterruption {
   val AfterConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
   val ByConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationBy"
+  val OnceConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationOnce"
 
-  def fromConfs(confs: Map[String, String]): Option[MigrationInterruption] =
-    confs.get(AfterConf).map(n => MigrationInterruption(n.toLong, confs.get(ByConf).contains("halt")))
+  def fromConfs(confs: Map[String, String]): Option[MigrationInterruption] = confs.get(AfterConf).map { n =>
+    MigrationInterruption(n.toLong, confs.get(ByConf).contains("halt"), confs.get(OnceConf))
+  }
 }
