@@ -23,11 +23,15 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
   /** Why this store must not commit: a resolution or migration that failed part-way. */
   @volatile private var poisoned: Option[String] = None
+  /** Every column family opened in this version, as declared: what Spark's own schema files must say. */
+  @volatile private var families = Map.empty[String, StatesnapSparkSchemaFiles.Family]
 
   override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit = {
     inner.createColFamilyIfAbsent(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec,
       useMultipleValuesPerKey, isInternal)
+    families += colFamilyName -> StatesnapSparkSchemaFiles.Family(colFamilyName, keySchema, valueSchema,
+      keyStateEncoderSpec)
     if (!provider.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
       try {
         if (!provider.servesTransformWithState) guard.check(colFamilyName, keySchema, valueSchema)
@@ -59,6 +63,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
         s"${version + 1} of ${provider.describeStore}: resolving or migrating a state failed in this batch ($why). " +
         "The store was aborted, so the checkpoint keeps its previous version.")
     }
+    provider.beforeCommit(version, families.values.toSeq)
     val committed = inner.commit()
     provider.remember(resolved, committed)
     committed

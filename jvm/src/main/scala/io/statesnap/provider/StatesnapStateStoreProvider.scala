@@ -4,6 +4,8 @@ import java.util.concurrent.ConcurrentHashMap
 
 import io.statesnap.StatesnapException
 import io.statesnap.query.{QueryRegistrations, QueryStates}
+import io.statesnap.snapshot.StateSnapshotRecord
+import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
@@ -20,7 +22,8 @@ import org.apache.spark.sql.types.StructType
  * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
  * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
  */
-class StatesnapStateStoreProvider extends StateStoreProvider {
+class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGrainedReplay {
+  private val log = LoggerFactory.getLogger(getClass)
   // Cheap: Spark's provider allocates nothing before init. The driver also builds an un-initialized instance
   // just to ask for supportedCustomMetrics.
   private val inner: StateStoreProvider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
@@ -32,6 +35,8 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
   /** Whether this store holds transformWithState variables (resolved and migrated) or other column families. */
   @volatile private var transformWithState = false
   @volatile private var interruption: Option[MigrationInterruption] = None
+  /** Whether this provider's commits keep Spark's own schema files true: partition 0 of a streaming TWS operator. */
+  @volatile private var keepsSparkFiles: Option[Configuration] = None
   /** Checks, once per provider (per query run), that every registration names a state of the query. */
   @volatile private var verifyRegistrations: Long => Unit = _ => ()
 
@@ -59,6 +64,8 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
     // Spark hands a schema provider to the column-family stores of transformWithState only (a state broadcast
     // to the operator, or Spark's state reader's in-memory one); stream-stream join state format 3 gets none.
     transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
+    keepsSparkFiles = Some(hadoopConf).filter(_ => transformWithState && stateStoreId.partitionId == 0 &&
+      stateSchemaProvider.exists(_.isInstanceOf[StateSchemaBroadcast]))
     if (!useColumnFamilies) operatorGuard = Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, hadoopConf))
     inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
       hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
@@ -98,6 +105,44 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
     new StatesnapStateStore(inner.upgradeReadStoreToWriteStore(unwrapped, version, uniqueId), this)
   }
 
+  // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
+  override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
+      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore = {
+    beforeLoading(endVersion)
+    new StatesnapStateStore(replaying.replayStateFromSnapshot(snapshotVersion, endVersion, readOnly,
+      snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId), this)
+  }
+
+  override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
+      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore = {
+    beforeLoading(endVersion)
+    new StatesnapReadStateStore(replaying.replayReadStateFromSnapshot(snapshotVersion, endVersion,
+      snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId))
+  }
+
+  /**
+   * A change feed decodes every version with one schema: across a version where statesnap recorded a new schema
+   * for the state, rows on one side would be misread, so such a range is refused, naming the ranges that read.
+   */
+  override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
+      endVersionStateStoreCkptId: Option[String]) = {
+    colFamilyNameOpt.filter(_ => transformWithState).foreach { state =>
+      ChangeFeedRange.check(state, startVersion, endVersion, schemaChanges(state, endVersion,
+        endVersionStateStoreCkptId), describeState(state))
+    }
+    replaying.getStateStoreChangeDataReader(startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId)
+  }
+
+  /** The versions at which a new snapshot of `state` succeeded an earlier one, as recorded at `version`. */
+  private def schemaChanges(state: String, version: Long, id: Option[String]): Seq[Long] = {
+    val store = inner.getStore(version, id)
+    try new SnapshotCatalog(store).read(state).map(StateSnapshotRecord.fromBytes).toSeq.flatMap { record =>
+      (record.history.drop(1).map(_.recordedAtVersion) ++ record.history.headOption.map(_ => record.recordedAtVersion))
+    } finally store.abort()
+  }
+
+  private def replaying: SupportsFineGrainedReplay = inner.asInstanceOf[SupportsFineGrainedReplay]
+
   private[provider] def declaredSnapshots: DeclaredSnapshots = declared
 
   private[provider] def servesTransformWithState: Boolean = transformWithState
@@ -135,6 +180,17 @@ class StatesnapStateStoreProvider extends StateStoreProvider {
   }
 
   private[provider] def forget(state: String): Unit = known.remove(state)
+
+  /**
+   * Before a transformWithState store's commit (one partition does it for the operator): Spark's own schema files
+   * and operator metadata for this batch must say the schemas the bytes have now, since Spark, with its check off,
+   * keeps the ones it recorded before (see [[StatesnapSparkSchemaFiles.updateTransformWithState]]).
+   */
+  private[provider] def beforeCommit(loadedVersion: Long, families: Seq[StatesnapSparkSchemaFiles.Family]): Unit =
+    keepsSparkFiles.foreach { hadoopConf =>
+      StatesnapSparkSchemaFiles.updateTransformWithState(stateStoreId, loadedVersion, families, hadoopConf)
+        .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describeStore"))
+    }
 }
 
 object StatesnapStateStoreProvider {

@@ -3,13 +3,73 @@ package org.apache.spark.sql.execution.streaming.state
 import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.types.StructType
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import org.apache.spark.sql.types.{StructField, StructType}
 
 /**
- * Spark's own state schema files, read with Spark's own reader: what Spark's driver recorded for a state before
- * statesnap kept a record of its own, or after that record was lost.
+ * Spark's own state schema files and operator metadata, read and written with Spark's own readers and writers:
+ * what Spark's driver recorded for a state before statesnap kept a record of its own (or after it was lost),
+ * and, after statesnap changed a state's layout, what Spark's own tools (`format("statestore")`, the state
+ * schema check) must read instead of the stale schema Spark recorded with its check off.
  */
 object StatesnapSparkSchemaFiles {
+  /** A column family as a transformWithState store was asked to create it in this version. */
+  final case class Family(name: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec)
+
+  /**
+   * Makes Spark's files for a transformWithState operator say the schemas the families have in batch `batchId`,
+   * where Spark's driver wrote them in that batch (the first batch of a query run): if a family's value schema
+   * differs from the schema file the batch's operator metadata (`_metadata/v2/<batch>`) names last, or a family
+   * is missing from it, a new v3 schema file (`_stateSchema/<store>/<batch>_<uuid>`, a value schema id one up for
+   * each changed family, as Spark's own evolution counts) is written, and the metadata is rewritten to name it
+   * last. Keys are never changed here: statesnap refuses key changes Spark would refuse.
+   * @return the new schema file, if one was written
+   */
+  def updateTransformWithState(id: StateStoreId, batchId: Long, families: Seq[Family],
+      hadoopConf: Configuration): Option[Path] = {
+    val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
+    val metadataPath = OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    if (!fm.exists(metadataPath)) return None
+    val metadata = OperatorStateMetadataUtils.readMetadata(fm.open(metadataPath), 2) match {
+      case Some(m: OperatorStateMetadataV2) => m
+      case other => throw new IllegalStateException(s"$metadataPath holds $other, not operator metadata v2")
+    }
+    val paths = metadata.stateStoreInfo.find(_.storeName == id.storeName).map(_.stateSchemaFilePaths).getOrElse(Nil)
+    val recorded = paths.lastOption.map(p => StateSchemaCompatibilityChecker.readSchemaFile(fm.open(new Path(p))))
+      .getOrElse(Nil)
+    val updated = families.foldLeft(recorded)(withFamily)
+    if (updated == recorded) return None
+    val newFile = new Path(new Path(new Path(operatorDir, "_stateSchema"), id.storeName), s"${batchId}_${UUID.randomUUID()}")
+    val providerId = StateStoreProviderId(StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName),
+      UUID.randomUUID())
+    new StateSchemaCompatibilityChecker(providerId, hadoopConf, paths.map(new Path(_)), Some(newFile))
+      .createSchemaFile(updated.sortBy(_.colFamilyName), SchemaHelper.SchemaWriter.createSchemaWriter(
+        StateSchemaCompatibilityChecker.SCHEMA_FORMAT_V3))
+    val named = metadata.copy(stateStoreInfo = metadata.stateStoreInfo.map { s =>
+      if (s.storeName == id.storeName) s.copy(stateSchemaFilePaths = s.stateSchemaFilePaths :+ newFile.toString) else s
+    })
+    OperatorStateMetadataUtils.writeMetadata(fm.createAtomic(metadataPath, overwriteIfPossible = true), named,
+      metadataPath)
+    Some(newFile)
+  }
+
+  /** `schemas` with `family`'s value schema as declared, or `family` added as Spark's driver would list it. */
+  private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] =
+    schemas.find(_.colFamilyName == family.name) match {
+      case Some(s) if s.valueSchema == family.valueSchema => schemas
+      case Some(s) => schemas.map(x => if (x eq s) s.copy(valueSchemaId = (s.valueSchemaId + 1).toShort,
+        valueSchema = family.valueSchema) else x)
+      case None =>
+        // Spark lists a map state's grouping key and user key apart; its store sees them as one composite key.
+        val (key, userKey) = (family.keySpec, family.keySchema.fields) match {
+          case (_: PrefixKeyScanStateEncoderSpec, Array(StructField("key", k: StructType, _, _),
+              StructField("userKey", u: StructType, _, _))) => (k, Some(u))
+          case _ => (family.keySchema, None)
+        }
+        schemas :+ StateStoreColFamilySchema(family.name, 0, key, 0, family.valueSchema, Some(family.keySpec), userKey)
+    }
   /**
    * The key and value schemas in the schema file (format v2) Spark keeps for an operator without column
    * families, at `state/<operator>/0/[<store>/]_metadata/schema`: written by the driver in the query's first
