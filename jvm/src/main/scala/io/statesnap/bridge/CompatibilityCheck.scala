@@ -1,10 +1,11 @@
 package io.statesnap.bridge
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.CompatibilityMode
+import io.statesnap.evolution.{CompatibilityMode, SqlSettings}
 import io.statesnap.provider.{DeclaredSnapshots, StateDecision}
 import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -19,7 +20,8 @@ object CompatibilityCheck {
    * @param keyJson the grouping key schema (Spark JSON), or null for the recorded one
    * @param userKeyJson for map state, the user key schema, or null for the recorded one
    * @param valueJson the user value schema; the TTL wrapper is added if the state has one
-   * @param definitionJson a registered definition (`RowSnapshot.to_json`), or null
+   * @param definitionJson a definition as `RowSnapshot.to_json` gives it, or null; its SQL runs with the settings
+   *                       of this session, as registering it here would pin them
    * @param mode the query's compatibility mode, or null
    * @return `as-is`, `reconfigured`, `migrate` or `incompatible` on the first line, then `mode: <mode>`, then
    *         one line per change or problem
@@ -27,8 +29,11 @@ object CompatibilityCheck {
   def check(recordBytes: Array[Byte], kind: String, keyJson: String, userKeyJson: String, valueJson: String,
       definitionJson: String, mode: String): String = {
     val recorded = StateSnapshotRecord.fromBytes(recordBytes)
+    val definition = Option(definitionJson).map { json =>
+      SnapshotDefinition.parse(recorded.stateName, json).copy(sql = SqlSettings.of(SQLConf.get)).toJson
+    }
     val registrations = ScopeRegistrations(
-      Option(definitionJson).map(json => recorded.stateName -> StateRegistration.Definition(json)).toMap,
+      definition.map(json => recorded.stateName -> StateRegistration.Definition(json)).toMap,
       Option(mode).map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
     val declared = new DeclaredSnapshots(QueryRegistrations("", registrations, Nil))
     val value = structOf(valueJson)
