@@ -113,30 +113,27 @@ def from_json(value: Any, dt: DataType) -> Any:
     return value
 
 
-def as_rows(value: Any, dt: DataType) -> Any:
-    """A model value as a pandas transformWithState app writes it (structs as tuples, maps as dicts)."""
+def _as_python(value: Any, dt: DataType, struct: Callable[[list], Any]) -> Any:
+    """A model value as PySpark shows it: maps as dicts, structs as `struct` of their fields in order."""
     if value is None:
         return None
     if isinstance(dt, StructType):
-        return tuple(as_rows(value[f.name], f.dataType) for f in dt.fields)
+        return struct([_as_python(value[f.name], f.dataType, struct) for f in dt.fields])
     if isinstance(dt, ArrayType):
-        return [as_rows(v, dt.elementType) for v in value]
+        return [_as_python(v, dt.elementType, struct) for v in value]
     if isinstance(dt, MapType):
-        return {k: as_rows(v, dt.valueType) for k, v in value}
+        return {k: _as_python(v, dt.valueType, struct) for k, v in value}
     return value
+
+
+def as_rows(value: Any, dt: DataType) -> Any:
+    """A model value as a pandas transformWithState app writes it (structs as tuples)."""
+    return _as_python(value, dt, tuple)
 
 
 def as_seen(value: Any, dt: DataType) -> Any:
-    """A model value as the app shows it (JSON of rows: structs as lists, maps as objects)."""
-    if value is None:
-        return None
-    if isinstance(dt, StructType):
-        return [as_seen(value[f.name], f.dataType) for f in dt.fields]
-    if isinstance(dt, ArrayType):
-        return [as_seen(v, dt.elementType) for v in value]
-    if isinstance(dt, MapType):
-        return {k: as_seen(v, dt.valueType) for k, v in value}
-    return value
+    """A model value as the app shows it (JSON of rows: structs as lists)."""
+    return _as_python(value, dt, list)
 
 
 # --------------------------------------------------------------------------------------------------- navigation

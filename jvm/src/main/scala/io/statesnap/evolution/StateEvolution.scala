@@ -30,9 +30,9 @@ object Resolution {
   /** Nothing to rewrite and nothing new to record. */
   case object AsIs extends Resolution
   /** Nothing to rewrite; the declaration (names, nullability, version) is recorded. */
-  final case class Reconfigured(changes: Seq[String]) extends Resolution
-  /** Every entry is rewritten by `migration`; `dropped` are the old fields whose values go. */
-  final case class Migrate(migration: RowMigration, dropped: Seq[String]) extends Resolution
+  case object Reconfigured extends Resolution
+  /** Every entry is rewritten by `migration`, whose changes say what it does. */
+  final case class Migrate(migration: RowMigration) extends Resolution
   final case class Refused(problems: Seq[SchemaProblem]) extends Resolution
 }
 
@@ -65,11 +65,10 @@ object StateEvolution {
     if (refusals.nonEmpty) Resolution.Refused(refusals)
     else if (plans.forall(_._2.sameLayout)) {
       if (identical && direction <= 0) Resolution.AsIs
-      else Resolution.Reconfigured(plans.flatMap(_._2.changes.map(_.describe)) ++
-        (if (direction > 0) Seq(s"record version ${declared.version}") else Nil))
+      else Resolution.Reconfigured
     } else {
       val rewriting = plans.collect { case (v, p) if !p.sameLayout => v -> p.migration }
-      Resolution.Migrate(if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting), dropped)
+      Resolution.Migrate(if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting))
     }
   }
 

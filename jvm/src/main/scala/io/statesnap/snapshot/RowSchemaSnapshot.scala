@@ -73,8 +73,8 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
       StateEvolution.resolve(RecordedSchema(old.userVersion, old.schema), context.history,
         Declaration(declaredSchema, userVersion, evolutionSteps, sqlSettings), context.mode) match {
         case Resolution.AsIs => CompatibleAsIs
-        case Resolution.Reconfigured(_) => CompatibleWithReconfiguredSerializer(restoreSerializer())
-        case Resolution.Migrate(migration, _) => CompatibleAfterMigration(migration)
+        case Resolution.Reconfigured => CompatibleWithReconfiguredSerializer(restoreSerializer())
+        case Resolution.Migrate(migration) => CompatibleAfterMigration(migration)
         case Resolution.Refused(problems) => Incompatible(problems)
       }
     case other => differentKinds(other, this)
