@@ -35,9 +35,14 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private lazy val fm = CheckpointFileManager.create(root, hadoopConf)
   /** Whether a record is in force at the loaded version (then nothing is written at commit). */
   @volatile private var inForce = false
+  /**
+   * The first version from which a record in force was found to match. The provider's schemas never change, and a
+   * record stays in force for every later version, so later loads need no file system call.
+   */
+  @volatile private var matchedFrom: Option[Long] = None
 
   /** Refuses, before the store of `loadedVersion` opens, a key or value schema Spark's check would refuse. */
-  def check(loadedVersion: Long): Unit = {
+  def check(loadedVersion: Long): Unit = if (!matchedFrom.exists(_ <= loadedVersion)) {
     val record = recordAt(loadedVersion)
     val recorded = record.map(read).orElse {
       if (loadedVersion == 0) None // a new state: recorded at its first commit
@@ -48,6 +53,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     }
     recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe))
     inForce = record.isDefined
+    if (inForce) matchedFrom = Some(loadedVersion)
   }
 
   /** After `version` committed: records the schemas if no record was in force, and drops records after it. */
@@ -61,6 +67,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     out.close()
     versions.filter(_ > version).foreach(v => fm.delete(new Path(dir, s"$v.snapshot")))
     inForce = true
+    matchedFrom = Some(version)
     log.info(s"statesnap: recorded the state schema of $describe in $path")
   }
 

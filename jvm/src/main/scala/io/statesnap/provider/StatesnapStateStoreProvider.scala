@@ -35,7 +35,10 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
   /** Whether this store holds transformWithState variables (resolved and migrated) or other column families. */
   @volatile private var transformWithState = false
   @volatile private var interruption: Option[MigrationInterruption] = None
-  /** Whether this provider's commits keep Spark's own schema files true: partition 0 of a streaming TWS operator. */
+  /**
+   * Whether this provider's next commit must keep Spark's own schema files true: partition 0 of a streaming TWS
+   * operator, until its first commit (Spark's driver writes the files in the first batch of a run only).
+   */
   @volatile private var keepsSparkFiles: Option[Configuration] = None
   /** Checks, once per provider (per query run), that every registration names a state of the query. */
   @volatile private var verifyRegistrations: Long => Unit = _ => ()
@@ -177,6 +180,7 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
   private[provider] def remember(resolved: Map[String, (StructType, StructType)], committedVersion: Long): Unit = {
     resolved.foreach { case (state, (k, v)) => known.put(state, (k, v, committedVersion)) }
     operatorGuard.foreach(_.committed(committedVersion))
+    keepsSparkFiles = None
   }
 
   private[provider] def forget(state: String): Unit = known.remove(state)
