@@ -47,6 +47,9 @@ def test_the_state_data_source_reads_what_the_application_reads(spark, app_dirs,
     assert read_state(spark, checkpoint) == app
     # Time travel: the batch before the migration still reads under the schema it was written with.
     assert read_state(spark, checkpoint, batchId=0) == before
+    # Spark's operator metadata reader reads the metadata statesnap rewrote.
+    metadata = spark.read.format("state-metadata").load(checkpoint).collect()
+    assert [(m.operatorId, m.stateStoreName, m.maxBatchId) for m in metadata] == [(0, "default", 1)]
 
 
 def test_spark_s_own_check_agrees_when_turned_back_on(spark, app_dirs):
