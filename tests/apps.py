@@ -1,4 +1,5 @@
-"""Small transformWithState applications the end-to-end tests restart between versions.
+"""Small stateful applications the end-to-end tests restart between versions: transformWithState
+(:func:`run_app`) and applyInPandasWithState (:func:`run_group_state_app`).
 
 An app version declares state variables (:class:`StateSpec`): value, list or map state, optionally with TTL.
 Input rows carry ``(id, value, op)``. Every row first emits what each state held (so a later app version shows
@@ -155,6 +156,46 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union
     for row in collected:
         states_seen = json.loads(row.seen)
         seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
+    progress = [p for p in query.recentProgress if p["stateOperators"]]
+    migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
+    return RunResult(seen, None if None in migrated else sum(migrated), progress)
+
+
+def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: str,
+                        to_state: Callable[[int], tuple] = lambda v: (v,), timeout: bool = False) -> RunResult:
+    """Runs one version of an applyInPandasWithState app whose state has ``schema`` (Spark names it
+    ``groupState``). As :func:`run_app`, each input row first records what the state held (a list, or None), then
+    ``op == "set"`` writes ``to_state(value)``. With ``timeout``, each key's state gets a processing-time timeout an
+    hour out (so the state carries Spark's timeoutTimestamp, and it never fires within a test)."""
+    def update(key, frames, state):
+        seen = []
+        for frame in frames:
+            for value, op in zip(frame["value"], frame["op"]):
+                seen.append(list(state.get) if state.exists else None)
+                if op == "set":
+                    state.update(to_state(int(value)))
+        if timeout:
+            state.setTimeoutDuration(3_600_000)
+        yield pd.DataFrame({"id": [key[0]], "seen": [json.dumps(seen, default=_jsonable)]})
+
+    collected: list = []
+    query = (
+        spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
+        .groupBy("id")
+        .applyInPandasWithState(update, OUTPUT_SCHEMA, schema, "update",
+                                "ProcessingTimeTimeout" if timeout else "NoTimeout")
+        .writeStream.outputMode("update").foreachBatch(lambda batch, _: collected.extend(batch.collect()))
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    seen: dict[str, list] = {}
+    for row in collected:
+        seen.setdefault(row.id, []).extend(json.loads(row.seen))
     progress = [p for p in query.recentProgress if p["stateOperators"]]
     migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
     return RunResult(seen, None if None in migrated else sum(migrated), progress)

@@ -92,7 +92,7 @@ def test_a_registration_for_a_state_the_query_does_not_have_fails_it(spark, app_
         run_app(spark, source, checkpoint, orders(V2))
     message = str(refused.value)
     assert "[STATESNAP_INVALID_SNAPSHOT_DEFINITION] snapshots are registered for 'order'" in message
-    assert "its transformWithState states: orders" in message
+    assert "its states: orders" in message
     # Nothing was read or written: without the stray registration, the old version carries on.
     statesnap.unregister_snapshot(spark, "order", checkpoint=checkpoint)
     assert seen(run_app(spark, source, checkpoint, orders(V1))) == {"a": [0.01, 1]}

@@ -11,7 +11,8 @@ import org.apache.spark.sql.types.StructType
  * The snapshots a state gets from what the application declares now: its schemas, its kind, and what was
  * registered for it in this query ([[QueryRegistrations]], handed to every store of the query run): a
  * declarative [[SnapshotDefinition]] or a [[RowSchemaSnapshot]] subclass. A value with TTL is wrapped in a
- * [[TtlValueSnapshot]] whose nested snapshot is the one above.
+ * [[TtlValueSnapshot]] whose nested snapshot is the one above; the state of an arbitrary-state operator, in a
+ * [[GroupStateSnapshot]].
  */
 private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
   def kindOf(keySpec: KeyStateEncoderSpec, multipleValuesPerKey: Boolean): StateKind =
@@ -23,10 +24,25 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
 
   def keySnapshot(keySchema: StructType): StateSerializerSnapshot = new RowSchemaSnapshot().configure(keySchema)
 
+  /** What the application declares now for `state`, as the record it gets if store version `version` commits. */
+  def record(state: String, kind: StateKind, keySchema: StructType, value: StateSerializerSnapshot,
+      version: Long): StateSnapshotRecord =
+    StateSnapshotRecord(state, kind, keySnapshot(keySchema), value, version, System.currentTimeMillis(),
+      compatibility = value.declaredCompatibility.orElse(queryCompatibility))
+
   def valueSnapshot(state: String, valueSchema: StructType): StateSerializerSnapshot =
     TtlValueSnapshot.unwrap(valueSchema) match {
       case Some(userValue) => new TtlValueSnapshot(userSnapshot(state, userValue))
       case None => userSnapshot(state, valueSchema)
+    }
+
+  /**
+   * The value snapshot of an arbitrary-state operator's state, if `valueSchema` is Spark's group-state layout:
+   * its user state is registered as [[GroupStateSnapshot.StateField]].
+   */
+  def groupStateSnapshot(valueSchema: StructType): Option[GroupStateSnapshot] =
+    GroupStateSnapshot.unwrap(valueSchema).map { case (state, withTimeout) =>
+      new GroupStateSnapshot(userSnapshot(GroupStateSnapshot.StateField, state), withTimeout)
     }
 
   /** The mode set for every state of this query, if any. */

@@ -6,8 +6,8 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapSpar
 import org.apache.spark.sql.types.StructType
 
 /**
- * State statesnap guards but does not migrate: the single state of aggregations, dropDuplicates,
- * (flat)MapGroupsWithState, applyInPandasWithState and stream-stream joins, and every column family of a store
+ * State statesnap guards but does not migrate: the single state of aggregations, dropDuplicates and
+ * stream-stream joins, and every column family of a store
  * that is not transformWithState (stream-stream join state format 3). Spark's own check is off for a query
  * statesnap serves, so statesnap compares these schemas exactly as that check would ([[StatesnapSparkSchemaCheck]]:
  * names and a tightened nullability are accepted, anything else is refused) instead of letting Spark misread.

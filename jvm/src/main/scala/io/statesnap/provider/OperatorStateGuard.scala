@@ -3,6 +3,7 @@ package io.statesnap.provider
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
+import io.statesnap.evolution.RowMigration
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -12,19 +13,22 @@ import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 /**
- * The single state of operators other than transformWithState (aggregations, dropDuplicates, joins,
- * flatMapGroupsWithState, applyInPandasWithState). statesnap does not migrate it, but Spark's own schema check
- * is off for a query statesnap serves, so it refuses what that check would refuse ([[GuardedState]]).
+ * The single state of operators other than transformWithState. The state of an arbitrary-state operator
+ * (applyInPandasWithState, (flat)MapGroupsWithState: Spark's group-state layout) resolves and migrates like a
+ * transformWithState value, named [[GroupStateSnapshot.StateField]]; any other (aggregations, dropDuplicates,
+ * joins) is guarded, not migrated: Spark's own schema check is off for a query statesnap serves, so it refuses
+ * what that check would refuse ([[GuardedState]]).
  *
  * Their stores have no column families for a record, so the record is a file per partition, store and state
  * version: `state/<operator>/_statesnap/<partition>-<store>/<version>.snapshot`, written atomically
  * (`CheckpointFileManager.createAtomic`) after the first commit of that version, and in force for every version
  * from it on. A batch that is rolled back leaves no trace: a load of an earlier version reads the record in
  * force then, and the next commit replaces any later one. A state with entries but no record in force (an older
- * layout, a record removed) is compared with Spark's own schema file for the operator, then recorded.
+ * layout, a record removed) is compared with Spark's own schema file for the operator, then recorded. Partition
+ * 0 keeps that schema file saying the schemas the bytes have, for Spark's own tools.
  */
 private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-    hadoopConf: Configuration) {
+    declared: DeclaredSnapshots, hadoopConf: Configuration) {
   import OperatorStateGuard._
 
   private val log = LoggerFactory.getLogger(getClass)
@@ -33,42 +37,78 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   /** Where statesnap 0.1 kept the one record of a partition and store: still read, in force from version 0. */
   private val legacy = new Path(root, s"${id.partitionId}-${id.storeName}.snapshot")
   private lazy val fm = CheckpointFileManager.create(root, hadoopConf)
-  /** Whether a record is in force at the loaded version (then nothing is written at commit). */
-  @volatile private var inForce = false
+  /** Set for an arbitrary-state operator: the snapshot of its group state as the application declares it. */
+  private val groupState = declared.groupStateSnapshot(valueSchema)
+  /** What the next commit records (None: the record in force at the loaded version stays). */
+  @volatile private var pending: Option[StateSnapshotRecord] = None
   /**
    * The first version from which a record in force was found to match. The provider's schemas never change, and a
    * record stays in force for every later version, so later loads need no file system call.
    */
   @volatile private var matchedFrom: Option[Long] = None
 
-  /** Refuses, before the store of `loadedVersion` opens, a key or value schema Spark's check would refuse. */
-  def check(loadedVersion: Long): Unit = if (!matchedFrom.exists(_ <= loadedVersion)) {
-    val record = recordAt(loadedVersion)
-    val recorded = record.map(read).orElse {
-      if (loadedVersion == 0) None // a new state: recorded at its first commit
-      else Some(sparkSchemaFile.getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
-        s"$describe holds state version $loadedVersion, but neither statesnap's record ($dir) nor Spark's own " +
-          "schema file of the operator says which schema its bytes have, so statesnap will not guess. Nothing was " +
-          "read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
+  /**
+   * Before the store of `loadedVersion` opens: refuses a schema change statesnap cannot or may not follow, and
+   * returns the migration every entry needs before the store is used, if any.
+   */
+  def check(loadedVersion: Long): Option[SingleStateMigration] =
+    if (matchedFrom.exists(_ <= loadedVersion)) None else {
+      val record = recordAt(loadedVersion)
+      val recorded = record.map(read).orElse {
+        if (loadedVersion == 0) None // a new state: recorded at its first commit
+        else Some(sparkSchemaFile.getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
+          s"$describe holds state version $loadedVersion, but neither statesnap's record ($dir) nor Spark's own " +
+            "schema file of the operator says which schema its bytes have, so statesnap will not guess. Nothing " +
+            "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
+      }
+      val (next, migration) = groupState match {
+        case Some(value) => resolve(record.isDefined, recorded,
+          declared.record(GroupStateSnapshot.StateField, StateKind.Value, keySchema, value, loadedVersion + 1))
+        case None =>
+          recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe))
+          (Some(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1)).filter(_ =>
+            record.isEmpty), None)
+      }
+      pending = next
+      if (next.isEmpty) matchedFrom = Some(loadedVersion)
+      migration
     }
-    recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe))
-    inForce = record.isDefined
-    if (inForce) matchedFrom = Some(loadedVersion)
+
+  /**
+   * Resolves the group state against `recorded` (statesnap's record if `ours`, else Spark's schema file): what to
+   * record and how to migrate, or a refusal. A state unchanged since a record of the whole value (Spark's file,
+   * statesnap 0.1) gets a group-state record.
+   */
+  private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord)
+      : (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
+    val old = recorded.map(asGroupState)
+    StateDecision.decide(old, current) match {
+      case StateDecision.AsIs =>
+        (old.filter(_ => !ours || !recorded.exists(_.valueSnapshot.isInstanceOf[GroupStateSnapshot])), None)
+      case StateDecision.Record(next) => (Some(next), None)
+      case StateDecision.Migrate(migration, next) =>
+        (Some(next), Some(SingleStateMigration(migration, StateDecision.schemaOf(old.get.valueSnapshot), valueSchema)))
+      case refuse: StateDecision.Refuse => throw refuse.error(describe, old, current)
+    }
   }
 
-  /** After `version` committed: records the schemas if no record was in force, and drops records after it. */
-  def committed(version: Long): Unit = if (!inForce) {
+  /** After `version` committed: records what resolution decided, and drops records after it. */
+  def committed(version: Long): Unit = pending.foreach { next =>
     val path = new Path(dir, s"$version.snapshot")
     fm.mkdirs(dir)
     val out = fm.createAtomic(path, overwriteIfPossible = true)
-    try out.write(GuardedState.record(id.storeName, keySchema, valueSchema, version).toBytes) catch {
+    try out.write(next.copy(recordedAtVersion = version).toBytes) catch {
       case NonFatal(e) => out.cancel(); throw e
     }
     out.close()
     versions.filter(_ > version).foreach(v => fm.delete(new Path(dir, s"$v.snapshot")))
-    inForce = true
+    pending = None
     matchedFrom = Some(version)
     log.info(s"statesnap: recorded the state schema of $describe in $path")
+    if (id.partitionId == 0) {
+      StatesnapSparkSchemaFiles.updateSingleState(id, keySchema, valueSchema, hadoopConf)
+        .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describe"))
+    }
   }
 
   /** The record in force at `version`: the one of the highest version not above it. */
@@ -83,9 +123,19 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private def sparkSchemaFile: Option[StateSnapshotRecord] = StatesnapSparkSchemaFiles.singleState(id, hadoopConf)
     .map { case (key, value) => GuardedState.record(id.storeName, key, value, 0L) }
 
-  private def describe: String =
-    s"the state of operator ${id.operatorId} (partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
+  /** A record of the whole value (statesnap 0.1, Spark's schema file) seen as the group state it holds. */
+  private def asGroupState(record: StateSnapshotRecord): StateSnapshotRecord = record.valueSnapshot match {
+    case row: RowSchemaSnapshot => GroupStateSnapshot.unwrap(row.schema).fold(record) { case (state, withTimeout) =>
+      record.copy(valueSnapshot = new GroupStateSnapshot(new RowSchemaSnapshot().configure(state), withTimeout))
+    }
+    case _ => record
+  }
+
+  private def describe: String = {
+    val state = if (groupState.isDefined) s"state '${GroupStateSnapshot.StateField}'" else "the state"
+    s"$state of operator ${id.operatorId} (partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
       s"${id.checkpointRootLocation})"
+  }
 
   private def unreadable(path: Path, why: String, cause: Throwable) = new StatesnapException(
     StatesnapException.UnreadableSnapshot, s"statesnap's record $path of $describe cannot be read: $why. Nothing " +
@@ -107,4 +157,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 
 private object OperatorStateGuard {
   private val Record = """(\d+)\.snapshot""".r
+
+  /** A migration of every value of a single-state store, from `oldValueSchema` to `newValueSchema`. */
+  final case class SingleStateMigration(migration: RowMigration, oldValueSchema: StructType,
+      newValueSchema: StructType)
 }

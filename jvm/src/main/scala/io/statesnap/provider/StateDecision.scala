@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
 import io.statesnap.evolution.{CompatibilityMode, RowMigration, RowSchemaEvolution, SchemaProblem}
 import io.statesnap.snapshot._
@@ -22,7 +23,19 @@ private[statesnap] object StateDecision {
   /** Every entry is rewritten by `migration`, then `record` replaces the committed record. */
   final case class Migrate(migration: RowMigration, record: StateSnapshotRecord) extends StateDecision
   /** Refused before any write: `errorClass` and the field-level `problems`, or a whole `message`. */
-  final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String) extends StateDecision
+  final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String) extends StateDecision {
+    /** The error refusing the `describe`d state: what was recorded, what is declared, and that nothing changed. */
+    def error(describe: String, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord)
+        : StatesnapException = {
+      val outcome = if (recorded.isEmpty) "Nothing was written." else "Nothing was rewritten: the checkpoint is " +
+        "still readable by the application version that wrote it."
+      new StatesnapException(errorClass, if (problems.isEmpty) s"$describe $message $outcome" else
+        s"$describe cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describe}").mkString("\n") +
+          s"\nRecorded schema: ${recorded.map(r => schemaOf(r.valueSnapshot).simpleString)
+            .getOrElse("none (a new state)")}\nNew schema:      ${schemaOf(current.valueSnapshot).simpleString}\n" +
+          outcome)
+    }
+  }
 
   /**
    * @param recorded the committed record, or None for a state seen for the first time

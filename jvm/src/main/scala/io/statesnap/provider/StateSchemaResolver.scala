@@ -18,10 +18,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
-    val value = declared.valueSnapshot(state, valueSchema)
-    val current = StateSnapshotRecord(state, declared.kindOf(keySpec, multipleValuesPerKey),
-      declared.keySnapshot(keySchema), value, store.version + 1, System.currentTimeMillis(),
-      compatibility = value.declaredCompatibility.orElse(declared.queryCompatibility))
+    val current = declared.record(state, declared.kindOf(keySpec, multipleValuesPerKey), keySchema,
+      declared.valueSnapshot(state, valueSchema), store.version + 1)
     val recorded = catalog.read(state).map(decode(state, _))
     if (recorded.isEmpty && hasEntries(state)) {
       throw new StatesnapException(MissingSnapshot, s"${describe(state)} holds entries but no statesnap " +
@@ -39,20 +37,13 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
             StateMigrator.migrateLists(store, state, schemaOf(current.keySnapshot), migration, describe(state),
               provider.migrationInterruption)
           case _ =>
-            val rewriter = provider.valueRewriter(state, keySpec, schemaOf(recorded.get.valueSnapshot),
+            val rewriter = provider.valueRewriter(Some(state), keySpec, schemaOf(recorded.get.valueSnapshot),
               schemaOf(current.valueSnapshot))
             StateMigrator.migrateValues(rewriter, migration, describe(state), provider.migrationInterruption)
         }
         counters.recordMigration(migrated, System.nanoTime() - start)
         catalog.write(record)
-      case StateDecision.Refuse(errorClass, problems, message) =>
-        val outcome = if (recorded.isEmpty) "Nothing was written." else "Nothing was rewritten: the checkpoint is " +
-          "still readable by the application version that wrote it."
-        throw new StatesnapException(errorClass, if (problems.isEmpty) s"${describe(state)} $message $outcome" else
-          s"${describe(state)} cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describe}")
-            .mkString("\n") + s"\nRecorded schema: ${recorded.map(r => schemaOf(r.valueSnapshot).simpleString)
-            .getOrElse("none (a new state)")}\nNew schema:      ${schemaOf(current.valueSnapshot).simpleString}\n" +
-            outcome)
+      case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
     }
   }
 

@@ -1,7 +1,8 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.SqlExpressions
+import io.statesnap.evolution.{RowMigration, SqlExpressions}
+import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -47,6 +48,20 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
       resolved += colFamilyName -> (keySchema, valueSchema)
     }
   }
+
+  /**
+   * Migrates every value of the single state of an operator other than transformWithState, before the store is
+   * handed out: the migration lands in the version this store commits. A failure aborts the store.
+   */
+  private[provider] def migrateSingleState(migration: RowMigration, rewriter: => StatesnapValueRewriter): Unit =
+    try {
+      val start = System.nanoTime()
+      counters.recordMigration(StateMigrator.migrateValues(rewriter, migration,
+        provider.describeState(GroupStateSnapshot.StateField), provider.migrationInterruption),
+        System.nanoTime() - start)
+    } catch {
+      case e: Throwable => inner.abort(); throw e
+    }
 
   override def removeColFamilyIfExists(colFamilyName: String): Boolean = synchronized {
     val removed = inner.removeColFamilyIfExists(colFamilyName)

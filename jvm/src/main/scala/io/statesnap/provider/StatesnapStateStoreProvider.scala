@@ -4,7 +4,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import io.statesnap.StatesnapException
 import io.statesnap.query.{QueryRegistrations, QueryStates}
-import io.statesnap.snapshot.StateSnapshotRecord
+import io.statesnap.snapshot.{GroupStateSnapshot, StateSnapshotRecord}
 import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
@@ -15,9 +15,10 @@ import org.apache.spark.sql.types.StructType
  * A state store provider that delegates every byte to Spark's own RocksDB provider and keeps a serializer
  * snapshot of every transformWithState variable beside its bytes, in the same store version. When a restarted
  * query declares a state with a different schema, the recorded snapshot resolves compatibility against it and,
- * where needed, every entry is migrated in that batch's own commit, before the state is read. The state of other
- * operators is guarded, not migrated ([[GuardedState]], [[OperatorStateGuard]]): a change Spark's own check
- * would refuse is refused.
+ * where needed, every entry is migrated in that batch's own commit, before the state is read. The group state of
+ * applyInPandasWithState and (flat)MapGroupsWithState migrates the same way ([[OperatorStateGuard]]); the state
+ * of other operators is guarded, not migrated ([[GuardedState]]): a change Spark's own check would refuse is
+ * refused.
  *
  * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
  * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
@@ -30,8 +31,12 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
   /** States whose snapshot matches their schema in every version from the recorded one on (this query run). */
   private val known = new ConcurrentHashMap[String, (StructType, StructType, Long)]
   @volatile private var declared: DeclaredSnapshots = _
-  /** Set for operators other than transformWithState (no column families): their one state is guarded. */
+  /**
+   * Set for operators other than transformWithState (no column families): their one state is guarded, or
+   * migrated if it is an arbitrary-state operator's group state.
+   */
   @volatile private var operatorGuard: Option[OperatorStateGuard] = None
+  @volatile private var singleStateKeySpec: KeyStateEncoderSpec = _
   /** Whether this store holds transformWithState variables (resolved and migrated) or other column families. */
   @volatile private var transformWithState = false
   @volatile private var interruption: Option[MigrationInterruption] = None
@@ -69,7 +74,10 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
     transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
     keepsSparkFiles = Some(hadoopConf).filter(_ => transformWithState && stateStoreId.partitionId == 0 &&
       stateSchemaProvider.exists(_.isInstanceOf[StateSchemaBroadcast]))
-    if (!useColumnFamilies) operatorGuard = Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, hadoopConf))
+    if (!useColumnFamilies) {
+      singleStateKeySpec = keyStateEncoderSpec
+      operatorGuard = Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, declared, hadoopConf))
+    }
     inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
       hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
   }
@@ -81,21 +89,40 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
     inner.supportedCustomMetrics ++ StatesnapMetrics.all
   override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
 
-  override def getStore(version: Long, uniqueId: Option[String]): StateStore = {
-    beforeLoading(version)
-    new StatesnapStateStore(inner.getStore(version, uniqueId), this)
-  }
+  override def getStore(version: Long, uniqueId: Option[String]): StateStore =
+    migrated(beforeLoading(version), new StatesnapStateStore(inner.getStore(version, uniqueId), this))
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = {
-    beforeLoading(version)
+    refuseMigrationOnRead(beforeLoading(version), version)
     new StatesnapReadStateStore(inner.getReadStore(version, uniqueId))
   }
 
-  /** What is refused before a version of the store opens: a stray registration, a guarded schema change. */
-  private def beforeLoading(version: Long): Unit = {
+  /**
+   * What is refused before a version of the store opens (a stray registration, a schema change statesnap may not
+   * follow), and the migration the single state of an operator other than transformWithState needs first.
+   */
+  private def beforeLoading(version: Long): Option[OperatorStateGuard.SingleStateMigration] = {
     verifyRegistrations(version)
-    operatorGuard.foreach(_.check(version))
+    operatorGuard.flatMap(_.check(version))
   }
+
+  /** `store`, with every entry of its single state migrated first (in the version it will commit) if needed. */
+  private def migrated(migration: Option[OperatorStateGuard.SingleStateMigration],
+      store: StatesnapStateStore): StatesnapStateStore = {
+    migration.foreach(m => store.migrateSingleState(m.migration, valueRewriter(None, singleStateKeySpec,
+      m.oldValueSchema, m.newValueSchema)))
+    store
+  }
+
+  /** A read-only store cannot migrate: a version that needs it is refused (Spark's state reader reads old ones). */
+  private def refuseMigrationOnRead(migration: Option[OperatorStateGuard.SingleStateMigration], version: Long): Unit =
+    migration.foreach { m =>
+      throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"version $version of " +
+        s"${describeState(GroupStateSnapshot.StateField)} holds values of ${m.oldValueSchema.simpleString}, and " +
+        s"reading them as ${m.newValueSchema.simpleString} needs a migration, which only a streaming query's batch " +
+        "runs. Nothing was read or rewritten. Read a version written after the migration (a later batch), or run " +
+        "the query to migrate the state.")
+    }
 
   // Spark's RocksDB provider asserts that it gets its own store back here, and the default implementation would
   // call getStore again and block on the instance lock: unwrap and delegate.
@@ -111,14 +138,15 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
   // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore = {
-    beforeLoading(endVersion)
-    new StatesnapStateStore(replaying.replayStateFromSnapshot(snapshotVersion, endVersion, readOnly,
-      snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId), this)
+    val migration = beforeLoading(endVersion)
+    if (readOnly) refuseMigrationOnRead(migration, endVersion)
+    migrated(migration, new StatesnapStateStore(replaying.replayStateFromSnapshot(snapshotVersion, endVersion,
+      readOnly, snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId), this))
   }
 
   override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore = {
-    beforeLoading(endVersion)
+    refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
     new StatesnapReadStateStore(replaying.replayReadStateFromSnapshot(snapshotVersion, endVersion,
       snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId))
   }
@@ -152,18 +180,23 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
 
   private[provider] def migrationInterruption: Option[MigrationInterruption] = interruption
 
-  /** Overwrites one state's values in the RocksDB instance of this provider's current store. */
-  private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
+  /**
+   * Overwrites one state's values (a column family, or None: the single state of a store without them) in the
+   * RocksDB instance of this provider's current store.
+   */
+  private[provider] def valueRewriter(state: Option[String], keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
       newValueSchema: StructType): StatesnapValueRewriter =
     try StatesnapValueRewriter(inner, state, keySpec, oldValueSchema, newValueSchema) catch {
       case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
-        s"${describeState(state)} needs a migration, which statesnap cannot run on this Spark: ${e.getMessage}. " +
+        s"${describeState(state.getOrElse(GroupStateSnapshot.StateField))} needs a migration, which statesnap " +
+          s"cannot run on this Spark: ${e.getMessage}. " +
           "Use the pyspark version statesnap pins. Nothing was rewritten.", e)
     }
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
   private[provider] def describeState(stateName: String): String =
-    s"${if (transformWithState) "state" else "column family"} '$stateName' ($describeLocation)"
+    s"${if (transformWithState || operatorGuard.isDefined) "state" else "column family"} '$stateName' " +
+      s"($describeLocation)"
 
   private[provider] def describeStore: String = s"the state store of $describeLocation"
 

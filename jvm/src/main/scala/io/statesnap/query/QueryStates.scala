@@ -5,18 +5,23 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
+import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
 /**
- * The transformWithState variables of a query, as Spark's driver writes them in each run's first batch into the
- * operator metadata (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), before
- * any task runs. A registration is checked against them on the executors: one naming no state of its query
- * (a typo, a state of another query) fails the query instead of silently not applying.
+ * The states a registration can name in a query, as Spark's driver writes them in each run's first batch into the
+ * operator metadata, before any task runs: the variables of each transformWithState operator
+ * (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), and `groupState` for an
+ * arbitrary-state operator (`state/<operator>/_metadata/metadata`, its `operatorName`). A registration is checked
+ * against them on the executors: one naming no state of its query (a typo, a state of another query) fails the
+ * query instead of silently not applying.
  */
 private[statesnap] object QueryStates {
+  /** Spark's operator names (`shortName`) of the operators whose state is a [[GroupStateSnapshot]]. */
+  private val ArbitraryStateOperators = Set("applyInPandasWithState", "flatMapGroupsWithState")
   /** Per checkpoint and query run: every state store of the run asks, the files are read once per JVM. */
   private val known = new ConcurrentHashMap[(String, String), Set[String]]
 
@@ -31,31 +36,44 @@ private[statesnap] object QueryStates {
     if (unknown.nonEmpty) {
       throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"snapshots are registered for " +
         s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
-        s"has no such state (its transformWithState states: ${if (states.isEmpty) "none" else
+        s"has no such state (its states: ${if (states.isEmpty) "none" else
           states.toSeq.sorted.mkString(", ")}). A registration applies to a state of its own query: fix the name, " +
         "or remove it with statesnap.unregister_snapshot. Nothing was read or written.")
     }
   }
 
-  /** The state variables of every transformWithState operator, from its latest operator metadata <= `version`. */
+  /** The states of every operator: TWS variables from its latest operator metadata <= `version`, group states. */
   private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): Set[String] = {
     val fs = stateRoot.getFileSystem(hadoopConf)
     if (!fs.exists(stateRoot)) return Set.empty
     fs.listStatus(stateRoot).filter(_.isDirectory).flatMap { operator =>
       val dir = new Path(operator.getPath, "_metadata/v2")
       val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption) else Array.empty[Long]
-      batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString)))
+      batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
+        groupState(fs, new Path(operator.getPath, "_metadata/metadata"))
     }.toSet
   }
 
-  private def stateVariables(fs: FileSystem, file: Path): Seq[String] = try {
-    val in = fs.open(file)
-    val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
-    val properties = JsonMethods.parse(lines(1)) \ "operatorPropertiesJson" match {
+  private def stateVariables(fs: FileSystem, file: Path): Seq[String] = {
+    val properties = metadataJson(fs, file) \ "operatorPropertiesJson" match {
       case JString(json) => JsonMethods.parse(json)
       case _ => JNothing
     }
     (properties \ "stateVariables").children.flatMap(v => (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
+  }
+
+  private def groupState(fs: FileSystem, file: Path): Option[String] =
+    if (!fs.exists(file)) None
+    else (metadataJson(fs, file) \ "operatorInfo" \ "operatorName") match {
+      case JString(name) if ArbitraryStateOperators(name) => Some(GroupStateSnapshot.StateField)
+      case _ => None
+    }
+
+  /** Spark's operator metadata files: a version line, then the metadata as JSON. */
+  private def metadataJson(fs: FileSystem, file: Path): JValue = try {
+    val in = fs.open(file)
+    val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
+    JsonMethods.parse(lines(1))
   } catch {
     case NonFatal(e) => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"statesnap " +
       s"could not read the operator metadata $file to check this query's registrations: ${e.getMessage}", e)

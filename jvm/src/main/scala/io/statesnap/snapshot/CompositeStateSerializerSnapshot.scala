@@ -100,3 +100,11 @@ abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot 
 
   override def toString: String = s"${getClass.getSimpleName}(${nested.mkString(", ")})"
 }
+
+/**
+ * A composite around exactly one nested snapshot, the user's value, in a layout Spark adds to it (TTL, an
+ * arbitrary-state operator's group state): history, rollbacks and modes are about that user value.
+ */
+trait UserValueWrapper { self: CompositeStateSerializerSnapshot =>
+  def userValueSnapshot: StateSerializerSnapshot = nestedSnapshots.head
+}

@@ -46,7 +46,7 @@ final case class StateSnapshotRecord(
   /** This record's snapshots, as one history line. */
   def describe: String = s"${kind.name} state, key $keySnapshot, value $valueSnapshot"
 
-  /** The user value schema and version of this record (TTL unwrapped), if its value is row state. */
+  /** The user value schema and version of this record (Spark's wrapper unwrapped), if its value is row state. */
   def userValue: Option[RecordedSchema] = StateSnapshotRecord.userValue(valueSnapshot)
 
   /** The schemas the state had before this record, oldest first. */
@@ -83,9 +83,9 @@ object StateSnapshotRecord {
   /** Older entries are dropped: only the current snapshot is needed to read the state. */
   val MaxHistory = 100
 
-  /** The user value schema and version of a value snapshot (TTL unwrapped), if it describes row state. */
+  /** The user value schema and version of a value snapshot (Spark's wrapper unwrapped), if it is row state. */
   def userValue(snapshot: StateSerializerSnapshot): Option[RecordedSchema] = snapshot match {
-    case ttl: TtlValueSnapshot => ttl.nestedSnapshots.headOption.flatMap(userValue)
+    case wrapper: UserValueWrapper => userValue(wrapper.userValueSnapshot)
     case row: RowSchemaSnapshot => Some(RecordedSchema(row.userVersion, row.schema))
     case _ => None
   }

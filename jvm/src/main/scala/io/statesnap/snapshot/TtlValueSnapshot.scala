@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
  * snapshot, apply to it); the expiry field is copied unchanged by any migration, so entries expire when they
  * would have.
  */
-class TtlValueSnapshot extends CompositeStateSerializerSnapshot {
+class TtlValueSnapshot extends CompositeStateSerializerSnapshot with UserValueWrapper {
   def this(value: StateSerializerSnapshot) = { this(); setNestedSnapshots(Seq(value)) }
 
   override protected def outerVersion: Int = 1

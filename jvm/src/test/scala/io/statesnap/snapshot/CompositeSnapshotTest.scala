@@ -43,6 +43,49 @@ class CompositeSnapshotTest {
     assertTrue(migration.changes.head, migration.changes.head.startsWith("value: "))
   }
 
+  private def groupState(ddl: String, timeout: Boolean, version: Int = 0) =
+    new GroupStateSnapshot(row(ddl, version), timeout)
+
+  @Test def groupStateRoundTripsAndIsSparksLayout(): Unit = {
+    Seq(false, true).foreach { timeout =>
+      val snapshot = groupState("total BIGINT", timeout)
+      assertEquals(snapshot, SnapshotFormat.read(SnapshotFormat.write(snapshot)))
+      val layout = snapshot.restoreSerializer().schema
+      assertEquals(Some((StructType.fromDDL("total BIGINT"), timeout)), GroupStateSnapshot.unwrap(layout))
+      assertEquals(if (timeout) Seq("groupState", "timeoutTimestamp") else Seq("groupState"), layout.fieldNames.toSeq)
+    }
+    assertNotEquals(groupState("a INT", timeout = true), groupState("a INT", timeout = false))
+  }
+
+  @Test def groupStateMigratesItsStateKeepsItsTimeoutAndANullState(): Unit = {
+    val old = groupState("count INT", timeout = true)
+    val migration = groupState("count BIGINT, note STRING", timeout = true).resolveSchemaCompatibility(old) match {
+      case CompatibleAfterMigration(m) => m
+      case other => fail(s"expected a migration, got $other"); null
+    }
+    def stored(state: InternalRow) = {
+      val bytes = UnsafeProjection.create(old.restoreSerializer().schema)(InternalRow(state, 1700000000123L)).copy()
+      val oldRow = new UnsafeRow(migration.oldFieldCount)
+      oldRow.pointTo(bytes.getBaseObject, bytes.getBaseOffset, bytes.getSizeInBytes)
+      oldRow
+    }
+    val migrated = migration.migrate(stored(InternalRow(-7))).copy()
+    assertEquals(-7L, migrated.getStruct(0, 2).getLong(0))
+    assertTrue(migrated.getStruct(0, 2).isNullAt(1))
+    assertEquals(1700000000123L, migrated.getLong(1))
+    // Spark keeps a timeout for a key whose state was removed: the state stays null, the timeout stays.
+    val noState = migration.migrate(stored(null))
+    assertTrue(noState.isNullAt(0))
+    assertEquals(1700000000123L, noState.getLong(1))
+    assertEquals(Seq("groupState: convert 'count' int -> bigint",
+      "groupState: add 'note' string (existing entries read null)"), migration.changes)
+  }
+
+  @Test def changingTheTimeoutConfigurationIsRefused(): Unit = {
+    val refused = groupState("a INT", timeout = true).resolveSchemaCompatibility(groupState("a INT", timeout = false))
+    assertTrue(refused.toString, refused.asInstanceOf[Incompatible].problems.head.fix.contains("GroupStateTimeout"))
+  }
+
   @Test def compositeCombinesNestedOutcomes(): Unit = {
     assertEquals(CompatibleAsIs, ttl("a INT").resolveSchemaCompatibility(ttl("a INT")))
     assertTrue(ttl("a INT").resolveSchemaCompatibility(ttl("a INT NOT NULL"))

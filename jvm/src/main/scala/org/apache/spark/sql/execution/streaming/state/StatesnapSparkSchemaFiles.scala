@@ -73,12 +73,31 @@ object StatesnapSparkSchemaFiles {
   /**
    * The key and value schemas in the schema file (format v2) Spark keeps for an operator without column
    * families, at `state/<operator>/0/[<store>/]_metadata/schema`: written by the driver in the query's first
-   * batch, and never rewritten for these operators. None when there is no such file.
+   * batch, and never rewritten by Spark for these operators. None when there is no such file.
    */
-  def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
-    val partitionZero = StateStoreProviderId(StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName),
-      UUID.randomUUID())
-    new StateSchemaCompatibilityChecker(partitionZero, hadoopConf, Nil, None).readSchemaFiles().values.flatten
+  def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] =
+    new StateSchemaCompatibilityChecker(partitionZero(id), hadoopConf, Nil, None).readSchemaFiles().values.flatten
       .headOption.map(s => (s.keySchema, s.valueSchema))
-  }
+
+  /**
+   * Makes that schema file say `keySchema` and `valueSchema` (after statesnap migrated the state), written as
+   * Spark writes it but replacing the one there. @return the file, if it changed
+   */
+  def updateSingleState(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      hadoopConf: Configuration): Option[Path] =
+    if (singleState(id, hadoopConf).contains((keySchema, valueSchema))) None else {
+      val file = StateSchemaCompatibilityChecker.schemaFile(partitionZero(id).storeId.storeCheckpointLocation())
+      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+      fm.mkdirs(file.getParent)
+      val out = fm.createAtomic(file, overwriteIfPossible = true)
+      try SchemaHelper.SchemaWriter.createSchemaWriter(2).write(List(StateStoreColFamilySchema(
+        StateStore.DEFAULT_COL_FAMILY_NAME, 0, keySchema, 0, valueSchema)), out) catch {
+        case e: Throwable => out.cancel(); throw e
+      }
+      out.close()
+      Some(file)
+    }
+
+  private def partitionZero(id: StateStoreId) =
+    StateStoreProviderId(StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName), UUID.randomUUID())
 }

@@ -9,9 +9,9 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
 /**
- * Rewrites every value of one column family in the RocksDB instance behind Spark's RocksDB provider, in place,
- * exactly as `RocksDB.put` writes (native put, then the changelog) except for the read that
- * `trackTotalNumberOfRows` (on by default) makes before every put to keep the row count. A rewrite only
+ * Rewrites every value of one column family (or of a store without them) in the RocksDB instance behind Spark's
+ * RocksDB provider, in place, exactly as `RocksDB.put` writes (native put, then the changelog) except for the
+ * read that `trackTotalNumberOfRows` (on by default) makes before every put to keep the row count. A rewrite only
  * overwrites keys that exist, so that count cannot change, and the read roughly halves write throughput.
  *
  * Spark 4.1 has no write without that read. This file is statesnap's one reach into Spark's internals: it lives
@@ -19,7 +19,8 @@ import org.apache.spark.sql.types.StructType
  * checked when the rewriter is built, before any byte is written.
  */
 final class StatesnapValueRewriter private (rocksDB: RocksDB, members: StatesnapValueRewriter.RocksDBMembers,
-    columnFamily: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType, newValueSchema: StructType) {
+    columnFamily: Option[String], keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
+    newValueSchema: StructType) {
   import StatesnapValueRewriter.hasPrefix
 
   /**
@@ -31,7 +32,9 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
     val db = members.db.invoke(rocksDB).asInstanceOf[org.rocksdb.RocksDB]
     val writeOptions = members.writeOptions.invoke(rocksDB).asInstanceOf[org.rocksdb.WriteOptions]
     val changelog = members.changelogWriter.invoke(rocksDB).asInstanceOf[Option[StateStoreChangelogWriter]]
-    val prefix = members.keyPrefix.invoke(rocksDB, Array.emptyByteArray, columnFamily).asInstanceOf[Array[Byte]]
+    // A store without column families keeps its keys unprefixed: the whole database is the state.
+    val prefix = columnFamily.fold(Array.emptyByteArray)(cf =>
+      members.keyPrefix.invoke(rocksDB, Array.emptyByteArray, cf).asInstanceOf[Array[Byte]])
     val decoder = new UnsafeRowDataEncoder(keySpec, oldValueSchema)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
     val entries = db.newIterator() // an implicit snapshot: the puts below do not show up in it
@@ -61,8 +64,9 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
   /** A stored key as the application sees it (for errors), or its bytes when it does not decode. */
   private def describeKey(key: Array[Byte]): String = try {
     val keyEncoder = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, oldValueSchema), keySpec,
-      true)
-    keyEncoder.decodeKey(RocksDBStateStoreProvider.decodeStateRowWithPrefix(key)).toSeq(keySpec.keySchema)
+      columnFamily.isDefined)
+    val stored = if (columnFamily.isDefined) RocksDBStateStoreProvider.decodeStateRowWithPrefix(key) else key
+    keyEncoder.decodeKey(stored).toSeq(keySpec.keySchema)
       .mkString("[", ", ", "]")
   } catch {
     case NonFatal(_) => key.map("%02x".format(_)).mkString("0x", "", "")
@@ -86,10 +90,11 @@ object StatesnapValueRewriter {
   } yield RocksDBMembers(db, writeOptions, changelogWriter, keyPrefix)
 
   /**
-   * A rewriter for `columnFamily` of the store behind `provider` (Spark's RocksDB provider, initialized).
+   * A rewriter for `columnFamily` of the store behind `provider` (Spark's RocksDB provider, initialized), or of
+   * the whole store if it has no column families (None).
    * @throws IllegalStateException naming what is missing if this Spark build does not have what it needs
    */
-  def apply(provider: StateStoreProvider, columnFamily: String, keySpec: KeyStateEncoderSpec,
+  def apply(provider: StateStoreProvider, columnFamily: Option[String], keySpec: KeyStateEncoderSpec,
       oldValueSchema: StructType, newValueSchema: StructType): StatesnapValueRewriter = (provider, members) match {
     case (rocks: RocksDBStateStoreProvider, Right(found)) =>
       new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, oldValueSchema, newValueSchema)

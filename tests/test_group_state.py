@@ -1,0 +1,93 @@
+"""The state of an arbitrary-state operator (applyInPandasWithState here; (flat)MapGroupsWithState keeps the same
+layout) evolves with the same rules, registrations and modes as a transformWithState value, named `groupState`:
+every entry is migrated in the restarted query's first batch, inside Spark's wrapper, timeouts carried as they
+were. Real restarts, values compared with what was written."""
+from __future__ import annotations
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+import statesnap
+from apps import run_group_state_app, write_input
+
+V1 = "total bigint, label string"
+V2 = "total bigint, visits int, tag string"
+
+
+def state_rows(spark, checkpoint: str) -> dict:
+    """What Spark's own state reader returns: key -> (user state, timeoutTimestamp or None)."""
+    rows = spark.read.format("statestore").load(checkpoint).collect()
+    return {r.key.id: (list(r.value.groupState), r.value["timeoutTimestamp"] if "timeoutTimestamp" in r.value
+                       else None) for r in rows}
+
+
+@pytest.mark.parametrize("timeout", [False, True], ids=["no timeout", "processing-time timeout"])
+def test_a_group_state_migrates_every_entry_and_reads_exactly_what_was_written(spark, app_dirs, registrations,
+                                                                                 timeout):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("b", -7, "set")])
+    run_group_state_app(spark, source, checkpoint, V1, lambda v: (v, f"n{v}"), timeout=timeout)
+    before = state_rows(spark, checkpoint)
+    assert {k: v[0] for k, v in before.items()} == {"a": [5, "n5"], "b": [-7, "n-7"]}
+
+    statesnap.register_snapshot(spark, "groupState", statesnap.RowSnapshot(
+        version=2, renamed={"tag": "label"}, defaults={"visits": "1"}), checkpoint=checkpoint)
+    write_input(source, [("a", 0, "read"), ("b", 0, "read")])
+    result = run_group_state_app(spark, source, checkpoint, V2, timeout=timeout)
+    assert result.seen == {"a": [[5, 1, "n5"]], "b": [[-7, 1, "n-7"]]}
+    assert result.migrated_entries == 2
+    # Spark's own reader reads what the application reads, and every timeout is where it was (the app set a new
+    # one an hour out in this batch only for the keys it saw: both, so compare with the values it read).
+    after = state_rows(spark, checkpoint)
+    assert {k: v[0] for k, v in after.items()} == {"a": [5, 1, "n5"], "b": [-7, 1, "n-7"]}
+    assert all((v[1] is None) == (not timeout) for v in after.values())
+    statesnap.unregister_snapshot(spark, "groupState", checkpoint=checkpoint)
+    assert {k: v[0] for k, v in state_rows(spark, checkpoint).items()} == {"a": [5, 1, "n5"], "b": [-7, 1, "n-7"]}
+    # A batch before the migration holds the old layout, which Spark's file no longer says: refused, not misread.
+    with pytest.raises(Exception) as refused:
+        spark.read.format("statestore").option("batchId", 0).load(checkpoint).collect()
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] version 1 of state 'groupState'" in str(refused.value)
+    assert "Read a version written after the migration" in str(refused.value)
+
+    write_input(source, [("a", 0, "read")])
+    again = run_group_state_app(spark, source, checkpoint, V2, timeout=timeout)
+    assert again.seen == {"a": [[5, 1, "n5"]]} and again.migrated_entries == 0
+
+
+def test_the_timeout_of_every_entry_is_carried_unchanged(spark, app_dirs, registrations):
+    """Keys the migrating batch does not touch keep Spark's timeoutTimestamp exactly."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("b", 6, "set")])
+    run_group_state_app(spark, source, checkpoint, "total bigint", timeout=True)
+    before = state_rows(spark, checkpoint)
+    write_input(source, [("c", 1, "set")])  # a and b are not in this batch: only the migration touches them
+    run_group_state_app(spark, source, checkpoint, "total bigint, note string", lambda v: (v, "new"), timeout=True)
+    after = state_rows(spark, checkpoint)
+    assert after["a"] == ([5, None], before["a"][1]) and after["b"] == ([6, None], before["b"][1])
+    assert after["c"][0] == [1, "new"]
+
+
+def test_a_change_statesnap_may_not_follow_is_refused_naming_state_field_and_fix(spark, app_dirs):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 3_000_000_000, "set")])
+    run_group_state_app(spark, source, checkpoint, V1, lambda v: (v, "x"))
+    write_input(source, [("a", 0, "read")])
+    with pytest.raises(StreamingQueryException) as refused:
+        run_group_state_app(spark, source, checkpoint, "total int, label string")
+    message = str(refused.value)
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'groupState' of operator 0" in message
+    assert "field 'total': bigint -> int" in message and "Fix:" in message
+    assert "Nothing was rewritten" in message
+    # Nothing changed: the application version that wrote the state reads it as it was.
+    assert run_group_state_app(spark, source, checkpoint, V1).seen == {"a": [[3_000_000_000, "x"]]}
+
+
+def test_a_registration_for_group_state_in_a_query_without_one_fails_it(spark, app_dirs, registrations):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set")])
+    run_group_state_app(spark, source, checkpoint, V1, lambda v: (v, "x"))
+    statesnap.register_snapshot(spark, "groupstate", statesnap.RowSnapshot(version=2), checkpoint=checkpoint)
+    write_input(source, [("a", 0, "read")])
+    with pytest.raises(StreamingQueryException) as refused:
+        run_group_state_app(spark, source, checkpoint, V1)
+    assert "'groupstate'" in str(refused.value) and "its states: groupState" in str(refused.value)
