@@ -1,16 +1,24 @@
 # Every target sets itself up on a fresh machine: apt packages, the venv with the pinned requirements, the jar.
 # `make demo` and `make test` are the two commands; CI (.ci/run) calls `make test`.
 SHELL := /bin/bash
+# The pinned Spark (requirements.txt, .venv) runs everything; every other Spark minor statesnap ships a jar for has
+# its own requirements-spark<minor>.txt and .venv-spark<minor>, and runs the stateful-operator suites.
 VENV := .venv
 PY := $(VENV)/bin/python
-JAR := python/statesnap/jars/statesnap.jar
+SPARK := 4.1
+OTHER_SPARK := 4.3
+VENV_OTHER := .venv-spark$(OTHER_SPARK)
+JAR := python/statesnap/jars/statesnap-spark$(SPARK).jar
+JAR_OTHER := python/statesnap/jars/statesnap-spark$(OTHER_SPARK).jar
+CLASSES := build/spark$(SPARK)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
 TEST_SOURCES := $(shell find jvm/src/test -name '*.scala' 2>/dev/null)
+OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all setup jar demo test test-fast test-jvm test-python bench clean
+.PHONY: all setup jar demo test test-fast test-jvm test-python test-other-spark bench clean
 
 all: jar
 
@@ -27,32 +35,52 @@ $(VENV)/.stamp: requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
+$(VENV_OTHER)/.stamp: requirements-spark$(OTHER_SPARK).txt
+	python3 -m venv $(VENV_OTHER)
+	$(VENV_OTHER)/bin/pip install -q --disable-pip-version-check -r $<
+	@touch $@
+
 setup: build/.apt-stamp $(VENV)/.stamp
 
 $(JAR): $(MAIN_SOURCES) scripts/build_jar.sh | setup
 	scripts/build_jar.sh main
 
-jar: $(JAR)
+$(JAR_OTHER): $(MAIN_SOURCES) scripts/build_jar.sh $(VENV_OTHER)/.stamp | build/.apt-stamp
+	PYTHON=$(VENV_OTHER)/bin/python scripts/build_jar.sh main
 
-build/test-classes/.stamp: $(TEST_SOURCES) $(JAR)
+# One jar per Spark minor; the package (pip install .) bundles them all.
+jar: $(JAR) $(JAR_OTHER)
+
+$(CLASSES)/test-classes/.stamp: $(TEST_SOURCES) $(JAR)
 	scripts/build_jar.sh test
 	@touch $@
 
-test-jvm: build/test-classes/.stamp
-	java -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties -cp "$(SPARK_JARS)/*:build/classes:build/test-classes:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar" \
-	  org.junit.runner.JUnitCore $$(cd build/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
+build/spark$(OTHER_SPARK)/test-classes/.stamp: $(TEST_SOURCES) $(JAR_OTHER)
+	PYTHON=$(VENV_OTHER)/bin/python scripts/build_jar.sh test
+	@touch $@
 
-test-python: build/test-classes/.stamp
+JUNIT_CP := /usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar
+test-jvm: $(CLASSES)/test-classes/.stamp
+	java -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties \
+	  -cp "$(SPARK_JARS)/*:$(CLASSES)/classes:$(CLASSES)/test-classes:$(JUNIT_CP)" org.junit.runner.JUnitCore \
+	  $$(cd $(CLASSES)/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
+
+test-python: $(CLASSES)/test-classes/.stamp
 	$(PY) -m pytest tests
 
-# Everything CI runs: the JVM unit tests, then pytest (whose summary is the last line).
-test: test-jvm test-python
+# The stateful-operator suites on the other Spark minor, with its own jar.
+test-other-spark: build/spark$(OTHER_SPARK)/test-classes/.stamp
+	$(VENV_OTHER)/bin/python -m pytest $(OPERATOR_SUITES)
+
+# Everything CI runs: the JVM unit tests, the other Spark's operator suites, then the whole pytest suite on the
+# pinned Spark (whose summary is the last line).
+test: test-jvm test-other-spark test-python
 
 # The quick subset for local work: skips the end-to-end cases marked slow.
 test-fast: test-jvm
 	$(PY) -m pytest tests -m "not slow"
 
-demo: jar
+demo: $(JAR)
 	$(PY) scripts/demo.py
 
 $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
@@ -60,7 +88,7 @@ $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
 	@touch $@
 
 # Benchmarks are not tests: figures are ratios against Spark's stock provider measured in the same run.
-bench: jar $(VENV)/.bench-stamp
+bench: $(JAR) $(VENV)/.bench-stamp
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:

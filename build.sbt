@@ -1,6 +1,7 @@
-// For users who build statesnap with sbt. `make` does not use this file: it compiles jvm/ with the Scala compiler
-// shipped inside the pinned pyspark (scripts/build_jar.sh). tests/test_build_versions.py keeps the versions below
-// equal to that pyspark's jars and to the Python package's version.
+// For users who build statesnap with sbt, for the pinned Spark minor. `make` does not use this file: it compiles
+// jvm/ with the Scala compiler shipped inside each supported pyspark (scripts/build_jar.sh), one jar per minor.
+// tests/test_build_versions.py keeps the versions below equal to the pinned pyspark's jars and to the Python
+// package's version.
 ThisBuild / scalaVersion := "2.13.17"
 
 val sparkVersion = "4.1.4"
@@ -9,7 +10,8 @@ lazy val statesnap = (project in file("."))
   .settings(
     name := "statesnap",
     version := "0.1.0",
-    Compile / scalaSource := baseDirectory.value / "jvm" / "src" / "main" / "scala",
+    Compile / unmanagedSourceDirectories :=
+      Seq("scala", "shims/spark-4.1").map(baseDirectory.value / "jvm" / "src" / "main" / _),
     Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature"),

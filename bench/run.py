@@ -37,6 +37,19 @@ def spark_jars() -> str:
     return str(Path(pyspark.__file__).parent / "jars")
 
 
+def jar_path() -> str:
+    import statesnap
+
+    return statesnap.jar_path()
+
+
+def classes(kind: str) -> str:
+    """build/spark<minor>/<kind>: what scripts/build_jar.sh compiled for the running pyspark."""
+    import pyspark
+
+    return str(ROOT / "build" / f"spark{'.'.join(pyspark.__version__.split('.')[:2])}" / kind)
+
+
 # ---------------------------------------------------------------------------------------------- migration
 def run_migration(entries: list[int], repeats: int) -> list[dict]:
     subprocess.run([str(ROOT / "scripts" / "build_jar.sh"), "bench"], check=True, cwd=ROOT)
@@ -45,7 +58,7 @@ def run_migration(entries: list[int], repeats: int) -> list[dict]:
         print(f"[migration] {n:,} entries (a separate JVM per size)", flush=True)
         out = subprocess.run(
             ["java", "-Xmx4g", f"-Dlog4j.configurationFile={ROOT}/jvm/src/test/resources/log4j2.properties", "-cp",
-             f"{spark_jars()}/*:{ROOT}/build/classes:{ROOT}/build/bench-classes",
+             f"{spark_jars()}/*:{classes('classes')}:{classes('bench-classes')}",
              "io.statesnap.bench.MigrationBenchmark", str(n), str(repeats)],
             check=True, capture_output=True, text=True).stdout
         results.append(json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):]))
@@ -141,7 +154,7 @@ def run_jvm_tws(mode: str, repeats: int, keys: int, batches: int) -> dict:
     print(f"[tws-jvm {mode}] {keys:,} keys, {batches} batches, {repeats} alternating repeats", flush=True)
     out = subprocess.run(
         ["java", "-Xmx4g", f"-Dlog4j.configurationFile={ROOT}/jvm/src/test/resources/log4j2.properties", "-cp",
-         f"{spark_jars()}/*:{ROOT}/python/statesnap/jars/statesnap.jar:{ROOT}/build/bench-classes",
+         f"{spark_jars()}/*:{jar_path()}:{classes('bench-classes')}",
          "io.statesnap.bench.TransformWithStateBenchmark", mode, str(keys), str(batches), str(repeats)],
         check=True, capture_output=True, text=True).stdout
     return json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])

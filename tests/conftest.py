@@ -14,11 +14,14 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT / "python"), str(ROOT / "tests")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 )
 
+import pyspark  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 import statesnap  # noqa: E402
 
 
+# What scripts/build_jar.sh compiled for this pyspark's minor version (make builds it before pytest).
+TEST_CLASSES = ROOT / "build" / f"spark{'.'.join(pyspark.__version__.split('.')[:2])}" / "test-classes"
 DRIVER_LOG = Path(os.environ.get("STATESNAP_TEST_LOG", ROOT / "build" / "test-driver.log"))
 
 
@@ -37,7 +40,7 @@ def spark() -> SparkSession:
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         # The JVM fixtures the property tests drive through py4j (make builds them before pytest), beside the jar
         # in the same class loader: spark.jars alone would load statesnap in a child the fixtures cannot see.
-        .config("spark.driver.extraClassPath", os.pathsep.join([str(ROOT / "build" / "test-classes"),
+        .config("spark.driver.extraClassPath", os.pathsep.join([str(TEST_CLASSES),
                                                                 statesnap.jar_path()]))
         # statesnap's log lines also go to a file the tests read (what the driver log tells a user).
         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={ROOT / 'tests' / 'log4j2.properties'} "

@@ -31,6 +31,17 @@ def test_builder_gets_the_jar_the_listener_and_the_provider_and_keeps_what_is_se
         del options[key]  # the builder's options are process-wide: leave them as found
 
 
+def test_each_spark_minor_gets_its_own_jar_and_an_unsupported_one_is_refused(monkeypatch):
+    import pyspark
+
+    minor = ".".join(pyspark.__version__.split(".")[:2])
+    assert statesnap.jar_path().endswith(f"statesnap-spark{minor}.jar")
+    monkeypatch.setattr(pyspark, "__version__", "4.2.1")
+    with pytest.raises(RuntimeError, match=r"no jar for Spark 4\.2 \(pyspark 4\.2\.1\); it ships jars for "
+                                           r"Spark 4\.1, 4\.3"):
+        statesnap.jar_path()
+
+
 def test_running_session_with_the_jar_gets_the_sql_confs_and_one_listener(spark):
     assert statesnap.configure(spark) is spark
     assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == statesnap.PROVIDER_CLASS

@@ -13,7 +13,7 @@ refuses with an error that names the state and field. ``register_snapshot`` atta
 fields and confirmed drops to a state of one query, version by version; ``set_compatibility`` sets how its
 changes must stay compatible (``Compatibility``).
 """
-from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, configure, jar_path
+from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
 from statesnap._snapshots import (
     Compatibility,
     RowSnapshot,
@@ -31,6 +31,7 @@ __all__ = [
     "LISTENER_CLASS",
     "PROVIDER_CLASS",
     "RowSnapshot",
+    "SPARK_MINORS",
     "ScalaSnapshot",
     "SnapshotDefinitionError",
     "configure",

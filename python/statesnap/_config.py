@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar, Union
 
+import pyspark
 from pyspark.sql import SparkSession
 
 PROVIDER_CLASS = "io.statesnap.provider.StatesnapStateStoreProvider"
@@ -25,13 +26,25 @@ _SQL_CONFS = {
 Target = TypeVar("Target", bound=Union[SparkSession.Builder, SparkSession])
 
 
+SPARK_MINORS = ("4.1", "4.3")
+"""The Spark minors statesnap ships a jar for (``jars/statesnap-spark<minor>.jar``). transformWithState takes a
+custom state store provider on 4.1 only: on 4.3 statesnap serves the other stateful operators."""
+
+
 def jar_path() -> str:
-    """Path of the statesnap jar bundled with this package (built by ``make jar`` in a source checkout)."""
-    jar = Path(__file__).parent / "jars" / "statesnap.jar"
+    """Path of the bundled statesnap jar for the running pyspark's minor version (built by ``make jar`` in a source
+    checkout). Raises ``RuntimeError`` for a Spark minor statesnap has no jar for."""
+    minor = ".".join(pyspark.__version__.split(".")[:2])
+    if minor not in SPARK_MINORS:
+        raise RuntimeError(
+            f"statesnap has no jar for Spark {minor} (pyspark {pyspark.__version__}); it ships jars for Spark "
+            f"{', '.join(SPARK_MINORS)}. Install a pyspark of one of those versions."
+        )
+    jar = Path(__file__).parent / "jars" / f"statesnap-spark{minor}.jar"
     if not jar.is_file():
         raise FileNotFoundError(
-            f"statesnap's jar is missing at {jar}. In a source checkout run `make jar`; otherwise reinstall "
-            "statesnap from a built distribution."
+            f"statesnap's jar for Spark {minor} is missing at {jar}. In a source checkout run `make jar`; otherwise "
+            "reinstall statesnap from a built distribution."
         )
     return str(jar)
 

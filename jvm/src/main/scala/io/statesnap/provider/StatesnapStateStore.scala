@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.StructType
  * migration failed never commits, even if the application caught the error.
  */
 private[provider] final class StatesnapStateStore(val inner: StateStore, provider: StatesnapStateStoreProvider)
-  extends StateStore with ForwardingReads {
+  extends WriteStoreGlue with ForwardingReads {
 
   private val counters = new MigrationCounters
   private lazy val catalog = new SnapshotCatalog(inner)
@@ -106,7 +106,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
 private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore) extends ForwardingReads
 
 /** Every read, and the end of a store's life, go straight to Spark's store. */
-private[provider] trait ForwardingReads extends ReadStateStore {
+private[provider] trait ForwardingReads extends ReadStoreGlue {
   def inner: ReadStateStore
 
   override def id: StateStoreId = inner.id

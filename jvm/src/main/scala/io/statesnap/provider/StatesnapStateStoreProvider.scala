@@ -23,11 +23,11 @@ import org.apache.spark.sql.types.StructType
  * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
  * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
  */
-class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGrainedReplay {
+class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedReplay {
   private val log = LoggerFactory.getLogger(getClass)
   // Cheap: Spark's provider allocates nothing before init. The driver also builds an un-initialized instance
   // just to ask for supportedCustomMetrics.
-  private val inner: StateStoreProvider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
+  protected val inner: StateStoreProvider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
   /** States whose snapshot matches their schema in every version from the recorded one on (this query run). */
   private val known = new ConcurrentHashMap[String, (StructType, StructType, Long)]
   @volatile private var declared: DeclaredSnapshots = _
@@ -89,8 +89,8 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
     inner.supportedCustomMetrics ++ StatesnapMetrics.all
   override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
 
-  override def getStore(version: Long, uniqueId: Option[String]): StateStore =
-    migrated(beforeLoading(version), new StatesnapStateStore(inner.getStore(version, uniqueId), this))
+  protected def opened(version: Long, open: => StateStore): StateStore =
+    migrated(beforeLoading(version), new StatesnapStateStore(open, this))
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = {
     refuseMigrationOnRead(beforeLoading(version), version)
@@ -124,15 +124,14 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
         "the query to migrate the state.")
     }
 
-  // Spark's RocksDB provider asserts that it gets its own store back here, and the default implementation would
-  // call getStore again and block on the instance lock: unwrap and delegate.
-  override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long,
-      uniqueId: Option[String]): StateStore = {
+  // Spark's RocksDB provider asserts that it gets its own store back when a read store is upgraded, and the
+  // default implementation would call getStore again and block on the instance lock: unwrap and delegate.
+  protected def upgraded(readStore: ReadStateStore, upgrade: ReadStateStore => StateStore): StateStore = {
     val unwrapped = readStore match {
       case ours: StatesnapReadStateStore => ours.inner
       case other => other
     }
-    new StatesnapStateStore(inner.upgradeReadStoreToWriteStore(unwrapped, version, uniqueId), this)
+    new StatesnapStateStore(upgrade(unwrapped), this)
   }
 
   // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
@@ -189,8 +188,7 @@ class StatesnapStateStoreProvider extends StateStoreProvider with SupportsFineGr
     try StatesnapValueRewriter(inner, state, keySpec, oldValueSchema, newValueSchema) catch {
       case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
         s"${describeState(state.getOrElse(GroupStateSnapshot.StateField))} needs a migration, which statesnap " +
-          s"cannot run on this Spark: ${e.getMessage}. " +
-          "Use the pyspark version statesnap pins. Nothing was rewritten.", e)
+          s"cannot run here: ${e.getMessage}. Nothing was rewritten.", e)
     }
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */

@@ -22,8 +22,7 @@ object StatesnapRunningQueries {
     def setConf(key: String, value: String): Unit = execution.sparkSessionForStream.conf.set(key, value)
 
     /** The value of `key` pinned in the latest entry of the offset log, if the query ran before. */
-    def pinned(key: String): Option[String] =
-      execution.offsetLog.getLatest().flatMap(_._2.metadata).flatMap(_.conf.get(key))
+    def pinned(key: String): Option[String] = StatesnapSparkGlue.pinnedConfs(execution).get(key)
 
     def describe: String = s"${name.map(n => s"query '$n'").getOrElse("query")} (id $id, checkpoint $checkpoint)"
   }

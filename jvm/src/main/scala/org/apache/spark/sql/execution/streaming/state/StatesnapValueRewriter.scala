@@ -96,10 +96,14 @@ object StatesnapValueRewriter {
    */
   def apply(provider: StateStoreProvider, columnFamily: Option[String], keySpec: KeyStateEncoderSpec,
       oldValueSchema: StructType, newValueSchema: StructType): StatesnapValueRewriter = (provider, members) match {
+    case (rocks: RocksDBStateStoreProvider, _) if StatesnapSparkGlue.rowChecksums(rocks.rocksDB) =>
+      throw new IllegalStateException("the store keeps a checksum with every value " +
+        "(spark.sql.streaming.stateStore.rowChecksum.enabled=true, pinned in the query's offset log), which " +
+        "statesnap's in-place rewrite does not write; statesnap supports stores without row checksums")
     case (rocks: RocksDBStateStoreProvider, Right(found)) =>
       new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, oldValueSchema, newValueSchema)
     case (_: RocksDBStateStoreProvider, Left(missing)) => throw new IllegalStateException(s"Spark's RocksDB has " +
-      s"no member $missing in this Spark build (${org.apache.spark.SPARK_VERSION}); statesnap needs Spark 4.1.x")
+      s"no member $missing in this Spark build (${org.apache.spark.SPARK_VERSION}); statesnap supports the Spark minors it ships a jar for")
     case (other, _) => throw new IllegalStateException(s"expected Spark's RocksDB provider, found ${other.getClass}")
   }
 

@@ -1,0 +1,13 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+
+/** Spark internals whose shape differs between Spark minors, for Spark 4.1 (see `jvm/src/main/shims`). */
+object StatesnapSparkGlue {
+  /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
+  def pinnedConfs(execution: StreamExecution): Map[String, String] =
+    execution.offsetLog.getLatest().flatMap(_._2.metadata).map(_.conf).getOrElse(Map.empty)
+
+  /** Whether Spark's RocksDB stores a checksum with every value (Spark 4.2+): never in 4.1. */
+  def rowChecksums(rocksDB: RocksDB): Boolean = false
+}
