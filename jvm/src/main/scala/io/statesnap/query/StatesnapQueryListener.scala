@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.provider.StatesnapStateStoreProvider
-import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
+import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener._
@@ -20,6 +20,7 @@ import org.slf4j.LoggerFactory
  * state schema check off for this query alone (statesnap resolves every state itself) and hands the query's
  * registrations to its state stores. Any other query keeps Spark's check as the session has it, and a query
  * the session meant for statesnap but whose checkpoint pins another provider is named once, in the driver log.
+ * On Spark 4.2+, a new transformWithState query gets Spark's own provider, which is the only one Spark runs it on.
  */
 class StatesnapQueryListener extends StreamingQueryListener {
   override def onQueryStarted(event: QueryStartedEvent): Unit =
@@ -36,9 +37,15 @@ object StatesnapQueryListener {
 
   private[query] def prepare(query: RunningQuery): Unit = try {
     val pinned = query.pinned(ProviderConf)
-    val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
     val (registrations, errors) = registrationsOf(query)
-    if (provider == classOf[StatesnapStateStoreProvider].getName) {
+    val statesnap = classOf[StatesnapStateStoreProvider].getName
+    if (!StatesnapSparkGlue.transformWithStateTakesCustomProviders && query.runsTransformWithState &&
+        pinned.orElse(query.conf(ProviderConf)).contains(statesnap)) {
+      transformWithStateOnSparksProvider(query, pinned.isDefined, registrations)
+      return
+    }
+    val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
+    if (provider == statesnap) {
       query.setConf(SchemaCheckConf, "false")
       query.setConf(QueryRegistrations.Conf, QueryRegistrations(query.checkpoint, registrations, errors).toJson)
       log.info(s"statesnap serves ${query.describe}" + (if (registrations.states.isEmpty) "" else
@@ -64,9 +71,31 @@ object StatesnapQueryListener {
         s"registered both for its checkpoint and for its name. Unregister one of them."
     }
     val modes = scopes.flatMap(_._2.compatibility).distinct
-    val conflictingModes = if (modes.size > 1) Seq(s"${query.describe} has the compatibility modes ${modes.mkString(" and ")}, set for its checkpoint and for " +
-      "its name. Keep one.") else Nil
+    val conflictingModes = if (modes.size > 1) Seq(s"${query.describe} has the compatibility modes " +
+      s"${modes.mkString(" and ")}, set for its checkpoint and for its name. Keep one.") else Nil
     (ScopeRegistrations(scopes.flatMap(_._2.states).toMap, modes.headOption), twice.toSeq ++ conflictingModes)
+  }
+
+  /**
+   * Spark 4.2+ runs transformWithState only on its own RocksDB provider. A new query then gets that provider (in
+   * its own session, so the offset log pins it), with Spark's own schema check, instead of failing at its first
+   * batch; a checkpoint that already pins statesnap's provider fails in Spark, and the log says why.
+   */
+  private def transformWithStateOnSparksProvider(query: RunningQuery, pinned: Boolean,
+      registrations: ScopeRegistrations): Unit = {
+    val why = s"Spark ${org.apache.spark.SPARK_VERSION} runs transformWithState only on its own RocksDB state " +
+      "store provider (SPARK-54117)"
+    val unregistered = if (registrations.states.isEmpty) "" else s" The snapshots registered for it " +
+      s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply."
+    if (pinned) {
+      log.error(s"statesnap cannot serve ${query.describe}: $why, and its checkpoint pins statesnap's provider " +
+        "(it was created on Spark 4.1), so Spark refuses it. Run it on Spark 4.1 with statesnap." + unregistered)
+    } else {
+      query.setConf(ProviderConf, StatesnapStateStoreProvider.InnerProviderClass)
+      log.warn(s"statesnap does not serve ${query.describe}: $why. It runs on Spark's RocksDB provider, which its " +
+        "checkpoint now keeps, with Spark's own state schema check as the session sets it; statesnap serves the " +
+        "other stateful queries of this session." + unregistered)
+    }
   }
 
   private def notServed(query: RunningQuery, provider: String, pinned: Boolean,

@@ -24,6 +24,9 @@ object StatesnapRunningQueries {
     /** The value of `key` pinned in the latest entry of the offset log, if the query ran before. */
     def pinned(key: String): Option[String] = StatesnapSparkGlue.pinnedConfs(execution).get(key)
 
+    /** Whether the query runs a transformWithState operator (Scala or Python). */
+    def runsTransformWithState: Boolean = execution.analyzedPlan.exists(_.nodeName.startsWith("TransformWithState"))
+
     def describe: String = s"${name.map(n => s"query '$n'").getOrElse("query")} (id $id, checkpoint $checkpoint)"
   }
 

@@ -8,6 +8,9 @@ object StatesnapSparkGlue {
   def pinnedConfs(execution: StreamExecution): Map[String, String] =
     execution.offsetLog.getLatest().flatMap(_._2.metadata).map(_.conf).getOrElse(Map.empty)
 
+  /** Whether transformWithState runs on a custom state store provider: yes in 4.1. */
+  val transformWithStateTakesCustomProviders: Boolean = true
+
   /** Whether Spark's RocksDB stores a checksum with every value (Spark 4.2+): never in 4.1. */
   def rowChecksums(rocksDB: RocksDB): Boolean = false
 }

@@ -8,6 +8,12 @@ object StatesnapSparkGlue {
   def pinnedConfs(execution: StreamExecution): Map[String, String] =
     execution.offsetLog.getLatest().flatMap(_._2.metadataOpt).map(_.conf).getOrElse(Map.empty)
 
+  /**
+   * Whether transformWithState runs on a custom state store provider: not since 4.2 (SPARK-54117, an exact
+   * class-name check in TransformWithStateExec on the driver, every batch).
+   */
+  val transformWithStateTakesCustomProviders: Boolean = false
+
   /** Whether Spark's RocksDB stores a checksum with every value (`stateStore.rowChecksum.enabled`). */
   def rowChecksums(rocksDB: RocksDB): Boolean = rocksDB.conf.rowChecksumEnabled
 }
