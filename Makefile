@@ -6,10 +6,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 SPARK := 4.1
-OTHER_SPARK := 4.3
-VENV_OTHER := .venv-spark$(OTHER_SPARK)
+OTHER_SPARKS := 4.2 4.3
 JAR := python/statesnap/jars/statesnap-spark$(SPARK).jar
-JAR_OTHER := python/statesnap/jars/statesnap-spark$(OTHER_SPARK).jar
 CLASSES := build/spark$(SPARK)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
 TEST_SOURCES := $(shell find jvm/src/test -name '*.scala' 2>/dev/null)
@@ -18,7 +16,7 @@ SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.di
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all setup jar demo test test-fast test-jvm test-python test-other-spark bench clean
+.PHONY: all setup jar demo test test-fast test-jvm test-python test-other-sparks bench clean
 
 all: jar
 
@@ -35,9 +33,11 @@ $(VENV)/.stamp: requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-$(VENV_OTHER)/.stamp: requirements-spark$(OTHER_SPARK).txt
-	python3 -m venv $(VENV_OTHER)
-	$(VENV_OTHER)/bin/pip install -q --disable-pip-version-check -r $<
+# Kept after a build: make would otherwise delete a venv's stamp it reached through a pattern rule.
+.PRECIOUS: .venv-spark%/.stamp
+.venv-spark%/.stamp: requirements-spark%.txt
+	python3 -m venv .venv-spark$*
+	.venv-spark$*/bin/pip install -q --disable-pip-version-check -r $<
 	@touch $@
 
 setup: build/.apt-stamp $(VENV)/.stamp
@@ -45,18 +45,18 @@ setup: build/.apt-stamp $(VENV)/.stamp
 $(JAR): $(MAIN_SOURCES) scripts/build_jar.sh | setup
 	scripts/build_jar.sh main
 
-$(JAR_OTHER): $(MAIN_SOURCES) scripts/build_jar.sh $(VENV_OTHER)/.stamp | build/.apt-stamp
-	PYTHON=$(VENV_OTHER)/bin/python scripts/build_jar.sh main
+python/statesnap/jars/statesnap-spark%.jar: $(MAIN_SOURCES) scripts/build_jar.sh .venv-spark%/.stamp | build/.apt-stamp
+	PYTHON=.venv-spark$*/bin/python scripts/build_jar.sh main
 
 # One jar per Spark minor; the package (pip install .) bundles them all.
-jar: $(JAR) $(JAR_OTHER)
+jar: $(JAR) $(OTHER_SPARKS:%=python/statesnap/jars/statesnap-spark%.jar)
 
 $(CLASSES)/test-classes/.stamp: $(TEST_SOURCES) $(JAR)
 	scripts/build_jar.sh test
 	@touch $@
 
-build/spark$(OTHER_SPARK)/test-classes/.stamp: $(TEST_SOURCES) $(JAR_OTHER)
-	PYTHON=$(VENV_OTHER)/bin/python scripts/build_jar.sh test
+build/spark%/test-classes/.stamp: $(TEST_SOURCES) python/statesnap/jars/statesnap-spark%.jar
+	PYTHON=.venv-spark$*/bin/python scripts/build_jar.sh test
 	@touch $@
 
 JUNIT_CP := /usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar
@@ -68,13 +68,13 @@ test-jvm: $(CLASSES)/test-classes/.stamp
 test-python: $(CLASSES)/test-classes/.stamp
 	$(PY) -m pytest tests
 
-# The stateful-operator suites on the other Spark minor, with its own jar.
-test-other-spark: build/spark$(OTHER_SPARK)/test-classes/.stamp
-	$(VENV_OTHER)/bin/python -m pytest $(OPERATOR_SUITES)
+# The stateful-operator suites on every other Spark minor, each with its own venv and jar.
+test-other-sparks: $(OTHER_SPARKS:%=build/spark%/test-classes/.stamp)
+	for minor in $(OTHER_SPARKS); do .venv-spark$$minor/bin/python -m pytest $(OPERATOR_SUITES) || exit 1; done
 
-# Everything CI runs: the JVM unit tests, the other Spark's operator suites, then the whole pytest suite on the
+# Everything CI runs: the JVM unit tests, the other Sparks' operator suites, then the whole pytest suite on the
 # pinned Spark (whose summary is the last line).
-test: test-jvm test-other-spark test-python
+test: test-jvm test-other-sparks test-python
 
 # The quick subset for local work: skips the end-to-end cases marked slow.
 test-fast: test-jvm

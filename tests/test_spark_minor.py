@@ -13,7 +13,7 @@ STOCK = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvide
 
 
 def test_transform_with_state_runs_where_spark_lets_it_and_is_never_misread(spark, app_dirs, driver_log):
-    """On 4.1 statesnap serves transformWithState. On 4.3 Spark runs it only on its own provider: a new query in a
+    """On 4.1 statesnap serves transformWithState. On 4.2+ Spark runs it only on its own provider: a new query in a
     configured session gets that provider, keeps Spark's own schema check, and the driver log says why."""
     source, checkpoint = app_dirs
     write_input(source, [("a", -7, "set")])

@@ -51,6 +51,14 @@ def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tu
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
 
+def operator_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
+    """statesnap's record of the single state of each store of the other operators (no column families), the one
+    in force at the latest committed version."""
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    rows = reader.operatorRecords(checkpoint, spark._jsc.hadoopConfiguration())
+    return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
+
+
 def row_long(row: bytes, ordinal: int, num_fields: int) -> Optional[int]:
     """A fixed-width field (long, timestamp) of an UnsafeRow, or None if null."""
     if _is_null(row, ordinal):

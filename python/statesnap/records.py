@@ -12,12 +12,13 @@ from typing import Optional
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from statesnap.checkpoint import StoreVersion, entries, row_bytes
+from statesnap.checkpoint import StoreVersion, entries, operator_records, row_bytes
 
 SNAPSHOT_FAMILY = "$statesnap_snapshots"
 _RECORD_MAGIC, _SNAPSHOT_MAGIC = b"SSRC", b"SSNP"
 _ROW_SNAPSHOTS = {"io.statesnap.snapshot.RowSchemaSnapshot", "io.statesnap.snapshot.DeclarativeRowSnapshot"}
-_COMPOSITES = {"io.statesnap.snapshot.TtlValueSnapshot"}
+_COMPOSITES = {"io.statesnap.snapshot.TtlValueSnapshot": 0, "io.statesnap.snapshot.GroupStateSnapshot": 1}
+"""Composite snapshot classes and the size of their outer payload, which precedes the nested snapshots."""
 
 
 class SnapshotDecodeError(ValueError):
@@ -116,6 +117,7 @@ def parse_snapshot(data: bytes) -> SerializerSnapshot:
                 definition = {"version": user_version, "steps": [{"version": user_version, **rules}]}
         return SerializerSnapshot(class_name, version, schema, user_version, definition)
     if class_name in _COMPOSITES:
+        p.buf.read(_COMPOSITES[class_name])
         return SerializerSnapshot(class_name, version, nested=tuple(parse_snapshot(p.blob()) for _ in range(p.int())))
     return SerializerSnapshot(class_name, version)
 
@@ -141,8 +143,10 @@ def parse_record(data: bytes) -> StateSnapshotRecord:
 
 
 def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
-    """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version."""
-    return [(store, row_bytes(value, 0, 1)) for store, _, value in entries(spark, checkpoint, SNAPSHOT_FAMILY)]
+    """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version:
+    transformWithState's in its stores, other operators' beside them (``state/<operator>/_statesnap``)."""
+    in_stores = [(store, row_bytes(value, 0, 1)) for store, _, value in entries(spark, checkpoint, SNAPSHOT_FAMILY)]
+    return in_stores + operator_records(spark, checkpoint)
 
 
 def read_snapshots(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:

@@ -19,7 +19,7 @@ object CompatibilityCheck {
    * @param kind `value`, `list` or `map`, or null for the recorded kind
    * @param keyJson the grouping key schema (Spark JSON), or null for the recorded one
    * @param userKeyJson for map state, the user key schema, or null for the recorded one
-   * @param valueJson the user value schema; the TTL wrapper is added if the state has one
+   * @param valueJson the user value schema; Spark's wrapper (TTL, group state) is added if the state has one
    * @param definitionJson a definition as `RowSnapshot.to_json` gives it, or null; its SQL runs with the settings
    *                       of this session, as registering it here would pin them
    * @param mode the query's compatibility mode, or null
@@ -37,16 +37,15 @@ object CompatibilityCheck {
       Option(mode).map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
     val declared = new DeclaredSnapshots(QueryRegistrations("", registrations, Nil))
     val value = structOf(valueJson)
-    val valueSchema = recorded.valueSnapshot match {
-      case _: TtlValueSnapshot => TtlValueSnapshot.wrap(value)
-      case _ => value
+    // Spark's wrapper around the user value stays as recorded: a TTL, an arbitrary-state operator's group state.
+    val valueSnapshot = recorded.valueSnapshot match {
+      case _: TtlValueSnapshot => declared.valueSnapshot(recorded.stateName, TtlValueSnapshot.wrap(value))
+      case g: GroupStateSnapshot => declared.groupStateSnapshot(GroupStateSnapshot.wrap(value, g.withTimeout)).get
+      case _ => declared.valueSnapshot(recorded.stateName, value)
     }
-    val valueSnapshot = declared.valueSnapshot(recorded.stateName, valueSchema)
-    val current = StateSnapshotRecord(recorded.stateName,
-      Option(kind).map(StateKind.named).getOrElse(recorded.kind),
-      declared.keySnapshot(keySchema(recorded, Option(keyJson).map(structOf), Option(userKeyJson).map(structOf))),
-      valueSnapshot, recorded.recordedAtVersion + 1, System.currentTimeMillis(),
-      compatibility = valueSnapshot.declaredCompatibility.orElse(declared.queryCompatibility))
+    val current = declared.record(recorded.stateName, Option(kind).map(StateKind.named).getOrElse(recorded.kind),
+      keySchema(recorded, Option(keyJson).map(structOf), Option(userKeyJson).map(structOf)), valueSnapshot,
+      recorded.recordedAtVersion + 1)
     val inForce = s"mode: ${current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default)}"
     (StateDecision.decide(Some(recorded), current) match {
       case StateDecision.AsIs => Seq("as-is", inForce)
@@ -59,7 +58,8 @@ object CompatibilityCheck {
   }
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
-  private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType], userKey: Option[StructType]): StructType = {
+  private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType],
+      userKey: Option[StructType]): StructType = {
     val old = recorded.keySnapshot.restoreSerializer().schema
     recorded.kind match {
       case StateKind.Map =>

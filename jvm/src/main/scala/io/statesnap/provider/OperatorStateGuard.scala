@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory
  * what that check would refuse ([[GuardedState]]).
  *
  * Their stores have no column families for a record, so the record is a file per partition, store and state
- * version: `state/<operator>/_statesnap/<partition>-<store>/<version>.snapshot`, written atomically
+ * version ([[OperatorRecordFiles]]), written atomically
  * (`CheckpointFileManager.createAtomic`) after the first commit of that version, and in force for every version
  * from it on. A batch that is rolled back leaves no trace: a load of an earlier version reads the record in
  * force then, and the next commit replaces any later one. A state with entries but no record in force (an older
@@ -32,11 +32,11 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   import OperatorStateGuard._
 
   private val log = LoggerFactory.getLogger(getClass)
-  private val root = new Path(new Path(id.checkpointRootLocation, id.operatorId.toString), "_statesnap")
-  private val dir = new Path(root, s"${id.partitionId}-${id.storeName}")
-  /** Where statesnap 0.1 kept the one record of a partition and store: still read, in force from version 0. */
-  private val legacy = new Path(root, s"${id.partitionId}-${id.storeName}.snapshot")
+  private val root = OperatorRecordFiles.root(id.checkpointRootLocation, id.operatorId)
+  private val dir = OperatorRecordFiles.dir(root, id.partitionId, id.storeName)
+  private val legacy = OperatorRecordFiles.legacy(root, id.partitionId, id.storeName)
   private lazy val fm = CheckpointFileManager.create(root, hadoopConf)
+  private lazy val fs = root.getFileSystem(hadoopConf)
   /** Set for an arbitrary-state operator: the snapshot of its group state as the application declares it. */
   private val groupState = declared.groupStateSnapshot(valueSchema)
   /** What the next commit records (None: the record in force at the loaded version stays). */
@@ -53,7 +53,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    */
   def check(loadedVersion: Long): Option[SingleStateMigration] =
     if (matchedFrom.exists(_ <= loadedVersion)) None else {
-      val record = recordAt(loadedVersion)
+      val record = OperatorRecordFiles.inForce(fs, dir, legacy, loadedVersion)
       val recorded = record.map(read).orElse {
         if (loadedVersion == 0) None // a new state: recorded at its first commit
         else Some(sparkSchemaFile.getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
@@ -94,14 +94,15 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 
   /** After `version` committed: records what resolution decided, and drops records after it. */
   def committed(version: Long): Unit = pending.foreach { next =>
-    val path = new Path(dir, s"$version.snapshot")
+    val path = OperatorRecordFiles.file(dir, version)
     fm.mkdirs(dir)
     val out = fm.createAtomic(path, overwriteIfPossible = true)
     try out.write(next.copy(recordedAtVersion = version).toBytes) catch {
       case NonFatal(e) => out.cancel(); throw e
     }
     out.close()
-    versions.filter(_ > version).foreach(v => fm.delete(new Path(dir, s"$v.snapshot")))
+    OperatorRecordFiles.versions(fs, dir).filter(_ > version)
+      .foreach(v => fm.delete(OperatorRecordFiles.file(dir, v)))
     pending = None
     matchedFrom = Some(version)
     log.info(s"statesnap: recorded the state schema of $describe in $path")
@@ -110,15 +111,6 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describe"))
     }
   }
-
-  /** The record in force at `version`: the one of the highest version not above it. */
-  private def recordAt(version: Long): Option[Path] =
-    versions.filter(_ <= version).maxOption.map(v => new Path(dir, s"$v.snapshot"))
-      .orElse(Some(legacy).filter(fm.exists))
-
-  private def versions: Seq[Long] =
-    if (!fm.exists(dir)) Nil
-    else fm.list(dir).toSeq.map(_.getPath.getName).collect { case Record(v) => v.toLong }
 
   private def sparkSchemaFile: Option[StateSnapshotRecord] = StatesnapSparkSchemaFiles.singleState(id, hadoopConf)
     .map { case (key, value) => GuardedState.record(id.storeName, key, value, 0L) }
@@ -156,8 +148,6 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 }
 
 private object OperatorStateGuard {
-  private val Record = """(\d+)\.snapshot""".r
-
   /** A migration of every value of a single-state store, from `oldValueSchema` to `newValueSchema`. */
   final case class SingleStateMigration(migration: RowMigration, oldValueSchema: StructType,
       newValueSchema: StructType)

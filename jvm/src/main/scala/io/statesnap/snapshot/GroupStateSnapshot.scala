@@ -23,6 +23,9 @@ class GroupStateSnapshot extends CompositeStateSerializerSnapshot with UserValue
     setNestedSnapshots(Seq(state))
   }
 
+  /** Whether the operator has a timeout, so Spark stores `timeoutTimestamp` beside the state. */
+  def withTimeout: Boolean = timeout
+
   override protected def outerVersion: Int = 1
 
   override protected def writeOuterSnapshot(out: DataOutputStream): Unit = out.writeBoolean(timeout)

@@ -8,6 +8,7 @@ import java.util.{Arrays, Comparator, TreeMap}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.statesnap.provider.OperatorRecordFiles
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
@@ -59,6 +60,29 @@ object StatesnapCheckpointReader {
       e.entries.map { case (k, v) => Array[Any](e.store.operator, e.store.partition, e.store.storeName,
         e.store.version, k, v) }
     }.asJava
+
+  /**
+   * For py4j: statesnap's record of the single state of each store without column families (other operators
+   * than transformWithState, [[OperatorRecordFiles]]), the one in force at the latest committed batch:
+   * `[operator, partition, store, version, record bytes]`.
+   */
+  def operatorRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    val stateRoot = new Path(root, "state")
+    latestCommit(fs, root).toSeq.flatMap { commit =>
+      val version = commit.batch + 1
+      stores(fs, stateRoot).flatMap { case (operator, partition, name, _) =>
+        val records = OperatorRecordFiles.root(stateRoot.toString, operator)
+        OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(records, partition, name),
+          OperatorRecordFiles.legacy(records, partition, name), version).map { file =>
+          val in = fs.open(file)
+          val bytes = try in.readAllBytes() finally in.close()
+          Array[Any](operator, partition, name, version, bytes)
+        }
+      }
+    }.asJava
+  }
 
   /** The newest batch in `commits/`, its checkpoint format's unique ids, and the codec its offsets pin. */
   private final case class Commit(batch: Long, uniqueIds: Option[Map[Int, Seq[Seq[String]]]], codec: String)

@@ -2,13 +2,13 @@ package io.statesnap.provider
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.types.StructType
 
 /**
- * The provider and store methods whose signatures differ between Spark minors, for Spark 4.3: each forwards to
- * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/shims`).
+ * The provider and store methods whose signatures differ between Spark minors, for Spark 4.2 and 4.3: each
+ * forwards to Spark's store and hands the result to version-neutral code (`jvm/src/main/shims`; what only one of
+ * them has is in its own folder: [[MaintenanceGlue]], [[ColumnFamilyRegistrationGlue]]).
  */
-private[provider] trait ProviderGlue extends StateStoreProvider {
+private[provider] trait ProviderGlue extends MaintenanceGlue {
   protected def inner: StateStoreProvider
 
   /** `open`ed on Spark's provider, wrapped, after what must happen before `version` is used. */
@@ -24,15 +24,10 @@ private[provider] trait ProviderGlue extends StateStoreProvider {
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore =
     upgraded(readStore, inner.upgradeReadStoreToWriteStore(_, version, uniqueId, forceSnapshotOnCommit))
-
-  // Spark 4.3 runs snapshot uploads and the cleanup of old versions as two maintenance tasks of their own, and
-  // calls doMaintenance only when it unloads a provider: forwarding doMaintenance alone would silently stop both.
-  override def doSnapshotMaintenance(): Unit = inner.doSnapshotMaintenance()
-  override def doCleanupMaintenance(): Unit = inner.doCleanupMaintenance()
 }
 
-/** Spark 4.3's read methods, abstract or defaulting to "unsupported": all straight to Spark's store. */
-private[provider] trait ReadStoreGlue extends ReadStateStore {
+/** The read methods of Spark 4.2+, abstract or defaulting to "unsupported": all straight to Spark's store. */
+private[provider] trait ReadStoreGlue extends ColumnFamilyRegistrationGlue {
   def inner: ReadStateStore
 
   override def allColumnFamilyNames: Set[String] = inner.allColumnFamilyNames
@@ -48,13 +43,9 @@ private[provider] trait ReadStoreGlue extends ReadStateStore {
   override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
       colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
     inner.rangeScanWithMultiValues(startKey, endKey, colFamilyName)
-  override def registerColFamily(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
-      keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
-    inner.registerColFamily(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey,
-      isInternal)
 }
 
-/** Spark 4.3's write methods beyond what every version forwards. */
+/** The write methods of Spark 4.2+ beyond what every version forwards. */
 private[provider] trait WriteStoreGlue extends StateStore {
   def inner: StateStore
 

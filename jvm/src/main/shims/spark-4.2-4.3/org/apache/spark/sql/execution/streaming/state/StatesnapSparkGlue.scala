@@ -2,7 +2,7 @@ package org.apache.spark.sql.execution.streaming.state
 
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 
-/** Spark internals whose shape differs between Spark minors, for Spark 4.3 (see `jvm/src/main/shims`). */
+/** Spark internals whose shape differs between Spark minors, for Spark 4.2 and 4.3 (`jvm/src/main/shims`). */
 object StatesnapSparkGlue {
   /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
   def pinnedConfs(execution: StreamExecution): Map[String, String] =

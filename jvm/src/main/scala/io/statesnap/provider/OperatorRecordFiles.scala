@@ -1,0 +1,33 @@
+package io.statesnap.provider
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+
+/**
+ * Where statesnap keeps the record of the single state of a store without column families (the stores of
+ * operators other than transformWithState): one file per partition, store and state version,
+ * `state/<operator>/_statesnap/<partition>-<store>/<version>.snapshot`, in force from that version on. Shared by
+ * the provider ([[OperatorStateGuard]]) and the offline tools (`StatesnapCheckpointReader`).
+ */
+object OperatorRecordFiles {
+  private val Record = """(\d+)\.snapshot""".r
+
+  /** `state/<operator>/_statesnap` of the checkpoint's state root. */
+  def root(stateRoot: String, operator: Long): Path = new Path(new Path(stateRoot, operator.toString), "_statesnap")
+
+  /** The records of one partition and store. */
+  def dir(root: Path, partition: Int, store: String): Path = new Path(root, s"$partition-$store")
+
+  /** Where statesnap 0.1 kept the one record of a partition and store: still read, in force from version 0. */
+  def legacy(root: Path, partition: Int, store: String): Path = new Path(root, s"$partition-$store.snapshot")
+
+  def file(dir: Path, version: Long): Path = new Path(dir, s"$version.snapshot")
+
+  /** The versions that have a record in `dir`. */
+  def versions(fs: FileSystem, dir: Path): Seq[Long] =
+    if (!fs.exists(dir)) Nil
+    else fs.listStatus(dir).toSeq.map(_.getPath.getName).collect { case Record(v) => v.toLong }
+
+  /** The record in force at `version`: the one of the highest version not above it, else a legacy one. */
+  def inForce(fs: FileSystem, dir: Path, legacy: Path, version: Long): Option[Path] =
+    versions(fs, dir).filter(_ <= version).maxOption.map(file(dir, _)).orElse(Some(legacy).filter(fs.exists))
+}
