@@ -1,8 +1,11 @@
-"""The state of an arbitrary-state operator (applyInPandasWithState here; (flat)MapGroupsWithState keeps the same
+"""The state of an arbitrary-state operator (applyInPandasWithState, and a Scala flatMapGroupsWithState app: the same
 layout) evolves with the same rules, registrations and modes as a transformWithState value, named `groupState`:
 every entry is migrated in the restarted query's first batch, inside Spark's wrapper, timeouts carried as they
 were. Real restarts, values compared with what was written."""
 from __future__ import annotations
+
+import os
+import shutil
 
 import pytest
 from pyspark.errors import StreamingQueryException
@@ -143,3 +146,17 @@ def test_inspect_and_check_read_the_group_state_record(spark, app_dirs, capsys):
     assert code == 3 and "groupState: rename 'label' to 'tag'" in out and "groupState: add 'visits'" in out
     code, out = check("--schema", "total int, label string")
     assert code == 4 and "field 'total': bigint -> int" in out
+
+
+def test_without_statesnap_s_record_spark_s_schema_file_says_what_the_bytes_are(spark, app_dirs, registrations):
+    """A state with no statesnap record in force (a record removed, or written before statesnap kept one) is
+    resolved against Spark's own schema file of the operator: the migration reads the old bytes exactly."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", -7, "set"), ("b", 2, "set")])
+    run_group_state_app(spark, source, checkpoint, "count int", timeout=True)
+    records = os.path.join(checkpoint, "state", "0", "_statesnap")
+    shutil.rmtree(records)
+    write_input(source, [("a", 0, "read"), ("b", 0, "read")])
+    result = run_group_state_app(spark, source, checkpoint, "count bigint, note string", timeout=True)
+    assert result.seen == {"a": [[-7, None]], "b": [[2, None]]} and result.migrated_entries == 2
+    assert os.listdir(records)  # recorded again, at the migration's commit
