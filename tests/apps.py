@@ -133,8 +133,7 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union
     single = isinstance(states, str)
     specs = [StateSpec("testState", states, to_state)] if single else states
     time_mode = "ProcessingTime" if any(s.ttl_ms for s in specs) else "None"
-    collected: list = []
-    writer = (
+    stateful = (
         spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
         .groupBy("id")
         .transformWithStateInPandas(
@@ -143,22 +142,12 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union
             outputMode="Update",
             timeMode=time_mode,
         )
-        .writeStream.foreachBatch(lambda batch, _: collected.extend(batch.collect()))
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
     )
-    query = (writer.queryName(name) if name else writer).start()
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-    seen: dict[str, list] = {}
-    for row in collected:
+    rows, result = _run_to_end(stateful, checkpoint, name)
+    for row in rows:
         states_seen = json.loads(row.seen)
-        seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
-    progress = [p for p in query.recentProgress if p["stateOperators"]]
-    migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
-    return RunResult(seen, None if None in migrated else sum(migrated), progress)
+        result.seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
+    return result
 
 
 def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: str,
@@ -178,24 +167,30 @@ def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, s
             state.setTimeoutDuration(3_600_000)
         yield pd.DataFrame({"id": [key[0]], "seen": [json.dumps(seen, default=_jsonable)]})
 
-    collected: list = []
-    query = (
+    stateful = (
         spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
         .groupBy("id")
         .applyInPandasWithState(update, OUTPUT_SCHEMA, schema, "update",
                                 "ProcessingTimeTimeout" if timeout else "NoTimeout")
-        .writeStream.outputMode("update").foreachBatch(lambda batch, _: collected.extend(batch.collect()))
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
     )
+    rows, result = _run_to_end(stateful, checkpoint)
+    for row in rows:
+        result.seen.setdefault(row.id, []).extend(json.loads(row.seen))
+    return result
+
+
+def _run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[list, RunResult]:
+    """Runs a stateful streaming DataFrame over the input not yet processed (availableNow) and returns its output
+    rows, with a result whose ``seen`` is left for the caller to fill."""
+    collected: list = []
+    writer = (stateful.writeStream.outputMode("update")
+              .foreachBatch(lambda batch, _: collected.extend(batch.collect()))
+              .option("checkpointLocation", checkpoint).trigger(availableNow=True))
+    query = (writer.queryName(name) if name else writer).start()
     try:
         query.awaitTermination()
     finally:
         query.stop()
-    seen: dict[str, list] = {}
-    for row in collected:
-        seen.setdefault(row.id, []).extend(json.loads(row.seen))
     progress = [p for p in query.recentProgress if p["stateOperators"]]
     migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
-    return RunResult(seen, None if None in migrated else sum(migrated), progress)
+    return collected, RunResult({}, None if None in migrated else sum(migrated), progress)

@@ -2,8 +2,9 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.{CompatibilityMode, RowMigration, SchemaProblem}
+import io.statesnap.evolution.{CompatibilityMode, MigrationFailure, RowMigration, SchemaProblem}
 import io.statesnap.snapshot.SchemaCompatibility._
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 
 /**
  * A snapshot of an outer layout around nested snapshots, as Flink's `CompositeTypeSerializerSnapshot`: it
@@ -105,6 +106,33 @@ abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot 
  * A composite around exactly one nested snapshot, the user's value, in a layout Spark adds to it (TTL, an
  * arbitrary-state operator's group state): history, rollbacks and modes are about that user value.
  */
-trait UserValueWrapper { self: CompositeStateSerializerSnapshot =>
+abstract class UserValueWrapper extends CompositeStateSerializerSnapshot {
   def userValueSnapshot: StateSerializerSnapshot = nestedSnapshots.head
+
+  /** The field of Spark's layout (ordinal 0) that holds the user value, as change lists name it. */
+  protected def userValueField: String
+
+  /**
+   * Spark's whole layout migrates by the user value's migration at ordinal 0 (a null one stays null); every other
+   * field (the TTL expiry, the timeout) is copied as it was, so it takes effect as it would have. The user value is
+   * the only part: resolution asks for a migration only when it has one.
+   */
+  override protected def outerMigration(old: CompositeStateSerializerSnapshot, nested: Seq[Option[RowMigration]])
+      : RowMigration = wrappedMigration(nested.head.get)
+
+  private def wrappedMigration(user: RowMigration): RowMigration = new RowMigration {
+    private val fields = restoreSerializer().schema.fields.map(_.dataType)
+    private val write = UnsafeProjection.create(fields)
+    private val row = new GenericInternalRow(fields.length)
+    override val oldFieldCount: Int = fields.length
+    override val changes: Seq[String] = user.changes.map(c => s"$userValueField: $c")
+    override def migrate(oldRow: UnsafeRow): UnsafeRow = {
+      row.update(0, if (oldRow.isNullAt(0)) null else user.migrate(userValue(oldRow)))
+      var i = 1
+      while (i < fields.length) { row.update(i, oldRow.get(i, fields(i))); i += 1 }
+      write(row)
+    }
+    override def diagnose(oldRow: UnsafeRow): MigrationFailure = user.diagnose(userValue(oldRow))
+    private def userValue(oldRow: UnsafeRow) = oldRow.getStruct(0, user.oldFieldCount)
+  }
 }

@@ -2,9 +2,7 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.{MigrationFailure, RowMigration, SchemaProblem}
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import io.statesnap.evolution.SchemaProblem
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**
@@ -14,7 +12,7 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
  * apply to it); a null state stays null and the timestamp is copied unchanged, so timeouts fire when they would
  * have. Outer payload version 1: whether the timestamp is stored (boolean).
  */
-class GroupStateSnapshot extends CompositeStateSerializerSnapshot with UserValueWrapper {
+class GroupStateSnapshot extends UserValueWrapper {
   private var timeout = false
 
   def this(state: StateSerializerSnapshot, withTimeout: Boolean) = {
@@ -46,22 +44,7 @@ class GroupStateSnapshot extends CompositeStateSerializerSnapshot with UserValue
   override protected def outerSerializer(nested: Seq[StateSerializer]): StateSerializer =
     UnsafeRowSerializer(GroupStateSnapshot.wrap(nested.head.schema, timeout))
 
-  override protected def outerMigration(old: CompositeStateSerializerSnapshot, nested: Seq[Option[RowMigration]])
-      : RowMigration = {
-    val stateMigration = nested.head.get // the only part: resolution asks for a migration only when it has one
-    val fields = restoreSerializer().schema
-    new RowMigration {
-      private val write = UnsafeProjection.create(fields)
-      override val oldFieldCount: Int = fields.length
-      override val changes: Seq[String] = stateMigration.changes.map(c => s"${GroupStateSnapshot.StateField}: $c")
-      override def migrate(oldRow: UnsafeRow): UnsafeRow = {
-        val state = if (oldRow.isNullAt(0)) null else stateMigration.migrate(userState(oldRow))
-        write(if (timeout) InternalRow(state, oldRow.getLong(1)) else InternalRow(state))
-      }
-      override def diagnose(oldRow: UnsafeRow): MigrationFailure = stateMigration.diagnose(userState(oldRow))
-      private def userState(oldRow: UnsafeRow) = oldRow.getStruct(0, stateMigration.oldFieldCount)
-    }
-  }
+  override protected def userValueField: String = GroupStateSnapshot.StateField
 
   override def equals(other: Any): Boolean = other match {
     case o: GroupStateSnapshot => super.equals(o) && o.timeout == timeout
