@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 from apps import INPUT_SCHEMA, write_input
 
 
-def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fails: bool = False) -> dict:
+def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fails: bool = False,
+                    keys: tuple = ("id",)) -> dict:
     rows: list = []
 
     def sink(df, _):
@@ -20,7 +21,7 @@ def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fai
         if sink_fails:
             raise RuntimeError("the sink failed after the state was committed")
 
-    query = (spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy("id").agg(*aggregations)
+    query = (spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy(*keys).agg(*aggregations)
              .writeStream.outputMode("update").foreachBatch(sink)
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     try:
@@ -54,6 +55,45 @@ def test_names_may_change_as_spark_itself_allows(spark, app_dirs):
     run_aggregation(spark, source, checkpoint, F.max("value"))
     write_input(source, [("a", 9, "set"), ("b", 1, "set")])
     assert run_aggregation(spark, source, checkpoint, F.max("value").alias("highest")) == {"a": (9,), "b": (1,)}
+
+
+def run_dedup(spark, source: str, checkpoint: str, *columns: str) -> set:
+    rows: list = []
+    query = (spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(list(columns))
+             .writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return {tuple(r) for r in rows}
+
+
+@pytest.mark.parametrize("operator", ["aggregation", "dropDuplicates"])
+def test_a_changed_key_is_refused_naming_the_key_and_the_fix(spark, app_dirs, operator):
+    """Keys identify entries: a grouping or deduplication key that changes is refused, and the query as it was
+    carries on with its state."""
+    source, checkpoint = app_dirs
+
+    def run(*keys: str):
+        if operator == "aggregation":
+            return run_aggregation(spark, source, checkpoint, F.max("value"), keys=keys)
+        return run_dedup(spark, source, checkpoint, *keys)
+
+    write_input(source, [("a", 5, "set")])
+    run("id")
+    write_input(source, [("a", 6, "x")])
+    with pytest.raises(StreamingQueryException) as refused:
+        run("id", "op")
+    message = str(refused.value)
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the key schema of the state of operator 0" in message
+    assert "Recorded key:   struct<id:string>\nNew key:        struct<id:string,op:string>" in message
+    assert "Fix: keep the operator's state as it was: the same grouping or join keys" in message
+    # Nothing was rewritten: the key 'a' is still known to the query as it was.
+    if operator == "aggregation":
+        assert run("id") == {"a": (6,)}
+    else:
+        assert run("id") == set()  # 'a' was seen before: still a duplicate
 
 
 def records(checkpoint: str) -> list[Path]:
