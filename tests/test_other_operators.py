@@ -9,6 +9,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
+import statesnap
 from apps import INPUT_SCHEMA, write_input
 
 
@@ -174,3 +175,37 @@ def test_join_state_format_3_is_guarded_family_by_family_not_migrated(spark, tmp
         assert run_join(spark, left, right, checkpoint, "id;value AS l") == {("a", 1, 4)}
     finally:
         spark.conf.unset("spark.sql.streaming.join.stateFormatVersion")
+
+
+def test_an_aggregation_gains_an_aggregate_only_from_a_starting_value_the_user_gives(spark, app_dirs,
+                                                                                     registrations):
+    """max(value) gains count(value) and min(value). Unregistered, the change is refused as Spark refuses it, with
+    the way to migrate; registered without starting values for the new buffers, it is refused naming each (even
+    min's, which could read null: statesnap does not pick a start for the user); with them, every group's buffer
+    migrates (the restore reads converted buffers, the save's upgrade writes them all) and the new aggregates
+    start from those values: they cover the rows after the migration."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("a", 7, "set"), ("b", 3, "set")])
+    assert run_aggregation(spark, source, checkpoint, F.max("value")) == {"a": (7,), "b": (3,)}
+    write_input(source, [("a", 9, "set")])
+    gained = (F.max("value"), F.count("value"), F.min("value"))
+    with pytest.raises(StreamingQueryException) as unregistered:
+        run_aggregation(spark, source, checkpoint, *gained)
+    assert "register a snapshot for state 'aggregation'" in str(unregistered.value)
+
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=2), checkpoint=checkpoint)
+    with pytest.raises(StreamingQueryException) as no_value:
+        run_aggregation(spark, source, checkpoint, *gained)
+    message = str(no_value.value)
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'aggregation' of operator 0" in message
+    assert "field 'count': <absent> -> bigint: a" in message  # non-nullable on 4.1/4.2; all nullable on 4.3
+    assert "field 'min': <absent> -> bigint: an aggregate's buffer field was added" in message
+    assert "defaults={'count': ...}" in message and "defaults={'min': ...}" in message
+
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(
+        version=2, defaults={"count": "0", "min": "NULL"}), checkpoint=checkpoint)
+    assert run_aggregation(spark, source, checkpoint, *gained) == {"a": (9, 1, 9)}
+    buffers = {r.key.id: tuple(r.value) for r in spark.read.format("statestore").load(checkpoint).collect()}
+    assert buffers == {"a": (9, 1, 9), "b": (3, 0, None)}  # b, not in that batch, was migrated too
+    write_input(source, [("b", 1, "set")])
+    assert run_aggregation(spark, source, checkpoint, *gained) == {"b": (3, 1, 1)}

@@ -1,6 +1,6 @@
 package io.statesnap.evolution
 
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
  * One version of a state's schema in a definition: the rules that lead to it from the version before, and its
@@ -42,13 +42,17 @@ object Resolution {
  * compatibility mode makes them safe, and the checks of that mode against the state's history.
  */
 object StateEvolution {
+  /** @param newFieldsNeedValues refuse an added field that would read null (see `ResolutionContext`) */
   def resolve(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
-      mode: CompatibilityMode): Resolution = {
+      mode: CompatibilityMode, newFieldsNeedValues: Boolean = false): Resolution = {
     val direction = Integer.compare(declared.version, recorded.version)
     val plans: Seq[(Int, EvolutionPlan)] =
       if (direction > 0) chain(recorded, declared)
       else Seq(declared.version -> RowSchemaEvolution.plan(recorded.schema, declared.schema, Rules.None, declared.sql))
-    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) }
+    val unvalued = if (!newFieldsNeedValues) Nil else plans.flatMap { case (v, p) =>
+      p.changes.collect { case Change.Added(path, dt, None) => inStep(v, plans.size > 1)(noValue(path, dt)) }
+    }
+    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) } ++ unvalued
     lazy val identical = plans.forall(_._2.identical)
     lazy val dropped = plans.flatMap(_._2.dropped)
     lazy val earlierSchema = history.exists(h => RowSchemaEvolution.sameLayout(h.schema, declared.schema)) &&
@@ -84,6 +88,12 @@ object StateEvolution {
     }
     plans
   }
+
+  private def noValue(path: String, dataType: DataType): SchemaProblem =
+    SchemaProblem(path, "<absent>", dataType.simpleString, "an aggregate's buffer field was added, and existing " +
+      "groups have no value for it: statesnap starts a new aggregate for them only from a value you give",
+      s"give its starting buffer value: defaults={'$path': ...} (for example 0 for a count, NULL for max, min or " +
+        "sum: docs/evolution-rules.md says what each means for existing groups)")
 
   private def inStep(version: Int, several: Boolean)(p: SchemaProblem): SchemaProblem =
     if (several) p.copy(reason = s"${p.reason} (in the step to version $version)") else p

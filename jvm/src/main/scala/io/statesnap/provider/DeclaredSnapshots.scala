@@ -45,6 +45,12 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
       new GroupStateSnapshot(userSnapshot(GroupStateSnapshot.StateField, state), withTimeout)
     }
 
+  /** Whether this query registers a snapshot for `state`. */
+  def registers(state: String): Boolean = query.registrations.states.contains(state)
+
+  /** The snapshot of a row state (no wrapper of Spark's around it), as registered for `state` or by default. */
+  def rowSnapshot(state: String, schema: StructType): StateSerializerSnapshot = userSnapshot(state, schema)
+
   /** The mode set for every state of this query, if any. */
   def queryCompatibility: Option[CompatibilityMode] = query.registrations.compatibility
 

@@ -6,8 +6,8 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapSpar
 import org.apache.spark.sql.types.StructType
 
 /**
- * State statesnap guards but does not migrate: the single state of aggregations, dropDuplicates and
- * stream-stream joins, and every column family of a store
+ * State statesnap guards but does not migrate: the single state of dropDuplicates, stream-stream joins and
+ * aggregations whose query registers no snapshot for them, and every column family of a store
  * that is not transformWithState (stream-stream join state format 3). Spark's own check is off for a query
  * statesnap serves, so statesnap compares these schemas exactly as that check would ([[StatesnapSparkSchemaCheck]]:
  * names and a tightened nullability are accepted, anything else is refused) instead of letting Spark misread.
@@ -18,8 +18,9 @@ private[provider] object GuardedState {
     StateSnapshotRecord(name, StateKind.Value, new RowSchemaSnapshot().configure(keySchema),
       new RowSchemaSnapshot().configure(valueSchema), version, System.currentTimeMillis())
 
-  /** Refuses a key or value schema Spark's check would refuse against `recorded`. */
-  def check(recorded: StateSnapshotRecord, keySchema: StructType, valueSchema: StructType, describe: String): Unit = {
+  /** Refuses a key or value schema Spark's check would refuse against `recorded`; `hint` ends the error. */
+  def check(recorded: StateSnapshotRecord, keySchema: StructType, valueSchema: StructType, describe: String,
+      hint: => String = ""): Unit = {
     val (oldKey, oldValue) = (recorded.keySnapshot.restoreSerializer().schema,
       recorded.valueSnapshot.restoreSerializer().schema)
     val keyOk = StatesnapSparkSchemaCheck.compatible(oldKey, keySchema)
@@ -32,7 +33,7 @@ private[provider] object GuardedState {
         s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
         s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
         "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
-        "with the same types, in the same order.")
+        "with the same types, in the same order." + hint)
     }
   }
 

@@ -4,6 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
+import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -15,9 +16,10 @@ import org.slf4j.LoggerFactory
 /**
  * The single state of operators other than transformWithState. The state of an arbitrary-state operator
  * (applyInPandasWithState, (flat)MapGroupsWithState: Spark's group-state layout) resolves and migrates like a
- * transformWithState value, named [[GroupStateSnapshot.StateField]]; any other (aggregations, dropDuplicates,
- * joins) is guarded, not migrated: Spark's own schema check is off for a query statesnap serves, so it refuses
- * what that check would refuse ([[GuardedState]]).
+ * transformWithState value, named [[GroupStateSnapshot.StateField]]; so do the buffers of a streaming aggregation
+ * whose query registers a snapshot for `aggregation`, where every added buffer needs a starting value the user
+ * gives. Any other (aggregations without one, dropDuplicates, joins) is guarded, not migrated: Spark's own schema
+ * check is off for a query statesnap serves, so it refuses what that check would refuse ([[GuardedState]]).
  *
  * Their stores have no column families for a record, so the record is a file per partition, store and state
  * version ([[OperatorRecordFiles]]), written atomically
@@ -37,8 +39,18 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private val legacy = OperatorRecordFiles.legacy(root, id.partitionId, id.storeName)
   private lazy val fm = CheckpointFileManager.create(root, hadoopConf)
   private lazy val fs = root.getFileSystem(hadoopConf)
-  /** Set for an arbitrary-state operator: the snapshot of its group state as the application declares it. */
-  private val groupState = declared.groupStateSnapshot(valueSchema)
+  /**
+   * Set for a state that migrates: an arbitrary-state operator's group state, or the buffers of a streaming
+   * aggregation whose query registers a snapshot for them (read from the operator's metadata only then).
+   */
+  private lazy val migrates: Option[Migrates] =
+    declared.groupStateSnapshot(valueSchema).map(Migrates(GroupStateSnapshot.StateField, _, newFieldsNeedValues =
+      false)).orElse(Some(Migrates(QueryStates.Aggregation, declared.rowSnapshot(QueryStates.Aggregation,
+      valueSchema), newFieldsNeedValues = true)).filter(_ => declared.registers(QueryStates.Aggregation) &&
+      isAggregation))
+  private lazy val isAggregation =
+    QueryStates.operatorName(id.checkpointRootLocation, id.operatorId, hadoopConf)
+      .contains(QueryStates.AggregationOperator)
   /** What the next commit records (None: the record in force at the loaded version stays). */
   @volatile private var pending: Option[StateSnapshotRecord] = None
   /**
@@ -61,11 +73,14 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             "schema file of the operator says which schema its bytes have, so statesnap will not guess. Nothing " +
             "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
       }
-      val (next, migration) = groupState match {
-        case Some(value) => resolve(record.isDefined, recorded,
-          declared.record(GroupStateSnapshot.StateField, StateKind.Value, keySchema, value, loadedVersion + 1))
+      val (next, migration) = migrates match {
+        case Some(m) => resolve(record.isDefined, recorded,
+          declared.record(m.state, StateKind.Value, keySchema, m.snapshot, loadedVersion + 1), m.newFieldsNeedValues)
         case None =>
-          recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe))
+          recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe, hint = if (!isAggregation) ""
+            else s" A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot " +
+              s"for state '${QueryStates.Aggregation}' that gives each new aggregate its starting value " +
+              "(docs/evolution-rules.md)."))
           (Some(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1)).filter(_ =>
             record.isEmpty), None)
       }
@@ -75,19 +90,19 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     }
 
   /**
-   * Resolves the group state against `recorded` (statesnap's record if `ours`, else Spark's schema file): what to
-   * record and how to migrate, or a refusal. A state unchanged since a record of the whole value (Spark's file,
-   * statesnap 0.1) gets a group-state record.
+   * Resolves a state that migrates against `recorded` (statesnap's record if `ours`, else Spark's schema file):
+   * what to record and how to migrate, or a refusal. A group state unchanged since a record of the whole value
+   * (Spark's file, statesnap 0.1) gets a group-state record.
    */
-  private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord)
-      : (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
+  private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+      newFieldsNeedValues: Boolean): (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
     val old = recorded.map(asGroupState)
-    StateDecision.decide(old, current) match {
-      case StateDecision.AsIs =>
-        (old.filter(_ => !ours || !recorded.exists(_.valueSnapshot.isInstanceOf[GroupStateSnapshot])), None)
+    StateDecision.decide(old, current, newFieldsNeedValues) match {
+      case StateDecision.AsIs => (old.filter(_ => !ours || old != recorded), None)
       case StateDecision.Record(next) => (Some(next), None)
       case StateDecision.Migrate(migration, next) =>
-        (Some(next), Some(SingleStateMigration(migration, StateDecision.schemaOf(old.get.valueSnapshot), valueSchema)))
+        (Some(next), Some(SingleStateMigration(current.stateName, migration,
+          StateDecision.schemaOf(old.get.valueSnapshot), valueSchema)))
       case refuse: StateDecision.Refuse => throw refuse.error(describe, old, current)
     }
   }
@@ -124,7 +139,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   }
 
   private def describe: String = {
-    val state = if (groupState.isDefined) s"state '${GroupStateSnapshot.StateField}'" else "the state"
+    val state = migrates.fold("the state")(m => s"state '${m.state}'")
     s"$state of operator ${id.operatorId} (partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
       s"${id.checkpointRootLocation})"
   }
@@ -148,7 +163,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 }
 
 private object OperatorStateGuard {
-  /** A migration of every value of a single-state store, from `oldValueSchema` to `newValueSchema`. */
-  final case class SingleStateMigration(migration: RowMigration, oldValueSchema: StructType,
+  /** A state that migrates, the snapshot the application declares for it, and whether added fields need values. */
+  private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, newFieldsNeedValues: Boolean)
+
+  /** A migration of every value of the single state `state` of a store, from `oldValueSchema` to `newValueSchema`. */
+  final case class SingleStateMigration(state: String, migration: RowMigration, oldValueSchema: StructType,
       newValueSchema: StructType)
 }

@@ -37,7 +37,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
             StateMigrator.migrateLists(store, state, schemaOf(current.keySnapshot), migration, describe(state),
               provider.migrationInterruption)
           case _ =>
-            val rewriter = provider.valueRewriter(Some(state), keySpec, schemaOf(recorded.get.valueSnapshot),
+            val rewriter = provider.valueRewriter(state, keySpec, schemaOf(recorded.get.valueSnapshot),
               schemaOf(current.valueSnapshot))
             StateMigrator.migrateValues(rewriter, migration, describe(state), provider.migrationInterruption)
         }

@@ -1,8 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{RowMigration, SqlExpressions}
-import io.statesnap.snapshot.GroupStateSnapshot
+import io.statesnap.evolution.SqlExpressions
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -53,12 +52,12 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
    * Migrates every value of the single state of an operator other than transformWithState, before the store is
    * handed out: the migration lands in the version this store commits. A failure aborts the store.
    */
-  private[provider] def migrateSingleState(migration: RowMigration, rewriter: => StatesnapValueRewriter): Unit =
+  private[provider] def migrateSingleState(m: OperatorStateGuard.SingleStateMigration,
+      rewriter: => StatesnapValueRewriter): Unit =
     try {
       val start = System.nanoTime()
-      counters.recordMigration(StateMigrator.migrateValues(rewriter, migration,
-        provider.describeState(GroupStateSnapshot.StateField), provider.migrationInterruption),
-        System.nanoTime() - start)
+      counters.recordMigration(StateMigrator.migrateValues(rewriter, m.migration, provider.describeState(m.state),
+        provider.migrationInterruption), System.nanoTime() - start)
     } catch {
       case e: Throwable => inner.abort(); throw e
     }
@@ -102,12 +101,48 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   override def hasCommitted: Boolean = inner.hasCommitted
 }
 
-/** A read-only view handed out by `getReadStore`; unwrapped again when Spark upgrades it to a write store. */
-private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore) extends ForwardingReads
+/**
+ * A read-only view handed out by `getReadStore`; unwrapped again when Spark upgrades it to a write store. While the
+ * single state of the store waits for `pendingMigration` (which only a write store can run), every value it reads
+ * is converted from the old layout, as the migration will write it; a read it cannot convert is refused.
+ */
+private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore,
+    val pendingMigration: Option[OperatorStateGuard.SingleStateMigration] = None) extends ForwardingReads {
+  private val convert: Option[UnsafeRow => UnsafeRow] = pendingMigration.map { m =>
+    val oldRow = new UnsafeRow(m.migration.oldFieldCount)
+    stored => if (stored == null) null else {
+      // The store decodes with the declared field count: read the same bytes as an old-layout row.
+      oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
+      m.migration.migrate(oldRow).copy()
+    }
+  }
+
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow =
+    convert.fold(inner.get(key, colFamilyName))(_(inner.get(key, colFamilyName)))
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
+    convert.fold(inner.valuesIterator(key, colFamilyName))(inner.valuesIterator(key, colFamilyName).map(_))
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    converted(inner.prefixScan(prefixKey, colFamilyName))
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    converted(inner.iterator(colFamilyName))
+  override protected def refuseUnconverted(read: String): Unit = pendingMigration.foreach { m =>
+    throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"$read reads values of " +
+      s"${m.oldValueSchema.simpleString} that a migration to ${m.newValueSchema.simpleString} has not rewritten " +
+      "yet, and statesnap converts them only for get, iterator and prefixScan. Nothing was read or rewritten.")
+  }
+
+  private def converted(pairs: StateStoreIterator[UnsafeRowPair]): StateStoreIterator[UnsafeRowPair] =
+    convert.fold(pairs) { c =>
+      new StateStoreIterator[UnsafeRowPair](pairs.map(p => new UnsafeRowPair(p.key, c(p.value))), () => pairs.close())
+    }
+}
 
 /** Every read, and the end of a store's life, go straight to Spark's store. */
 private[provider] trait ForwardingReads extends ReadStoreGlue {
   def inner: ReadStateStore
+
+  /** Reads that only some Spark minors have go straight to Spark's store unless this refuses them. */
+  protected def refuseUnconverted(read: String): Unit = ()
 
   override def id: StateStoreId = inner.id
   override def version: Long = inner.version

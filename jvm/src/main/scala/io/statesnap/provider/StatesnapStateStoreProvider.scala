@@ -4,7 +4,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import io.statesnap.StatesnapException
 import io.statesnap.query.{QueryRegistrations, QueryStates}
-import io.statesnap.snapshot.{GroupStateSnapshot, StateSnapshotRecord}
+import io.statesnap.snapshot.StateSnapshotRecord
 import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
@@ -40,6 +40,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   /** Whether this store holds transformWithState variables (resolved and migrated) or other column families. */
   @volatile private var transformWithState = false
   @volatile private var interruption: Option[MigrationInterruption] = None
+  /** Whether this provider serves a streaming query's run (its listener set the query's registrations). */
+  @volatile private var servesStreamingQuery = false
   /**
    * Whether this provider's next commit must keep Spark's own schema files true: partition 0 of a streaming TWS
    * operator, until its first commit (Spark's driver writes the files in the first batch of a run only).
@@ -63,6 +65,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
     query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
     declared = new DeclaredSnapshots(query)
+    servesStreamingQuery = query.checkpoint.nonEmpty
     interruption = MigrationInterruption.fromConfs(storeConfs.sqlConfs)
     verifyRegistrations = version => {
       QueryStates.verify(query.registrations.states.keySet, stateStoreId.checkpointRootLocation,
@@ -92,9 +95,17 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   protected def opened(version: Long, open: => StateStore): StateStore =
     migrated(beforeLoading(version), new StatesnapStateStore(open, this))
 
+  /**
+   * A read store cannot write a migration. In a streaming query statesnap serves, while one is pending, it reads
+   * old values converted to the declared layout (a streaming aggregation restores through it), and the migration
+   * is written when Spark upgrades it to a write store in the same task (see [[upgraded]]). Anywhere else (Spark's
+   * state reader on a version from before a migration) a version that needs one is refused: there the declared
+   * layout is only what Spark's schema file says now, without the query's registrations.
+   */
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = {
-    refuseMigrationOnRead(beforeLoading(version), version)
-    new StatesnapReadStateStore(inner.getReadStore(version, uniqueId))
+    val migration = beforeLoading(version)
+    if (!servesStreamingQuery) refuseMigrationOnRead(migration, version)
+    new StatesnapReadStateStore(inner.getReadStore(version, uniqueId), migration)
   }
 
   /**
@@ -109,30 +120,30 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   /** `store`, with every entry of its single state migrated first (in the version it will commit) if needed. */
   private def migrated(migration: Option[OperatorStateGuard.SingleStateMigration],
       store: StatesnapStateStore): StatesnapStateStore = {
-    migration.foreach(m => store.migrateSingleState(m.migration, valueRewriter(None, singleStateKeySpec,
-      m.oldValueSchema, m.newValueSchema)))
+    migration.foreach(m => store.migrateSingleState(m, valueRewriter(m.state, singleStateKeySpec,
+      m.oldValueSchema, m.newValueSchema, columnFamily = false)))
     store
   }
 
-  /** A read-only store cannot migrate: a version that needs it is refused (Spark's state reader reads old ones). */
+  /** Outside a streaming query, or in a store replayed read-only, a version that needs a migration is refused. */
   private def refuseMigrationOnRead(migration: Option[OperatorStateGuard.SingleStateMigration], version: Long): Unit =
     migration.foreach { m =>
       throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"version $version of " +
-        s"${describeState(GroupStateSnapshot.StateField)} holds values of ${m.oldValueSchema.simpleString}, and " +
+        s"${describeState(m.state)} holds values of ${m.oldValueSchema.simpleString}, and " +
         s"reading them as ${m.newValueSchema.simpleString} needs a migration, which only a streaming query's batch " +
         "runs. Nothing was read or rewritten. Read a version written after the migration (a later batch), or run " +
         "the query to migrate the state.")
     }
 
   // Spark's RocksDB provider asserts that it gets its own store back when a read store is upgraded, and the
-  // default implementation would call getStore again and block on the instance lock: unwrap and delegate.
-  protected def upgraded(readStore: ReadStateStore, upgrade: ReadStateStore => StateStore): StateStore = {
-    val unwrapped = readStore match {
-      case ours: StatesnapReadStateStore => ours.inner
-      case other => other
+  // default implementation would call getStore again and block on the instance lock: unwrap and delegate. A
+  // migration the read store was waiting for runs now, before the write store is handed out.
+  protected def upgraded(readStore: ReadStateStore, upgrade: ReadStateStore => StateStore): StateStore =
+    readStore match {
+      case ours: StatesnapReadStateStore => migrated(ours.pendingMigration, new StatesnapStateStore(upgrade(ours.inner),
+        this))
+      case other => new StatesnapStateStore(upgrade(other), this)
     }
-    new StatesnapStateStore(upgrade(unwrapped), this)
-  }
 
   // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
@@ -180,14 +191,15 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   private[provider] def migrationInterruption: Option[MigrationInterruption] = interruption
 
   /**
-   * Overwrites one state's values (a column family, or None: the single state of a store without them) in the
-   * RocksDB instance of this provider's current store.
+   * Overwrites one state's values (its column family, or the whole store: the single state of a store without
+   * them) in the RocksDB instance of this provider's current store.
    */
-  private[provider] def valueRewriter(state: Option[String], keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
-      newValueSchema: StructType): StatesnapValueRewriter =
-    try StatesnapValueRewriter(inner, state, keySpec, oldValueSchema, newValueSchema) catch {
+  private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
+      newValueSchema: StructType, columnFamily: Boolean = true): StatesnapValueRewriter =
+    try StatesnapValueRewriter(inner, Some(state).filter(_ => columnFamily), keySpec, oldValueSchema,
+      newValueSchema) catch {
       case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
-        s"${describeState(state.getOrElse(GroupStateSnapshot.StateField))} needs a migration, which statesnap " +
+        s"${describeState(state)} needs a migration, which statesnap " +
           s"cannot run here: ${e.getMessage}. Nothing was rewritten.", e)
     }
 

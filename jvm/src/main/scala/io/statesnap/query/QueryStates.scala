@@ -14,14 +14,20 @@ import org.json4s.jackson.JsonMethods
 /**
  * The states a registration can name in a query, as Spark's driver writes them in each run's first batch into the
  * operator metadata, before any task runs: the variables of each transformWithState operator
- * (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), and `groupState` for an
- * arbitrary-state operator (`state/<operator>/_metadata/metadata`, its `operatorName`). A registration is checked
+ * (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), and the one state of an
+ * arbitrary-state operator (`groupState`) or a streaming aggregation (`aggregation`), found by the operator's name
+ * in `state/<operator>/_metadata/metadata`. A registration is checked
  * against them on the executors: one naming no state of its query (a typo, a state of another query) fails the
  * query instead of silently not applying.
  */
 private[statesnap] object QueryStates {
-  /** Spark's operator names (`shortName`) of the operators whose state is a [[GroupStateSnapshot]]. */
-  private val ArbitraryStateOperators = Set("applyInPandasWithState", "flatMapGroupsWithState")
+  /** The name a registration gives the buffers of a streaming aggregation. */
+  val Aggregation = "aggregation"
+  /** Spark's name (`shortName`) of the operator that keeps a streaming aggregation's state. */
+  val AggregationOperator = "stateStoreSave"
+  /** The one state of an operator without column families that a registration can name, by Spark's name for it. */
+  private val SingleStates = Map("applyInPandasWithState" -> GroupStateSnapshot.StateField,
+    "flatMapGroupsWithState" -> GroupStateSnapshot.StateField, AggregationOperator -> Aggregation)
   /** Per checkpoint and query run: every state store of the run asks, the files are read once per JVM. */
   private val known = new ConcurrentHashMap[(String, String), Set[String]]
 
@@ -42,7 +48,7 @@ private[statesnap] object QueryStates {
     }
   }
 
-  /** The states of every operator: TWS variables from its latest operator metadata <= `version`, group states. */
+  /** The states of every operator: TWS variables from its latest operator metadata <= `version`, single states. */
   private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): Set[String] = {
     val fs = stateRoot.getFileSystem(hadoopConf)
     if (!fs.exists(stateRoot)) return Set.empty
@@ -50,7 +56,7 @@ private[statesnap] object QueryStates {
       val dir = new Path(operator.getPath, "_metadata/v2")
       val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption) else Array.empty[Long]
       batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
-        groupState(fs, new Path(operator.getPath, "_metadata/metadata"))
+        operatorName(fs, operator.getPath).flatMap(SingleStates.get)
     }.toSet
   }
 
@@ -62,12 +68,20 @@ private[statesnap] object QueryStates {
     (properties \ "stateVariables").children.flatMap(v => (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
   }
 
-  private def groupState(fs: FileSystem, file: Path): Option[String] =
+  /** Spark's name of the operator whose state is in `state/<operatorId>`, from its operator metadata. */
+  def operatorName(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[String] = {
+    val root = new Path(stateRoot)
+    operatorName(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString))
+  }
+
+  private def operatorName(fs: FileSystem, operatorDir: Path): Option[String] = {
+    val file = new Path(operatorDir, "_metadata/metadata")
     if (!fs.exists(file)) None
     else (metadataJson(fs, file) \ "operatorInfo" \ "operatorName") match {
-      case JString(name) if ArbitraryStateOperators(name) => Some(GroupStateSnapshot.StateField)
+      case JString(name) => Some(name)
       case _ => None
     }
+  }
 
   /** Spark's operator metadata files: a version line, then the metadata as JSON. */
   private def metadataJson(fs: FileSystem, file: Path): JValue = try {

@@ -71,7 +71,8 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
       : SchemaCompatibility = oldSnapshot match {
     case old: RowSchemaSnapshot =>
       StateEvolution.resolve(RecordedSchema(old.userVersion, old.schema), context.history,
-        Declaration(declaredSchema, userVersion, evolutionSteps, sqlSettings), context.mode) match {
+        Declaration(declaredSchema, userVersion, evolutionSteps, sqlSettings), context.mode,
+        context.newFieldsNeedValues) match {
         case Resolution.AsIs => CompatibleAsIs
         case Resolution.Reconfigured => CompatibleWithReconfiguredSerializer(restoreSerializer())
         case Resolution.Migrate(migration) => CompatibleAfterMigration(migration)

@@ -48,8 +48,14 @@ trait StateSerializerSnapshot {
   def declaredCompatibility: Option[CompatibilityMode] = None
 }
 
-/** What a resolution may take into account besides the two snapshots (see [[CompatibilityMode]]). */
-final case class ResolutionContext(history: Seq[RecordedSchema], mode: CompatibilityMode)
+/**
+ * What a resolution may take into account besides the two snapshots (see [[CompatibilityMode]]).
+ * @param newFieldsNeedValues added fields must get a value (a default or a derived expression) rather than read
+ *                            null: the buffer of a streaming aggregation, where null is a starting value for some
+ *                            aggregates and not for others
+ */
+final case class ResolutionContext(history: Seq[RecordedSchema], mode: CompatibilityMode,
+    newFieldsNeedValues: Boolean = false)
 
 object ResolutionContext {
   /** No history, the default mode: what a resolution outside a store (a unit test, a tool) gets. */

@@ -30,19 +30,34 @@ private[provider] trait ProviderGlue extends MaintenanceGlue {
 private[provider] trait ReadStoreGlue extends ColumnFamilyRegistrationGlue {
   def inner: ReadStateStore
 
+  /** Throws if this store cannot give `read` values in the declared layout (a migration is pending). */
+  protected def refuseUnconverted(read: String): Unit
+
   override def allColumnFamilyNames: Set[String] = inner.allColumnFamilyNames
-  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] =
+  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
+    refuseUnconverted("multiGet")
     inner.multiGet(keys, colFamilyName)
+  }
   override def keyExists(key: UnsafeRow, colFamilyName: String): Boolean = inner.keyExists(key, colFamilyName)
-  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    refuseUnconverted("iteratorWithMultiValues")
     inner.iteratorWithMultiValues(colFamilyName)
+  }
   override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = inner.prefixScanWithMultiValues(prefixKey, colFamilyName)
+      : StateStoreIterator[UnsafeRowPair] = {
+    refuseUnconverted("prefixScanWithMultiValues")
+    inner.prefixScanWithMultiValues(prefixKey, colFamilyName)
+  }
   override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = inner.rangeScan(startKey, endKey, colFamilyName)
+      : StateStoreIterator[UnsafeRowPair] = {
+    refuseUnconverted("rangeScan")
+    inner.rangeScan(startKey, endKey, colFamilyName)
+  }
   override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    refuseUnconverted("rangeScanWithMultiValues")
     inner.rangeScanWithMultiValues(startKey, endKey, colFamilyName)
+  }
 }
 
 /** The write methods of Spark 4.2+ beyond what every version forwards. */
