@@ -160,3 +160,24 @@ def test_without_statesnap_s_record_spark_s_schema_file_says_what_the_bytes_are(
     result = run_group_state_app(spark, source, checkpoint, "count bigint, note string", timeout=True)
     assert result.seen == {"a": [[-7, None]], "b": [[2, None]]} and result.migrated_entries == 2
     assert os.listdir(records)  # recorded again, at the migration's commit
+
+
+def test_an_interrupted_group_state_migration_commits_nothing(spark, app_dirs):
+    """The migration runs as the store opens, inside the batch: stopped part-way, the store is aborted, Spark's
+    files and statesnap's record stay as they were, and the restart migrates every entry as a clean run would."""
+    source, checkpoint = app_dirs
+    write_input(source, [(key, i, "set") for i, key in enumerate("abcdefgh")])
+    run_group_state_app(spark, source, checkpoint, "n bigint")
+    before = state_rows(spark, checkpoint)
+    write_input(source, [("a", 0, "read")])
+    spark.conf.set("spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter", "1")
+    try:
+        with pytest.raises(StreamingQueryException, match="migration interrupted after 1 entries"):
+            run_group_state_app(spark, source, checkpoint, "n bigint, note string")
+    finally:
+        spark.conf.unset("spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter")
+    assert state_rows(spark, checkpoint) == before  # read under the old layout: nothing was committed
+    result = run_group_state_app(spark, source, checkpoint, "n bigint, note string")
+    assert result.seen == {"a": [[0, None]]} and result.migrated_entries == 8
+    assert {k: v[0] for k, v in state_rows(spark, checkpoint).items()} == {
+        key: [i, None] for i, key in enumerate("abcdefgh")}
