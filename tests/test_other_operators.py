@@ -13,8 +13,8 @@ import statesnap
 from apps import INPUT_SCHEMA, write_input
 
 
-def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fails: bool = False,
-                    keys: tuple = ("id",)) -> dict:
+def run_to_end(stateful, checkpoint: str, output_mode: str = "append", sink_fails: bool = False) -> list:
+    """Runs a stateful streaming DataFrame over the input not yet processed (availableNow); its output rows."""
     rows: list = []
 
     def sink(df, _):
@@ -22,14 +22,19 @@ def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fai
         if sink_fails:
             raise RuntimeError("the sink failed after the state was committed")
 
-    query = (spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy(*keys).agg(*aggregations)
-             .writeStream.outputMode("update").foreachBatch(sink)
+    query = (stateful.writeStream.outputMode(output_mode).foreachBatch(sink)
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     try:
         query.awaitTermination()
     finally:
         query.stop()
-    return {r[0]: tuple(r[1:]) for r in rows}
+    return rows
+
+
+def run_aggregation(spark, source: str, checkpoint: str, *aggregations, sink_fails: bool = False,
+                    keys: tuple = ("id",)) -> dict:
+    stateful = spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy(*keys).agg(*aggregations)
+    return {r[0]: tuple(r[1:]) for r in run_to_end(stateful, checkpoint, "update", sink_fails)}
 
 
 def test_aggregation_restarts_unchanged_and_refuses_a_changed_state_schema(spark, app_dirs):
@@ -59,15 +64,8 @@ def test_names_may_change_as_spark_itself_allows(spark, app_dirs):
 
 
 def run_dedup(spark, source: str, checkpoint: str, *columns: str) -> set:
-    rows: list = []
-    query = (spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(list(columns))
-             .writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-    return {tuple(r) for r in rows}
+    stateful = spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(list(columns))
+    return {tuple(r) for r in run_to_end(stateful, checkpoint)}
 
 
 @pytest.mark.parametrize("operator", ["aggregation", "dropDuplicates"])
@@ -139,16 +137,9 @@ def test_an_unreadable_record_names_the_recovery_and_spark_s_schema_file_takes_o
 
 
 def run_join(spark, left: str, right: str, checkpoint: str, left_columns: str) -> set:
-    rows: list = []
     lhs = spark.readStream.schema(INPUT_SCHEMA).json(left).selectExpr(*left_columns.split(";"))
     rhs = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id", "value AS r")
-    query = (lhs.join(rhs, "id").writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-    return {tuple(r) for r in rows}
+    return {tuple(r) for r in run_to_end(lhs.join(rhs, "id"), checkpoint)}
 
 
 def test_join_state_format_3_is_guarded_family_by_family_not_migrated(spark, tmp_path):
