@@ -16,9 +16,9 @@ import org.apache.spark.sql.types.StructType
  * snapshot of every transformWithState variable beside its bytes, in the same store version. When a restarted
  * query declares a state with a different schema, the recorded snapshot resolves compatibility against it and,
  * where needed, every entry is migrated in that batch's own commit, before the state is read. The group state of
- * applyInPandasWithState and (flat)MapGroupsWithState migrates the same way ([[OperatorStateGuard]]); the state
- * of other operators is guarded, not migrated ([[GuardedState]]): a change Spark's own check would refuse is
- * refused.
+ * applyInPandasWithState and (flat)MapGroupsWithState, and the buffers of a streaming aggregation whose query
+ * registers them, migrate the same way ([[OperatorStateGuard]]); the state of other operators is guarded, not
+ * migrated ([[GuardedState]]): a change Spark's own check would refuse is refused.
  *
  * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
  * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
@@ -33,7 +33,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   @volatile private var declared: DeclaredSnapshots = _
   /**
    * Set for operators other than transformWithState (no column families): their one state is guarded, or
-   * migrated if it is an arbitrary-state operator's group state.
+   * migrated if it is an arbitrary-state operator's group state or a registered aggregation's buffers.
    */
   @volatile private var operatorGuard: Option[OperatorStateGuard] = None
   @volatile private var singleStateKeySpec: KeyStateEncoderSpec = _
@@ -140,8 +140,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   // migration the read store was waiting for runs now, before the write store is handed out.
   protected def upgraded(readStore: ReadStateStore, upgrade: ReadStateStore => StateStore): StateStore =
     readStore match {
-      case ours: StatesnapReadStateStore => migrated(ours.pendingMigration, new StatesnapStateStore(upgrade(ours.inner),
-        this))
+      case ours: StatesnapReadStateStore =>
+        migrated(ours.pendingMigration, new StatesnapStateStore(upgrade(ours.inner), this))
       case other => new StatesnapStateStore(upgrade(other), this)
     }
 
@@ -199,8 +199,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     try StatesnapValueRewriter(inner, Some(state).filter(_ => columnFamily), keySpec, oldValueSchema,
       newValueSchema) catch {
       case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
-        s"${describeState(state)} needs a migration, which statesnap " +
-          s"cannot run here: ${e.getMessage}. Nothing was rewritten.", e)
+        s"${describeState(state)} needs a migration, which statesnap cannot run here: ${e.getMessage}. Nothing " +
+          "was rewritten.", e)
     }
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */

@@ -16,9 +16,8 @@ import org.json4s.jackson.JsonMethods
  * operator metadata, before any task runs: the variables of each transformWithState operator
  * (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), and the one state of an
  * arbitrary-state operator (`groupState`) or a streaming aggregation (`aggregation`), found by the operator's name
- * in `state/<operator>/_metadata/metadata`. A registration is checked
- * against them on the executors: one naming no state of its query (a typo, a state of another query) fails the
- * query instead of silently not applying.
+ * in `state/<operator>/_metadata/metadata`. A registration is checked against them on the executors: one naming no
+ * state of its query (a typo, a state of another query) fails the query instead of silently not applying.
  */
 private[statesnap] object QueryStates {
   /** The name a registration gives the buffers of a streaming aggregation. */
