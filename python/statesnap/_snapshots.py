@@ -118,8 +118,9 @@ def register_snapshot(spark: SparkSession, state_name: str, snapshot: Union[RowS
     """Attach ``snapshot`` to the state ``state_name`` of one query: the one on ``checkpoint`` (its
     ``checkpointLocation``) or the one named ``query_name`` (``queryName``). Exactly one of them.
 
-    ``state_name`` is a transformWithState variable's name, or ``"groupState"`` for the state struct of an
-    applyInPandasWithState or (flat)MapGroupsWithState operator.
+    ``state_name`` is a transformWithState variable's name, ``"groupState"`` for the state struct of an
+    applyInPandasWithState or (flat)MapGroupsWithState operator, or ``"aggregation"`` for the buffers of a
+    streaming aggregation (every added aggregate then needs a starting value in ``defaults``).
 
     The JVM validates the definition with the code executors run and raises :class:`SnapshotDefinitionError`
     naming the state and field. What is registered reaches the query when it starts (so register before
