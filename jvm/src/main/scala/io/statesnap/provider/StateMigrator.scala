@@ -1,12 +1,9 @@
 package io.statesnap.provider
 
-import scala.util.control.NonFatal
-
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapValueRewriter}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.execution.streaming.state.StatesnapValueRewriter
 import org.slf4j.LoggerFactory
 
 /**
@@ -34,30 +31,15 @@ private[provider] object StateMigrator {
   }
 
   /**
-   * Migrates a list state: keys are iterated once and each key's list is rewritten whole, so only one key's
-   * elements are in memory at a time. Spark's row-count read happens once per key here, not per element.
-   * The store decodes elements with the NEW schema's field count, so each element is re-pointed as an old row.
-   * @return the number of elements migrated
+   * Migrates a list state the same way: each key's list is rewritten whole, so only one key's elements are in
+   * memory at a time. @return the number of elements migrated
    */
-  def migrateLists(store: StateStore, columnFamily: String, keySchema: StructType, migration: RowMigration,
-      describe: String, interruption: Option[MigrationInterruption]): Long = {
+  def migrateLists(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String,
+      interruption: Option[MigrationInterruption]): Long = {
     val progress = new Progress(describe, migration, interruption)
-    val oldRow = new UnsafeRow(migration.oldFieldCount)
-    val keys = store.iterator(columnFamily)
-    try {
-      while (keys.hasNext) {
-        val key = keys.next().key.copy()
-        val elements = store.valuesIterator(key, columnFamily).map { stored =>
-          oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
-          try migration.migrate(oldRow).copy() catch {
-            case NonFatal(e) => throw failed(describe, migration, key.toSeq(keySchema).mkString("[", ", ", "]"),
-              oldRow, e)
-          }
-        }.toArray
-        store.putList(key, elements, columnFamily)
-        progress.advance(elements.length)
-      }
-    } finally keys.close()
+    try rewriter.rewriteAllLists(migration.migrate, elements => progress.advance(elements)) catch {
+      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
+    }
     progress.finish()
   }
 

@@ -32,14 +32,12 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       case StateDecision.Record(record) => catalog.write(record)
       case StateDecision.Migrate(migration, record) =>
         val start = System.nanoTime()
+        val rewriter = provider.valueRewriter(state, keySpec, schemaOf(recorded.get.valueSnapshot),
+          schemaOf(current.valueSnapshot))
         val migrated = current.kind match {
           case StateKind.List =>
-            StateMigrator.migrateLists(store, state, schemaOf(current.keySnapshot), migration, describe(state),
-              provider.migrationInterruption)
-          case _ =>
-            val rewriter = provider.valueRewriter(state, keySpec, schemaOf(recorded.get.valueSnapshot),
-              schemaOf(current.valueSnapshot))
-            StateMigrator.migrateValues(rewriter, migration, describe(state), provider.migrationInterruption)
+            StateMigrator.migrateLists(rewriter, migration, describe(state), provider.migrationInterruption)
+          case _ => StateMigrator.migrateValues(rewriter, migration, describe(state), provider.migrationInterruption)
         }
         counters.recordMigration(migrated, System.nanoTime() - start)
         catalog.write(record)

@@ -3,6 +3,7 @@ package org.apache.spark.sql.execution.streaming.state
 import java.lang.reflect.Method
 import java.util.Arrays
 
+import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -10,8 +11,8 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * Rewrites every value of one column family (or of a store without them) in the RocksDB instance behind Spark's
- * RocksDB provider, in place, exactly as `RocksDB.put` writes (native put, then the changelog) except for the
- * read that `trackTotalNumberOfRows` (on by default) makes before every put to keep the row count. A rewrite only
+ * RocksDB provider, in place, exactly as `RocksDB.put` and `putList` write (native put, then the changelog) except
+ * for the read that `trackTotalNumberOfRows` (on by default) makes before every put to keep the row count. A rewrite only
  * overwrites keys that exist, so that count cannot change, and the read roughly halves write throughput.
  *
  * Spark 4.1 has no write without that read. This file is statesnap's one reach into Spark's internals: it lives
@@ -21,7 +22,7 @@ import org.apache.spark.sql.types.StructType
 final class StatesnapValueRewriter private (rocksDB: RocksDB, members: StatesnapValueRewriter.RocksDBMembers,
     columnFamily: Option[String], keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
     newValueSchema: StructType) {
-  import StatesnapValueRewriter.hasPrefix
+  import StatesnapValueRewriter.{hasPrefix, join}
 
   /**
    * Streams through a point-in-time view of the column family, replacing each value by `convert` of it and
@@ -29,15 +30,45 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
    * throws, the rewrite stops with an [[StatesnapValueRewriter.EntryFailure]] naming the entry's key.
    */
   def rewriteAll(convert: UnsafeRow => UnsafeRow, afterEach: () => Unit): Unit = {
-    val db = members.db.invoke(rocksDB).asInstanceOf[org.rocksdb.RocksDB]
-    val writeOptions = members.writeOptions.invoke(rocksDB).asInstanceOf[org.rocksdb.WriteOptions]
-    val changelog = members.changelogWriter.invoke(rocksDB).asInstanceOf[Option[StateStoreChangelogWriter]]
+    val decoder = new UnsafeRowDataEncoder(keySpec, oldValueSchema)
+    val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
+    forEachEntry { (key, value) =>
+      overwrite(key, encoder.encodeValue(converted(key, decoder.decodeValue(value), convert)))
+      afterEach()
+    }
+  }
+
+  /**
+   * The same for a list state: each key's value holds all its elements, so each is decoded, converted and
+   * re-encoded, and the list written back whole, exactly as `putList` joins it (one key's elements in memory at a
+   * time). `afterEach` gets the number of elements of each key.
+   */
+  def rewriteAllLists(convert: UnsafeRow => UnsafeRow, afterEach: Int => Unit): Unit = {
+    val decoder = StatesnapSparkGlue.listValueEncoder(new UnsafeRowDataEncoder(keySpec, oldValueSchema),
+      oldValueSchema, rocksDB)
+    val encoder = StatesnapSparkGlue.listValueEncoder(new UnsafeRowDataEncoder(keySpec, newValueSchema),
+      newValueSchema, rocksDB)
+    val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
+    val elements = new ArrayBuffer[Array[Byte]]
+    forEachEntry { (key, value) =>
+      elements.clear()
+      decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(converted(key, old, convert)))
+      overwrite(key, join(elements, delimiter))
+      afterEach(elements.length)
+    }
+  }
+
+  private def converted(key: Array[Byte], old: UnsafeRow, convert: UnsafeRow => UnsafeRow): UnsafeRow =
+    try convert(old) catch {
+      case NonFatal(e) => throw new StatesnapValueRewriter.EntryFailure(describeKey(key), old.copy(), e)
+    }
+
+  /** Calls `body` with each key and value of the state, from an iterator that the writes do not disturb. */
+  private def forEachEntry(body: (Array[Byte], Array[Byte]) => Unit): Unit = {
     // A store without column families keeps its keys unprefixed: the whole database is the state.
     val prefix = columnFamily.fold(Array.emptyByteArray)(cf =>
       members.keyPrefix.invoke(rocksDB, Array.emptyByteArray, cf).asInstanceOf[Array[Byte]])
-    val decoder = new UnsafeRowDataEncoder(keySpec, oldValueSchema)
-    val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
-    val entries = db.newIterator() // an implicit snapshot: the puts below do not show up in it
+    val entries = db.newIterator() // an implicit snapshot: the puts do not show up in it
     // Each call to `key` copies the key out of RocksDB: read it once per entry.
     def keyInFamily(): Array[Byte] = {
       val key = if (entries.isValid) entries.key else null
@@ -47,19 +78,24 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
       entries.seek(prefix)
       var key = keyInFamily()
       while (key != null) {
-        val old = decoder.decodeValue(entries.value)
-        val value = try encoder.encodeValue(convert(old)) catch {
-          case NonFatal(e) => throw new StatesnapValueRewriter.EntryFailure(describeKey(key), old.copy(), e)
-        }
-        rocksDB.updateMemoryUsageIfNeeded()
-        db.put(writeOptions, key, value)
-        changelog.foreach(_.put(key, value))
-        afterEach()
+        body(key, entries.value)
         entries.next()
         key = keyInFamily()
       }
     } finally entries.close()
   }
+
+  /** What `RocksDB.put` does, without the read before it: the native put, then the changelog. */
+  private def overwrite(key: Array[Byte], value: Array[Byte]): Unit = {
+    rocksDB.updateMemoryUsageIfNeeded()
+    db.put(writeOptions, key, value)
+    changelog.foreach(_.put(key, value))
+  }
+
+  private lazy val db = members.db.invoke(rocksDB).asInstanceOf[org.rocksdb.RocksDB]
+  private lazy val writeOptions = members.writeOptions.invoke(rocksDB).asInstanceOf[org.rocksdb.WriteOptions]
+  private lazy val changelog =
+    members.changelogWriter.invoke(rocksDB).asInstanceOf[Option[StateStoreChangelogWriter]]
 
   /** A stored key as the application sees it (for errors), or its bytes when it does not decode. */
   private def describeKey(key: Array[Byte]): String = try {
@@ -113,6 +149,20 @@ object StatesnapValueRewriter {
       method.setAccessible(true)
       Right(method)
     } catch { case _: NoSuchMethodException | _: SecurityException => Left(name) }
+
+  /** The elements of a list joined as Spark's merge operator joins them. */
+  private def join(elements: ArrayBuffer[Array[Byte]], delimiter: Array[Byte]): Array[Byte] = {
+    val joined = new Array[Byte](elements.map(_.length).sum + delimiter.length * math.max(0, elements.length - 1))
+    var at = 0
+    var i = 0
+    while (i < elements.length) {
+      if (i > 0) { System.arraycopy(delimiter, 0, joined, at, delimiter.length); at += delimiter.length }
+      System.arraycopy(elements(i), 0, joined, at, elements(i).length)
+      at += elements(i).length
+      i += 1
+    }
+    joined
+  }
 
   private def hasPrefix(key: Array[Byte], prefix: Array[Byte]): Boolean =
     key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)

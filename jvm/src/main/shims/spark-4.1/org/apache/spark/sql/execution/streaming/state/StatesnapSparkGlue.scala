@@ -1,6 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state
 
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.types.StructType
 
 /** Spark internals whose shape differs between Spark minors, for Spark 4.1 (see `jvm/src/main/shims`). */
 object StatesnapSparkGlue {
@@ -13,4 +14,11 @@ object StatesnapSparkGlue {
 
   /** Whether Spark's RocksDB stores a checksum with every value (Spark 4.2+): never in 4.1. */
   def rowChecksums(rocksDB: RocksDB): Boolean = false
+
+  /** How list state joins its elements in one RocksDB value: Spark 4.1's merge operator puts a ',' between them. */
+  def mergeDelimiter(rocksDB: RocksDB): Array[Byte] = Array(','.toByte)
+
+  /** The codec of one list state's elements, `[int length][value bytes]` each, joined by [[mergeDelimiter]]. */
+  def listValueEncoder(data: RocksDBDataEncoder, valueSchema: StructType, rocksDB: RocksDB): MultiValuedStateEncoder =
+    new MultiValuedStateEncoder(data, valueSchema)
 }
