@@ -132,7 +132,13 @@ abstract class UserValueWrapper extends CompositeStateSerializerSnapshot {
       while (i < fields.length) { row.update(i, oldRow.get(i, fields(i))); i += 1 }
       write(row)
     }
-    override def diagnose(oldRow: UnsafeRow): MigrationFailure = user.diagnose(userValue(oldRow))
-    private def userValue(oldRow: UnsafeRow) = oldRow.getStruct(0, user.oldFieldCount)
+    override def diagnose(oldRow: UnsafeRow): MigrationFailure = user.diagnose(userValue(oldRow).copy())
+    /** The user value of `oldRow`, in a row reused for every entry (`getStruct` would allocate one per entry). */
+    private val userOld = new UnsafeRow(user.oldFieldCount)
+    private def userValue(oldRow: UnsafeRow): UnsafeRow = {
+      val offsetAndSize = oldRow.getLong(0)
+      userOld.pointTo(oldRow.getBaseObject, oldRow.getBaseOffset + (offsetAndSize >>> 32), offsetAndSize.toInt)
+      userOld
+    }
   }
 }
