@@ -83,13 +83,17 @@ test-fast: test-jvm
 demo: $(JAR)
 	$(PY) scripts/demo.py
 
-$(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+%/.bench-stamp: bench/requirements.txt %/.stamp
+	$*/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
 	@touch $@
 
-# Benchmarks are not tests: figures are ratios against Spark's stock provider measured in the same run.
-bench: $(JAR) $(VENV)/.bench-stamp
+# Benchmarks are not tests: figures are ratios against Spark's stock provider measured in the same run. They run
+# on the pinned Spark (bench/results.md) and on the newest minor (bench/results-spark$(BENCH_SPARK).md).
+BENCH_SPARK := 4.3
+bench: $(JAR) $(VENV)/.bench-stamp python/statesnap/jars/statesnap-spark$(BENCH_SPARK).jar \
+    .venv-spark$(BENCH_SPARK)/.bench-stamp
 	$(PY) bench/run.py $(BENCH_ARGS)
+	.venv-spark$(BENCH_SPARK)/bin/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build python/statesnap/jars
