@@ -1,7 +1,9 @@
-"""Command line: ``python -m statesnap inspect <checkpoint>`` and ``python -m statesnap check ...``.
+"""Command line: ``python -m statesnap inspect|check|adopt|release <checkpoint> ...``.
 
-Both read the checkpoint's latest committed version (snapshots and changelogs, either checkpoint format) through
-Spark's JVM, read-only. Every failure is one line on stderr and exit code 2.
+``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
+checkpoint format) through Spark's JVM, read-only. ``adopt`` and ``release`` move a stopped query's checkpoint
+from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins. Every
+failure is one line on stderr and exit code 2.
 """
 from __future__ import annotations
 
@@ -78,6 +80,14 @@ def _check(args: argparse.Namespace) -> int:
     return worst
 
 
+def _switch(args: argparse.Namespace) -> int:
+    with spark_session() as spark:
+        switch = spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch
+        outcome = getattr(switch, args.command)(spark._jsparkSession, args.checkpoint, args.dry_run)
+        print(outcome.report())
+    return EXIT_NO_REWRITE
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m statesnap", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -99,6 +109,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     check.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                        help="the compatibility mode it will set for the query (statesnap.set_compatibility)")
     check.set_defaults(run=_check)
+    for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB provider to statesnap's"),
+                       ("release", "move a stopped query's checkpoint from statesnap's provider back to Spark's")):
+        switch = commands.add_parser(name, help=what, description=what + ": rewrites the provider pinned in its "
+                                     "latest offset entry (a backup goes to <checkpoint>/_statesnap/provider-switch).")
+        switch.add_argument("checkpoint", help="the stopped query's checkpointLocation (any Hadoop path)")
+        switch.add_argument("--dry-run", action="store_true", help="check and show what would change; change nothing")
+        switch.set_defaults(run=_switch)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -5,14 +5,17 @@ import io.statesnap.StatesnapException._
 import io.statesnap.snapshot._
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStore}
 import org.apache.spark.sql.types.StructType
+import org.slf4j.LoggerFactory
 
 /**
  * Resolves a state's committed snapshot against what the application declares now, on the state's first
  * access in a store version, and carries out the [[StateDecision]]: nothing, record the new snapshot, migrate
- * every entry and record it, or refuse before writing anything.
+ * every entry and record it, or refuse before writing anything. A state with entries but no snapshot yet (a
+ * checkpoint adopted from Spark's provider) resolves against the schemas Spark's own files recorded for it.
  */
 private[provider] final class StateSchemaResolver(store: StateStore, catalog: SnapshotCatalog,
     counters: MigrationCounters, provider: StatesnapStateStoreProvider) {
+  private val log = LoggerFactory.getLogger(getClass)
   private def declared = provider.declaredSnapshots
   private def describe(state: String) = provider.describeState(state)
 
@@ -20,15 +23,10 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       multipleValuesPerKey: Boolean): Unit = {
     val current = declared.record(state, declared.kindOf(keySpec, multipleValuesPerKey), keySchema,
       declared.valueSnapshot(state, valueSchema), store.version + 1)
-    val recorded = catalog.read(state).map(decode(state, _))
-    if (recorded.isEmpty && hasEntries(state)) {
-      throw new StatesnapException(MissingSnapshot, s"${describe(state)} holds entries but no statesnap " +
-        "snapshot, so the schema its bytes were written with is unknown and statesnap will not guess. " +
-        "Restart the application version that wrote it with statesnap's provider to record one, or start " +
-        "from a new checkpoint.")
-    }
+    val ours = catalog.read(state).map(decode(state, _))
+    val recorded = ours.orElse(if (hasEntries(state)) Some(fromSparkFiles(state, current)) else None)
     StateDecision.decide(recorded, current) match {
-      case StateDecision.AsIs =>
+      case StateDecision.AsIs => if (ours.isEmpty) catalog.write(current)
       case StateDecision.Record(record) => catalog.write(record)
       case StateDecision.Migrate(migration, record) =>
         val start = System.nanoTime()
@@ -43,6 +41,24 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
         catalog.write(record)
       case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
     }
+  }
+
+  /**
+   * A state with entries but no statesnap record (a checkpoint adopted from Spark's provider, or a record lost):
+   * the schemas Spark's own files say its bytes have, which Spark itself would read them with.
+   */
+  private def fromSparkFiles(state: String, current: StateSnapshotRecord): StateSnapshotRecord = {
+    val (key, value) = provider.sparkSchemas(state, store.version).getOrElse(throw new StatesnapException(
+      MissingSnapshot, s"${describe(state)} holds entries but neither a statesnap snapshot nor Spark's own schema " +
+        "files say which schema its bytes were written with, and statesnap will not guess. Nothing was read or " +
+        "rewritten. Restore the checkpoint's state/<operator>/_stateSchema and _metadata files, or start from a " +
+        "new checkpoint."))
+    log.info(s"statesnap: ${describe(state)} has no statesnap snapshot yet; its bytes are read as Spark's schema " +
+      s"files say: key ${key.simpleString}, value ${value.simpleString}")
+    val valueSnapshot = TtlValueSnapshot.unwrap(value).fold[StateSerializerSnapshot](
+      new RowSchemaSnapshot().configure(value))(user => new TtlValueSnapshot(new RowSchemaSnapshot().configure(user)))
+    StateSnapshotRecord(state, current.kind, new RowSchemaSnapshot().configure(key), valueSnapshot, 0L,
+      System.currentTimeMillis())
   }
 
   private def decode(state: String, bytes: Array[Byte]): StateSnapshotRecord =

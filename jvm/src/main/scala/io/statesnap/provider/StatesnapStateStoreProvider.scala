@@ -47,6 +47,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    * operator, until its first commit (Spark's driver writes the files in the first batch of a run only).
    */
   @volatile private var keepsSparkFiles: Option[Configuration] = None
+  @volatile private var hadoopConf: Configuration = _
   /** Checks, once per provider (per query run), that every registration names a state of the query. */
   @volatile private var verifyRegistrations: Long => Unit = _ => ()
 
@@ -62,6 +63,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
         "keeps the encoding it was created with).")
     }
     // Set by statesnap's listener for the query run; what it found wrong fails the query here.
+    this.hadoopConf = hadoopConf
     val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
     query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
     declared = new DeclaredSnapshots(query)
@@ -202,6 +204,10 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
         s"${describeState(state)} needs a migration, which statesnap cannot run here: ${e.getMessage}. Nothing " +
           "was rewritten.", e)
     }
+
+  /** The key and value schemas Spark's own files record for column family `state` in batch `batchId`. */
+  private[provider] def sparkSchemas(state: String, batchId: Long): Option[(StructType, StructType)] =
+    StatesnapSparkSchemaFiles.transformWithStateFamilies(stateStoreId, batchId, hadoopConf).get(state)
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
   private[provider] def describeState(stateName: String): String =

@@ -104,7 +104,8 @@ object StatesnapQueryListener {
       "with, whatever the session says)" else s"the session's provider is $provider"
     s"statesnap does not serve ${query.describe}: $why. Spark's own state schema check applies to it as the " +
       "session sets it" + (if (registrations.states.isEmpty) "" else s", and the snapshots registered for it " +
-      s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply") + ". statesnap serves a " +
-      "query from its first run: to use it, start the query on a new checkpoint."
+      s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply") + ". To use statesnap, stop " +
+      s"the query and adopt its checkpoint (python -m statesnap adopt ${query.checkpoint}), or start the query on a " +
+      "new checkpoint."
   }
 }

@@ -108,7 +108,9 @@ class ProviderTest {
   @Test def stateWithEntriesButNoSnapshotIsRefused(): Unit = {
     val f = new ProviderFixture
     f.commitState(f.sparkRocksDb(), 0, "orders", v1, values)
-    assertRefused(f, 1, StatesnapException.MissingSnapshot, "holds entries but no statesnap snapshot")
+    // The fixture writes no Spark schema files either (a streaming query's driver would).
+    assertRefused(f, 1, StatesnapException.MissingSnapshot, "holds entries but neither a statesnap snapshot nor " +
+      "Spark's own schema files")
   }
 
   @Test def narrowingIsRefusedBeforeAnyWrite(): Unit = {

@@ -32,13 +32,9 @@ object StatesnapSparkSchemaFiles {
     val metadataPath = OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
     if (!fm.exists(metadataPath)) return None
-    val metadata = OperatorStateMetadataUtils.readMetadata(fm.open(metadataPath), 2) match {
-      case Some(m: OperatorStateMetadataV2) => m
-      case other => throw new IllegalStateException(s"$metadataPath holds $other, not operator metadata v2")
-    }
-    val paths = metadata.stateStoreInfo.find(_.storeName == id.storeName).map(_.stateSchemaFilePaths).getOrElse(Nil)
-    val recorded = paths.lastOption.map(p => StateSchemaCompatibilityChecker.readSchemaFile(fm.open(new Path(p))))
-      .getOrElse(Nil)
+    val metadata = readMetadataV2(fm, metadataPath)
+    val paths = schemaFilePaths(metadata, id.storeName)
+    val recorded = lastSchemaFile(fm, paths)
     val updated = families.foldLeft(recorded)(withFamily)
     if (updated == recorded) return None
     val newFile = new Path(new Path(new Path(operatorDir, "_stateSchema"), id.storeName), s"${batchId}_${UUID.randomUUID()}")
@@ -54,6 +50,39 @@ object StatesnapSparkSchemaFiles {
       metadataPath)
     Some(newFile)
   }
+
+  /**
+   * The column families Spark's files say a transformWithState store has in batch `batchId` (the schema file
+   * named last by the newest operator metadata up to that batch), by name: key (for a map state, the store's
+   * composite `struct<key, userKey>`) and value. Empty when Spark wrote no operator metadata up to that batch.
+   */
+  def transformWithStateFamilies(id: StateStoreId, batchId: Long,
+      hadoopConf: Configuration): Map[String, (StructType, StructType)] = {
+    val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    val dir = new Path(operatorDir, "_metadata/v2")
+    val batches = if (!fm.exists(dir)) Nil else fm.list(dir).toSeq.flatMap(_.getPath.getName.toLongOption)
+    batches.filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
+      lastSchemaFile(fm, schemaFilePaths(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b)),
+        id.storeName))
+    }.map { s =>
+      val key = s.userKeyEncoderSchema.fold(s.keySchema)(user =>
+        new StructType().add("key", new StructType(s.keySchema.fields)).add("userKey", new StructType(user.fields)))
+      s.colFamilyName -> (key, s.valueSchema)
+    }.toMap
+  }
+
+  private def readMetadataV2(fm: CheckpointFileManager, path: Path): OperatorStateMetadataV2 =
+    OperatorStateMetadataUtils.readMetadata(fm.open(path), 2) match {
+      case Some(m: OperatorStateMetadataV2) => m
+      case other => throw new IllegalStateException(s"$path holds $other, not operator metadata v2")
+    }
+
+  private def schemaFilePaths(metadata: OperatorStateMetadataV2, storeName: String): List[String] =
+    metadata.stateStoreInfo.find(_.storeName == storeName).map(_.stateSchemaFilePaths).getOrElse(Nil)
+
+  private def lastSchemaFile(fm: CheckpointFileManager, paths: List[String]): List[StateStoreColFamilySchema] =
+    paths.lastOption.map(p => StateSchemaCompatibilityChecker.readSchemaFile(fm.open(new Path(p)))).getOrElse(Nil)
 
   /** `schemas` with `family`'s value schema as declared, or `family` added as Spark's driver would list it. */
   private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] =
