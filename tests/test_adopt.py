@@ -67,6 +67,11 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
     assert pinned_provider(checkpoint) == statesnap.PROVIDER_CLASS
     backups = [p for p in (Path(checkpoint) / "_statesnap" / "provider-switch").iterdir() if p.name[0] != "."]
     assert [b.read_bytes() for b in backups] == [before["0"]]
+    # Before its first statesnap run, a deploy can be dry-run against what Spark's files say the bytes are.
+    code, out = tool(capsys, "check", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    assert code == 3 and "no statesnap snapshot yet" in out and "convert 'n' int -> bigint" in out, out
+    code, out = tool(capsys, "check", checkpoint, "--state", "events", "--kind", "list", "--schema", "n smallint")
+    assert code == 4 and "incompatible" in out, out
 
     # The first statesnap run widens one field and adds another in both states: every entry migrates.
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
@@ -92,6 +97,8 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int", timeout=True))
     code, out = tool(capsys, "adopt", checkpoint)
     assert code == 0, out
+    code, out = tool(capsys, "check", checkpoint, "--state", "groupState", "--schema", "n bigint, note string")
+    assert code == 3 and "no statesnap snapshot yet" in out and "add 'note' string" in out, out
 
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
     adopted = run_group_state_app(spark, source, checkpoint, "n bigint, note string", timeout=True)

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 from py4j.protocol import Py4JJavaError
 
 from statesnap._snapshots import Compatibility, RowSnapshot, _schema_json
-from statesnap.checkpoint import spark_session
+from statesnap.checkpoint import spark_schema_records, spark_session
 from statesnap.records import parse_record, read_records
 
 EXIT_NO_REWRITE, EXIT_ERROR, EXIT_MIGRATE, EXIT_INCOMPATIBLE = 0, 2, 3, 4
@@ -54,8 +54,15 @@ def _check(args: argparse.Namespace) -> int:
         records = [(store, record) for store, record in read_records(spark, args.checkpoint)
                    if parse_record(record).state == args.state]
         if not records:
+            # An adopted checkpoint before its first statesnap run: what the provider would start from.
+            records = [(store, record) for store, record in spark_schema_records(spark, args.checkpoint)
+                       if parse_record(record).state == args.state]
+            if records:
+                print(f"state '{args.state}' has no statesnap snapshot yet (an adopted checkpoint): checked against "
+                      "the schemas Spark's own schema files record for it")
+        if not records:
             raise ToolError(f"no snapshot of state '{args.state}' under {args.checkpoint} (at its latest committed "
-                            "batch)")
+                            "batch), and Spark's schema files name no such state")
         definition = None
         if args.snapshot:
             try:

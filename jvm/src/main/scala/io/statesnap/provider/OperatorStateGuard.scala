@@ -96,7 +96,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    */
   private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
       newFieldsNeedValues: Boolean): (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
-    val old = recorded.map(asGroupState)
+    val old = recorded.map(SparkSchemaRecords.asGroupState)
     StateDecision.decide(old, current, newFieldsNeedValues) match {
       case StateDecision.AsIs => (old.filter(_ => !ours || old != recorded), None)
       case StateDecision.Record(next) => (Some(next), None)
@@ -128,15 +128,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   }
 
   private def sparkSchemaFile: Option[StateSnapshotRecord] = StatesnapSparkSchemaFiles.singleState(id, hadoopConf)
-    .map { case (key, value) => GuardedState.record(id.storeName, key, value, 0L) }
-
-  /** A record of the whole value (statesnap 0.1, Spark's schema file) seen as the group state it holds. */
-  private def asGroupState(record: StateSnapshotRecord): StateSnapshotRecord = record.valueSnapshot match {
-    case row: RowSchemaSnapshot => GroupStateSnapshot.unwrap(row.schema).fold(record) { case (state, withTimeout) =>
-      record.copy(valueSnapshot = new GroupStateSnapshot(new RowSchemaSnapshot().configure(state), withTimeout))
-    }
-    case _ => record
-  }
+    .map { case (key, value) => SparkSchemaRecords.singleState(id.storeName, key, value) }
 
   private def describe: String = {
     val state = migrates.fold("the state")(m => s"state '${m.state}'")

@@ -55,10 +55,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
         "new checkpoint."))
     log.info(s"statesnap: ${describe(state)} has no statesnap snapshot yet; its bytes are read as Spark's schema " +
       s"files say: key ${key.simpleString}, value ${value.simpleString}")
-    val valueSnapshot = TtlValueSnapshot.unwrap(value).fold[StateSerializerSnapshot](
-      new RowSchemaSnapshot().configure(value))(user => new TtlValueSnapshot(new RowSchemaSnapshot().configure(user)))
-    StateSnapshotRecord(state, current.kind, new RowSchemaSnapshot().configure(key), valueSnapshot, 0L,
-      System.currentTimeMillis())
+    SparkSchemaRecords.transformWithState(state, current.kind, key, value)
   }
 
   private def decode(state: String, bytes: Array[Byte]): StateSnapshotRecord =

@@ -8,7 +8,8 @@ import java.util.{Arrays, Comparator, TreeMap}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.statesnap.provider.OperatorRecordFiles
+import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
+import io.statesnap.snapshot.StateKind
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
@@ -80,6 +81,31 @@ object StatesnapCheckpointReader {
           val bytes = try in.readAllBytes() finally in.close()
           Array[Any](operator, partition, name, version, bytes)
         }
+      }
+    }.asJava
+  }
+
+  /**
+   * For py4j: the records statesnap starts from for states it holds no record of yet (a checkpoint adopted from
+   * Spark's provider), made from Spark's own schema files at the latest committed batch: every user column family
+   * of a transformWithState operator (as value state; Spark's files do not say the kind), and the group state or
+   * aggregation of other operators. `[operator, store, record bytes]`, one per state and operator.
+   */
+  def sparkSchemaRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    val stateRoot = new Path(root, "state")
+    latestCommit(fs, root).toSeq.flatMap { commit =>
+      stores(fs, stateRoot).filter(_._2 == 0).flatMap { case (operator, _, name, _) =>
+        val id = StateStoreId(stateRoot.toString, operator, 0, name)
+        val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(id, commit.batch, hadoopConf)
+        val records = if (families.nonEmpty) families.toSeq.sortBy(_._1).collect {
+          case (state, (key, value)) if !state.startsWith("$") && state != DefaultStore =>
+            SparkSchemaRecords.transformWithState(state, StateKind.Value, key, value)
+        } else StatesnapSparkSchemaFiles.singleState(id, hadoopConf).toSeq.flatMap { case (key, value) =>
+          SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
+        }
+        records.map(r => Array[Any](operator, name, r.toBytes))
       }
     }.asJava
   }
