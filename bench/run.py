@@ -233,11 +233,10 @@ def report(results: dict, path: Path) -> None:
                   "before its store is handed out, so its three figures include loading the version.", "",
                   f"**Partitions**: 4 partitions of {p['perPartition']:,} values migrating at once on "
                   f"{p['cores']} cores reach {many['entriesPerSecond']:,} entries/s, one partition alone "
-                  f"{one['entriesPerSecond']:,}: **x{p['scaling']:.2f}** (target >= 1.8). One partition alone "
-                  f"already keeps {one['coresUsed']:.2f} cores busy (RocksDB flushes what it writes on background "
-                  f"threads), so no migration can scale past about x{p['ceiling']:.2f} on this machine "
-                  f"({p['cores']} cores / {one['coresUsed']:.2f}); 4 partitions keep {many['coresUsed']:.2f} cores "
-                  "busy.", ""]
+                  f"{one['entriesPerSecond']:,}: **x{p['scaling']:.2f}** (target >= 1.8). The CPU they keep busy: "
+                  f"{one['coresUsed']:.2f} cores for one partition (RocksDB flushes what it writes on background "
+                  f"threads beside it), {many['coresUsed']:.2f} for four. The timing ends when the last partition has "
+                  "migrated; the flush of what is still in memory then comes with each commit, untimed for both.", ""]
     for key, title, target in (("steady", "Steady-state overhead (no schema change)", "statesnap / stock time, "
                                 "target <= 1.02"),
                                ("avro", "After evolution: Spark's Avro path vs statesnap", "statesnap / stock-avro "
