@@ -60,17 +60,22 @@ build/spark%/test-classes/.stamp: $(TEST_SOURCES) python/statesnap/jars/statesna
 	@touch $@
 
 JUNIT_CP := /usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar
+# The JUnit suite on one Spark minor: $(call junit,<that pyspark's jars directory>,<minor>).
+junit = java -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties \
+	  -cp "$(1)/*:build/spark$(2)/classes:build/spark$(2)/test-classes:$(JUNIT_CP)" org.junit.runner.JUnitCore \
+	  $$(cd build/spark$(2)/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
 test-jvm: $(CLASSES)/test-classes/.stamp
-	java -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties \
-	  -cp "$(SPARK_JARS)/*:$(CLASSES)/classes:$(CLASSES)/test-classes:$(JUNIT_CP)" org.junit.runner.JUnitCore \
-	  $$(cd $(CLASSES)/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
+	$(call junit,$(SPARK_JARS),$(SPARK))
 
 test-python: $(CLASSES)/test-classes/.stamp
 	$(PY) -m pytest tests
 
-# The stateful-operator suites on every other Spark minor, each with its own venv and jar.
+# The JUnit suite and the stateful-operator suites on every other Spark minor, each with its own venv and jar.
 test-other-sparks: $(OTHER_SPARKS:%=build/spark%/test-classes/.stamp)
-	for minor in $(OTHER_SPARKS); do .venv-spark$$minor/bin/python -m pytest $(OPERATOR_SUITES) || exit 1; done
+	for minor in $(OTHER_SPARKS); do \
+	  jars=$$(.venv-spark$$minor/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
+	  $(call junit,$$jars,$$minor) && .venv-spark$$minor/bin/python -m pytest $(OPERATOR_SUITES) || exit 1; \
+	done
 
 # Everything CI runs: the JVM unit tests, the other Sparks' operator suites, then the whole pytest suite on the
 # pinned Spark (whose summary is the last line).
