@@ -53,7 +53,9 @@ def tool(capsys, *args: str) -> tuple[int, str]:
 @pytest.mark.skipif(not ON_41, reason="transformWithState runs on statesnap on Spark 4.1 only (SPARK-54117)")
 def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app_dirs, on_provider, capsys):
     source, checkpoint = app_dirs
-    v1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list")]
+    by_sign = lambda v: {("neg" if v < 0 else "pos",): (v,)}  # noqa: E731
+    v1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list"),
+          StateSpec("last", "n int", by_sign, kind="map")]
     write_input(source, [("a", -7, "set"), ("b", 5, "set"), ("a", 3, "set")])
     on_provider(STOCK, lambda: run_app(spark, source, checkpoint, v1))
 
@@ -75,11 +77,15 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
 
     # The first statesnap run widens one field and adds another in both states: every entry migrates.
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
-    v2 = [StateSpec("count", "n bigint, note string"), StateSpec("events", "n bigint, why string", kind="list")]
+    # A map state added in that run gets its entry in Spark's schema files from statesnap, as Spark's driver would.
+    v2 = [StateSpec("count", "n bigint, note string"), StateSpec("events", "n bigint, why string", kind="list"),
+          StateSpec("last", "n bigint", by_sign, kind="map"), StateSpec("first", "n int", by_sign, kind="map")]
     adopted = run_app(spark, source, checkpoint, v2)
-    assert adopted.seen == {"a": [{"count": [3, None], "events": [[-7, None], [3, None]]}],
-                            "b": [{"count": [5, None], "events": [[5, None]]}]}
-    assert adopted.migrated_entries == 2 + 3
+    assert adopted.seen == {
+        "a": [{"count": [3, None], "events": [[-7, None], [3, None]], "last": {'["neg"]': [-7], '["pos"]': [3]},
+               "first": None}],
+        "b": [{"count": [5, None], "events": [[5, None]], "last": {'["pos"]': [5]}, "first": None}]}
+    assert adopted.migrated_entries == 2 + 3 + 3
 
     code, out = tool(capsys, "release", checkpoint)
     assert code == 0 and pinned_provider(checkpoint) == STOCK, out

@@ -62,8 +62,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
         "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
         "keeps the encoding it was created with).")
     }
-    // Set by statesnap's listener for the query run; what it found wrong fails the query here.
     this.hadoopConf = hadoopConf
+    // Set by statesnap's listener for the query run; what it found wrong fails the query here.
     val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
     query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
     declared = new DeclaredSnapshots(query)

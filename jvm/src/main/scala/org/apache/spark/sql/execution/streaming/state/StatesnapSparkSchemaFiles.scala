@@ -54,7 +54,8 @@ object StatesnapSparkSchemaFiles {
   /**
    * The column families Spark's files say a transformWithState store has in batch `batchId` (the schema file
    * named last by the newest operator metadata up to that batch), by name: key (for a map state, the store's
-   * composite `struct<key, userKey>`) and value. Empty when Spark wrote no operator metadata up to that batch.
+   * composite `struct<key, userKey>`, as Spark records it) and value. Empty when Spark wrote no operator metadata
+   * up to that batch.
    */
   def transformWithStateFamilies(id: StateStoreId, batchId: Long,
       hadoopConf: Configuration): Map[String, (StructType, StructType)] = {
@@ -65,11 +66,7 @@ object StatesnapSparkSchemaFiles {
     batches.filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
       lastSchemaFile(fm, schemaFilePaths(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b)),
         id.storeName))
-    }.map { s =>
-      val key = s.userKeyEncoderSchema.fold(s.keySchema)(user =>
-        new StructType().add("key", new StructType(s.keySchema.fields)).add("userKey", new StructType(user.fields)))
-      s.colFamilyName -> (key, s.valueSchema)
-    }.toMap
+    }.map(s => s.colFamilyName -> (s.keySchema, s.valueSchema)).toMap
   }
 
   private def readMetadataV2(fm: CheckpointFileManager, path: Path): OperatorStateMetadataV2 =
@@ -91,13 +88,14 @@ object StatesnapSparkSchemaFiles {
       case Some(s) => schemas.map(x => if (x eq s) s.copy(valueSchemaId = (s.valueSchemaId + 1).toShort,
         valueSchema = family.valueSchema) else x)
       case None =>
-        // Spark lists a map state's grouping key and user key apart; its store sees them as one composite key.
-        val (key, userKey) = (family.keySpec, family.keySchema.fields) match {
-          case (_: PrefixKeyScanStateEncoderSpec, Array(StructField("key", k: StructType, _, _),
-              StructField("userKey", u: StructType, _, _))) => (k, Some(u))
-          case _ => (family.keySchema, None)
+        // A map state's key is the store's composite struct<key, userKey>; Spark's file also names the user key.
+        val userKey = (family.keySpec, family.keySchema.fields) match {
+          case (_: PrefixKeyScanStateEncoderSpec, Array(StructField("key", _: StructType, _, _),
+              StructField("userKey", u: StructType, _, _))) => Some(u)
+          case _ => None
         }
-        schemas :+ StateStoreColFamilySchema(family.name, 0, key, 0, family.valueSchema, Some(family.keySpec), userKey)
+        schemas :+ StateStoreColFamilySchema(family.name, 0, family.keySchema, 0, family.valueSchema,
+          Some(family.keySpec), userKey)
     }
   /**
    * The key and value schemas in the schema file (format v2) Spark keeps for an operator without column
