@@ -208,6 +208,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   /** The key and value schemas Spark's own files record for column family `state` in batch `batchId`. */
   private[provider] def sparkSchemas(state: String, batchId: Long): Option[(StructType, StructType)] =
     StatesnapSparkSchemaFiles.transformWithStateFamilies(stateStoreId, batchId, hadoopConf).get(state)
+      .map(s => (s.keySchema, s.valueSchema))
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
   private[provider] def describeState(stateName: String): String =

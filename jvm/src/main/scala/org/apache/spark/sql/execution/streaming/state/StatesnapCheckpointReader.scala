@@ -88,8 +88,8 @@ object StatesnapCheckpointReader {
   /**
    * For py4j: the records statesnap starts from for states it holds no record of yet (a checkpoint adopted from
    * Spark's provider), made from Spark's own schema files at the latest committed batch: every user column family
-   * of a transformWithState operator (as value state; Spark's files do not say the kind), and the group state or
-   * aggregation of other operators. `[operator, store, record bytes]`, one per state and operator.
+   * of a transformWithState operator (map state by its user key; value state otherwise, as Spark's files do not
+   * tell value from list), and the group state or aggregation of other operators. `[operator, store, record bytes]`, one per state and operator.
    */
   def sparkSchemaRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] = {
     val root = new Path(checkpoint)
@@ -100,8 +100,9 @@ object StatesnapCheckpointReader {
         val id = StateStoreId(stateRoot.toString, operator, 0, name)
         val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(id, commit.batch, hadoopConf)
         val records = if (families.nonEmpty) families.toSeq.sortBy(_._1).collect {
-          case (state, (key, value)) if !state.startsWith("$") && state != DefaultStore =>
-            SparkSchemaRecords.transformWithState(state, StateKind.Value, key, value)
+          case (state, s) if !state.startsWith("$") && state != DefaultStore =>
+            val kind = if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value
+            SparkSchemaRecords.transformWithState(state, kind, s.keySchema, s.valueSchema)
         } else StatesnapSparkSchemaFiles.singleState(id, hadoopConf).toSeq.flatMap { case (key, value) =>
           SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
         }

@@ -53,12 +53,12 @@ object StatesnapSparkSchemaFiles {
 
   /**
    * The column families Spark's files say a transformWithState store has in batch `batchId` (the schema file
-   * named last by the newest operator metadata up to that batch), by name: key (for a map state, the store's
-   * composite `struct<key, userKey>`, as Spark records it) and value. Empty when Spark wrote no operator metadata
-   * up to that batch.
+   * named last by the newest operator metadata up to that batch), by name. A map state's key is the store's
+   * composite `struct<key, userKey>`, its user key named apart. Empty when Spark wrote no operator metadata up to
+   * that batch.
    */
   def transformWithStateFamilies(id: StateStoreId, batchId: Long,
-      hadoopConf: Configuration): Map[String, (StructType, StructType)] = {
+      hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] = {
     val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
     val dir = new Path(operatorDir, "_metadata/v2")
@@ -66,7 +66,7 @@ object StatesnapSparkSchemaFiles {
     batches.filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
       lastSchemaFile(fm, schemaFilePaths(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b)),
         id.storeName))
-    }.map(s => s.colFamilyName -> (s.keySchema, s.valueSchema)).toMap
+    }.map(s => s.colFamilyName -> s).toMap
   }
 
   private def readMetadataV2(fm: CheckpointFileManager, path: Path): OperatorStateMetadataV2 =
