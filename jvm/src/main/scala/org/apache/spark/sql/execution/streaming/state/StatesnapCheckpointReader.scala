@@ -67,36 +67,29 @@ object StatesnapCheckpointReader {
    * than transformWithState, [[OperatorRecordFiles]]), the one in force at the latest committed batch:
    * `[operator, partition, store, version, record bytes]`.
    */
-  def operatorRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] = {
-    val root = new Path(checkpoint)
-    val fs = fileSystem(root, hadoopConf)
-    val stateRoot = new Path(root, "state")
-    latestCommit(fs, root).toSeq.flatMap { commit =>
+  def operatorRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    perStore(checkpoint, hadoopConf) { (fs, stateRoot, commit, operator, partition, name) =>
       val version = commit.batch + 1
-      stores(fs, stateRoot).flatMap { case (operator, partition, name, _) =>
-        val records = OperatorRecordFiles.root(stateRoot.toString, operator)
-        OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(records, partition, name),
-          OperatorRecordFiles.legacy(records, partition, name), version).map { file =>
-          val in = fs.open(file)
-          val bytes = try in.readAllBytes() finally in.close()
-          Array[Any](operator, partition, name, version, bytes)
-        }
+      val records = OperatorRecordFiles.root(stateRoot.toString, operator)
+      OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(records, partition, name),
+        OperatorRecordFiles.legacy(records, partition, name), version).toSeq.map { file =>
+        val in = fs.open(file)
+        val bytes = try in.readAllBytes() finally in.close()
+        Array[Any](operator, partition, name, version, bytes)
       }
-    }.asJava
-  }
+    }
 
   /**
    * For py4j: the records statesnap starts from for states it holds no record of yet (a checkpoint adopted from
    * Spark's provider), made from Spark's own schema files at the latest committed batch: every user column family
    * of a transformWithState operator (map state by its user key; value state otherwise, as Spark's files do not
-   * tell value from list), and the group state or aggregation of other operators. `[operator, store, record bytes]`, one per state and operator.
+   * tell value from list), and the group state or aggregation of other operators. `[operator, store, record
+   * bytes]`, one per state and operator.
    */
-  def sparkSchemaRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] = {
-    val root = new Path(checkpoint)
-    val fs = fileSystem(root, hadoopConf)
-    val stateRoot = new Path(root, "state")
-    latestCommit(fs, root).toSeq.flatMap { commit =>
-      stores(fs, stateRoot).filter(_._2 == 0).flatMap { case (operator, _, name, _) =>
+  def sparkSchemaRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
+      // Spark's schema files are per operator and store: partition 0 stands for all.
+      if (partition != 0) Nil else {
         val id = StateStoreId(stateRoot.toString, operator, 0, name)
         val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(id, commit.batch, hadoopConf)
         val records = if (families.nonEmpty) families.toSeq.sortBy(_._1).collect {
@@ -107,6 +100,18 @@ object StatesnapCheckpointReader {
           SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
         }
         records.map(r => Array[Any](operator, name, r.toBytes))
+      }
+    }
+
+  /** The rows `rows` gives for each store (operator, partition, store name) at the latest committed batch. */
+  private def perStore(checkpoint: String, hadoopConf: Configuration)(
+      rows: (FileSystem, Path, Commit, Int, Int, String) => Seq[Array[Any]]): java.util.List[Array[Any]] = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    val stateRoot = new Path(root, "state")
+    latestCommit(fs, root).toSeq.flatMap { commit =>
+      stores(fs, stateRoot).flatMap { case (operator, partition, name, _) =>
+        rows(fs, stateRoot, commit, operator, partition, name)
       }
     }.asJava
   }
