@@ -56,7 +56,8 @@ object MigrationBenchmark {
       if (args(0) == "partitions") scaling(checkpoint, entries / partitions, repeats)
       else copiesAndMigration(workload, checkpoint, entries, repeats)
     } finally FileUtils.deleteQuietly(new java.io.File(checkpoint))
-    println(s"""RESULT {"workload": "${args(0)}", "entries": $entries, "spark": "${org.apache.spark.SPARK_VERSION}", $result}""")
+    val spark = org.apache.spark.SPARK_VERSION
+    println(s"""RESULT {"workload": "${args(0)}", "entries": $entries, "spark": "$spark", $result}""")
   }
 
   private def copiesAndMigration(w: Workload, checkpoint: String, entries: Long, repeats: Int): String = {
@@ -213,7 +214,11 @@ object MigrationBenchmark {
    */
   private def loadAndRun(w: Workload, p: StateStoreProvider)(body: StateStore => Unit): (StateStore, Pass) =
     if (w.columnFamilies) { val store = p.getStore(1, None); (store, measure(body(store))) }
-    else { var store: StateStore = null; val pass = measure { store = p.getStore(1, None); body(store) }; (store, pass) }
+    else {
+      var store: StateStore = null
+      val pass = measure { store = p.getStore(1, None); body(store) }
+      (store, pass)
+    }
 
   private def copyPass(w: Workload, checkpoint: String, trackRows: Boolean): Pass = {
     val p = provider(w, checkpoint, 0, statesnap = false, w.v1, trackRows)

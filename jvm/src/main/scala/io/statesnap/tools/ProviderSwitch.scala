@@ -22,14 +22,14 @@ import org.slf4j.LoggerFactory
  */
 object ProviderSwitch {
   private val log = LoggerFactory.getLogger(getClass)
-  val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
+  private val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
   private val EncodingConf = "spark.sql.streaming.stateStore.encodingFormat"
   private val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
   private val Statesnap = classOf[StatesnapStateStoreProvider].getName
   private val Spark = StatesnapStateStoreProvider.InnerProviderClass
 
   /** What `adopt` or `release` did or, on a dry run, would do: one line per step, for the command line. */
-  final case class Outcome(lines: Seq[String], changed: Boolean) {
+  final case class Outcome(lines: Seq[String]) {
     /** The lines as one text, for py4j. */
     def report: String = lines.mkString("\n")
   }
@@ -47,7 +47,8 @@ object ProviderSwitch {
     val root = new Path(checkpoint)
     val hadoopConf = spark.sessionState.newHadoopConf()
     val fs = root.getFileSystem(hadoopConf)
-    def refuse(why: String) = throw new IllegalArgumentException(s"cannot $verb $checkpoint: $why. Nothing was changed.")
+    def refuse(why: String) =
+      throw new IllegalArgumentException(s"cannot $verb $checkpoint: $why. Nothing was changed.")
     // Spark's logs create their directory when it is missing: look first, so a mistyped path stays a mistake.
     if (!fs.exists(new Path(root, "offsets"))) refuse("it has no offsets/ directory, so it is not a streaming " +
       "query's checkpointLocation (or the query never started a batch)")
@@ -60,7 +61,7 @@ object ProviderSwitch {
       s"(or let it finish the batch by restarting it once on its current provider), then $verb")
     val confs = offsets.offsetSeqMetadataForBatchId(batch).map(_.conf).getOrElse(Map.empty[String, String])
     val current = confs.getOrElse(ProviderConf, refuse(s"offsets/$batch pins no state store provider"))
-    if (current == to) return Outcome(Seq(s"$checkpoint already runs on $to (offsets/$batch): nothing to do"), false)
+    if (current == to) return Outcome(Seq(s"$checkpoint already runs on $to (offsets/$batch): nothing to do"))
     if (current != from) refuse(s"offsets/$batch pins the provider $current; $verb moves a checkpoint from $from")
     confs.get(EncodingConf).filter(_ != "unsaferow").foreach(e => refuse(s"its state is encoded as $e " +
       s"($EncodingConf, pinned): statesnap reads and migrates UnsafeRow state only"))
@@ -80,7 +81,7 @@ object ProviderSwitch {
       System.currentTimeMillis())
     val plan = Seq(s"offsets/$batch (the latest batch, committed): $ProviderConf $current -> $to",
       s"backup of the file: $backup")
-    if (dryRun) return Outcome(plan.map("would " + _) :+ "dry run: nothing was changed", false)
+    if (dryRun) return Outcome(plan.map("would " + _) :+ "dry run: nothing was changed")
     write(root, backup, before, hadoopConf)
     write(root, file, after, hadoopConf)
     val reread = new OffsetSeqLog(spark, new Path(root, "offsets").toString).offsetSeqMetadataForBatchId(batch)
@@ -91,7 +92,7 @@ object ProviderSwitch {
         "what was written, so the original was put back")
     }
     log.info(s"statesnap $verb: $checkpoint now runs on $to (offsets/$batch; backup $backup)")
-    Outcome(plan :+ s"done: restart the query on $to", true)
+    Outcome(plan :+ s"done: restart the query on $to")
   }
 
   /** The operators of the checkpoint that Spark wrote transformWithState operator metadata (v2) for. */
