@@ -1,15 +1,19 @@
 """statesnap benchmarks: every figure is a ratio against Spark's stock RocksDB provider measured in the same run.
 
-    make bench                                  # everything, writes bench/results.md and bench/results.png
+    make bench                                  # everything, on Spark 4.1 and again on 4.3 (its own venv)
     .venv/bin/python bench/run.py --only migration --entries 1000000
     .venv/bin/python bench/run.py --only steady --repeats 5
 
+Writes bench/results.md (.json, .png) for the pinned Spark 4.1, bench/results-spark<minor>.md for another minor.
 Workloads (see bench/README.md for how to read the results):
-  migration  JVM harness (jvm/src/bench): one partition of N entries migrated (a field added, one widened) vs
-             Spark's stock store iterating and re-putting the same bytes, with and without row tracking.
+  migration  JVM harness (jvm/src/bench): one partition migrated (a field added, one widened) vs Spark's stock
+             store iterating and re-putting the same rows, with and without row tracking, for a transformWithState
+             value state at each size, a list state and an applyInPandasWithState state; and 4 partitions
+             migrating at once vs one.
   steady     the same streaming aggregation and transformWithState workloads (pandas, and Scala on the JVM),
-             stock provider vs statesnap.
-  avro       an evolved Scala transformWithState workload (JVM harness): Spark's stock provider with Avro
+             stock provider vs statesnap; on 4.2+ the aggregation only (transformWithState runs on Spark's
+             provider there).
+  avro       an evolved Scala transformWithState workload (JVM harness, 4.1 only): Spark's stock provider with Avro
              encoding (lazy conversion on read) vs statesnap with UnsafeRow after its eager migration.
 """
 from __future__ import annotations
