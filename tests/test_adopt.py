@@ -109,10 +109,23 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     code, out = tool(capsys, "check", checkpoint, "--state", "groupState", "--schema", "n bigint, note string")
     assert code == 3 and "no statesnap snapshot yet" in out and "add 'note' string" in out, out
 
+    spark_files = Path(checkpoint) / "state" / "0" / "0" / "_metadata"
+    stock_files = {p.name: p.read_bytes() for p in spark_files.iterdir()}
+
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
     adopted = run_group_state_app(spark, source, checkpoint, "n bigint, note string", timeout=True)
     assert adopted.seen == {"a": [[-7, None]], "b": [[5, None]]} and adopted.migrated_entries == 2
 
+    # Spark's provider reads with Spark's schema file: one that does not say what the bytes are is refused.
+    migrated_files = {p.name: p.read_bytes() for p in spark_files.iterdir()}
+    for name, data in stock_files.items():
+        (spark_files / name).write_bytes(data)
+    before = offsets_bytes(checkpoint)
+    code, out = tool(capsys, "release", checkpoint)
+    assert code == 2 and "state 'groupState' of operator 0: statesnap recorded" in out and "n:bigint" in out, out
+    assert offsets_bytes(checkpoint) == before
+    for name, data in migrated_files.items():
+        (spark_files / name).write_bytes(data)
     code, out = tool(capsys, "release", checkpoint)
     assert code == 0, out
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])

@@ -8,7 +8,8 @@ import io.statesnap.provider.StatesnapStateStoreProvider
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
-import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
+import org.apache.spark.sql.execution.streaming.state.{StatesnapCheckpointReader, StatesnapRunningQueries,
+  StatesnapSparkGlue}
 import org.slf4j.LoggerFactory
 
 /**
@@ -73,6 +74,12 @@ object ProviderSwitch {
         "only (SPARK-54117)") }
     }
 
+    if (to == Spark) {
+      val disagree = StatesnapCheckpointReader.disagreements(checkpoint, hadoopConf)
+      if (disagree.nonEmpty) refuse(s"Spark's provider reads the bytes with its own schema files, and they do not " +
+        s"say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
+        "first batch writes them), then release")
+    }
     val file = new Path(new Path(root, "offsets"), batch.toString)
     val before = read(fs, file)
     val after = withProvider(before, current, to).getOrElse(refuse(s"offsets/$batch names the provider " +

@@ -9,10 +9,13 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
-import io.statesnap.snapshot.StateKind
+import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.Platform
 import org.apache.spark.util.Utils
 import org.json4s._
 import org.json4s.jackson.JsonMethods
@@ -102,6 +105,36 @@ object StatesnapCheckpointReader {
         records.map(r => Array[Any](operator, name, r.toBytes))
       }
     }
+
+  /**
+   * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
+   * schema (names and types): one line each. Spark's provider reads the bytes with its files, so before a
+   * checkpoint goes back to it they must say what statesnap recorded the bytes as.
+   */
+  def disagreements(checkpoint: String, hadoopConf: Configuration): Seq[String] = {
+    def value(record: Array[Byte]) = StateSnapshotRecord.fromBytes(record).valueSnapshot.restoreSerializer().schema
+    def line(state: String, operator: Any, ours: StructType, spark: Option[StructType]) =
+      Option.when(!spark.map(_.catalogString).contains(ours.catalogString))(s"state '$state' of operator $operator: " +
+        s"statesnap recorded ${ours.catalogString}, Spark's schema file says " +
+        spark.fold("nothing")(_.catalogString))
+    val stateRoot = new Path(new Path(checkpoint), "state").toString
+    val inStores = read(checkpoint, "$statesnap_snapshots", hadoopConf).flatMap { e =>
+      val spark = StatesnapSparkSchemaFiles.transformWithStateFamilies(StateStoreId(stateRoot, e.store.operator, 0,
+        e.store.storeName), e.store.version - 1, hadoopConf)
+      e.entries.flatMap { case (_, stored) =>
+        val row = new UnsafeRow(1)
+        row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
+        val record = StateSnapshotRecord.fromBytes(row.getBinary(0))
+        line(record.stateName, e.store.operator, value(row.getBinary(0)), spark.get(record.stateName).map(_.valueSchema))
+      }
+    }
+    val beside = operatorRecords(checkpoint, hadoopConf).asScala.flatMap { r =>
+      val (operator, name, bytes) = (r(0).asInstanceOf[Int], r(2).asInstanceOf[String], r(4).asInstanceOf[Array[Byte]])
+      line(StateSnapshotRecord.fromBytes(bytes).stateName, operator, value(bytes),
+        StatesnapSparkSchemaFiles.singleState(StateStoreId(stateRoot, operator, 0, name), hadoopConf).map(_._2))
+    }
+    (inStores ++ beside).distinct
+  }
 
   /** The rows `rows` gives for each store (operator, partition, store name) at the latest committed batch. */
   private def perStore(checkpoint: String, hadoopConf: Configuration)(
