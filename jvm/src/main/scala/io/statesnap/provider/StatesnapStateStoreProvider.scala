@@ -46,7 +46,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    * Whether this provider's next commit must keep Spark's own schema files true: partition 0 of a streaming TWS
    * operator, until its first commit (Spark's driver writes the files in the first batch of a run only).
    */
-  @volatile private var keepsSparkFiles: Option[Configuration] = None
+  @volatile private var keepsSparkFiles = false
   @volatile private var hadoopConf: Configuration = _
   /** Checks, once per provider (per query run), that every registration names a state of the query. */
   @volatile private var verifyRegistrations: Long => Unit = _ => ()
@@ -77,8 +77,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     // Spark hands a schema provider to the column-family stores of transformWithState only (a state broadcast
     // to the operator, or Spark's state reader's in-memory one); stream-stream join state format 3 gets none.
     transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
-    keepsSparkFiles = Some(hadoopConf).filter(_ => transformWithState && stateStoreId.partitionId == 0 &&
-      stateSchemaProvider.exists(_.isInstanceOf[StateSchemaBroadcast]))
+    keepsSparkFiles = transformWithState && stateStoreId.partitionId == 0 &&
+      stateSchemaProvider.exists(_.isInstanceOf[StateSchemaBroadcast])
     if (!useColumnFamilies) {
       singleStateKeySpec = keyStateEncoderSpec
       operatorGuard = Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, declared, hadoopConf))
@@ -230,7 +230,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   private[provider] def remember(resolved: Map[String, (StructType, StructType)], committedVersion: Long): Unit = {
     resolved.foreach { case (state, (k, v)) => known.put(state, (k, v, committedVersion)) }
     operatorGuard.foreach(_.committed(committedVersion))
-    keepsSparkFiles = None
+    keepsSparkFiles = false
   }
 
   private[provider] def forget(state: String): Unit = known.remove(state)
@@ -241,7 +241,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    * keeps the ones it recorded before (see [[StatesnapSparkSchemaFiles.updateTransformWithState]]).
    */
   private[provider] def beforeCommit(loadedVersion: Long, families: Seq[StatesnapSparkSchemaFiles.Family]): Unit =
-    keepsSparkFiles.foreach { hadoopConf =>
+    if (keepsSparkFiles) {
       StatesnapSparkSchemaFiles.updateTransformWithState(stateStoreId, loadedVersion, families, hadoopConf)
         .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describeStore"))
     }
