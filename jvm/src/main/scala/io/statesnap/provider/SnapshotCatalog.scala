@@ -40,7 +40,7 @@ private[provider] final class SnapshotCatalog(store: StateStore) {
   private def key(stateName: String): UnsafeRow = keyRow(InternalRow(UTF8String.fromString(stateName)))
 }
 
-private[statesnap] object SnapshotCatalog {
+object SnapshotCatalog {
   /** `$` marks it internal, as Spark's own TTL and timer families are; user state names cannot start with it. */
   val ColumnFamily = "$statesnap_snapshots"
   val KeySchema: StructType = StructType(Seq(StructField("state", StringType, nullable = false)))

@@ -8,7 +8,7 @@ import java.util.{Arrays, Comparator, TreeMap}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
+import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
@@ -71,6 +71,11 @@ object StatesnapCheckpointReader {
    * `[operator, partition, store, version, record bytes]`.
    */
   def operatorRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    operatorRecordFiles(checkpoint, hadoopConf).map { case (store, bytes) =>
+      Array[Any](store.operator, store.partition, store.storeName, store.version, bytes)
+    }.asJava
+
+  private def operatorRecordFiles(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Array[Byte])] =
     perStore(checkpoint, hadoopConf) { (fs, stateRoot, commit, operator, partition, name) =>
       val version = commit.batch + 1
       val records = OperatorRecordFiles.root(stateRoot.toString, operator)
@@ -78,7 +83,7 @@ object StatesnapCheckpointReader {
         OperatorRecordFiles.legacy(records, partition, name), version).toSeq.map { file =>
         val in = fs.open(file)
         val bytes = try in.readAllBytes() finally in.close()
-        Array[Any](operator, partition, name, version, bytes)
+        Store(operator, partition, name, version) -> bytes
       }
     }
 
@@ -104,7 +109,7 @@ object StatesnapCheckpointReader {
         }
         records.map(r => Array[Any](operator, name, r.toBytes))
       }
-    }
+    }.asJava
 
   /**
    * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
@@ -112,33 +117,41 @@ object StatesnapCheckpointReader {
    * checkpoint goes back to it they must say what statesnap recorded the bytes as.
    */
   def disagreements(checkpoint: String, hadoopConf: Configuration): Seq[String] = {
-    def value(record: Array[Byte]) = StateSnapshotRecord.fromBytes(record).valueSnapshot.restoreSerializer().schema
-    def line(state: String, operator: Any, ours: StructType, spark: Option[StructType]) =
-      Option.when(!spark.map(_.catalogString).contains(ours.catalogString))(s"state '$state' of operator $operator: " +
-        s"statesnap recorded ${ours.catalogString}, Spark's schema file says " +
-        spark.fold("nothing")(_.catalogString))
     val stateRoot = new Path(new Path(checkpoint), "state").toString
-    val inStores = read(checkpoint, "$statesnap_snapshots", hadoopConf).flatMap { e =>
-      val spark = StatesnapSparkSchemaFiles.transformWithStateFamilies(StateStoreId(stateRoot, e.store.operator, 0,
-        e.store.storeName), e.store.version - 1, hadoopConf)
-      e.entries.flatMap { case (_, stored) =>
+    // Spark's files are per operator and store: read once for all partitions.
+    val sparkFamilies = memo { (store: Store) => StatesnapSparkSchemaFiles.transformWithStateFamilies(
+      StateStoreId(stateRoot, store.operator, 0, store.storeName), store.version - 1, hadoopConf) }
+    val sparkSingle = memo { (store: Store) =>
+      StatesnapSparkSchemaFiles.singleState(StateStoreId(stateRoot, store.operator, 0, store.storeName), hadoopConf)
+        .map(_._2)
+    }
+    val inStores = read(checkpoint, SnapshotCatalog.ColumnFamily, hadoopConf).flatMap { e =>
+      e.entries.map { case (_, stored) =>
         val row = new UnsafeRow(1)
         row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
         val record = StateSnapshotRecord.fromBytes(row.getBinary(0))
-        line(record.stateName, e.store.operator, value(row.getBinary(0)), spark.get(record.stateName).map(_.valueSchema))
+        (e.store, record, sparkFamilies(e.store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
       }
     }
-    val beside = operatorRecords(checkpoint, hadoopConf).asScala.flatMap { r =>
-      val (operator, name, bytes) = (r(0).asInstanceOf[Int], r(2).asInstanceOf[String], r(4).asInstanceOf[Array[Byte]])
-      line(StateSnapshotRecord.fromBytes(bytes).stateName, operator, value(bytes),
-        StatesnapSparkSchemaFiles.singleState(StateStoreId(stateRoot, operator, 0, name), hadoopConf).map(_._2))
+    val beside = operatorRecordFiles(checkpoint, hadoopConf).map { case (store, bytes) =>
+      (store, StateSnapshotRecord.fromBytes(bytes), sparkSingle(store.copy(partition = 0)))
     }
-    (inStores ++ beside).distinct
+    (inStores ++ beside).flatMap { case (store, record, spark) =>
+      val ours = record.valueSnapshot.restoreSerializer().schema.catalogString
+      Option.when(!spark.map(_.catalogString).contains(ours))(s"state '${record.stateName}' of operator " +
+        s"${store.operator}: statesnap recorded $ours, Spark's schema file says " +
+        spark.fold("nothing")(_.catalogString))
+    }.distinct
+  }
+
+  private def memo[K, V](f: K => V): K => V = {
+    val cache = scala.collection.mutable.Map.empty[K, V]
+    key => cache.getOrElseUpdate(key, f(key))
   }
 
   /** The rows `rows` gives for each store (operator, partition, store name) at the latest committed batch. */
-  private def perStore(checkpoint: String, hadoopConf: Configuration)(
-      rows: (FileSystem, Path, Commit, Int, Int, String) => Seq[Array[Any]]): java.util.List[Array[Any]] = {
+  private def perStore[T](checkpoint: String, hadoopConf: Configuration)(
+      rows: (FileSystem, Path, Commit, Int, Int, String) => Seq[T]): Seq[T] = {
     val root = new Path(checkpoint)
     val fs = fileSystem(root, hadoopConf)
     val stateRoot = new Path(root, "state")
@@ -146,7 +159,7 @@ object StatesnapCheckpointReader {
       stores(fs, stateRoot).flatMap { case (operator, partition, name, _) =>
         rows(fs, stateRoot, commit, operator, partition, name)
       }
-    }.asJava
+    }
   }
 
   /** The newest batch in `commits/`, its checkpoint format's unique ids, and the codec its offsets pin. */
