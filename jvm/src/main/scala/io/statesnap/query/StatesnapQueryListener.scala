@@ -39,12 +39,12 @@ object StatesnapQueryListener {
     val pinned = query.pinned(ProviderConf)
     val (registrations, errors) = registrationsOf(query)
     val statesnap = classOf[StatesnapStateStoreProvider].getName
+    val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
     if (!StatesnapSparkGlue.transformWithStateTakesCustomProviders && query.runsTransformWithState &&
-        pinned.orElse(query.conf(ProviderConf)).contains(statesnap)) {
+        provider == statesnap) {
       transformWithStateOnSparksProvider(query, pinned.isDefined, registrations)
       return
     }
-    val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
     if (provider == statesnap) {
       query.setConf(SchemaCheckConf, "false")
       query.setConf(QueryRegistrations.Conf, QueryRegistrations(query.checkpoint, registrations, errors).toJson)
