@@ -18,6 +18,8 @@ import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
+STOCK_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 INPUT_SCHEMA = "id string, value bigint, op string"
 OUTPUT_SCHEMA = "id string, seen string"
 

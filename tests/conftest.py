@@ -18,6 +18,7 @@ import pyspark  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 import statesnap  # noqa: E402
+from apps import PROVIDER_CONF  # noqa: E402
 
 
 # What scripts/build_jar.sh compiled for this pyspark's minor version (make builds it before pytest).
@@ -70,3 +71,28 @@ def registrations(spark: SparkSession):
 def app_dirs(tmp_path: Path) -> tuple[str, str]:
     """(input directory, checkpoint directory) of one application's life across restarts."""
     return str(tmp_path / "input"), str(tmp_path / "checkpoint")
+
+
+@pytest.fixture
+def on_provider(spark: SparkSession):
+    """Runs the block's queries with the session's provider set to another one (by default Spark's own RocksDB
+    provider), as a query created without statesnap was; the session goes back to statesnap's afterwards."""
+    def run(provider: str, body):
+        spark.conf.set(PROVIDER_CONF, provider)
+        try:
+            return body()
+        finally:
+            spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)
+    return run
+
+
+@pytest.fixture
+def cli(capsys):
+    """Runs ``python -m statesnap <args>`` in this process (its session): (exit code, what it printed)."""
+    from statesnap.__main__ import main
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+    return run

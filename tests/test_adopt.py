@@ -11,26 +11,11 @@ import pyspark
 import pytest
 
 import statesnap
-from apps import StateSpec, run_app, run_group_state_app, write_input
-from statesnap.__main__ import main
+from apps import (PROVIDER_CONF as PROVIDER, STOCK_PROVIDER as STOCK, StateSpec, run_app, run_group_state_app,
+                  write_input)
 
-STOCK = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 ON_41 = pyspark.__version__.startswith("4.1.")
-
-
-@pytest.fixture
-def on_provider(spark):
-    """Runs the block's queries with the session's provider set to another one, as a query created without
-    statesnap was; the session goes back to statesnap's afterwards."""
-    def run(provider: str, body):
-        spark.conf.set(PROVIDER, provider)
-        try:
-            return body()
-        finally:
-            spark.conf.set(PROVIDER, statesnap.PROVIDER_CLASS)
-    return run
 
 
 def pinned_provider(checkpoint: str) -> str:
@@ -43,15 +28,9 @@ def offsets_bytes(checkpoint: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((Path(checkpoint) / "offsets").iterdir())}
 
 
-def tool(capsys, *args: str) -> tuple[int, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not ON_41, reason="transformWithState runs on statesnap on Spark 4.1 only (SPARK-54117)")
-def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app_dirs, on_provider, capsys):
+def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app_dirs, on_provider, cli):
     source, checkpoint = app_dirs
     by_sign = lambda v: {("neg" if v < 0 else "pos",): (v,)}  # noqa: E731
     v1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list"),
@@ -60,22 +39,22 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
     on_provider(STOCK, lambda: run_app(spark, source, checkpoint, v1))
 
     before = offsets_bytes(checkpoint)
-    code, out = tool(capsys, "adopt", checkpoint, "--dry-run")
+    code, out = cli("adopt", checkpoint, "--dry-run")
     assert code == 0 and f"would offsets/0 (the latest batch, committed): {PROVIDER} {STOCK} -> " \
                           f"{statesnap.PROVIDER_CLASS}" in out and "nothing was changed" in out, out
     assert offsets_bytes(checkpoint) == before
-    code, out = tool(capsys, "adopt", checkpoint)
+    code, out = cli("adopt", checkpoint)
     assert code == 0 and "done: restart the query" in out, out
     assert pinned_provider(checkpoint) == statesnap.PROVIDER_CLASS
     backups = [p for p in (Path(checkpoint) / "_statesnap" / "provider-switch").iterdir() if p.name[0] != "."]
     assert [b.read_bytes() for b in backups] == [before["0"]]
     # Before its first statesnap run, a deploy can be dry-run against what Spark's files say the bytes are.
-    code, out = tool(capsys, "check", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    code, out = cli("check", checkpoint, "--state", "count", "--schema", "n bigint, note string")
     assert code == 3 and "no statesnap snapshot yet" in out and "convert 'n' int -> bigint" in out, out
     # Spark's files do not tell a list from a value: a list is checked by the same row rules, as a value.
-    code, out = tool(capsys, "check", checkpoint, "--state", "events", "--schema", "n smallint")
+    code, out = cli("check", checkpoint, "--state", "events", "--schema", "n smallint")
     assert code == 4 and "'n'" in out and "int" in out and "smallint" in out, out
-    code, out = tool(capsys, "check", checkpoint, "--state", "last", "--schema", "n bigint")
+    code, out = cli("check", checkpoint, "--state", "last", "--schema", "n bigint")
     assert code == 3 and "convert 'n' int -> bigint" in out, out  # a map state, by its user key in Spark's file
 
     # The first statesnap run widens one field and adds another in both states: every entry migrates.
@@ -90,7 +69,7 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
         "b": [{"count": [5, None], "events": [[5, None]], "last": {'["pos"]': [5]}, "first": None}]}
     assert adopted.migrated_entries == 2 + 3 + 3
 
-    code, out = tool(capsys, "release", checkpoint)
+    code, out = cli("release", checkpoint)
     assert code == 0 and pinned_provider(checkpoint) == STOCK, out
     # Spark's provider, with Spark's own schema check on, reads what statesnap migrated.
     assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
@@ -100,13 +79,13 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
 
 
 def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spark, app_dirs, on_provider,
-                                                                             capsys):
+                                                                             cli):
     source, checkpoint = app_dirs
     write_input(source, [("a", -7, "set"), ("b", 5, "set")])
     on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int", timeout=True))
-    code, out = tool(capsys, "adopt", checkpoint)
+    code, out = cli("adopt", checkpoint)
     assert code == 0, out
-    code, out = tool(capsys, "check", checkpoint, "--state", "groupState", "--schema", "n bigint, note string")
+    code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n bigint, note string")
     assert code == 3 and "no statesnap snapshot yet" in out and "add 'note' string" in out, out
 
     spark_files = Path(checkpoint) / "state" / "0" / "0" / "_metadata"
@@ -121,12 +100,12 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     for name, data in stock_files.items():
         (spark_files / name).write_bytes(data)
     before = offsets_bytes(checkpoint)
-    code, out = tool(capsys, "release", checkpoint)
+    code, out = cli("release", checkpoint)
     assert code == 2 and "state 'groupState' of operator 0: statesnap recorded" in out and "n:bigint" in out, out
     assert offsets_bytes(checkpoint) == before
     for name, data in migrated_files.items():
         (spark_files / name).write_bytes(data)
-    code, out = tool(capsys, "release", checkpoint)
+    code, out = cli("release", checkpoint)
     assert code == 0, out
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
     released = on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n bigint, note string",
@@ -134,36 +113,36 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     assert released.seen == adopted.seen and released.migrated_entries is None
 
 
-def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, on_provider, tmp_path, capsys):
+def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, on_provider, tmp_path, cli):
     source, checkpoint = app_dirs
     missing = str(tmp_path / "no-such-checkpoint")
-    code, out = tool(capsys, "adopt", missing)
+    code, out = cli("adopt", missing)
     assert code == 2 and "it has no offsets/ directory" in out and not os.path.exists(missing)
 
     write_input(source, [("a", 1, "set")])
     on_provider(HDFS, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
     before = offsets_bytes(checkpoint)
-    code, out = tool(capsys, "adopt", checkpoint)
+    code, out = cli("adopt", checkpoint)
     assert code == 2 and f"offsets/0 pins the provider {HDFS}" in out and "Nothing was changed" in out
-    code, out = tool(capsys, "release", checkpoint)
+    code, out = cli("release", checkpoint)
     assert code == 2 and f"offsets/0 pins the provider {HDFS}" in out
 
     # A batch planned but not committed: the query is running, or stopped inside it.
     for name in ("0", ".0.crc"):
         (Path(checkpoint) / "commits" / name).unlink()
-    code, out = tool(capsys, "adopt", checkpoint)
+    code, out = cli("adopt", checkpoint)
     assert code == 2 and "its latest batch 0 has no commit" in out
     assert offsets_bytes(checkpoint) == before
 
 
 @pytest.mark.skipif(ON_41, reason="on Spark 4.1 transformWithState runs on statesnap")
 def test_a_transform_with_state_checkpoint_is_not_adopted_where_spark_runs_it_on_its_own_provider(
-        spark, app_dirs, capsys):
+        spark, app_dirs, cli):
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set")])
     # On 4.2+ statesnap's listener gives a new transformWithState query Spark's provider, whatever the session says.
     run_app(spark, source, checkpoint, "n int")
     before = offsets_bytes(checkpoint)
-    code, out = tool(capsys, "adopt", checkpoint)
+    code, out = cli("adopt", checkpoint)
     assert code == 2 and "operator 0 is a transformWithState operator" in out and "SPARK-54117" in out
     assert offsets_bytes(checkpoint) == before

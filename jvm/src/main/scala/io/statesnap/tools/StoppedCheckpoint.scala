@@ -1,0 +1,118 @@
+package io.statesnap.tools
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
+import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
+
+/**
+ * The checkpoint of a stopped query, as statesnap's offline tools (`adopt`, `release`, `migrate`) find it before
+ * changing anything: its offset and commit logs, the confs its latest batch pins, and its files, read and written
+ * through Hadoop's FileSystem (`CheckpointFileManager.createAtomic`, so checksum files stay valid and a crash
+ * leaves the old file). Every refusal is an [[IllegalArgumentException]] that says nothing was changed.
+ *
+ * @param verb what the tool does, for its refusals ("adopt", "migrate")
+ */
+final class StoppedCheckpoint private (spark: SparkSession, val location: String, verb: String) {
+  val root = new Path(location)
+  val hadoopConf: Configuration = spark.sessionState.newHadoopConf()
+  val fs: FileSystem = root.getFileSystem(hadoopConf)
+
+  def refuse(why: String): Nothing =
+    throw new IllegalArgumentException(s"cannot $verb $location: $why. Nothing was changed.")
+
+  // Spark's logs create their directory when it is missing: look first, so a mistyped path stays a mistake.
+  if (!fs.exists(new Path(root, "offsets"))) refuse("it has no offsets/ directory, so it is not a streaming " +
+    "query's checkpointLocation (or the query never started a batch)")
+  StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == fs.makeQualified(root))
+    .foreach(q => refuse(s"${q.describe} is running on it; stop it first"))
+
+  def offsetLog: OffsetSeqLog = new OffsetSeqLog(spark, new Path(root, "offsets").toString)
+  def commitLog: CommitLog = new CommitLog(spark, new Path(root, "commits").toString)
+
+  /** The latest batch of the offset log. */
+  def latestBatch: Long = offsetLog.getLatestBatchId().getOrElse(refuse("its offset log has no batch"))
+
+  def committed(batch: Long): Boolean = commitLog.get(batch).isDefined
+
+  /** The latest batch, refused unless it committed: a batch planned but not committed may still be running. */
+  def latestCommittedBatch: Long = {
+    val batch = latestBatch
+    if (!committed(batch)) refuse(s"its latest batch $batch has no commit: the query is running, or it stopped " +
+      s"before finishing that batch. Stop the query (or let it finish the batch by restarting it once on its " +
+      s"current provider), then $verb")
+    batch
+  }
+
+  /** The confs offsets/`batch` pins. */
+  def pinnedConfs(batch: Long): Map[String, String] =
+    offsetLog.offsetSeqMetadataForBatchId(batch).map(_.conf).getOrElse(Map.empty[String, String])
+
+  /** The state store provider offsets/`batch` pins. */
+  def pinnedProvider(batch: Long): String = pinnedConfs(batch).getOrElse(StoppedCheckpoint.ProviderConf,
+    refuse(s"offsets/$batch pins no state store provider"))
+
+  /** Refuses state statesnap cannot rewrite: encoded other than as UnsafeRow, or with a checksum per value. */
+  def requireUnsafeRowState(batch: Long): Unit = {
+    val confs = pinnedConfs(batch)
+    confs.get(StoppedCheckpoint.EncodingConf).filter(_ != "unsaferow").foreach(e => refuse(s"its state is encoded " +
+      s"as $e (${StoppedCheckpoint.EncodingConf}, pinned): statesnap reads and migrates UnsafeRow state only"))
+    if (confs.get(StoppedCheckpoint.RowChecksumConf).contains("true")) refuse(s"its stores keep a checksum with " +
+      s"every value (${StoppedCheckpoint.RowChecksumConf}=true, pinned), which statesnap's migration does not write")
+  }
+
+  /** The operators Spark wrote transformWithState operator metadata (v2) for, and the other stateful ones. */
+  def operators: (Seq[Int], Seq[Int]) = {
+    val state = new Path(root, "state")
+    val all = if (!fs.exists(state)) Nil
+      else fs.listStatus(state).toSeq.flatMap(s => s.getPath.getName.toIntOption).sorted
+    all.partition(op => fs.exists(new Path(root, s"state/$op/_metadata/v2")))
+  }
+
+  def offsetsFile(batch: Long): Path = new Path(root, s"offsets/$batch")
+  def commitsFile(batch: Long): Path = new Path(root, s"commits/$batch")
+
+  def read(file: Path): Array[Byte] = {
+    val in = fs.open(file)
+    try in.readAllBytes() finally in.close()
+  }
+
+  /** Writes `file` whole or not at all, replacing what is there. */
+  def write(file: Path, bytes: Array[Byte]): Unit = {
+    val fm = CheckpointFileManager.create(root, hadoopConf)
+    fm.mkdirs(file.getParent)
+    val out = fm.createAtomic(file, overwriteIfPossible = true)
+    try out.write(bytes) catch { case NonFatal(e) => out.cancel(); throw e }
+    out.close()
+  }
+
+  /** Deletes `file` and its checksum file, if there. */
+  def delete(file: Path): Unit = CheckpointFileManager.create(root, hadoopConf).delete(file)
+}
+
+object StoppedCheckpoint {
+  val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
+  val EncodingConf = "spark.sql.streaming.stateStore.encodingFormat"
+  val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+  val CheckpointFormatConf = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+  /** The checkpoint at `location`, refused if it is no query's checkpoint or a query in this JVM runs on it. */
+  def apply(spark: SparkSession, location: String, verb: String): StoppedCheckpoint =
+    new StoppedCheckpoint(spark, location, verb)
+
+  /**
+   * An offsets file's text with the pinned provider replaced, if it names `current` exactly once, as the JSON
+   * value of the provider conf (Spark writes the metadata as one JSON line).
+   */
+  def withProvider(offsets: Array[Byte], current: String, to: String): Option[Array[Byte]] = {
+    val text = new String(offsets, UTF_8)
+    val pinned = s""""$ProviderConf":"$current""""
+    if (text.indexOf(pinned) < 0 || text.indexOf(pinned) != text.lastIndexOf(pinned)) None
+    else Some(text.replace(pinned, s""""$ProviderConf":"$to"""").getBytes(UTF_8))
+  }
+}
