@@ -11,7 +11,8 @@ JAR := python/statesnap/jars/statesnap-spark$(SPARK).jar
 CLASSES := build/spark$(SPARK)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
 TEST_SOURCES := $(shell find jvm/src/test -name '*.scala' 2>/dev/null)
-OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py tests/test_adopt.py
+OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py tests/test_adopt.py \
+  tests/test_offline_migrate.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)

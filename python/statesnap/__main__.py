@@ -1,9 +1,10 @@
-"""Command line: ``python -m statesnap inspect|check|adopt|release <checkpoint> ...``.
+"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate <checkpoint> ...``.
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
 checkpoint format) through Spark's JVM, read-only. ``adopt`` and ``release`` move a stopped query's checkpoint
-from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins. Every
-failure is one line on stderr and exit code 2.
+from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins.
+``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
+Every failure is one line on stderr and exit code 2.
 """
 from __future__ import annotations
 
@@ -63,14 +64,7 @@ def _check(args: argparse.Namespace) -> int:
         if not records:
             raise ToolError(f"no snapshot of state '{args.state}' under {args.checkpoint} (at its latest committed "
                             "batch), and Spark's schema files name no such state")
-        definition = None
-        if args.snapshot:
-            try:
-                snapshot = json.loads(args.snapshot)
-                snapshot["earlier"] = [RowSnapshot(**step) for step in snapshot.get("earlier", [])]
-                definition = RowSnapshot(**snapshot).to_json()
-            except (ValueError, TypeError) as e:
-                raise ToolError(f"--snapshot is not a RowSnapshot: {e}") from None
+        definition = _definition(args.snapshot)
         checker = spark.sparkContext._jvm.io.statesnap.bridge.CompatibilityCheck
         verdicts: dict[str, list[int]] = {}
         for store, record in records:
@@ -87,12 +81,35 @@ def _check(args: argparse.Namespace) -> int:
     return worst
 
 
+def _definition(snapshot_json: Optional[str]) -> Optional[str]:
+    """The definition a ``--snapshot`` JSON describes, as the JVM takes it (None without one)."""
+    if not snapshot_json:
+        return None
+    try:
+        snapshot = json.loads(snapshot_json)
+        snapshot["earlier"] = [RowSnapshot(**step) for step in snapshot.get("earlier", [])]
+        return RowSnapshot(**snapshot).to_json()
+    except (ValueError, TypeError) as e:
+        raise ToolError(f"--snapshot is not a RowSnapshot: {e}") from None
+
+
 def _switch(args: argparse.Namespace) -> int:
     with spark_session() as spark:
         switch = spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch
         outcome = getattr(switch, args.command)(spark._jsparkSession, args.checkpoint, args.dry_run)
         print(outcome.report())
     return EXIT_NO_REWRITE
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    definition = _definition(args.snapshot)
+    with spark_session() as spark:
+        migration = spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration
+        outcome = migration.migrate(spark._jsparkSession, args.checkpoint, args.state,
+                                    -1 if args.operator is None else args.operator, _schema_json(args.schema),
+                                    definition, args.compatibility, args.dry_run)
+        print(outcome.report())
+    return EXIT_INCOMPATIBLE if outcome.refused() else EXIT_NO_REWRITE
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -123,6 +140,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         switch.add_argument("checkpoint", help="the stopped query's checkpointLocation (any Hadoop path)")
         switch.add_argument("--dry-run", action="store_true", help="check and show what would change; change nothing")
         switch.set_defaults(run=_switch)
+    migrate = commands.add_parser(
+        "migrate", help="migrate one transformWithState state of a stopped query on Spark's provider, offline "
+                        "(Spark 4.2+)",
+        description="Rewrites every entry of the state to the new schema, by the rules `check` reports, and appends "
+                    "one batch to the query so that it restarts on stock Spark with its schema check on. Exit code: "
+                    "0 migrated or nothing to rewrite, 4 refused (nothing changed), 2 error. If it is interrupted, "
+                    "no query restarts on the checkpoint until migrate runs again.")
+    migrate.add_argument("checkpoint", help="the stopped query's checkpointLocation (any Hadoop path)")
+    migrate.add_argument("--state", required=True, help="the state variable's name")
+    migrate.add_argument("--schema", required=True, help="the value schema the new version declares (DDL)")
+    migrate.add_argument("--snapshot", help="the RowSnapshot the new version registers, as JSON (as for check)")
+    migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
+                         help="the compatibility mode the new version sets for the query")
+    migrate.add_argument("--operator", type=int, help="the operator id, when several transformWithState operators "
+                                                      "have the state")
+    migrate.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
+    migrate.set_defaults(run=_migrate)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -29,32 +29,52 @@ object CompatibilityCheck {
   def check(recordBytes: Array[Byte], kind: String, keyJson: String, userKeyJson: String, valueJson: String,
       definitionJson: String, mode: String): String = {
     val recorded = StateSnapshotRecord.fromBytes(recordBytes)
-    val definition = Option(definitionJson).map { json =>
+    val current = declare(recorded, Option(kind).map(StateKind.named), Option(keyJson).map(structOf),
+      Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode))
+    verdict(recorded, current)._2.mkString("\n")
+  }
+
+  /**
+   * The record a new application version declares for `recorded`'s state: its kind, keys and value schema (each
+   * as recorded when None), under `definitionJson` (its SQL run with this session's settings, as registering it
+   * here would pin them) and compatibility `mode`.
+   */
+  private[statesnap] def declare(recorded: StateSnapshotRecord, kind: Option[StateKind], key: Option[StructType],
+      userKey: Option[StructType], value: StructType, definitionJson: Option[String],
+      mode: Option[String]): StateSnapshotRecord = {
+    val definition = definitionJson.map { json =>
       SnapshotDefinition.parse(recorded.stateName, json).copy(sql = SqlSettings.of(SQLConf.get)).toJson
     }
     val registrations = ScopeRegistrations(
       definition.map(json => recorded.stateName -> StateRegistration.Definition(json)).toMap,
-      Option(mode).map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
+      mode.map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
     val declared = new DeclaredSnapshots(QueryRegistrations("", registrations, Nil))
-    val value = structOf(valueJson)
     // Spark's wrapper around the user value stays as recorded: a TTL, an arbitrary-state operator's group state.
     val valueSnapshot = recorded.valueSnapshot match {
       case _: TtlValueSnapshot => declared.valueSnapshot(recorded.stateName, TtlValueSnapshot.wrap(value))
       case g: GroupStateSnapshot => declared.groupStateSnapshot(GroupStateSnapshot.wrap(value, g.withTimeout)).get
       case _ => declared.valueSnapshot(recorded.stateName, value)
     }
-    val current = declared.record(recorded.stateName, Option(kind).map(StateKind.named).getOrElse(recorded.kind),
-      keySchema(recorded, Option(keyJson).map(structOf), Option(userKeyJson).map(structOf)), valueSnapshot,
-      recorded.recordedAtVersion + 1)
+    declared.record(recorded.stateName, kind.getOrElse(recorded.kind), keySchema(recorded, key, userKey),
+      valueSnapshot, recorded.recordedAtVersion + 1)
+  }
+
+  /**
+   * The decision for `current` over `recorded`, and how `check` reports it: `as-is`, `reconfigured`, `migrate`
+   * or `incompatible`, then `mode: <mode>`, then one line per change or problem.
+   */
+  private[statesnap] def verdict(recorded: StateSnapshotRecord,
+      current: StateSnapshotRecord): (StateDecision, Seq[String]) = {
     val inForce = s"mode: ${current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default)}"
-    (StateDecision.decide(Some(recorded), current) match {
+    val decision = StateDecision.decide(Some(recorded), current)
+    decision -> (decision match {
       case StateDecision.AsIs => Seq("as-is", inForce)
       case StateDecision.Record(_) => Seq("reconfigured", inForce)
       case StateDecision.Migrate(migration, _) => Seq("migrate", inForce) ++ migration.changes
       case StateDecision.Refuse(errorClass, problems, message) =>
         Seq("incompatible", inForce) ++ (if (problems.isEmpty) Seq(s"[$errorClass] the state $message")
           else problems.map(_.describe))
-    }).mkString("\n")
+    })
   }
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */

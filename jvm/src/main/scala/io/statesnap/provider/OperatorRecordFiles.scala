@@ -31,3 +31,34 @@ object OperatorRecordFiles {
   def inForce(fs: FileSystem, dir: Path, legacy: Path, version: Long): Option[Path] =
     versions(fs, dir).filter(_ <= version).maxOption.map(file(dir, _)).orElse(Some(legacy).filter(fs.exists))
 }
+
+/**
+ * Where `python -m statesnap migrate` keeps the record of a transformWithState state it migrated on Spark's own
+ * provider (whose stores hold no statesnap column family): one file per state and state version,
+ * `state/<operator>/_statesnap/transformWithState/<state>/<version>.snapshot`, in force from that version on while
+ * Spark's schema files still say the value schema it records (else they win: the state was written anew since).
+ */
+object MigratedStateRecordFiles {
+  private val Record = """(\d+)\.snapshot""".r
+
+  def dir(stateRoot: String, operator: Long, state: String): Path =
+    new Path(OperatorRecordFiles.root(stateRoot, operator), s"transformWithState/$state")
+
+  def file(stateRoot: String, operator: Long, state: String, version: Long): Path =
+    new Path(dir(stateRoot, operator, state), s"$version.snapshot")
+
+  /** The record of `state` in force at `version`, if migrate wrote one. */
+  def inForce(fs: FileSystem, stateRoot: String, operator: Long, state: String, version: Long): Option[Path] = {
+    val d = dir(stateRoot, operator, state)
+    if (!fs.exists(d)) None
+    else fs.listStatus(d).toSeq.map(_.getPath.getName).collect { case Record(v) => v.toLong }.filter(_ <= version)
+      .maxOption.map(file(stateRoot, operator, state, _))
+  }
+
+  /** Every record written for `version` (an interrupted migrate's, to roll back). */
+  def ofVersion(fs: FileSystem, stateRoot: String, operator: Long, version: Long): Seq[Path] = {
+    val states = new Path(OperatorRecordFiles.root(stateRoot, operator), "transformWithState")
+    if (!fs.exists(states)) Nil
+    else fs.listStatus(states).toSeq.map(s => new Path(s.getPath, s"$version.snapshot")).filter(fs.exists)
+  }
+}

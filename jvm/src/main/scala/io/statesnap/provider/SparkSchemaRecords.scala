@@ -3,7 +3,8 @@ package io.statesnap.provider
 import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreId, StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -18,6 +19,34 @@ object SparkSchemaRecords {
       new RowSchemaSnapshot().configure(value))(user => new TtlValueSnapshot(new RowSchemaSnapshot().configure(user)))
     StateSnapshotRecord(state, kind, new RowSchemaSnapshot().configure(key), valueSnapshot, 0L,
       System.currentTimeMillis())
+  }
+
+  /**
+   * The states of transformWithState operator `operator` in batch `batchId`, as Spark's schema files and operator
+   * metadata record them, by name; a state `python -m statesnap migrate` migrated keeps the record it wrote
+   * ([[MigratedStateRecordFiles]]) while Spark's files still say the value schema it records.
+   */
+  def transformWithStateAt(stateRoot: String, operator: Long, batchId: Long,
+      hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
+    val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(
+      StateStoreId(stateRoot, operator, 0, StateStore.DEFAULT_COL_FAMILY_NAME), batchId, hadoopConf)
+    val variables = StatesnapSparkSchemaFiles.transformWithStateVariables(stateRoot, operator, batchId, hadoopConf)
+    val fs = new Path(stateRoot).getFileSystem(hadoopConf)
+    families.collect { case (state, s) if variables.contains(state) || (!state.startsWith("$") &&
+        state != StateStore.DEFAULT_COL_FAMILY_NAME) =>
+      val kind = variables.get(state).map(_._1) match {
+        case Some("ListState") => StateKind.List
+        case Some("MapState") => StateKind.Map
+        case Some(_) => StateKind.Value
+        case None => if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value
+      }
+      val migrated = MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
+        val in = fs.open(file)
+        try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
+      }.filter(r => r.kind == kind && StateDecision.schemaOf(r.valueSnapshot) == s.valueSchema &&
+        StateDecision.schemaOf(r.keySnapshot) == s.keySchema)
+      state -> migrated.getOrElse(transformWithState(state, kind, s.keySchema, s.valueSchema))
+    }
   }
 
   /** The single state `name` of another operator. */

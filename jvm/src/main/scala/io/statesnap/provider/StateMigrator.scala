@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory
  * An entry the migration cannot convert stops it with `STATESNAP_MIGRATION_FAILED`, naming the entry's key,
  * the field and the rule; the store then refuses to commit, so nothing of the migration is kept.
  */
-private[provider] object StateMigrator {
+private[statesnap] object StateMigrator {
   private val log = LoggerFactory.getLogger(getClass)
   private val ProgressEveryNanos = 10L * 1000 * 1000 * 1000
   private val ClockCheckEvery = 4096L
@@ -89,7 +89,7 @@ private[provider] object StateMigrator {
  * migration to get there (in any JVM) is stopped, and it creates the marker, so a retried task completes.
  * Never set it on a real query.
  */
-private[provider] final case class MigrationInterruption(afterEntries: Long, halt: Boolean, once: Option[String]) {
+private[statesnap] final case class MigrationInterruption(afterEntries: Long, halt: Boolean, once: Option[String]) {
   /** Called as a migration's count of written entries goes from `before` to `now`. */
   def advanced(before: Long, now: Long): Unit = if (before < afterEntries && now >= afterEntries &&
       once.forall(firstTime)) {
@@ -103,7 +103,7 @@ private[provider] final case class MigrationInterruption(afterEntries: Long, hal
     }
 }
 
-private[provider] object MigrationInterruption {
+private[statesnap] object MigrationInterruption {
   val AfterConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
   val ByConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationBy"
   val OnceConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationOnce"

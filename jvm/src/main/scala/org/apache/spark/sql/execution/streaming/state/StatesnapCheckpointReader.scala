@@ -9,7 +9,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords}
-import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
+import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
@@ -99,12 +99,9 @@ object StatesnapCheckpointReader {
       // Spark's schema files are per operator and store: partition 0 stands for all.
       if (partition != 0) Nil else {
         val id = StateStoreId(stateRoot.toString, operator, 0, name)
-        val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(id, commit.batch, hadoopConf)
-        val records = if (families.nonEmpty) families.toSeq.sortBy(_._1).collect {
-          case (state, s) if !state.startsWith("$") && state != DefaultStore =>
-            val kind = if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value
-            SparkSchemaRecords.transformWithState(state, kind, s.keySchema, s.valueSchema)
-        } else StatesnapSparkSchemaFiles.singleState(id, hadoopConf).toSeq.flatMap { case (key, value) =>
+        val states = SparkSchemaRecords.transformWithStateAt(stateRoot.toString, operator, commit.batch, hadoopConf)
+        val records = if (states.nonEmpty) states.toSeq.sortBy(_._1).map(_._2)
+        else StatesnapSparkSchemaFiles.singleState(id, hadoopConf).toSeq.flatMap { case (key, value) =>
           SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
         }
         records.map(r => Array[Any](operator, name, r.toBytes))

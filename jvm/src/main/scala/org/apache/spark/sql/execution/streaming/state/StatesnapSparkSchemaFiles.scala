@@ -6,6 +6,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.types.{StructField, StructType}
+import org.json4s._
+import org.json4s.jackson.JsonMethods
 
 /**
  * Spark's own state schema files and operator metadata, read and written with Spark's own readers and writers:
@@ -29,15 +31,73 @@ object StatesnapSparkSchemaFiles {
   def updateTransformWithState(id: StateStoreId, batchId: Long, families: Seq[Family],
       hadoopConf: Configuration): Option[Path] = {
     val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
-    val metadataPath = OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
-    if (!fm.exists(metadataPath)) return None
-    val metadata = readMetadataV2(fm, metadataPath)
+    if (!fm.exists(OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId))) None
+    else withSchemaFile(id, batchId, batchId, families, hadoopConf)
+  }
+
+  /**
+   * For a batch statesnap appends to a stopped query (`python -m statesnap migrate`): Spark's files for batch
+   * `batchId` as the driver writes them in a run's first batch, the operator metadata of the newest batch before
+   * it copied to `_metadata/v2/<batchId>`, naming last a new schema file that says `families` (written even if
+   * nothing changed, so the batch reads like any run's first). @return the schema file
+   */
+  def appendTransformWithStateBatch(id: StateStoreId, batchId: Long, families: Seq[Family],
+      hadoopConf: Configuration): Path = {
+    val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    val from = metadataBatches(fm, operatorDir).filter(_ < batchId).maxOption.getOrElse(throw new
+        IllegalStateException(s"$operatorDir has no transformWithState operator metadata before batch $batchId"))
+    withSchemaFile(id, from, batchId, families, hadoopConf, always = true).get
+  }
+
+  /** Removes what [[appendTransformWithStateBatch]] wrote for `batchId` (an interrupted migrate rolled back). */
+  def removeTransformWithStateBatch(id: StateStoreId, batchId: Long, hadoopConf: Configuration): Seq[Path] = {
+    val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    val schemaDir = new Path(new Path(operatorDir, "_stateSchema"), id.storeName)
+    val schemaFiles = if (!fm.exists(schemaDir)) Nil
+      else fm.list(schemaDir).toSeq.map(_.getPath).filter(_.getName.startsWith(s"${batchId}_"))
+    val files = schemaFiles :+ OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId)
+    files.filter(fm.exists).map { f => fm.delete(f); f }
+  }
+
+  /**
+   * The state variables a transformWithState operator declared in the newest batch up to `batchId` (Spark's
+   * operator properties): name -> (`ValueState`, `ListState` or `MapState`, whether it has a TTL).
+   */
+  def transformWithStateVariables(checkpointRoot: String, operatorId: Long, batchId: Long,
+      hadoopConf: Configuration): Map[String, (String, Boolean)] = {
+    val operatorDir = new Path(checkpointRoot, operatorId.toString)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    metadataBatches(fm, operatorDir).filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
+      val properties = JsonMethods.parse(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b))
+        .operatorPropertiesJson)
+      for {
+        JArray(variables) <- Seq(properties \ "stateVariables")
+        variable <- variables
+        JString(name) <- Seq(variable \ "stateName")
+        JString(kind) <- Seq(variable \ "stateVariableType")
+      } yield name -> (kind, (variable \ "ttlEnabled") == JBool(true))
+    }.toMap
+  }
+
+  /**
+   * Writes a new v3 schema file for `families` (a value schema id one up for each changed family, as Spark's own
+   * evolution counts) and `_metadata/v2/<toBatch>` = the metadata of `fromBatch` naming it last; nothing if no
+   * family changed, unless `always`.
+   */
+  private def withSchemaFile(id: StateStoreId, fromBatch: Long, toBatch: Long, families: Seq[Family],
+      hadoopConf: Configuration, always: Boolean = false): Option[Path] = {
+    val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    val metadata = readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, fromBatch))
     val paths = schemaFilePaths(metadata, id.storeName)
     val recorded = lastSchemaFile(fm, paths)
     val updated = families.foldLeft(recorded)(withFamily)
-    if (updated == recorded) return None
-    val newFile = new Path(new Path(new Path(operatorDir, "_stateSchema"), id.storeName), s"${batchId}_${UUID.randomUUID()}")
+    if (updated == recorded && !always) return None
+    val newFile = new Path(new Path(new Path(operatorDir, "_stateSchema"), id.storeName),
+      s"${toBatch}_${UUID.randomUUID()}")
     val providerId = StateStoreProviderId(StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName),
       UUID.randomUUID())
     new StateSchemaCompatibilityChecker(providerId, hadoopConf, paths.map(new Path(_)), Some(newFile))
@@ -46,10 +106,17 @@ object StatesnapSparkSchemaFiles {
     val named = metadata.copy(stateStoreInfo = metadata.stateStoreInfo.map { s =>
       if (s.storeName == id.storeName) s.copy(stateSchemaFilePaths = s.stateSchemaFilePaths :+ newFile.toString) else s
     })
+    val metadataPath = OperatorStateMetadataV2.metadataFilePath(operatorDir, toBatch)
     OperatorStateMetadataUtils.writeMetadata(fm.createAtomic(metadataPath, overwriteIfPossible = true), named,
       metadataPath)
     Some(newFile)
   }
+
+  private def metadataBatches(fm: CheckpointFileManager, operatorDir: Path): Seq[Long] = {
+    val dir = new Path(operatorDir, "_metadata/v2")
+    if (!fm.exists(dir)) Nil else fm.list(dir).toSeq.flatMap(_.getPath.getName.toLongOption)
+  }
+
 
   /**
    * The column families Spark's files say a transformWithState store has in batch `batchId` (the schema file
@@ -61,9 +128,7 @@ object StatesnapSparkSchemaFiles {
       hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] = {
     val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
-    val dir = new Path(operatorDir, "_metadata/v2")
-    val batches = if (!fm.exists(dir)) Nil else fm.list(dir).toSeq.flatMap(_.getPath.getName.toLongOption)
-    batches.filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
+    metadataBatches(fm, operatorDir).filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
       lastSchemaFile(fm, schemaFilePaths(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b)),
         id.storeName))
     }.map(s => s.colFamilyName -> s).toMap

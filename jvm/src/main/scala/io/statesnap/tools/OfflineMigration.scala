@@ -1,0 +1,246 @@
+package io.statesnap.tools
+
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import io.statesnap.bridge.CompatibilityCheck
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision,
+  StatesnapStateStoreProvider}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId, StatesnapSparkGlue,
+  StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.util.SerializableConfiguration
+import org.slf4j.LoggerFactory
+
+/**
+ * `python -m statesnap migrate`: the eager migration of one transformWithState state of a stopped query that runs
+ * on Spark's own RocksDB provider (Spark 4.2+, where transformWithState takes no other provider), decided by the
+ * rules a statesnap store applies online, against the schemas Spark's own files record (and the snapshot an
+ * earlier migrate kept, [[SparkSchemaRecords.transformWithStateAt]]).
+ *
+ * It appends one batch N+1 to the query, as a run's first batch would look, copying batch N's offsets:
+ *  1. `offsets/N+1`, pinning a provider class that does not exist ([[InterruptedProvider]]), so that until the
+ *     migration completes any restart fails on the driver before it reads or writes anything;
+ *  2. state version N+2 of every partition of every transformWithState operator, loaded at N+1 and committed by
+ *     Spark's provider, the state's entries rewritten in it (one Spark task per partition);
+ *  3. Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`,
+ *     and statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version
+ *     and history, which Spark's files cannot hold);
+ *  4. `commits/N+1`;
+ *  5. `offsets/N+1` again, pinning Spark's provider.
+ * A crash anywhere leaves a checkpoint no query restarts on; running `migrate` again rolls back an unfinished
+ * batch (before step 4) or finishes it (after), and then migrates as asked.
+ */
+object OfflineMigration {
+  private val log = LoggerFactory.getLogger(getClass)
+  /** The provider an unfinished migration pins: a restart fails on it, saying what to do. */
+  val InterruptedProvider = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
+  /**
+   * Test hook: the step after which `migrate` halts its JVM, as a crash would (`poisoned`, `partition` (inside
+   * the first partition's rewrite), `schema`, `commit`). Never set it on a real checkpoint.
+   */
+  val CrashAtEnv = "STATESNAP_TEST_CRASH_MIGRATE_AT"
+  private val Spark = StatesnapStateStoreProvider.InnerProviderClass
+  private val DefaultStore = "default"
+
+  /**
+   * @param state the state variable's name
+   * @param operator the transformWithState operator that has it, or -1 when only one does
+   * @param valueJson the value schema the new application version declares (Spark JSON)
+   * @param definitionJson the definition it registers for the state (`RowSnapshot.to_json`), or null
+   * @param mode the compatibility mode it sets, or null
+   */
+  def migrate(spark: SparkSession, location: String, state: String, operator: Int, valueJson: String,
+      definitionJson: String, mode: String, dryRun: Boolean): ToolReport = {
+    val checkpoint = StoppedCheckpoint(spark, location, "migrate")
+    import checkpoint.refuse
+    if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) refuse(s"on Spark ${org.apache.spark.SPARK_VERSION} " +
+      "transformWithState runs on statesnap's provider, which migrates its state online: `python -m statesnap " +
+      "adopt` the checkpoint and restart the new application version")
+    val recovered = recover(checkpoint, dryRun)
+    if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
+      "changed; run migrate without --dry-run to put the checkpoint right first")
+
+    val batch = checkpoint.latestCommittedBatch
+    val provider = checkpoint.pinnedProvider(batch)
+    if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
+      s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
+    checkpoint.requireUnsafeRowState(batch)
+    checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.CheckpointFormatConf).filter(_ != "1").foreach { v =>
+      refuse(s"its state uses checkpoint format v$v (${StoppedCheckpoint.CheckpointFormatConf}, pinned), whose " +
+        "commit log names each store version by a unique id; migrate appends batches to format v1 checkpoints only")
+    }
+    val (transformWithState, others) = checkpoint.operators
+    if (others.nonEmpty) refuse(s"operators ${others.mkString(", ")} are stateful operators other than " +
+      "transformWithState; migrate appends a batch to every stateful operator, and does so for queries whose " +
+      "stateful operators are all transformWithState")
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    val hadoopConf = checkpoint.hadoopConf
+    def storeId(op: Int) = StateStoreId(stateRoot, op, 0, DefaultStore)
+    val families = transformWithState.map(op =>
+      op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(storeId(op), batch, hadoopConf)).toMap
+    val op = transformWithState.filter(op => families(op).contains(state) && (operator < 0 || op == operator)) match {
+      case Seq(one) => one
+      case Seq() => refuse(s"no transformWithState operator${if (operator < 0) "" else s" $operator"} has a state " +
+        s"'$state' in batch $batch; Spark's schema files name ${describeStates(families)}")
+      case many => refuse(s"operators ${many.mkString(", ")} each have a state '$state': name one with --operator")
+    }
+    val family = families(op)(state)
+    val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, hadoopConf)(state)
+    val kind = recorded.kind
+    val declared = CompatibilityCheck.declare(recorded, None, None, None,
+      DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
+    val (decision, verdict) = CompatibilityCheck.verdict(recorded, declared)
+    val partitions = partitionsOf(checkpoint, op)
+    val head = s"state '$state' of operator $op (${kind.name} state, ${partitions.size} partitions, batch $batch): " +
+      s"${verdict.head} (${verdict(1)})"
+    val details = verdict.drop(2).map("  - " + _)
+    val record = decision match {
+      case StateDecision.Migrate(_, r) => r
+      case _: StateDecision.Refuse => return ToolReport(recovered ++ (head +: details) :+ "refused: nothing was " +
+        "changed. Keep the recorded schema, or register a definition that says how to convert (--snapshot)",
+        refused = true)
+      case _ => return ToolReport(recovered ++ (head +: details) :+ "no entry needs rewriting: nothing was changed; " +
+        "restart the new application version")
+    }
+
+    val next = batch + 1
+    val plan = Seq(s"append batch $next to the query (a copy of batch $batch's offsets): every partition of " +
+      s"operators ${transformWithState.mkString(", ")} committed as state version ${next + 1}, state '$state' " +
+      s"rewritten in ${partitions.size} partitions of operator $op",
+      s"Spark's schema file for batch $next says the value schema ${StateDecision.schemaOf(declared.valueSnapshot)
+        .simpleString}")
+    if (dryRun) return ToolReport(recovered ++ (head +: details) ++ plan.map("would " + _) :+
+      "dry run: nothing was changed")
+
+    val crashAt = sys.env.get(CrashAtEnv)
+    def crashPoint(step: String): Unit = if (crashAt.contains(step)) Runtime.getRuntime.halt(137)
+    val offsets = checkpoint.read(checkpoint.offsetsFile(batch))
+    checkpoint.write(checkpoint.offsetsFile(next), StoppedCheckpoint.withProvider(offsets, Spark, InterruptedProvider)
+      .getOrElse(refuse(s"offsets/$batch names the provider $Spark in a form statesnap does not rewrite")))
+    crashPoint("poisoned")
+    val job = PartitionRewrite.Job(stateRoot, batch + 1, storeConf(spark, checkpoint.pinnedConfs(batch)),
+      new SerializableConfiguration(hadoopConf), state, family.keySchema, family.keyStateEncoderSpec.get,
+      recorded.toBytes, declared.toBytes,
+      crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, halt = true, None)))
+    val tasks = transformWithState.flatMap(o => partitionsOf(checkpoint, o).map(p =>
+      PartitionRewrite.Task(o, p, migrates = o == op)))
+    val recordFile = MigratedStateRecordFiles.file(stateRoot, op, state, next + 1)
+    val rewritten = try {
+      val count = runJob(spark, job, tasks)
+      checkpoint.write(recordFile, record.toBytes)
+      count
+    } catch {
+      case NonFatal(e) =>
+        rollBack(checkpoint, next)
+        throw e
+    }
+    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(storeId(op), next,
+      Seq(StatesnapSparkSchemaFiles.Family(state, family.keySchema, StateDecision.schemaOf(declared.valueSnapshot),
+        family.keyStateEncoderSpec.get)), hadoopConf)
+    transformWithState.filter(_ != op).foreach(o =>
+      StatesnapSparkSchemaFiles.appendTransformWithStateBatch(storeId(o), next, Nil, hadoopConf))
+    crashPoint("schema")
+    checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(batch)))
+    crashPoint("commit")
+    checkpoint.write(checkpoint.offsetsFile(next), offsets)
+    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != Spark) {
+      throw new IllegalStateException(s"migrate of $location: Spark does not read batch $next back as written")
+    }
+    log.info(s"statesnap migrate: $location batch $next: $rewritten entries of state '$state' rewritten")
+    ToolReport(recovered ++ (head +: details) ++ plan.map(_.replaceFirst("^append", "appended")) ++ Seq(
+      s"rewrote $rewritten entries; Spark's schema file $schemaFile",
+      "done: restart the new application version on Spark's provider, with its state schema check on"))
+  }
+
+  /**
+   * A migrate interrupted before (the latest batch pins [[InterruptedProvider]]): finished if its batch committed,
+   * rolled back otherwise. A restart tried meanwhile may have planned one more batch on the same pin, failing
+   * before it ran: that batch is removed first. @return what was (on a dry run: would be) done
+   */
+  private def recover(checkpoint: StoppedCheckpoint, dryRun: Boolean): Seq[String] = {
+    val batch = checkpoint.latestBatch
+    if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
+    else if (checkpoint.committed(batch)) {
+      if (!dryRun) {
+        val file = checkpoint.offsetsFile(batch)
+        checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), InterruptedProvider, Spark).get)
+      }
+      Seq(s"finished the migrate interrupted after committing batch $batch: offsets/$batch pins $Spark again")
+    } else {
+      val done = s"rolled back batch $batch, left uncommitted by an interrupted migrate (or planned by a restart " +
+        "it stopped): its state versions, schema files and offsets are removed"
+      if (dryRun) Seq(done) else {
+        rollBack(checkpoint, batch)
+        done +: recover(checkpoint, dryRun)
+      }
+    }
+  }
+
+  /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
+  private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+    val stateRoot = new Path(checkpoint.root, "state")
+    checkpoint.operators._1.foreach { op =>
+      MigratedStateRecordFiles.ofVersion(checkpoint.fs, stateRoot.toString, op, batch + 1).foreach(checkpoint.delete)
+      StatesnapSparkSchemaFiles.removeTransformWithStateBatch(StateStoreId(stateRoot.toString, op, 0, DefaultStore),
+        batch, checkpoint.hadoopConf)
+      partitionsOf(checkpoint, op).foreach { p =>
+        Seq("zip", "changelog").map(ext => new Path(stateRoot, s"$op/$p/${batch + 1}.$ext"))
+          .filter(checkpoint.fs.exists).foreach(checkpoint.delete)
+      }
+    }
+    checkpoint.delete(checkpoint.offsetsFile(batch))
+    log.info(s"statesnap migrate: rolled back batch $batch of ${checkpoint.location}")
+  }
+
+  /**
+   * One Spark task per store; a line on stdout as each finishes (a migration can take a while). A task that fails
+   * returns its error rather than failing the job: every task has ended, committed or not, when this returns or
+   * throws, so a rollback after it cannot race a commit.
+   */
+  private def runJob(spark: SparkSession, job: PartitionRewrite.Job, tasks: Seq[PartitionRewrite.Task]): Long = {
+    val started = System.nanoTime()
+    var done = 0
+    var rewritten = 0L
+    val failures = Seq.newBuilder[Throwable]
+    spark.sparkContext.setJobDescription("statesnap migrate")
+    spark.sparkContext.runJob(spark.sparkContext.parallelize(tasks, tasks.size),
+      (it: Iterator[PartitionRewrite.Task]) => it.map(t => (t, Try(PartitionRewrite.run(job, t)).toEither)).toList,
+      (_: Int, results: List[(PartitionRewrite.Task, Either[Throwable, Long])]) => results.foreach { case (t, r) =>
+        done += 1
+        val outcome = r match {
+          case Right(n) =>
+            rewritten += n
+            if (t.migrates) s"committed, $n entries rewritten" else "committed"
+          case Left(e) =>
+            failures += e
+            "failed"
+        }
+        println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
+          s"${tasks.size} stores, ${(System.nanoTime() - started) / 1000000} ms)")
+      })
+    failures.result().headOption.foreach(e => throw e)
+    rewritten
+  }
+
+  /** The conf the query's stores run with: this session's, and what the query's offset log pins. */
+  private def storeConf(spark: SparkSession, pinned: Map[String, String]): StateStoreConf = {
+    val sqlConf = spark.sessionState.conf.clone()
+    pinned.foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    // No query runs, so no state store coordinator: the stores must not report to one.
+    sqlConf.setConfString("spark.sql.streaming.stateStore.coordinatorReportSnapshotUploadLag", "false")
+    new StateStoreConf(sqlConf)
+  }
+
+  private def partitionsOf(checkpoint: StoppedCheckpoint, op: Int): Seq[Int] =
+    checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op")).toSeq
+      .flatMap(_.getPath.getName.toIntOption).sorted
+
+  private def describeStates(families: Map[Int, Map[String, _]]): String = {
+    val named = families.toSeq.sortBy(_._1).flatMap { case (op, f) =>
+      f.keys.filterNot(_.startsWith("$")).toSeq.sorted.map(s => s"'$s' (operator $op)") }
+    if (named.isEmpty) "none" else named.mkString(", ")
+  }
+}

@@ -1,0 +1,74 @@
+package io.statesnap.tools
+
+import java.util.UUID
+
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
+import io.statesnap.provider.{MigrationInterruption, StateDecision, StateMigrator, StatesnapStateStoreProvider}
+import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.{BinaryType, StructType}
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * One task of `python -m statesnap migrate`: one partition's store of a transformWithState operator, loaded with
+ * Spark's own RocksDB provider at the query's latest committed version, the migrated state (if this operator has
+ * it) rewritten below the store API exactly as a statesnap store migrates online ([[StateMigrator]]), and the
+ * store committed as the next version: the version of the batch the migration appends. Every other column
+ * family is committed as it was.
+ */
+private[tools] object PartitionRewrite {
+  /** A store of the job: operator, partition, and whether it holds the migrated state. */
+  final case class Task(operator: Long, partition: Int, migrates: Boolean)
+
+  /**
+   * What every task shares: where the stores are, the version to load, the conf the query pins, the migrated
+   * column family, and the records the migration is decided from (decided again in each task, as a store does).
+   */
+  final case class Job(stateRoot: String, loadVersion: Long, storeConf: StateStoreConf,
+      hadoopConf: SerializableConfiguration, state: String, keySchema: StructType, keySpec: KeyStateEncoderSpec,
+      recorded: Array[Byte], declared: Array[Byte], interruption: Option[MigrationInterruption])
+
+  // Spark's transformWithState gives its store's default column family a placeholder schema too: it never uses it.
+  private val Placeholder = new StructType().add("key", BinaryType)
+
+  /** Runs `task`. @return the number of entries (list elements) rewritten */
+  def run(job: Job, task: Task): Long = {
+    val hadoopConf = job.hadoopConf.value
+    hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
+    val provider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
+    provider.init(StateStoreId(job.stateRoot, task.operator, task.partition), Placeholder, Placeholder,
+      NoPrefixKeyStateEncoderSpec(Placeholder), useColumnFamilies = true, job.storeConf, hadoopConf,
+      useMultipleValuesPerKey = false, None)
+    try {
+      val store = provider.getStore(job.loadVersion, None)
+      try {
+        val rewritten = if (task.migrates) migrate(job, task, provider, store) else 0L
+        store.commit()
+        rewritten
+      } catch { case NonFatal(e) => store.abort(); throw e }
+    } finally provider.close()
+  }
+
+  private def migrate(job: Job, task: Task, provider: StateStoreProvider, store: StateStore): Long = {
+    val recorded = StateSnapshotRecord.fromBytes(job.recorded)
+    val declared = StateSnapshotRecord.fromBytes(job.declared)
+    val describe = s"state '${job.state}' (operator ${task.operator}, partition ${task.partition})"
+    val migration = StateDecision.decide(Some(recorded), declared) match {
+      case StateDecision.Migrate(m, _) => m
+      case other => throw new IllegalStateException(s"$describe: the driver decided to migrate, this task $other")
+    }
+    val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
+    val list = declared.kind == StateKind.List
+    store.createColFamilyIfAbsent(job.state, job.keySchema, oldValue, job.keySpec, useMultipleValuesPerKey = list)
+    val rewriter = try StatesnapValueRewriter(provider, Some(job.state), job.keySpec, oldValue,
+      StateDecision.schemaOf(declared.valueSnapshot)) catch {
+      case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
+        s"$describe cannot be migrated here: ${e.getMessage}. Nothing was rewritten.", e)
+    }
+    if (list) StateMigrator.migrateLists(rewriter, migration, describe, job.interruption)
+    else StateMigrator.migrateValues(rewriter, migration, describe, job.interruption)
+  }
+}

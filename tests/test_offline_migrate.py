@@ -1,0 +1,194 @@
+"""Offline migration of transformWithState state on Spark's own provider, Spark 4.2+ (issue 12): real queries
+created on Spark's provider, stopped, `python -m statesnap migrate`d, and restarted on Spark's provider with its
+schema check on, reading exactly what was written. Refusals and failures change nothing Spark reads; a crash at any
+step leaves a checkpoint no query restarts on until migrate runs again, which puts it right."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, run_app, run_group_state_app,
+                  write_input)
+
+ON_41 = pyspark.__version__.startswith("4.1.")
+ON_43 = pyspark.__version__.startswith("4.3.")
+INTERRUPTED = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
+
+BY_SIGN = lambda v: {("neg" if v < 0 else "pos",): (v,)}  # noqa: E731
+V1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list"),
+      StateSpec("last", "n int", BY_SIGN, kind="map")]
+FIRST = [("a", -7, "set"), ("b", 5, "set"), ("a", 3, "set")]
+READ = [("a", 0, "read"), ("b", 0, "read")]
+COUNT_V2 = [StateSpec("count", "n bigint, note string")] + V1[1:]
+COUNT_V2_SEEN = {"a": [{"count": [3, None], "events": [[-7], [3]], "last": {'["neg"]': [-7], '["pos"]': [3]}}],
+                 "b": [{"count": [5, None], "events": [[5]], "last": {'["pos"]': [5]}}]}
+
+SPARK_42_ON = pytest.mark.skipif(ON_41, reason="on Spark 4.1 transformWithState runs on statesnap's provider, which "
+                                               "migrates online")
+
+
+def stock_query(spark, source: str, checkpoint: str) -> None:
+    """A transformWithState query with a value, a list and a map state, one batch run (on 4.2+ statesnap's listener
+    gives a transformWithState query Spark's provider, whatever the session says)."""
+    write_input(source, FIRST)
+    result = run_app(spark, source, checkpoint, V1)
+    assert result.migrated_entries is None  # no statesnap store ran
+
+
+def files(checkpoint: str) -> dict[str, bytes]:
+    """Every file Spark reads from the checkpoint, by path, with its bytes. Data files of the RocksDB snapshots
+    (`SSTs/`) are named uniquely and only read through a version's `.zip`, so only those are listed."""
+    root = Path(checkpoint)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and "SSTs" not in p.parts}
+
+
+def crash_migrate(checkpoint: str, step: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m statesnap migrate` in its own process, its JVM halted after `step` as a crash would."""
+    return subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, *args],
+                          env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.slow
+@SPARK_42_ON
+def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_on(spark, app_dirs, on_provider,
+                                                                                  cli):
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+
+    before = files(checkpoint)
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--dry-run")
+    assert code == 0 and "state 'count' of operator 0 (value state, 2 partitions, batch 0): migrate" in out, out
+    assert "convert 'n' int -> bigint" in out and "would append batch 1" in out and "nothing was changed" in out
+    assert files(checkpoint) == before
+
+    # Widen and add, widen a list, rename in a map: one batch each, every entry rewritten.
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    assert code == 0 and "rewrote 2 entries" in out and "done: restart" in out, out
+    code, out = cli("migrate", checkpoint, "--state", "events", "--schema", "n bigint")
+    assert code == 0 and "(list state, 2 partitions, batch 1)" in out and "rewrote 3 entries" in out, out
+    code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
+                    "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
+    assert code == 0 and "(map state, 2 partitions, batch 2)" in out and "rewrote 3 entries" in out, out
+    code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
+                    "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
+    assert code == 0 and "no entry needs rewriting" in out, out
+
+    # Spark's own schema check, on, refuses the old version (it would misread the bytes)...
+    assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
+    write_input(source, READ)
+    with pytest.raises(Exception, match="STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"):
+        on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, V1))
+    # ...and the new one, on Spark's provider, reads exactly what was written.
+    v2 = [StateSpec("count", "n bigint, note string"), StateSpec("events", "n bigint", kind="list"),
+          StateSpec("last", "amount bigint", BY_SIGN, kind="map")]
+    restarted = on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, v2))
+    assert restarted.seen == COUNT_V2_SEEN and restarted.migrated_entries is None
+    # Spark's state reader reads the new values with the new schema.
+    counts = spark.read.format("statestore").option("stateVarName", "count").load(checkpoint).collect()
+    assert sorted((r.key.id, r.value.asDict()) for r in counts) == [
+        ("a", {"n": 3, "note": None}), ("b", {"n": 5, "note": None})]
+
+
+@SPARK_42_ON
+def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, on_provider, tmp_path, cli):
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+    running = (spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy("id")
+               .transformWithStateInPandas(StatesApp(V1), OUTPUT_SCHEMA, "Update", "None")
+               .writeStream.format("noop").option("checkpointLocation", checkpoint)
+               .trigger(processingTime="1 hour").start())
+    try:
+        running.processAllAvailable()
+        code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint")
+        assert code == 2 and "is running on it; stop it first" in out and "Nothing was changed" in out, out
+    finally:
+        running.stop()
+    before = files(checkpoint)
+
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n smallint")
+    assert code == 4 and "state 'count' of operator 0" in out and "incompatible" in out, out
+    assert "'n'" in out and "int" in out and "smallint" in out and "refused: nothing was changed" in out
+    code, out = cli("migrate", checkpoint, "--state", "nosuch", "--schema", "n int")
+    assert code == 2 and "no transformWithState operator has a state 'nosuch'" in out, out
+    assert "'count' (operator 0)" in out and "Nothing was changed" in out
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint", "--operator", "3")
+    assert code == 2 and "no transformWithState operator 3 has a state 'count'" in out, out
+    # An entry the migration cannot convert stops it; what the other partitions committed is rolled back.
+    code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "n int, sign string", "--snapshot",
+                    '{"version": 2, "derived": {"sign": "CASE WHEN n < 0 THEN raise_error(\'negative\') ELSE '
+                    '\'+\' END"}}')
+    assert code == 2 and "[STATESNAP_MIGRATION_FAILED]" in out and "'sign'" in out and "negative" in out, out
+    assert files(checkpoint) == before
+
+    # A batch planned but not committed: the query is running, or stopped inside it.
+    commit = Path(checkpoint) / "commits" / "0"
+    kept = commit.read_bytes()
+    commit.unlink()
+    (Path(checkpoint) / "commits" / ".0.crc").unlink()
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint")
+    assert code == 2 and "its latest batch 0 has no commit" in out, out
+    commit.write_bytes(kept)
+
+    # Another stateful operator than transformWithState: migrate would have to append a batch to it too.
+    other_source, other = str(tmp_path / "other-input"), str(tmp_path / "other")
+    write_input(other_source, [("a", 1, "set")])
+    on_provider(STOCK_PROVIDER, lambda: run_group_state_app(spark, other_source, other, "n int"))
+    code, out = cli("migrate", other, "--state", "groupState", "--schema", "n bigint")
+    assert code == 2 and "operators 0 are stateful operators other than transformWithState" in out, out
+
+    # Nothing above changed a byte Spark reads: the old version restarts and reads what it wrote.
+    assert {k: v for k, v in files(checkpoint).items() if not k.startswith("commits/.0")} == \
+        {k: v for k, v in before.items() if not k.startswith("commits/.0")}
+    write_input(source, READ)
+    again = run_app(spark, source, checkpoint, V1)
+    assert again.seen == {"a": [{"count": [3], "events": [[-7], [3]], "last": {'["neg"]': [-7], '["pos"]': [3]}}],
+                          "b": [{"count": [5], "events": [[5]], "last": {'["pos"]': [5]}}]}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ON_43, reason="the crash cases run on the newest Spark minor (4.2 shares its code path)")
+@pytest.mark.parametrize("step", ["poisoned", "partition", "schema", "commit"])
+def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_again(spark, app_dirs, on_provider,
+                                                                                    cli, step):
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+    before = files(checkpoint)
+
+    crashed = crash_migrate(checkpoint, step, "--state", "count", "--schema", "n bigint, note string")
+    assert crashed.returncode != 0, crashed.stdout + crashed.stderr
+    # Every file Spark had is as it was; what was added is one unfinished batch that pins a provider no JVM has.
+    after = files(checkpoint)
+    assert {k: after.get(k) for k in before} == before
+    assert INTERRUPTED.encode() in after["offsets/1"]
+
+    # A restart, of either version, fails on the driver before it reads or rewrites any state.
+    write_input(source, READ)
+    for version in (V1, COUNT_V2):
+        with pytest.raises(Exception, match=INTERRUPTED):
+            on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, version))
+    assert {k: files(checkpoint).get(k) for k in before} == before
+
+    # migrate again puts the checkpoint right (rolled back, or finished once its batch committed), then migrates.
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    assert code == 0, out
+    if step == "commit":
+        assert "finished the migrate interrupted after committing batch 1" in out and "no entry needs" in out, out
+    else:
+        assert "rolled back batch 1" in out and "rewrote 2 entries" in out, out
+    restarted = on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, COUNT_V2))
+    assert restarted.seen == COUNT_V2_SEEN
+
+
+@pytest.mark.skipif(not ON_41, reason="Spark 4.1 only")
+def test_migrate_on_spark_41_points_to_online_migration(tmp_path, cli):
+    (tmp_path / "offsets").mkdir()
+    code, out = cli("migrate", str(tmp_path), "--state", "count", "--schema", "n bigint")
+    assert code == 2 and "transformWithState runs on statesnap's provider" in out and "adopt" in out, out
+
