@@ -4,6 +4,7 @@ schema check on, reading exactly what was written. Refusals and failures change 
 step leaves a checkpoint no query restarts on until migrate runs again, which puts it right."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,7 +61,10 @@ def crash_migrate(checkpoint: str, step: str, *args: str) -> subprocess.Complete
 def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_on(spark, app_dirs, on_provider,
                                                                                   cli):
     source, checkpoint = app_dirs
-    stock_query(spark, source, checkpoint)
+    # The states of the other tests, and a value with a TTL (an hour: it never expires within the test).
+    v1 = V1 + [StateSpec("recent", "n int", ttl_ms=3_600_000)]
+    write_input(source, FIRST)
+    assert run_app(spark, source, checkpoint, v1).migrated_entries is None  # Spark's provider ran it
 
     before = files(checkpoint)
     code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--dry-run")
@@ -68,7 +72,7 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     assert "convert 'n' int -> bigint" in out and "would append batch 1" in out and "nothing was changed" in out
     assert files(checkpoint) == before
 
-    # Widen and add, widen a list, rename in a map: one batch each, every entry rewritten.
+    # Widen and add, widen a list, rename in a map, widen under a TTL: one batch each, every entry rewritten.
     code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
     assert code == 0 and "rewrote 2 entries" in out and "done: restart" in out, out
     code, out = cli("migrate", checkpoint, "--state", "events", "--schema", "n bigint")
@@ -76,6 +80,9 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
     assert code == 0 and "(map state, 2 partitions, batch 2)" in out and "rewrote 3 entries" in out, out
+    code, out = cli("migrate", checkpoint, "--state", "recent", "--schema", "n bigint")
+    assert code == 0 and "(value state, 2 partitions, batch 3)" in out and "rewrote 2 entries" in out, out
+    # statesnap's record of the rename carries its version: the same definition again has nothing left to do.
     code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
     assert code == 0 and "no entry needs rewriting" in out, out
@@ -84,12 +91,15 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
     write_input(source, READ)
     with pytest.raises(Exception, match="STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"):
-        on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, V1))
-    # ...and the new one, on Spark's provider, reads exactly what was written.
-    v2 = [StateSpec("count", "n bigint, note string"), StateSpec("events", "n bigint", kind="list"),
-          StateSpec("last", "amount bigint", BY_SIGN, kind="map")]
-    restarted = on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, v2))
-    assert restarted.seen == COUNT_V2_SEEN and restarted.migrated_entries is None
+        on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, v1))
+    # ...and the new one, on stock Spark (a session without statesnap), reads exactly what was written.
+    v2 = [["count", "n bigint, note string", "value", None], ["events", "n bigint", "list", None],
+          ["last", "amount bigint", "map", None], ["recent", "n bigint", "value", 3_600_000]]
+    stock = subprocess.run([sys.executable, str(Path(__file__).parent / "stock_app.py"), source, checkpoint,
+                            json.dumps(v2)], capture_output=True, text=True, timeout=600)
+    assert stock.returncode == 0, stock.stderr[-3000:]
+    assert json.loads(stock.stdout.splitlines()[-1]) == {
+        key: [{**seen, "recent": seen["count"][:1]} for seen in runs] for key, runs in COUNT_V2_SEEN.items()}
     # Spark's state reader reads the new values with the new schema.
     counts = spark.read.format("statestore").option("stateVarName", "count").load(checkpoint).collect()
     assert sorted((r.key.id, r.value.asDict()) for r in counts) == [

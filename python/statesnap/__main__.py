@@ -55,12 +55,12 @@ def _check(args: argparse.Namespace) -> int:
         records = [(store, record) for store, record in read_records(spark, args.checkpoint)
                    if parse_record(record).state == args.state]
         if not records:
-            # An adopted checkpoint before its first statesnap run: what the provider would start from.
+            # A checkpoint of Spark's provider (adopted, or to migrate offline): what statesnap would start from.
             records = [(store, record) for store, record in spark_schema_records(spark, args.checkpoint)
                        if parse_record(record).state == args.state]
             if records:
-                print(f"state '{args.state}' has no statesnap snapshot yet (an adopted checkpoint): checked against "
-                      "the schemas Spark's own schema files record for it")
+                print(f"state '{args.state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "
+                      "provider): checked against what Spark's own schema files record for it (or `migrate` did)")
         if not records:
             raise ToolError(f"no snapshot of state '{args.state}' under {args.checkpoint} (at its latest committed "
                             "batch), and Spark's schema files name no such state")

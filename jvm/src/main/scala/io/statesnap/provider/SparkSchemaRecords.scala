@@ -43,8 +43,8 @@ object SparkSchemaRecords {
       val migrated = MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
         val in = fs.open(file)
         try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
-      }.filter(r => r.kind == kind && StateDecision.schemaOf(r.valueSnapshot) == s.valueSchema &&
-        StateDecision.schemaOf(r.keySnapshot) == s.keySchema)
+      }.filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
+        TtlValueSnapshot.sameLayout(s.valueSchema, StateDecision.schemaOf(r.valueSnapshot)))
       state -> migrated.getOrElse(transformWithState(state, kind, s.keySchema, s.valueSchema))
     }
   }

@@ -23,9 +23,24 @@ object TtlValueSnapshot {
   val ValueField = "value"
   val ExpiryField = "ttlExpirationMs"
 
-  /** Spark's layout of a value with TTL (TransformWithStateKeyValueRowSchemaUtils.getValueSchemaWithTTL). */
+  /**
+   * Spark's layout of a value with TTL (TransformWithStateKeyValueRowSchemaUtils.getValueSchemaWithTTL), as Spark
+   * 4.1 declares it; 4.3 declares `value` nullable (the bytes are the same).
+   */
   def wrap(value: StructType): StructType =
     StructType(Seq(StructField(ValueField, value, nullable = false), StructField(ExpiryField, LongType)))
+
+  /**
+   * `declared` with the wrapper exactly as `recorded` has it, when both are Spark's TTL layout (whose `value` is
+   * nullable or not depending on the Spark minor), else `declared`.
+   */
+  def inWrapperOf(recorded: StructType, declared: StructType): StructType = (unwrap(recorded), unwrap(declared)) match {
+    case (Some(_), Some(value)) => StructType(recorded.fields.updated(0, recorded.fields(0).copy(dataType = value)))
+    case _ => declared
+  }
+
+  /** Whether two value schemas are equal, but for the nullability of a TTL wrapper's `value` (same bytes). */
+  def sameLayout(a: StructType, b: StructType): Boolean = inWrapperOf(a, b) == a
 
   /** The user value schema, if `schema` is Spark's TTL layout. */
   def unwrap(schema: StructType): Option[StructType] = schema.fields match {

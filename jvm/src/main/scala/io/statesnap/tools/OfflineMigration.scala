@@ -6,10 +6,11 @@ import scala.util.control.NonFatal
 import io.statesnap.bridge.CompatibilityCheck
 import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision,
   StatesnapStateStoreProvider}
+import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId, StatesnapSparkGlue,
-  StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.{StateStoreColFamilySchema, StateStoreConf, StateStoreId,
+  StatesnapSparkGlue, StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 import org.slf4j.LoggerFactory
@@ -45,6 +46,13 @@ object OfflineMigration {
   private val Spark = StatesnapStateStoreProvider.InnerProviderClass
   private val DefaultStore = "default"
 
+  /** The state a migrate rewrites, found in the checkpoint's latest committed batch. */
+  private final case class Target(batch: Long, stateRoot: String, operators: Seq[Int], operator: Int,
+      partitions: Seq[Int], family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
+    def state: String = family.colFamilyName
+    def storeId(op: Int): StateStoreId = StateStoreId(stateRoot, op, 0, DefaultStore)
+  }
+
   /**
    * @param state the state variable's name
    * @param operator the transformWithState operator that has it, or -1 when only one does
@@ -55,14 +63,41 @@ object OfflineMigration {
   def migrate(spark: SparkSession, location: String, state: String, operator: Int, valueJson: String,
       definitionJson: String, mode: String, dryRun: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
-    import checkpoint.refuse
-    if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) refuse(s"on Spark ${org.apache.spark.SPARK_VERSION} " +
-      "transformWithState runs on statesnap's provider, which migrates its state online: `python -m statesnap " +
-      "adopt` the checkpoint and restart the new application version")
+    if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
+      s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
+      "state online: `python -m statesnap adopt` the checkpoint and restart the new application version")
     val recovered = recover(checkpoint, dryRun)
     if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
       "changed; run migrate without --dry-run to put the checkpoint right first")
 
+    val target = find(checkpoint, state, operator)
+    val declared = CompatibilityCheck.declare(target.recorded, None, None, None,
+      DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
+    val (decision, verdict) = CompatibilityCheck.verdict(target.recorded, declared)
+    val head = s"state '$state' of operator ${target.operator} (${target.recorded.kind.name} state, " +
+      s"${target.partitions.size} partitions, batch ${target.batch}): ${verdict.head} (${verdict(1)})"
+    val decided = recovered ++ (head +: verdict.drop(2).map("  - " + _))
+    decision match {
+      case StateDecision.Migrate(_, record) =>
+        val next = target.batch + 1
+        val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): every " +
+          s"partition of operators ${target.operators.mkString(", ")} committed as state version ${next + 1}, " +
+          s"state '$state' rewritten in ${target.partitions.size} partitions of operator ${target.operator}",
+          s"Spark's schema file for batch $next says the value schema " +
+            StateDecision.schemaOf(declared.valueSnapshot).simpleString)
+        if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed")
+        else ToolReport(decided ++ plan.map(_.replaceFirst("^append", "appended")) ++
+          append(spark, checkpoint, target, declared, record.copy(recordedAtVersion = next + 1)))
+      case _: StateDecision.Refuse => ToolReport(decided :+ "refused: nothing was changed. Keep the recorded " +
+        "schema, or register a definition that says how to convert (--snapshot)", refused = true)
+      case _ => ToolReport(decided :+ "no entry needs rewriting: nothing was changed; restart the new application " +
+        "version")
+    }
+  }
+
+  /** The state to migrate at the latest committed batch, or a refusal naming why it cannot be. */
+  private def find(checkpoint: StoppedCheckpoint, state: String, operator: Int): Target = {
+    import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val provider = checkpoint.pinnedProvider(batch)
     if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
@@ -77,82 +112,66 @@ object OfflineMigration {
       "transformWithState; migrate appends a batch to every stateful operator, and does so for queries whose " +
       "stateful operators are all transformWithState")
     val stateRoot = new Path(checkpoint.root, "state").toString
-    val hadoopConf = checkpoint.hadoopConf
-    def storeId(op: Int) = StateStoreId(stateRoot, op, 0, DefaultStore)
-    val families = transformWithState.map(op =>
-      op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(storeId(op), batch, hadoopConf)).toMap
+    val families = transformWithState.map(op => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
+      StateStoreId(stateRoot, op, 0, DefaultStore), batch, checkpoint.hadoopConf)).toMap
     val op = transformWithState.filter(op => families(op).contains(state) && (operator < 0 || op == operator)) match {
       case Seq(one) => one
       case Seq() => refuse(s"no transformWithState operator${if (operator < 0) "" else s" $operator"} has a state " +
         s"'$state' in batch $batch; Spark's schema files name ${describeStates(families)}")
       case many => refuse(s"operators ${many.mkString(", ")} each have a state '$state': name one with --operator")
     }
-    val family = families(op)(state)
-    val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, hadoopConf)(state)
-    val kind = recorded.kind
-    val declared = CompatibilityCheck.declare(recorded, None, None, None,
-      DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
-    val (decision, verdict) = CompatibilityCheck.verdict(recorded, declared)
-    val partitions = partitionsOf(checkpoint, op)
-    val head = s"state '$state' of operator $op (${kind.name} state, ${partitions.size} partitions, batch $batch): " +
-      s"${verdict.head} (${verdict(1)})"
-    val details = verdict.drop(2).map("  - " + _)
-    val record = decision match {
-      case StateDecision.Migrate(_, r) => r
-      case _: StateDecision.Refuse => return ToolReport(recovered ++ (head +: details) :+ "refused: nothing was " +
-        "changed. Keep the recorded schema, or register a definition that says how to convert (--snapshot)",
-        refused = true)
-      case _ => return ToolReport(recovered ++ (head +: details) :+ "no entry needs rewriting: nothing was changed; " +
-        "restart the new application version")
-    }
+    Target(batch, stateRoot, transformWithState, op, partitionsOf(checkpoint, op), families(op)(state),
+      SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)(state))
+  }
 
-    val next = batch + 1
-    val plan = Seq(s"append batch $next to the query (a copy of batch $batch's offsets): every partition of " +
-      s"operators ${transformWithState.mkString(", ")} committed as state version ${next + 1}, state '$state' " +
-      s"rewritten in ${partitions.size} partitions of operator $op",
-      s"Spark's schema file for batch $next says the value schema ${StateDecision.schemaOf(declared.valueSnapshot)
-        .simpleString}")
-    if (dryRun) return ToolReport(recovered ++ (head +: details) ++ plan.map("would " + _) :+
-      "dry run: nothing was changed")
-
+  /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
+  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target,
+      declared: StateSnapshotRecord, record: StateSnapshotRecord): Seq[String] = {
+    val next = target.batch + 1
     val crashAt = sys.env.get(CrashAtEnv)
     def crashPoint(step: String): Unit = if (crashAt.contains(step)) Runtime.getRuntime.halt(137)
-    val offsets = checkpoint.read(checkpoint.offsetsFile(batch))
+    val offsets = checkpoint.read(checkpoint.offsetsFile(target.batch))
     checkpoint.write(checkpoint.offsetsFile(next), StoppedCheckpoint.withProvider(offsets, Spark, InterruptedProvider)
-      .getOrElse(refuse(s"offsets/$batch names the provider $Spark in a form statesnap does not rewrite")))
+      .getOrElse(checkpoint.refuse(s"offsets/${target.batch} names the provider $Spark in a form statesnap does " +
+        "not rewrite")))
     crashPoint("poisoned")
-    val job = PartitionRewrite.Job(stateRoot, batch + 1, storeConf(spark, checkpoint.pinnedConfs(batch)),
-      new SerializableConfiguration(hadoopConf), state, family.keySchema, family.keyStateEncoderSpec.get,
-      recorded.toBytes, declared.toBytes,
+    val keySpec = target.family.keyStateEncoderSpec.get
+    val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
+      storeConf(spark, checkpoint.pinnedConfs(target.batch)), new SerializableConfiguration(checkpoint.hadoopConf),
+      target.state, target.family.keySchema, keySpec, target.recorded.toBytes, declared.toBytes,
       crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, halt = true, None)))
-    val tasks = transformWithState.flatMap(o => partitionsOf(checkpoint, o).map(p =>
-      PartitionRewrite.Task(o, p, migrates = o == op)))
-    val recordFile = MigratedStateRecordFiles.file(stateRoot, op, state, next + 1)
+    val tasks = target.operators.flatMap(o => partitionsOf(checkpoint, o).map(p =>
+      PartitionRewrite.Task(o, p, migrates = o == target.operator)))
     val rewritten = try {
       val count = runJob(spark, job, tasks)
-      checkpoint.write(recordFile, record.toBytes)
+      checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, target.state, next + 1),
+        record.toBytes)
       count
     } catch {
       case NonFatal(e) =>
         rollBack(checkpoint, next)
         throw e
     }
-    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(storeId(op), next,
-      Seq(StatesnapSparkSchemaFiles.Family(state, family.keySchema, StateDecision.schemaOf(declared.valueSnapshot),
-        family.keyStateEncoderSpec.get)), hadoopConf)
-    transformWithState.filter(_ != op).foreach(o =>
-      StatesnapSparkSchemaFiles.appendTransformWithStateBatch(storeId(o), next, Nil, hadoopConf))
+    // Spark's file keeps Spark's own wrapper around the user value (a TTL's), exactly as its driver declares it.
+    val sparkValueSchema = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
+      StateDecision.schemaOf(declared.valueSnapshot))
+    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId(target.operator), next,
+      Seq(StatesnapSparkSchemaFiles.Family(target.state, target.family.keySchema, sparkValueSchema, keySpec)),
+      checkpoint.hadoopConf)
+    target.operators.filter(_ != target.operator).foreach(o =>
+      StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId(o), next, Nil, checkpoint.hadoopConf))
     crashPoint("schema")
-    checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(batch)))
+    checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(target.batch)))
     crashPoint("commit")
     checkpoint.write(checkpoint.offsetsFile(next), offsets)
     if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != Spark) {
-      throw new IllegalStateException(s"migrate of $location: Spark does not read batch $next back as written")
+      throw new IllegalStateException(s"migrate of ${checkpoint.location}: Spark does not read batch $next back " +
+        "as written")
     }
-    log.info(s"statesnap migrate: $location batch $next: $rewritten entries of state '$state' rewritten")
-    ToolReport(recovered ++ (head +: details) ++ plan.map(_.replaceFirst("^append", "appended")) ++ Seq(
-      s"rewrote $rewritten entries; Spark's schema file $schemaFile",
-      "done: restart the new application version on Spark's provider, with its state schema check on"))
+    log.info(s"statesnap migrate: ${checkpoint.location} batch $next: $rewritten entries of state " +
+      s"'${target.state}' rewritten")
+    Seq(s"rewrote $rewritten entries; Spark's schema file $schemaFile",
+      "done: restart the new application version on Spark's provider, with its state schema check on")
   }
 
   /**

@@ -140,4 +140,16 @@ class CompositeSnapshotTest {
     val restored = SnapshotFormat.read(bytes).asInstanceOf[DeclarativeRowSnapshot]
     assertEquals((2, Map("a" -> "x")), (restored.userVersion, restored.snapshotDefinition.steps.head.rules.renamed))
   }
+
+  @Test def sparksTtlWrapperIsKeptAsSparkRecordedIt(): Unit = {
+    // Spark 4.3 declares the wrapper's `value` nullable, 4.1 (and TtlValueSnapshot.wrap) not: the same bytes.
+    val recorded = StructType.fromDDL("value STRUCT<n: INT>, ttlExpirationMs BIGINT")
+    val declared = TtlValueSnapshot.wrap(StructType.fromDDL("n BIGINT"))
+    val written = TtlValueSnapshot.inWrapperOf(recorded, declared)
+    assertEquals(StructType.fromDDL("value STRUCT<n: BIGINT>, ttlExpirationMs BIGINT"), written)
+    assertTrue(TtlValueSnapshot.sameLayout(written, declared))
+    assertFalse(TtlValueSnapshot.sameLayout(recorded, declared))
+    // A declared value that is no TTL layout is left as it is, never wrapped.
+    assertEquals(StructType.fromDDL("n BIGINT"), TtlValueSnapshot.inWrapperOf(recorded, StructType.fromDDL("n BIGINT")))
+  }
 }
