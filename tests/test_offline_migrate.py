@@ -86,6 +86,12 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
     assert code == 0 and "no entry needs rewriting" in out, out
+    # inspect and check read that record too.
+    code, out = cli("inspect", checkpoint, "--state", "last")
+    assert code == 0 and "map state 'last'" in out and "amount" in out and "recorded in version 4" in out, out
+    code, out = cli("check", checkpoint, "--state", "last", "--schema", "amount bigint",
+                    "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
+    assert code == 0 and "as-is" in out, out
 
     # Spark's own schema check, on, refuses the old version (it would misread the bytes)...
     assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
@@ -137,6 +143,14 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
     assert code == 2 and "[STATESNAP_MIGRATION_FAILED]" in out and "'sign'" in out and "negative" in out, out
     assert files(checkpoint) == before
 
+    # migrate adds its batch as Spark adds one: an entry some run of the query wrote meanwhile is never replaced.
+    stopped = spark.sparkContext._jvm.io.statesnap.tools.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
+                                                                                "migrate")
+    latest = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(checkpoint + "/offsets/0")
+    with pytest.raises(Exception, match="FileAlreadyExists"):
+        stopped.create(latest, bytearray(b"v1"))
+    assert files(checkpoint) == before
+
     # A batch planned but not committed: the query is running, or stopped inside it.
     commit = Path(checkpoint) / "commits" / "0"
     kept = commit.read_bytes()
@@ -173,6 +187,9 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
 
     crashed = crash_migrate(checkpoint, step, "--state", "count", "--schema", "n bigint, note string")
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
+    if step in ("schema", "commit"):  # it showed its progress while it ran
+        assert "statesnap migrate: operator 0 partition 1 committed" in crashed.stdout, crashed.stdout
+        assert "statesnap: migrated 1 entries of state 'count' (operator 0, partition 1)" in crashed.stderr
     # Every file Spark had is as it was; what was added is one unfinished batch that pins a provider no JVM has.
     after = files(checkpoint)
     assert {k: after.get(k) for k in before} == before

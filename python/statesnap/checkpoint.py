@@ -38,6 +38,9 @@ def spark_session() -> Iterator[SparkSession]:
                                 .config("spark.ui.enabled", "false")
                                 .config("spark.ui.showConsoleProgress", "false")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    # statesnap's own lines stay: a long migration logs its progress every 10 s (`python -m statesnap migrate`).
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel("io.statesnap", log4j.Level.INFO)
     try:
         yield spark
     finally:
@@ -57,6 +60,14 @@ def operator_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVe
     reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
     rows = reader.operatorRecords(checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
+
+
+def migrated_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
+    """The records ``python -m statesnap migrate`` kept for transformWithState states on Spark's own provider, in
+    force at the latest committed batch: one per state and operator (partition 0 stands for all)."""
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    rows = reader.migratedRecords(checkpoint, spark._jsc.hadoopConfiguration())
+    return [(StoreVersion(int(r[0]), 0, str(r[1]), int(r[2])), bytes(r[3])) for r in rows]
 
 
 def spark_schema_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:

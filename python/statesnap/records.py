@@ -12,7 +12,7 @@ from typing import Optional
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from statesnap.checkpoint import StoreVersion, entries, operator_records, row_bytes
+from statesnap.checkpoint import StoreVersion, entries, migrated_records, operator_records, row_bytes
 
 SNAPSHOT_FAMILY = "$statesnap_snapshots"
 _RECORD_MAGIC, _SNAPSHOT_MAGIC = b"SSRC", b"SSNP"
@@ -144,9 +144,10 @@ def parse_record(data: bytes) -> StateSnapshotRecord:
 
 def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version:
-    transformWithState's in its stores, other operators' beside them (``state/<operator>/_statesnap``)."""
+    transformWithState's in its stores, other operators' beside them (``state/<operator>/_statesnap``), and those
+    ``python -m statesnap migrate`` kept for transformWithState on Spark's own provider."""
     in_stores = [(store, row_bytes(value, 0, 1)) for store, _, value in entries(spark, checkpoint, SNAPSHOT_FAMILY)]
-    return in_stores + operator_records(spark, checkpoint)
+    return in_stores + operator_records(spark, checkpoint) + migrated_records(spark, checkpoint)
 
 
 def read_snapshots(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:

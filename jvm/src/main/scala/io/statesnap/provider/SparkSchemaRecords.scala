@@ -4,7 +4,8 @@ import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreId, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreColFamilySchema, StateStoreId,
+  StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -24,14 +25,39 @@ object SparkSchemaRecords {
   /**
    * The states of transformWithState operator `operator` in batch `batchId`, as Spark's schema files and operator
    * metadata record them, by name; a state `python -m statesnap migrate` migrated keeps the record it wrote
-   * ([[MigratedStateRecordFiles]]) while Spark's files still say the value schema it records.
+   * ([[migratedAt]]).
    */
   def transformWithStateAt(stateRoot: String, operator: Long, batchId: Long,
       hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
+    val kept = migratedAt(stateRoot, operator, batchId, hadoopConf)
+    sparkStates(stateRoot, operator, batchId, hadoopConf).map { case (state, (kind, s)) =>
+      state -> kept.getOrElse(state, transformWithState(state, kind, s.keySchema, s.valueSchema))
+    }
+  }
+
+  /**
+   * The records `python -m statesnap migrate` kept ([[MigratedStateRecordFiles]]) for states of operator
+   * `operator` in force in batch `batchId`: each while Spark's files still say its kind, key and value layout
+   * (else the state was written anew since, and Spark's files win).
+   */
+  def migratedAt(stateRoot: String, operator: Long, batchId: Long,
+      hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
+    val fs = new Path(stateRoot).getFileSystem(hadoopConf)
+    sparkStates(stateRoot, operator, batchId, hadoopConf).flatMap { case (state, (kind, s)) =>
+      MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
+        val in = fs.open(file)
+        try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
+      }.filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
+        TtlValueSnapshot.sameLayout(s.valueSchema, StateDecision.schemaOf(r.valueSnapshot))).map(state -> _)
+    }
+  }
+
+  /** The user states Spark's files name for the operator in batch `batchId`: kind (from its metadata) and schemas. */
+  private def sparkStates(stateRoot: String, operator: Long, batchId: Long,
+      hadoopConf: Configuration): Map[String, (StateKind, StateStoreColFamilySchema)] = {
     val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(
       StateStoreId(stateRoot, operator, 0, StateStore.DEFAULT_COL_FAMILY_NAME), batchId, hadoopConf)
     val variables = StatesnapSparkSchemaFiles.transformWithStateVariables(stateRoot, operator, batchId, hadoopConf)
-    val fs = new Path(stateRoot).getFileSystem(hadoopConf)
     families.collect { case (state, s) if variables.contains(state) || (!state.startsWith("$") &&
         state != StateStore.DEFAULT_COL_FAMILY_NAME) =>
       val kind = variables.get(state).map(_._1) match {
@@ -40,12 +66,7 @@ object SparkSchemaRecords {
         case Some(_) => StateKind.Value
         case None => if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value
       }
-      val migrated = MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
-        val in = fs.open(file)
-        try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
-      }.filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
-        TtlValueSnapshot.sameLayout(s.valueSchema, StateDecision.schemaOf(r.valueSnapshot)))
-      state -> migrated.getOrElse(transformWithState(state, kind, s.keySchema, s.valueSchema))
+      state -> (kind, s)
     }
   }
 

@@ -7,7 +7,7 @@ import io.statesnap.bridge.CompatibilityCheck
 import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision,
   StatesnapStateStoreProvider}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreColFamilySchema, StateStoreConf, StateStoreId,
   StatesnapSparkGlue, StatesnapSparkSchemaFiles}
@@ -131,9 +131,13 @@ object OfflineMigration {
     val crashAt = sys.env.get(CrashAtEnv)
     def crashPoint(step: String): Unit = if (crashAt.contains(step)) Runtime.getRuntime.halt(137)
     val offsets = checkpoint.read(checkpoint.offsetsFile(target.batch))
-    checkpoint.write(checkpoint.offsetsFile(next), StoppedCheckpoint.withProvider(offsets, Spark, InterruptedProvider)
-      .getOrElse(checkpoint.refuse(s"offsets/${target.batch} names the provider $Spark in a form statesnap does " +
-        "not rewrite")))
+    val guarded = StoppedCheckpoint.withProvider(offsets, Spark, InterruptedProvider).getOrElse(checkpoint.refuse(
+      s"offsets/${target.batch} names the provider $Spark in a form statesnap does not rewrite"))
+    // Added as Spark adds a batch: a run of the query somewhere else that plans this batch too fails, or this does.
+    try checkpoint.create(checkpoint.offsetsFile(next), guarded) catch {
+      case _: FileAlreadyExistsException => checkpoint.refuse(s"offsets/$next appeared while migrate ran: the query " +
+        "is running somewhere. Stop it, then migrate")
+    }
     crashPoint("poisoned")
     val keySpec = target.family.keyStateEncoderSpec.get
     val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
@@ -83,10 +83,23 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   }
 
   /** Writes `file` whole or not at all, replacing what is there. */
-  def write(file: Path, bytes: Array[Byte]): Unit = {
+  def write(file: Path, bytes: Array[Byte]): Unit = writeAtomic(file, bytes, overwrite = true)
+
+  /**
+   * Writes `file` whole or not at all if it does not exist yet, the way Spark adds an entry to its offset and
+   * commit logs: of two writers of the same new entry (two runs of a query, or a run and a tool), one fails.
+   * @throws FileAlreadyExistsException if it exists
+   */
+  def create(file: Path, bytes: Array[Byte]): Unit = {
+    // Looked for first, so that only a writer racing this one leaves its temporary file behind (as Spark's do).
+    if (fs.exists(file)) throw new FileAlreadyExistsException(s"$file exists")
+    writeAtomic(file, bytes, overwrite = false)
+  }
+
+  private def writeAtomic(file: Path, bytes: Array[Byte], overwrite: Boolean): Unit = {
     val fm = CheckpointFileManager.create(root, hadoopConf)
     fm.mkdirs(file.getParent)
-    val out = fm.createAtomic(file, overwriteIfPossible = true)
+    val out = fm.createAtomic(file, overwriteIfPossible = overwrite)
     try out.write(bytes) catch { case NonFatal(e) => out.cancel(); throw e }
     out.close()
   }

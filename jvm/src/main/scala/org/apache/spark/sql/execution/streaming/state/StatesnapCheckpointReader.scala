@@ -109,6 +109,18 @@ object StatesnapCheckpointReader {
     }.asJava
 
   /**
+   * For py4j: the records `python -m statesnap migrate` kept for transformWithState states on Spark's own provider,
+   * in force at the latest committed batch (per operator: partition 0 stands for all):
+   * `[operator, store, version, record bytes]`.
+   */
+  def migratedRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
+      if (partition != 0 || name != DefaultStore) Nil
+      else SparkSchemaRecords.migratedAt(stateRoot.toString, operator, commit.batch, hadoopConf).toSeq.sortBy(_._1)
+        .map { case (_, r) => Array[Any](operator, name, commit.batch + 1, r.toBytes) }
+    }.asJava
+
+  /**
    * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
    * schema (names and types): one line each. Spark's provider reads the bytes with its files, so before a
    * checkpoint goes back to it they must say what statesnap recorded the bytes as.
