@@ -28,7 +28,7 @@ class ToolError(Exception):
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    with spark_session() as spark:
+    with spark_session(dict(args.conf)) as spark:
         found = [(store, parse_record(record)) for store, record in read_records(spark, args.checkpoint)]
     if not found:
         print(f"no statesnap snapshots under {args.checkpoint}/state (not a statesnap checkpoint, or no committed "
@@ -51,7 +51,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    with spark_session() as spark:
+    with spark_session(dict(args.conf)) as spark:
         records = [(store, record) for store, record in read_records(spark, args.checkpoint)
                    if parse_record(record).state == args.state]
         if not records:
@@ -94,7 +94,7 @@ def _definition(snapshot_json: Optional[str]) -> Optional[str]:
 
 
 def _switch(args: argparse.Namespace) -> int:
-    with spark_session() as spark:
+    with spark_session(dict(args.conf)) as spark:
         switch = spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch
         outcome = getattr(switch, args.command)(spark._jsparkSession, args.checkpoint, args.dry_run)
         print(outcome.report())
@@ -103,10 +103,9 @@ def _switch(args: argparse.Namespace) -> int:
 
 def _migrate(args: argparse.Namespace) -> int:
     definition = _definition(args.snapshot)
-    with spark_session() as spark:
+    with spark_session(dict(args.conf)) as spark:
         migration = spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration
-        outcome = migration.migrate(spark._jsparkSession, args.checkpoint, args.state,
-                                    -1 if args.operator is None else args.operator, _schema_json(args.schema),
+        outcome = migration.migrate(spark._jsparkSession, args.checkpoint, args.state, _schema_json(args.schema),
                                     definition, args.compatibility, args.dry_run)
         print(outcome.report())
     return EXIT_INCOMPATIBLE if outcome.refused() else EXIT_NO_REWRITE
@@ -115,12 +114,18 @@ def _migrate(args: argparse.Namespace) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m statesnap", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    inspect = commands.add_parser("inspect", help="show the state snapshots a checkpoint holds (read-only)")
+    # Every command takes --conf: Hadoop settings to reach the checkpoint (spark.hadoop.*), or Spark's own.
+    session = argparse.ArgumentParser(add_help=False)
+    session.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
+                         help="a Spark conf for the tool's session, as for spark-submit (repeatable)")
+    inspect = commands.add_parser("inspect", parents=[session],
+                                  help="show the state snapshots a checkpoint holds (read-only)")
     inspect.add_argument("checkpoint", help="the query's checkpointLocation (any Hadoop path)")
     inspect.add_argument("--state", action="append", help="only this state (repeatable)")
     inspect.set_defaults(run=_inspect)
     check = commands.add_parser(
-        "check", help="dry-run: would a new state schema restart as is, migrate, or be refused? (writes nothing)",
+        "check", parents=[session],
+        help="dry-run: would a new state schema restart as is, migrate, or be refused? (writes nothing)",
         description="Exit code: 0 no rewrite needed, 3 every entry will be migrated, 4 refused, 2 error.")
     check.add_argument("checkpoint", help="the query's checkpointLocation (any Hadoop path)")
     check.add_argument("--state", required=True, help="the state variable's name")
@@ -135,14 +140,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     check.set_defaults(run=_check)
     for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB provider to statesnap's"),
                        ("release", "move a stopped query's checkpoint from statesnap's provider back to Spark's")):
-        switch = commands.add_parser(name, help=what, description=what + ": rewrites the provider pinned in its "
-                                     "latest offset entry (a backup goes to <checkpoint>/_statesnap/provider-switch).")
+        switch = commands.add_parser(name, parents=[session], help=what,
+                                     description=what + ": rewrites the provider pinned in its latest offset entry "
+                                     "(a backup goes to <checkpoint>/_statesnap/provider-switch).")
         switch.add_argument("checkpoint", help="the stopped query's checkpointLocation (any Hadoop path)")
         switch.add_argument("--dry-run", action="store_true", help="check and show what would change; change nothing")
         switch.set_defaults(run=_switch)
     migrate = commands.add_parser(
-        "migrate", help="migrate one transformWithState state of a stopped query on Spark's provider, offline "
-                        "(Spark 4.2+)",
+        "migrate", parents=[session],
+        help="migrate one transformWithState state of a stopped query on Spark's provider, offline (Spark 4.2+)",
         description="Rewrites every entry of the state to the new schema, by the rules `check` reports, and appends "
                     "one batch to the query so that it restarts on stock Spark with its schema check on. Exit code: "
                     "0 migrated or nothing to rewrite, 4 refused (nothing changed), 2 error. If it is interrupted, "
@@ -153,8 +159,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     migrate.add_argument("--snapshot", help="the RowSnapshot the new version registers, as JSON (as for check)")
     migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                          help="the compatibility mode the new version sets for the query")
-    migrate.add_argument("--operator", type=int, help="the operator id, when several transformWithState operators "
-                                                      "have the state")
     migrate.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
     migrate.set_defaults(run=_migrate)
     args = parser.parse_args(argv)
@@ -163,6 +167,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as e:  # the tool's boundary: one line, exit 2
         print(f"statesnap {args.command}: {_one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _conf(setting: str) -> tuple[str, str]:
+    key, sep, value = setting.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {setting!r}")
+    return key, value
 
 
 def _one_line(error: Exception) -> str:

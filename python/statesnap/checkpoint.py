@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 from pyspark.sql import SparkSession
 
@@ -26,17 +26,32 @@ class StoreVersion:
 
 
 @contextmanager
-def spark_session() -> Iterator[SparkSession]:
-    """The active SparkSession, or a small local one configured for statesnap for as long as the block runs."""
+def spark_session(confs: Optional[Mapping[str, str]] = None) -> Iterator[SparkSession]:
+    """The active SparkSession, or a local one configured for statesnap (every core: a migration runs a task per
+    partition) for as long as the block runs, with ``confs`` set (on the active session, for the block only)."""
     import statesnap
 
+    confs = dict(confs or {})
     active = SparkSession.getActiveSession()
     if active is not None:
-        yield active
+        before = {key: active.conf.get(key, None) for key in confs}
+        for key, value in confs.items():
+            active.conf.set(key, value)
+        try:
+            yield active
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    active.conf.unset(key)
+                else:
+                    active.conf.set(key, value)
         return
-    spark = statesnap.configure(SparkSession.builder.master("local[1]").appName("statesnap-tools")
-                                .config("spark.ui.enabled", "false")
-                                .config("spark.ui.showConsoleProgress", "false")).getOrCreate()
+    builder = (SparkSession.builder.master("local[*]").appName("statesnap-tools")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in confs.items():
+        builder = builder.config(key, value)
+    spark = statesnap.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     # statesnap's own lines stay: a long migration logs its progress every 10 s (`python -m statesnap migrate`).
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j

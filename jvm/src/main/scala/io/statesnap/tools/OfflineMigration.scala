@@ -24,8 +24,8 @@ import org.slf4j.LoggerFactory
  * It appends one batch N+1 to the query, as a run's first batch would look, copying batch N's offsets:
  *  1. `offsets/N+1`, pinning a provider class that does not exist ([[InterruptedProvider]]), so that until the
  *     migration completes any restart fails on the driver before it reads or writes anything;
- *  2. state version N+2 of every partition of every transformWithState operator, loaded at N+1 and committed by
- *     Spark's provider, the state's entries rewritten in it (one Spark task per partition);
+ *  2. state version N+2 of every partition of the query's transformWithState operator, loaded at N+1 and
+ *     committed by Spark's provider, the state's entries rewritten in it (one Spark task per partition);
  *  3. Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`,
  *     and statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version
  *     and history, which Spark's files cannot hold);
@@ -47,21 +47,20 @@ object OfflineMigration {
   private val DefaultStore = "default"
 
   /** The state a migrate rewrites, found in the checkpoint's latest committed batch. */
-  private final case class Target(batch: Long, stateRoot: String, operators: Seq[Int], operator: Int,
-      partitions: Seq[Int], family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
+  private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
+      family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
     def state: String = family.colFamilyName
-    def storeId(op: Int): StateStoreId = StateStoreId(stateRoot, op, 0, DefaultStore)
+    def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
   }
 
   /**
    * @param state the state variable's name
-   * @param operator the transformWithState operator that has it, or -1 when only one does
    * @param valueJson the value schema the new application version declares (Spark JSON)
    * @param definitionJson the definition it registers for the state (`RowSnapshot.to_json`), or null
    * @param mode the compatibility mode it sets, or null
    */
-  def migrate(spark: SparkSession, location: String, state: String, operator: Int, valueJson: String,
-      definitionJson: String, mode: String, dryRun: Boolean): ToolReport = {
+  def migrate(spark: SparkSession, location: String, state: String, valueJson: String, definitionJson: String,
+      mode: String, dryRun: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
@@ -70,7 +69,7 @@ object OfflineMigration {
     if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
       "changed; run migrate without --dry-run to put the checkpoint right first")
 
-    val target = find(checkpoint, state, operator)
+    val target = find(checkpoint, state)
     val declared = CompatibilityCheck.declare(target.recorded, None, None, None,
       DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
     val (decision, verdict) = CompatibilityCheck.verdict(target.recorded, declared)
@@ -80,9 +79,9 @@ object OfflineMigration {
     decision match {
       case StateDecision.Migrate(_, record) =>
         val next = target.batch + 1
-        val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): every " +
-          s"partition of operators ${target.operators.mkString(", ")} committed as state version ${next + 1}, " +
-          s"state '$state' rewritten in ${target.partitions.size} partitions of operator ${target.operator}",
+        val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): state " +
+          s"'$state' rewritten in the ${target.partitions.size} partitions of operator ${target.operator}, each " +
+          s"committed as state version ${next + 1}",
           s"Spark's schema file for batch $next says the value schema " +
             StateDecision.schemaOf(declared.valueSnapshot).simpleString)
         if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed")
@@ -96,7 +95,7 @@ object OfflineMigration {
   }
 
   /** The state to migrate at the latest committed batch, or a refusal naming why it cannot be. */
-  private def find(checkpoint: StoppedCheckpoint, state: String, operator: Int): Target = {
+  private def find(checkpoint: StoppedCheckpoint, state: String): Target = {
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val provider = checkpoint.pinnedProvider(batch)
@@ -107,20 +106,25 @@ object OfflineMigration {
       refuse(s"its state uses checkpoint format v$v (${StoppedCheckpoint.CheckpointFormatConf}, pinned), whose " +
         "commit log names each store version by a unique id; migrate appends batches to format v1 checkpoints only")
     }
-    val (transformWithState, others) = checkpoint.operators
-    if (others.nonEmpty) refuse(s"operators ${others.mkString(", ")} are stateful operators other than " +
-      "transformWithState; migrate appends a batch to every stateful operator, and does so for queries whose " +
-      "stateful operators are all transformWithState")
-    val stateRoot = new Path(checkpoint.root, "state").toString
-    val families = transformWithState.map(op => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
-      StateStoreId(stateRoot, op, 0, DefaultStore), batch, checkpoint.hadoopConf)).toMap
-    val op = transformWithState.filter(op => families(op).contains(state) && (operator < 0 || op == operator)) match {
-      case Seq(one) => one
-      case Seq() => refuse(s"no transformWithState operator${if (operator < 0) "" else s" $operator"} has a state " +
-        s"'$state' in batch $batch; Spark's schema files name ${describeStates(families)}")
-      case many => refuse(s"operators ${many.mkString(", ")} each have a state '$state': name one with --operator")
+    val (op, family) = checkpoint.operators match {
+      case (Seq(op), Seq()) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
+        StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)
+      case (Seq(), _) => refuse("it has no transformWithState operator (no state/<operator>/_metadata/v2)")
+      // Batch N+1 needs state version N+2 of every stateful operator, so each would need this job.
+      case (transformWithState, others) => refuse(s"its stateful operators are ${(transformWithState ++ others)
+        .sorted.mkString(", ")} (transformWithState: ${transformWithState.mkString(", ")}); migrate appends a " +
+        "batch to queries whose one stateful operator is transformWithState")
     }
-    Target(batch, stateRoot, transformWithState, op, partitionsOf(checkpoint, op), families(op)(state),
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    val families = family.filterNot { case (name, _) => name.startsWith("$") || name == DefaultStore }
+    if (!families.contains(state)) refuse(s"operator $op has no transformWithState state '$state' in batch $batch; " +
+      s"Spark's schema files name ${if (families.isEmpty) "none" else families.keys.toSeq.sorted.mkString("'",
+        "', '", "'")}")
+    val partitions = partitionsOf(checkpoint, op)
+    val pinned = checkpoint.pinnedConfs(batch).get("spark.sql.shuffle.partitions").map(_.toInt)
+    if (pinned.exists(n => partitions != (0 until n))) refuse(s"state/$op holds partitions " +
+      s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
+    Target(batch, stateRoot, op, partitions, families(state),
       SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)(state))
   }
 
@@ -144,8 +148,7 @@ object OfflineMigration {
       storeConf(spark, checkpoint.pinnedConfs(target.batch)), new SerializableConfiguration(checkpoint.hadoopConf),
       target.state, target.family.keySchema, keySpec, target.recorded.toBytes, declared.toBytes,
       crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, halt = true, None)))
-    val tasks = target.operators.flatMap(o => partitionsOf(checkpoint, o).map(p =>
-      PartitionRewrite.Task(o, p, migrates = o == target.operator)))
+    val tasks = target.partitions.map(PartitionRewrite.Task(target.operator, _))
     val rewritten = try {
       val count = runJob(spark, job, tasks)
       checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, target.state, next + 1),
@@ -159,11 +162,9 @@ object OfflineMigration {
     // Spark's file keeps Spark's own wrapper around the user value (a TTL's), exactly as its driver declares it.
     val sparkValueSchema = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
       StateDecision.schemaOf(declared.valueSnapshot))
-    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId(target.operator), next,
+    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next,
       Seq(StatesnapSparkSchemaFiles.Family(target.state, target.family.keySchema, sparkValueSchema, keySpec)),
       checkpoint.hadoopConf)
-    target.operators.filter(_ != target.operator).foreach(o =>
-      StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId(o), next, Nil, checkpoint.hadoopConf))
     crashPoint("schema")
     checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(target.batch)))
     crashPoint("commit")
@@ -236,7 +237,7 @@ object OfflineMigration {
         val outcome = r match {
           case Right(n) =>
             rewritten += n
-            if (t.migrates) s"committed, $n entries rewritten" else "committed"
+            s"committed, $n entries rewritten"
           case Left(e) =>
             failures += e
             "failed"
@@ -260,10 +261,4 @@ object OfflineMigration {
   private def partitionsOf(checkpoint: StoppedCheckpoint, op: Int): Seq[Int] =
     checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op")).toSeq
       .flatMap(_.getPath.getName.toIntOption).sorted
-
-  private def describeStates(families: Map[Int, Map[String, _]]): String = {
-    val named = families.toSeq.sortBy(_._1).flatMap { case (op, f) =>
-      f.keys.filterNot(_.startsWith("$")).toSeq.sorted.map(s => s"'$s' (operator $op)") }
-    if (named.isEmpty) "none" else named.mkString(", ")
-  }
 }

@@ -14,14 +14,13 @@ import org.apache.spark.util.SerializableConfiguration
 
 /**
  * One task of `python -m statesnap migrate`: one partition's store of a transformWithState operator, loaded with
- * Spark's own RocksDB provider at the query's latest committed version, the migrated state (if this operator has
- * it) rewritten below the store API exactly as a statesnap store migrates online ([[StateMigrator]]), and the
- * store committed as the next version: the version of the batch the migration appends. Every other column
- * family is committed as it was.
+ * Spark's own RocksDB provider at the query's latest committed version, the migrated state rewritten below the
+ * store API exactly as a statesnap store migrates online ([[StateMigrator]]), and the store committed as the next
+ * version: the version of the batch the migration appends. Every other column family is committed as it was.
  */
 private[tools] object PartitionRewrite {
-  /** A store of the job: operator, partition, and whether it holds the migrated state. */
-  final case class Task(operator: Long, partition: Int, migrates: Boolean)
+  /** A store of the job: its operator and partition. */
+  final case class Task(operator: Long, partition: Int)
 
   /**
    * What every task shares: where the stores are, the version to load, the conf the query pins, the migrated
@@ -45,7 +44,7 @@ private[tools] object PartitionRewrite {
     try {
       val store = provider.getStore(job.loadVersion, None)
       try {
-        val rewritten = if (task.migrates) migrate(job, task, provider, store) else 0L
+        val rewritten = migrate(job, task, provider, store)
         store.commit()
         rewritten
       } catch { case NonFatal(e) => store.abort(); throw e }
