@@ -89,8 +89,10 @@ object OfflineMigration {
           append(spark, checkpoint, target, declared, record.copy(recordedAtVersion = next + 1)))
       case _: StateDecision.Refuse => ToolReport(decided :+ "refused: nothing was changed. Keep the recorded " +
         "schema, or register a definition that says how to convert (--snapshot)", refused = true)
-      case _ => ToolReport(decided :+ "no entry needs rewriting: nothing was changed; restart the new application " +
-        "version")
+      case StateDecision.AsIs => ToolReport(decided :+ "no entry needs rewriting: the state already has that " +
+        "schema; nothing was changed")
+      case _: StateDecision.Record => ToolReport(decided :+ "no entry needs rewriting (the bytes keep their " +
+        "layout); nothing was changed: restart the new application version, whose schema Spark's own check judges")
     }
   }
 
