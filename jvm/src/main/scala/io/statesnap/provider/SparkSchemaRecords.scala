@@ -60,7 +60,7 @@ object SparkSchemaRecords {
     val variables = StatesnapSparkSchemaFiles.transformWithStateVariables(stateRoot, operator, batchId, hadoopConf)
     families.collect { case (state, s) if variables.contains(state) || (!state.startsWith("$") &&
         state != StateStore.DEFAULT_COL_FAMILY_NAME) =>
-      val kind = variables.get(state).map(_._1) match {
+      val kind = variables.get(state) match {
         case Some("ListState") => StateKind.List
         case Some("MapState") => StateKind.Map
         case Some(_) => StateKind.Value

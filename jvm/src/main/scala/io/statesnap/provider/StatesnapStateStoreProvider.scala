@@ -198,12 +198,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    */
   private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
       newValueSchema: StructType, columnFamily: Boolean = true): StatesnapValueRewriter =
-    try StatesnapValueRewriter(inner, Some(state).filter(_ => columnFamily), keySpec, oldValueSchema,
-      newValueSchema) catch {
-      case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
-        s"${describeState(state)} needs a migration, which statesnap cannot run here: ${e.getMessage}. Nothing " +
-          "was rewritten.", e)
-    }
+    StatesnapValueRewriter(inner, Some(state).filter(_ => columnFamily), keySpec, oldValueSchema, newValueSchema,
+      describeState(state))
 
   /** The key and value schemas Spark's own files record for column family `state` in batch `batchId`. */
   private[provider] def sparkSchemas(state: String, batchId: Long): Option[(StructType, StructType)] =

@@ -4,7 +4,6 @@ import java.util.UUID
 
 import scala.util.control.NonFatal
 
-import io.statesnap.StatesnapException
 import io.statesnap.provider.{MigrationInterruption, StateDecision, StateMigrator, StatesnapStateStoreProvider}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
@@ -62,11 +61,8 @@ private[tools] object PartitionRewrite {
     val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(job.state, job.keySchema, oldValue, job.keySpec, useMultipleValuesPerKey = list)
-    val rewriter = try StatesnapValueRewriter(provider, Some(job.state), job.keySpec, oldValue,
-      StateDecision.schemaOf(declared.valueSnapshot)) catch {
-      case e: IllegalStateException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
-        s"$describe cannot be migrated here: ${e.getMessage}. Nothing was rewritten.", e)
-    }
+    val rewriter = StatesnapValueRewriter(provider, Some(job.state), job.keySpec, oldValue,
+      StateDecision.schemaOf(declared.valueSnapshot), describe)
     if (list) StateMigrator.migrateLists(rewriter, migration, describe, job.interruption)
     else StateMigrator.migrateValues(rewriter, migration, describe, job.interruption)
   }

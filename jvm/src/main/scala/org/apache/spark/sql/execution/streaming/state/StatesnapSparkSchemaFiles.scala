@@ -52,22 +52,21 @@ object StatesnapSparkSchemaFiles {
   }
 
   /** Removes what [[appendTransformWithStateBatch]] wrote for `batchId` (an interrupted migrate rolled back). */
-  def removeTransformWithStateBatch(id: StateStoreId, batchId: Long, hadoopConf: Configuration): Seq[Path] = {
+  def removeTransformWithStateBatch(id: StateStoreId, batchId: Long, hadoopConf: Configuration): Unit = {
     val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
     val schemaDir = new Path(new Path(operatorDir, "_stateSchema"), id.storeName)
     val schemaFiles = if (!fm.exists(schemaDir)) Nil
       else fm.list(schemaDir).toSeq.map(_.getPath).filter(_.getName.startsWith(s"${batchId}_"))
-    val files = schemaFiles :+ OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId)
-    files.filter(fm.exists).map { f => fm.delete(f); f }
+    (schemaFiles :+ OperatorStateMetadataV2.metadataFilePath(operatorDir, batchId)).filter(fm.exists).foreach(fm.delete)
   }
 
   /**
    * The state variables a transformWithState operator declared in the newest batch up to `batchId` (Spark's
-   * operator properties): name -> (`ValueState`, `ListState` or `MapState`, whether it has a TTL).
+   * operator properties), by name: `ValueState`, `ListState` or `MapState`.
    */
   def transformWithStateVariables(checkpointRoot: String, operatorId: Long, batchId: Long,
-      hadoopConf: Configuration): Map[String, (String, Boolean)] = {
+      hadoopConf: Configuration): Map[String, String] = {
     val operatorDir = new Path(checkpointRoot, operatorId.toString)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
     metadataBatches(fm, operatorDir).filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
@@ -78,7 +77,7 @@ object StatesnapSparkSchemaFiles {
         variable <- variables
         JString(name) <- Seq(variable \ "stateName")
         JString(kind) <- Seq(variable \ "stateVariableType")
-      } yield name -> (kind, (variable \ "ttlEnabled") == JBool(true))
+      } yield name -> kind
     }.toMap
   }
 

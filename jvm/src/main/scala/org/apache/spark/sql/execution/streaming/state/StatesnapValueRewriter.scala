@@ -6,6 +6,7 @@ import java.util.Arrays
 import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
+import io.statesnap.StatesnapException
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
@@ -128,19 +129,26 @@ object StatesnapValueRewriter {
   /**
    * A rewriter for `columnFamily` of the store behind `provider` (Spark's RocksDB provider, initialized), or of
    * the whole store if it has no column families (None).
-   * @throws IllegalStateException naming what is missing if this Spark build does not have what it needs
+   * @param describe the state, as errors name it
+   * @throws StatesnapException `STATESNAP_UNSUPPORTED_CONFIGURATION`, naming what is missing, if this store or
+   *                            Spark build does not have what the rewrite needs
    */
   def apply(provider: StateStoreProvider, columnFamily: Option[String], keySpec: KeyStateEncoderSpec,
-      oldValueSchema: StructType, newValueSchema: StructType): StatesnapValueRewriter = (provider, members) match {
-    case (rocks: RocksDBStateStoreProvider, _) if StatesnapSparkGlue.rowChecksums(rocks.rocksDB) =>
-      throw new IllegalStateException("the store keeps a checksum with every value " +
-        "(spark.sql.streaming.stateStore.rowChecksum.enabled=true, pinned in the query's offset log), which " +
-        "statesnap's in-place rewrite does not write; statesnap supports stores without row checksums")
-    case (rocks: RocksDBStateStoreProvider, Right(found)) =>
-      new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, oldValueSchema, newValueSchema)
-    case (_: RocksDBStateStoreProvider, Left(missing)) => throw new IllegalStateException(s"Spark's RocksDB has " +
-      s"no member $missing in this Spark build (${org.apache.spark.SPARK_VERSION}); statesnap supports the Spark minors it ships a jar for")
-    case (other, _) => throw new IllegalStateException(s"expected Spark's RocksDB provider, found ${other.getClass}")
+      oldValueSchema: StructType, newValueSchema: StructType, describe: String): StatesnapValueRewriter = {
+    def unsupported(why: String) = new StatesnapException(StatesnapException.UnsupportedConfiguration,
+      s"$describe needs a migration, which statesnap cannot run here: $why. Nothing was rewritten.")
+    (provider, members) match {
+      case (rocks: RocksDBStateStoreProvider, _) if StatesnapSparkGlue.rowChecksums(rocks.rocksDB) =>
+        throw unsupported("the store keeps a checksum with every value " +
+          "(spark.sql.streaming.stateStore.rowChecksum.enabled=true, pinned in the query's offset log), which " +
+          "statesnap's in-place rewrite does not write; statesnap supports stores without row checksums")
+      case (rocks: RocksDBStateStoreProvider, Right(found)) =>
+        new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, oldValueSchema, newValueSchema)
+      case (_: RocksDBStateStoreProvider, Left(missing)) => throw unsupported(s"Spark's RocksDB has no member " +
+        s"$missing in this Spark build (${org.apache.spark.SPARK_VERSION}); statesnap supports the Spark minors it " +
+        "ships a jar for")
+      case (other, _) => throw unsupported(s"expected Spark's RocksDB provider, found ${other.getClass}")
+    }
   }
 
   private def member(name: String, parameters: Class[_]*): Either[String, Method] =
