@@ -39,26 +39,21 @@ object OperatorRecordFiles {
  * Spark's schema files still say the value schema it records (else they win: the state was written anew since).
  */
 object MigratedStateRecordFiles {
-  private val Record = """(\d+)\.snapshot""".r
-
   def dir(stateRoot: String, operator: Long, state: String): Path =
     new Path(OperatorRecordFiles.root(stateRoot, operator), s"transformWithState/$state")
 
   def file(stateRoot: String, operator: Long, state: String, version: Long): Path =
-    new Path(dir(stateRoot, operator, state), s"$version.snapshot")
+    OperatorRecordFiles.file(dir(stateRoot, operator, state), version)
 
   /** The record of `state` in force at `version`, if migrate wrote one. */
-  def inForce(fs: FileSystem, stateRoot: String, operator: Long, state: String, version: Long): Option[Path] = {
-    val d = dir(stateRoot, operator, state)
-    if (!fs.exists(d)) None
-    else fs.listStatus(d).toSeq.map(_.getPath.getName).collect { case Record(v) => v.toLong }.filter(_ <= version)
-      .maxOption.map(file(stateRoot, operator, state, _))
-  }
+  def inForce(fs: FileSystem, stateRoot: String, operator: Long, state: String, version: Long): Option[Path] =
+    OperatorRecordFiles.versions(fs, dir(stateRoot, operator, state)).filter(_ <= version).maxOption
+      .map(file(stateRoot, operator, state, _))
 
   /** Every record written for `version` (an interrupted migrate's, to roll back). */
   def ofVersion(fs: FileSystem, stateRoot: String, operator: Long, version: Long): Seq[Path] = {
     val states = new Path(OperatorRecordFiles.root(stateRoot, operator), "transformWithState")
     if (!fs.exists(states)) Nil
-    else fs.listStatus(states).toSeq.map(s => new Path(s.getPath, s"$version.snapshot")).filter(fs.exists)
+    else fs.listStatus(states).toSeq.map(s => OperatorRecordFiles.file(s.getPath, version)).filter(fs.exists)
   }
 }

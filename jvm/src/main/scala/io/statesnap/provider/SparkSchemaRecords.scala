@@ -29,8 +29,9 @@ object SparkSchemaRecords {
    */
   def transformWithStateAt(stateRoot: String, operator: Long, batchId: Long,
       hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
-    val kept = migratedAt(stateRoot, operator, batchId, hadoopConf)
-    sparkStates(stateRoot, operator, batchId, hadoopConf).map { case (state, (kind, s)) =>
+    val states = sparkStates(stateRoot, operator, batchId, hadoopConf)
+    val kept = migratedAmong(states, stateRoot, operator, batchId, hadoopConf)
+    states.map { case (state, (kind, s)) =>
       state -> kept.getOrElse(state, transformWithState(state, kind, s.keySchema, s.valueSchema))
     }
   }
@@ -41,9 +42,13 @@ object SparkSchemaRecords {
    * (else the state was written anew since, and Spark's files win).
    */
   def migratedAt(stateRoot: String, operator: Long, batchId: Long,
-      hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
+      hadoopConf: Configuration): Map[String, StateSnapshotRecord] =
+    migratedAmong(sparkStates(stateRoot, operator, batchId, hadoopConf), stateRoot, operator, batchId, hadoopConf)
+
+  private def migratedAmong(states: Map[String, (StateKind, StateStoreColFamilySchema)], stateRoot: String,
+      operator: Long, batchId: Long, hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
     val fs = new Path(stateRoot).getFileSystem(hadoopConf)
-    sparkStates(stateRoot, operator, batchId, hadoopConf).flatMap { case (state, (kind, s)) =>
+    states.flatMap { case (state, (kind, s)) =>
       MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
         val in = fs.open(file)
         try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
