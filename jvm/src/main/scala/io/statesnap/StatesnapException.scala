@@ -15,4 +15,5 @@ object StatesnapException {
   val InvalidSnapshotDefinition = "STATESNAP_INVALID_SNAPSHOT_DEFINITION"
   val StateKindChanged = "STATESNAP_STATE_KIND_CHANGED"
   val MigrationFailed = "STATESNAP_MIGRATION_FAILED"
+  val MigrationInterrupted = "STATESNAP_MIGRATION_INTERRUPTED"
 }

@@ -10,7 +10,8 @@ import org.slf4j.LoggerFactory
  * Rewrites every entry of one column family from the old layout to the new, streaming: one RocksDB iterator
  * (a point-in-time view, so the puts do not disturb it) and reused rows, whatever the size of the state.
  * An entry the migration cannot convert stops it with `STATESNAP_MIGRATION_FAILED`, naming the entry's key,
- * the field and the rule; the store then refuses to commit, so nothing of the migration is kept.
+ * the field and the rule; the store then refuses to commit, so nothing of the migration is kept. Every migration
+ * runs through its store's [[MigrationGate]], which stops it before the store goes away.
  */
 private[statesnap] object StateMigrator {
   private val log = LoggerFactory.getLogger(getClass)
@@ -22,8 +23,8 @@ private[statesnap] object StateMigrator {
    * put (see [[StatesnapValueRewriter]]): the keys are the ones already there. @return the number of values
    */
   def migrateValues(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String,
-      interruption: Option[MigrationInterruption]): Long = {
-    val progress = new Progress(describe, migration, interruption)
+      gate: MigrationGate): Long = gate.run(describe) {
+    val progress = new Progress(describe, migration, gate)
     try rewriter.rewriteAll(migration.migrate, () => progress.advance(1)) catch {
       case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
     }
@@ -35,8 +36,8 @@ private[statesnap] object StateMigrator {
    * memory at a time. @return the number of elements migrated
    */
   def migrateLists(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String,
-      interruption: Option[MigrationInterruption]): Long = {
-    val progress = new Progress(describe, migration, interruption)
+      gate: MigrationGate): Long = gate.run(describe) {
+    val progress = new Progress(describe, migration, gate)
     try rewriter.rewriteAllLists(migration.migrate, elements => progress.advance(elements)) catch {
       case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
     }
@@ -53,8 +54,8 @@ private[statesnap] object StateMigrator {
       cause)
   }
 
-  /** Counts entries and logs progress every 10 s, then one summary line. */
-  private final class Progress(describe: String, migration: RowMigration, interruption: Option[MigrationInterruption]) {
+  /** Counts entries, asks the gate before the next write, and logs progress every 10 s, then one summary line. */
+  private final class Progress(describe: String, migration: RowMigration, gate: MigrationGate) {
     private val start = System.nanoTime()
     private var lastReport = start
     private var count = 0L
@@ -62,7 +63,7 @@ private[statesnap] object StateMigrator {
 
     def advance(n: Long): Unit = {
       count += n
-      interruption.foreach(_.advanced(count - n, count))
+      gate.advanced(describe, count - n, count)
       if (count >= nextClockCheck) {
         nextClockCheck = count + ClockCheckEvery
         if (System.nanoTime() - lastReport > ProgressEveryNanos) {
@@ -84,17 +85,21 @@ private[statesnap] object StateMigrator {
 
 /**
  * Test-only fault injection (`spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter=N`, with
- * `...interruptMigrationBy=exception|halt`): stops a migration once it has written N entries, by an exception or
- * by halting the JVM as a crashed executor would. With `...interruptMigrationOnce=<marker file>`, only the first
- * migration to get there (in any JVM) is stopped, and it creates the marker, so a retried task completes.
- * Never set it on a real query.
+ * `...interruptMigrationBy=exception|halt|signal`): once a migration has written N entries, stops it by an
+ * exception or by halting the JVM as a crashed executor would, or (`signal`) only creates the marker file below and
+ * lets it go on, so that a test can stop the query while the migration runs. With
+ * `...interruptMigrationOnce=<marker file>` (required for `signal`), only the first migration to get there (in any
+ * JVM) acts, and it creates the marker, so a retried task completes. Never set it on a real query.
  */
-private[statesnap] final case class MigrationInterruption(afterEntries: Long, halt: Boolean, once: Option[String]) {
+private[statesnap] final case class MigrationInterruption(afterEntries: Long, by: String, once: Option[String]) {
+  require(by != "signal" || once.isDefined, "a signal is a marker file: set interruptMigrationOnce")
+
   /** Called as a migration's count of written entries goes from `before` to `now`. */
   def advanced(before: Long, now: Long): Unit = if (before < afterEntries && now >= afterEntries &&
-      once.forall(firstTime)) {
-    if (halt) Runtime.getRuntime.halt(137)
-    throw new IllegalStateException(s"statesnap test hook: migration interrupted after $now entries")
+      once.forall(firstTime)) by match {
+    case "signal" =>
+    case "halt" => Runtime.getRuntime.halt(137)
+    case _ => throw new IllegalStateException(s"statesnap test hook: migration interrupted after $now entries")
   }
 
   private def firstTime(marker: String): Boolean =
@@ -109,6 +114,6 @@ private[statesnap] object MigrationInterruption {
   val OnceConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationOnce"
 
   def fromConfs(confs: Map[String, String]): Option[MigrationInterruption] = confs.get(AfterConf).map { n =>
-    MigrationInterruption(n.toLong, confs.get(ByConf).contains("halt"), confs.get(OnceConf))
+    MigrationInterruption(n.toLong, confs.getOrElse(ByConf, "exception"), confs.get(OnceConf))
   }
 }

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory
  * checkpoint adopted from Spark's provider) resolves against the schemas Spark's own files recorded for it.
  */
 private[provider] final class StateSchemaResolver(store: StateStore, catalog: SnapshotCatalog,
-    counters: MigrationCounters, provider: StatesnapStateStoreProvider) {
+    counters: MigrationCounters, provider: StatesnapStateStoreProvider, gate: MigrationGate) {
   private val log = LoggerFactory.getLogger(getClass)
   private def declared = provider.declaredSnapshots
   private def describe(state: String) = provider.describeState(state)
@@ -34,8 +34,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
           schemaOf(current.valueSnapshot))
         val migrated = current.kind match {
           case StateKind.List =>
-            StateMigrator.migrateLists(rewriter, migration, describe(state), provider.migrationInterruption)
-          case _ => StateMigrator.migrateValues(rewriter, migration, describe(state), provider.migrationInterruption)
+            StateMigrator.migrateLists(rewriter, migration, describe(state), gate)
+          case _ => StateMigrator.migrateValues(rewriter, migration, describe(state), gate)
         }
         counters.recordMigration(migrated, System.nanoTime() - start)
         catalog.write(record)

@@ -2,6 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.SqlExpressions
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -16,8 +17,10 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   extends WriteStoreGlue with ForwardingReads {
 
   private val counters = new MigrationCounters
+  /** Opened on the task's thread: a migration (maybe on another thread) stops when this task ends. */
+  private val gate = provider.migrationGate(Option(TaskContext.get()))
   private lazy val catalog = new SnapshotCatalog(inner)
-  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider)
+  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider, gate)
   private lazy val guard = new GuardedState.ColumnFamilies(inner, catalog, provider.describeState)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
@@ -57,7 +60,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     try {
       val start = System.nanoTime()
       counters.recordMigration(StateMigrator.migrateValues(rewriter, m.migration, provider.describeState(m.state),
-        provider.migrationInterruption), System.nanoTime() - start)
+        gate), System.nanoTime() - start)
     } catch {
       case e: Throwable => inner.abort(); throw e
     }
@@ -98,6 +101,20 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
     inner.mergeList(key, values, colFamilyName)
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = inner.getStateStoreCheckpointInfo()
+
+  // Spark aborts a store when its task fails or is killed (a stopped query), and may then close the RocksDB handle
+  // that a migration on another thread (Python's state server) still writes through: stop it first.
+  override def abort(): Unit = {
+    stopMigration("its store was aborted (the task failed or was killed, or the query stopped)")
+    inner.abort()
+  }
+  override def release(): Unit = {
+    stopMigration("its store was released")
+    inner.release()
+  }
+
+  /** Stops a migration of this store, if one runs, and returns once it has stopped writing. */
+  private[provider] def stopMigration(why: String): Unit = gate.stopAndWait(why)
   override def hasCommitted: Boolean = inner.hasCommitted
 }
 

@@ -7,6 +7,7 @@ import io.statesnap.query.{QueryRegistrations, QueryStates}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -88,14 +89,26 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   }
 
   override def stateStoreId: StateStoreId = inner.stateStoreId
-  override def close(): Unit = inner.close()
+  /** The write store opened last: Spark's provider has at most one at a time. */
+  @volatile private var openStore: Option[StatesnapStateStore] = None
+
+  override def close(): Unit = {
+    openStore.foreach(_.stopMigration("its state store provider is closing"))
+    inner.close()
+  }
   override def doMaintenance(): Unit = inner.doMaintenance()
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] =
     inner.supportedCustomMetrics ++ StatesnapMetrics.all
   override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
 
   protected def opened(version: Long, open: => StateStore): StateStore =
-    migrated(beforeLoading(version), new StatesnapStateStore(open, this))
+    migrated(beforeLoading(version), wrap(open))
+
+  private def wrap(store: StateStore): StatesnapStateStore = {
+    val ours = new StatesnapStateStore(store, this)
+    openStore = Some(ours)
+    ours
+  }
 
   /**
    * A read store cannot write a migration. In a streaming query statesnap serves, while one is pending, it reads
@@ -143,8 +156,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   protected def upgraded(readStore: ReadStateStore, upgrade: ReadStateStore => StateStore): StateStore =
     readStore match {
       case ours: StatesnapReadStateStore =>
-        migrated(ours.pendingMigration, new StatesnapStateStore(upgrade(ours.inner), this))
-      case other => new StatesnapStateStore(upgrade(other), this)
+        migrated(ours.pendingMigration, wrap(upgrade(ours.inner)))
+      case other => wrap(upgrade(other))
     }
 
   // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
@@ -152,8 +165,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore = {
     val migration = beforeLoading(endVersion)
     if (readOnly) refuseMigrationOnRead(migration, endVersion)
-    migrated(migration, new StatesnapStateStore(replaying.replayStateFromSnapshot(snapshotVersion, endVersion,
-      readOnly, snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId), this))
+    migrated(migration, wrap(replaying.replayStateFromSnapshot(snapshotVersion, endVersion,
+      readOnly, snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId)))
   }
 
   override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
@@ -190,7 +203,12 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
 
   private[provider] def servesTransformWithState: Boolean = transformWithState
 
-  private[provider] def migrationInterruption: Option[MigrationInterruption] = interruption
+  /** The gate of a store opened by `task`: its migrations stop before the store goes away ([[MigrationGate]]). */
+  private[provider] def migrationGate(task: Option[TaskContext]): MigrationGate = {
+    val id = stateStoreId
+    new MigrationGate(MigrationGate.storeKey(id.checkpointRootLocation, id.operatorId, id.partitionId, id.storeName),
+      task, interruption)
+  }
 
   /**
    * Overwrites one state's values (its column family, or the whole store: the single state of a store without

@@ -149,7 +149,7 @@ object OfflineMigration {
     val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
       storeConf(spark, checkpoint.pinnedConfs(target.batch)), new SerializableConfiguration(checkpoint.hadoopConf),
       target.state, target.family.keySchema, keySpec, target.recorded.toBytes, declared.toBytes,
-      crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, halt = true, None)))
+      crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, "halt", None)))
     val tasks = target.partitions.map(PartitionRewrite.Task(target.operator, _))
     val rewritten = try {
       val count = runJob(spark, job, tasks)

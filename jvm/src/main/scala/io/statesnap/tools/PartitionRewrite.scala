@@ -4,7 +4,9 @@ import java.util.UUID
 
 import scala.util.control.NonFatal
 
-import io.statesnap.provider.{MigrationInterruption, StateDecision, StateMigrator, StatesnapStateStoreProvider}
+import io.statesnap.provider.{MigrationGate, MigrationInterruption, StateDecision, StateMigrator,
+  StatesnapStateStoreProvider}
+import org.apache.spark.TaskContext
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
@@ -63,7 +65,9 @@ private[tools] object PartitionRewrite {
     store.createColFamilyIfAbsent(job.state, job.keySchema, oldValue, job.keySpec, useMultipleValuesPerKey = list)
     val rewriter = StatesnapValueRewriter(provider, Some(job.state), job.keySpec, oldValue,
       StateDecision.schemaOf(declared.valueSnapshot), describe)
-    if (list) StateMigrator.migrateLists(rewriter, migration, describe, job.interruption)
-    else StateMigrator.migrateValues(rewriter, migration, describe, job.interruption)
+    val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
+      StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.interruption)
+    if (list) StateMigrator.migrateLists(rewriter, migration, describe, gate)
+    else StateMigrator.migrateValues(rewriter, migration, describe, gate)
   }
 }
