@@ -39,7 +39,8 @@ def _inspect(args: argparse.Namespace) -> int:
             continue
         at = datetime.datetime.fromtimestamp(record.recorded_at_ms / 1000, datetime.timezone.utc)
         print(f"operator {store.operator} partition {store.partition} store {store.store_name} "
-              f"(version {store.version}): {record.kind} state '{record.state}'")
+              f"(version {store.version}): {record.kind} state '{record.state}'"
+              + (f" of {record.operator}" if record.operator else ""))
         print(f"  key:   {record.key.describe()}")
         print(f"  value: {record.value.describe()}")
         print(f"  recorded in version {record.recorded_at_version} at {at:%Y-%m-%d %H:%M:%S} UTC, compatibility "
@@ -66,18 +67,20 @@ def _check(args: argparse.Namespace) -> int:
                             "batch), and Spark's schema files name no such state")
         definition = _definition(args.snapshot)
         checker = spark.sparkContext._jvm.io.statesnap.bridge.CompatibilityCheck
-        verdicts: dict[str, list[int]] = {}
+        verdicts: dict[tuple, list[int]] = {}
         for store, record in records:
             verdict = checker.check(bytearray(record), args.kind, _schema_json(args.key), _schema_json(args.user_key),
                                     _schema_json(args.schema), definition, args.compatibility)
-            verdicts.setdefault(verdict, []).append(store.partition)
+            # The JVM's typed verdict (CompatibilityCheck.Verdict): partitions that agree are reported once.
+            reported = (verdict.decision(), verdict.mode(), verdict.operator(), tuple(verdict.changes()),
+                        tuple(verdict.problems()))
+            verdicts.setdefault(reported, []).append(store.partition)
     worst = EXIT_NO_REWRITE
-    for verdict, partitions in verdicts.items():
-        head, mode, *details = verdict.splitlines()
-        print(f"state '{args.state}', partitions {sorted(partitions)}: {head} ({mode})")
-        for line in details:
+    for (decision, mode, operator, changes, problems), partitions in verdicts.items():
+        print(f"state '{args.state}' ({operator}), partitions {sorted(partitions)}: {decision} (mode: {mode})")
+        for line in changes + problems:
             print(f"  - {line}")
-        worst = max(worst, {"migrate": EXIT_MIGRATE, "incompatible": EXIT_INCOMPATIBLE}.get(head, EXIT_NO_REWRITE))
+        worst = max(worst, {"migrate": EXIT_MIGRATE, "incompatible": EXIT_INCOMPATIBLE}.get(decision, EXIT_NO_REWRITE))
     return worst
 
 

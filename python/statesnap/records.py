@@ -61,6 +61,9 @@ class HistoryEntry:
 class StateSnapshotRecord:
     state: str
     kind: str
+    operator: Optional[str]
+    """The operator kind whose rules the state follows (transformWithState, arbitraryState, aggregation or guarded);
+    None in a record from before records carried it, whose kind only the JVM infers."""
     recorded_at_version: int
     recorded_at_ms: int
     key: SerializerSnapshot
@@ -124,9 +127,11 @@ def parse_snapshot(data: bytes) -> SerializerSnapshot:
 
 def parse_record(data: bytes) -> StateSnapshotRecord:
     format_version, r = _framed(data, _RECORD_MAGIC, "state snapshot record")
-    if format_version > 2:
+    if format_version > 3:
         raise SnapshotDecodeError(f"record format version {format_version} is newer than this statesnap reads")
-    state, kind, at_version, at_ms = r.utf(), r.utf(), r.long(), r.long()
+    state, kind = r.utf(), r.utf()
+    operator = r.utf() if format_version >= 3 else None
+    at_version, at_ms = r.long(), r.long()
     key, value = parse_snapshot(r.blob()), parse_snapshot(r.blob())
     compatibility = (r.utf() or None) if format_version >= 2 else None
 
@@ -139,7 +144,7 @@ def parse_record(data: bytes) -> StateSnapshotRecord:
         return HistoryEntry(version, ms, description, parsed, user_version if user_version >= 0 else None)
 
     history = tuple(entry() for _ in range(r.int()))
-    return StateSnapshotRecord(state, kind, at_version, at_ms, key, value, history, compatibility)
+    return StateSnapshotRecord(state, kind, operator, at_version, at_ms, key, value, history, compatibility)
 
 
 def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:

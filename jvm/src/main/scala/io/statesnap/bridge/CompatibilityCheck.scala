@@ -23,15 +23,33 @@ object CompatibilityCheck {
    * @param definitionJson a definition as `RowSnapshot.to_json` gives it, or null; its SQL runs with the settings
    *                       of this session, as registering it here would pin them
    * @param mode the query's compatibility mode, or null
-   * @return `as-is`, `reconfigured`, `migrate` or `incompatible` on the first line, then `mode: <mode>`, then
-   *         one line per change or problem
    */
   def check(recordBytes: Array[Byte], kind: String, keyJson: String, userKeyJson: String, valueJson: String,
-      definitionJson: String, mode: String): String = {
+      definitionJson: String, mode: String): Verdict = {
     val recorded = StateSnapshotRecord.fromBytes(recordBytes)
     val current = declare(recorded, Option(kind).map(StateKind.named), Option(keyJson).map(structOf),
       Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode))
-    verdict(recorded, current)._2.mkString("\n")
+    verdict(recorded, current)
+  }
+
+  /**
+   * The decision on one state as tools report it, typed for callers across py4j.
+   * @param decision `as-is`, `reconfigured`, `migrate` or `incompatible`
+   * @param mode the compatibility mode in force
+   * @param operator the operator kind whose rules applied
+   * @param changes what a migration does, one line per change (empty unless `migrate`)
+   * @param problems why it is refused, one line per field (empty unless `incompatible`)
+   * @param decided the decision itself, for the tools that act on it
+   */
+  final case class Verdict(decision: String, mode: String, operator: String, changes: java.util.List[String],
+      problems: java.util.List[String])(private[statesnap] val decided: StateDecision) {
+    /** The decision and the mode in force, as a report's headline says them. */
+    def headline: String = s"$decision (mode: $mode)"
+    /** The changes or problems, one line each. */
+    def details: Seq[String] = {
+      import scala.jdk.CollectionConverters._
+      changes.asScala.toSeq ++ problems.asScala.toSeq
+    }
   }
 
   /**
@@ -55,26 +73,24 @@ object CompatibilityCheck {
       case g: GroupStateSnapshot => declared.groupStateSnapshot(GroupStateSnapshot.wrap(value, g.withTimeout)).get
       case _ => declared.valueSnapshot(recorded.stateName, value)
     }
-    declared.record(recorded.stateName, kind.getOrElse(recorded.kind), keySchema(recorded, key, userKey),
-      valueSnapshot, recorded.recordedAtVersion + 1)
+    declared.record(recorded.stateName, kind.getOrElse(recorded.kind), recorded.operator,
+      keySchema(recorded, key, userKey), valueSnapshot, recorded.recordedAtVersion + 1)
   }
 
-  /**
-   * The decision for `current` over `recorded`, and how `check` reports it: `as-is`, `reconfigured`, `migrate`
-   * or `incompatible`, then `mode: <mode>`, then one line per change or problem.
-   */
-  private[statesnap] def verdict(recorded: StateSnapshotRecord,
-      current: StateSnapshotRecord): (StateDecision, Seq[String]) = {
-    val inForce = s"mode: ${current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default)}"
-    val decision = StateDecision.decide(Some(recorded), current)
-    decision -> (decision match {
-      case StateDecision.AsIs => Seq("as-is", inForce)
-      case StateDecision.Record(_) => Seq("reconfigured", inForce)
-      case StateDecision.Migrate(migration, _) => Seq("migrate", inForce) ++ migration.changes
-      case StateDecision.Refuse(errorClass, problems, message) =>
-        Seq("incompatible", inForce) ++ (if (problems.isEmpty) Seq(s"[$errorClass] the state $message")
-          else problems.map(_.describe))
-    })
+  /** The decision for `current` over `recorded`, as tools report it. */
+  private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord): Verdict = {
+    import scala.jdk.CollectionConverters._
+    val mode = current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default).name
+    val decided = StateDecision.decide(Some(recorded), current)
+    def reported(decision: String, changes: Seq[String] = Nil, problems: Seq[String] = Nil) =
+      Verdict(decision, mode, current.operator.name, changes.asJava, problems.asJava)(decided)
+    decided match {
+      case StateDecision.AsIs => reported("as-is")
+      case StateDecision.Record(_) => reported("reconfigured")
+      case StateDecision.Migrate(migration, _) => reported("migrate", changes = migration.changes)
+      case StateDecision.Refuse(errorClass, problems, message) => reported("incompatible", problems =
+        if (problems.isEmpty) Seq(s"[$errorClass] the state $message") else problems.map(_.describe))
+    }
   }
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */

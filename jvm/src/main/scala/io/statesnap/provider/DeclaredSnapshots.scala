@@ -25,9 +25,9 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
   def keySnapshot(keySchema: StructType): StateSerializerSnapshot = new RowSchemaSnapshot().configure(keySchema)
 
   /** What the application declares now for `state`, as the record it gets if store version `version` commits. */
-  def record(state: String, kind: StateKind, keySchema: StructType, value: StateSerializerSnapshot,
-      version: Long): StateSnapshotRecord =
-    StateSnapshotRecord(state, kind, keySnapshot(keySchema), value, version, System.currentTimeMillis(),
+  def record(state: String, kind: StateKind, operator: OperatorKind, keySchema: StructType,
+      value: StateSerializerSnapshot, version: Long): StateSnapshotRecord =
+    StateSnapshotRecord(state, kind, operator, keySnapshot(keySchema), value, version, System.currentTimeMillis(),
       compatibility = value.declaredCompatibility.orElse(queryCompatibility))
 
   def valueSnapshot(state: String, valueSchema: StructType): StateSerializerSnapshot =

@@ -15,7 +15,7 @@ import org.apache.spark.sql.types.StructType
 private[provider] object GuardedState {
   /** A record of a guarded state's schemas (its key and value). */
   def record(name: String, keySchema: StructType, valueSchema: StructType, version: Long): StateSnapshotRecord =
-    StateSnapshotRecord(name, StateKind.Value, new RowSchemaSnapshot().configure(keySchema),
+    StateSnapshotRecord(name, StateKind.Value, OperatorKind.Guarded, new RowSchemaSnapshot().configure(keySchema),
       new RowSchemaSnapshot().configure(valueSchema), version, System.currentTimeMillis())
 
   /** Refuses a key or value schema Spark's check would refuse against `recorded`; `hint` ends the error. */

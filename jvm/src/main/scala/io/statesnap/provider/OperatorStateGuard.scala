@@ -44,10 +44,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    * aggregation whose query registers a snapshot for them (read from the operator's metadata only then).
    */
   private lazy val migrates: Option[Migrates] =
-    declared.groupStateSnapshot(valueSchema).map(Migrates(GroupStateSnapshot.StateField, _, newFieldsNeedValues =
-      false)).orElse(Some(Migrates(QueryStates.Aggregation, declared.rowSnapshot(QueryStates.Aggregation,
-      valueSchema), newFieldsNeedValues = true)).filter(_ => declared.registers(QueryStates.Aggregation) &&
-      isAggregation))
+    declared.groupStateSnapshot(valueSchema).map(Migrates(GroupStateSnapshot.StateField, _,
+      OperatorKind.ArbitraryState)).orElse(Some(Migrates(QueryStates.Aggregation, declared.rowSnapshot(
+      QueryStates.Aggregation, valueSchema), OperatorKind.Aggregation)).filter(_ =>
+      declared.registers(QueryStates.Aggregation) && isAggregation))
   private lazy val isAggregation =
     QueryStates.operatorName(id.checkpointRootLocation, id.operatorId, hadoopConf)
       .contains(QueryStates.AggregationOperator)
@@ -75,7 +75,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       }
       val (next, migration) = migrates match {
         case Some(m) => resolve(record.isDefined, recorded,
-          declared.record(m.state, StateKind.Value, keySchema, m.snapshot, loadedVersion + 1), m.newFieldsNeedValues)
+          declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1))
         case None =>
           recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe, hint = if (!isAggregation) ""
             else s" A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot " +
@@ -94,10 +94,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    * what to record and how to migrate, or a refusal. A group state unchanged since a record of the whole value
    * (Spark's file, statesnap 0.1) gets a group-state record.
    */
-  private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
-      newFieldsNeedValues: Boolean): (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
+  private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord],
+      current: StateSnapshotRecord): (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
     val old = recorded.map(SparkSchemaRecords.asGroupState)
-    StateDecision.decide(old, current, newFieldsNeedValues) match {
+    StateDecision.decide(old, current) match {
       case StateDecision.AsIs => (old.filter(_ => !ours || old != recorded), None)
       case StateDecision.Record(next) => (Some(next), None)
       case StateDecision.Migrate(migration, next) =>
@@ -155,8 +155,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 }
 
 private object OperatorStateGuard {
-  /** A state that migrates, the snapshot the application declares for it, and whether added fields need values. */
-  private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, newFieldsNeedValues: Boolean)
+  /** A state that migrates, the snapshot the application declares for it, and its operator's kind (its rules). */
+  private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, operator: OperatorKind)
 
   /** A migration of every value of the single state `state` of a store, from `oldValueSchema` to `newValueSchema`. */
   final case class SingleStateMigration(state: String, migration: RowMigration, oldValueSchema: StructType,

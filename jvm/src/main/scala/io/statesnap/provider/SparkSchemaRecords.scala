@@ -18,8 +18,8 @@ object SparkSchemaRecords {
   def transformWithState(state: String, kind: StateKind, key: StructType, value: StructType): StateSnapshotRecord = {
     val valueSnapshot = TtlValueSnapshot.unwrap(value).fold[StateSerializerSnapshot](
       new RowSchemaSnapshot().configure(value))(user => new TtlValueSnapshot(new RowSchemaSnapshot().configure(user)))
-    StateSnapshotRecord(state, kind, new RowSchemaSnapshot().configure(key), valueSnapshot, 0L,
-      System.currentTimeMillis())
+    StateSnapshotRecord(state, kind, OperatorKind.TransformWithState, new RowSchemaSnapshot().configure(key),
+      valueSnapshot, 0L, System.currentTimeMillis())
   }
 
   /**
@@ -86,10 +86,11 @@ object SparkSchemaRecords {
   def namedSingleState(id: StateStoreId, key: StructType, value: StructType,
       hadoopConf: Configuration): Option[StateSnapshotRecord] = {
     val single = singleState(id.storeName, key, value)
-    single.valueSnapshot match {
-      case _: GroupStateSnapshot => Some(single.copy(stateName = GroupStateSnapshot.StateField))
+    single.operator match {
+      case OperatorKind.ArbitraryState => Some(single.copy(stateName = GroupStateSnapshot.StateField))
       case _ if QueryStates.operatorName(id.checkpointRootLocation, id.operatorId, hadoopConf)
-          .contains(QueryStates.AggregationOperator) => Some(single.copy(stateName = QueryStates.Aggregation))
+          .contains(QueryStates.AggregationOperator) =>
+        Some(single.copy(stateName = QueryStates.Aggregation, operator = OperatorKind.Aggregation))
       case _ => None
     }
   }
@@ -97,7 +98,8 @@ object SparkSchemaRecords {
   /** A record of a whole group-state value (Spark's file, statesnap 0.1) seen as the group state it holds. */
   def asGroupState(record: StateSnapshotRecord): StateSnapshotRecord = record.valueSnapshot match {
     case row: RowSchemaSnapshot => GroupStateSnapshot.unwrap(row.schema).fold(record) { case (state, withTimeout) =>
-      record.copy(valueSnapshot = new GroupStateSnapshot(new RowSchemaSnapshot().configure(state), withTimeout))
+      record.copy(operator = OperatorKind.ArbitraryState,
+        valueSnapshot = new GroupStateSnapshot(new RowSchemaSnapshot().configure(state), withTimeout))
     }
     case _ => record
   }

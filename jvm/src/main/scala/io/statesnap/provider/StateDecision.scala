@@ -39,11 +39,10 @@ private[statesnap] object StateDecision {
 
   /**
    * @param recorded the committed record, or None for a state seen for the first time
-   * @param current what the application declares now (its compatibility: what the definition or the query sets)
-   * @param newFieldsNeedValues an added field must get a value, not read null (a streaming aggregation's buffer)
+   * @param current what the application declares now (its compatibility: what the definition or the query sets;
+   *                its operator kind: the rules that apply, such as an aggregation's added buffer needing a value)
    */
-  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
-      newFieldsNeedValues: Boolean = false): StateDecision = recorded match {
+  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord): StateDecision = recorded match {
     case None =>
       val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
       if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
@@ -61,7 +60,7 @@ private[statesnap] object StateDecision {
       val next = old.succeededBy(current.copy(compatibility = mode))
       current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
         ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default),
-          newFieldsNeedValues)) match {
+          current.operator.newFieldsNeedValues)) match {
         case CompatibleAfterMigration(migration) => Migrate(migration, next)
         case Incompatible(problems) => Refuse(IncompatibleStateSchema, problems, "")
         case CompatibleWithReconfiguredSerializer(_) => Record(next)

@@ -21,8 +21,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
-    val current = declared.record(state, declared.kindOf(keySpec, multipleValuesPerKey), keySchema,
-      declared.valueSnapshot(state, valueSchema), store.version + 1)
+    val current = declared.record(state, declared.kindOf(keySpec, multipleValuesPerKey),
+      OperatorKind.TransformWithState, keySchema, declared.valueSnapshot(state, valueSchema), store.version + 1)
     val ours = catalog.read(state).map(decode(state, _))
     val recorded = ours.orElse(if (hasEntries(state)) Some(fromSparkFiles(state, current)) else None)
     StateDecision.decide(recorded, current) match {

@@ -29,13 +29,14 @@ final case class SnapshotHistoryEntry(recordedAtVersion: Long, recordedAtMillis:
     schema: Option[RecordedSchema])
 
 /**
- * What statesnap persists for one state, beside its bytes and in the same store version: its kind, the snapshots
- * of its key and value serializers, when they were recorded, the compatibility mode declared for it, and the
+ * What statesnap persists for one state, beside its bytes and in the same store version: its kind, the operator it
+ * belongs to, the snapshots of its key and value serializers, when they were recorded, the compatibility mode declared for it, and the
  * history of the snapshots before them. Byte layout: docs/snapshot-format.md.
  */
 final case class StateSnapshotRecord(
     stateName: String,
     kind: StateKind,
+    operator: OperatorKind,
     keySnapshot: StateSerializerSnapshot,
     valueSnapshot: StateSerializerSnapshot,
     recordedAtVersion: Long,
@@ -44,7 +45,7 @@ final case class StateSnapshotRecord(
     compatibility: Option[CompatibilityMode] = None) {
 
   /** This record's snapshots, as one history line. */
-  def describe: String = s"${kind.name} state, key $keySnapshot, value $valueSnapshot"
+  def describe: String = s"${kind.name} state of $operator, key $keySnapshot, value $valueSnapshot"
 
   /** The user value schema and version of this record (Spark's wrapper unwrapped), if its value is row state. */
   def userValue: Option[RecordedSchema] = StateSnapshotRecord.userValue(valueSnapshot)
@@ -61,6 +62,7 @@ final case class StateSnapshotRecord(
     import StateSnapshotRecord.writeBytes
     out.writeUTF(stateName)
     out.writeUTF(kind.name)
+    out.writeUTF(operator.name)
     out.writeLong(recordedAtVersion)
     out.writeLong(recordedAtMillis)
     Seq(keySnapshot, valueSnapshot).foreach(s => writeBytes(out, SnapshotFormat.write(s)))
@@ -78,8 +80,11 @@ final case class StateSnapshotRecord(
 
 object StateSnapshotRecord {
   val Magic: Array[Byte] = "SSRC".getBytes("US-ASCII")
-  /** 2: history entries carry their schema, and the record its compatibility mode. 1 is still read. */
-  val FormatVersion = 2
+  /**
+   * 3: the record carries its operator kind. 2: history entries carry their schema, and the record its
+   * compatibility mode. 1 and 2 are still read.
+   */
+  val FormatVersion = 3
   /** Older entries are dropped: only the current snapshot is needed to read the state. */
   val MaxHistory = 100
 
@@ -94,6 +99,7 @@ object StateSnapshotRecord {
     Checksummed.readVersioned(bytes, Magic, FormatVersion, "state snapshot record") { (format, in) =>
       val name = in.readUTF()
       val kind = StateKind.named(in.readUTF())
+      val operator = if (format < 3) None else Some(OperatorKind.named(in.readUTF()))
       val version = in.readLong()
       val millis = in.readLong()
       val key = SnapshotFormat.read(readBytes(in))
@@ -111,7 +117,8 @@ object StateSnapshotRecord {
         }
         SnapshotHistoryEntry(at, ms, description, schema)
       }
-      StateSnapshotRecord(name, kind, key, value, version, millis, history, compatibility)
+      StateSnapshotRecord(name, kind, operator.getOrElse(OperatorKind.ofEarlierRecord(name, value)), key, value,
+        version, millis, history, compatibility)
     }
 
   private def writeBytes(out: DataOutputStream, bytes: Array[Byte]): Unit = {

@@ -72,11 +72,11 @@ object OfflineMigration {
     val target = find(checkpoint, state)
     val declared = CompatibilityCheck.declare(target.recorded, None, None, None,
       DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
-    val (decision, verdict) = CompatibilityCheck.verdict(target.recorded, declared)
+    val verdict = CompatibilityCheck.verdict(target.recorded, declared)
     val head = s"state '$state' of operator ${target.operator} (${target.recorded.kind.name} state, " +
-      s"${target.partitions.size} partitions, batch ${target.batch}): ${verdict.head} (${verdict(1)})"
-    val decided = recovered ++ (head +: verdict.drop(2).map("  - " + _))
-    decision match {
+      s"${target.partitions.size} partitions, batch ${target.batch}): ${verdict.headline}"
+    val decided = recovered ++ (head +: verdict.details.map("  - " + _))
+    verdict.decided match {
       case StateDecision.Migrate(_, record) =>
         val next = target.batch + 1
         val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): state " +

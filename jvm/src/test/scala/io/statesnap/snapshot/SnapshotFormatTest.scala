@@ -33,8 +33,8 @@ class SnapshotFormatTest {
   }
 
   @Test def recordRoundTripsBothSnapshots(): Unit = {
-    val first = StateSnapshotRecord("testState", StateKind.Map, row(StructType.fromDDL("k STRING")),
-      row(schema), 12L, 1234567L)
+    val first = StateSnapshotRecord("testState", StateKind.Map, OperatorKind.TransformWithState,
+      row(StructType.fromDDL("k STRING")), row(schema), 12L, 1234567L)
     val record = first.succeededBy(first.copy(valueSnapshot = row(schema, 2), recordedAtVersion = 14L))
     assertEquals(record, StateSnapshotRecord.fromBytes(record.toBytes))
     assertEquals(Seq(12L), record.history.map(_.recordedAtVersion))
@@ -43,7 +43,7 @@ class SnapshotFormatTest {
 
   @Test def recordKeepsEachEarlierSchemaAndTheCompatibilityMode(): Unit = {
     import io.statesnap.evolution.{CompatibilityMode, RecordedSchema}
-    val first = StateSnapshotRecord("s", StateKind.Value, row(StructType.fromDDL("k STRING")),
+    val first = StateSnapshotRecord("s", StateKind.Value, OperatorKind.Aggregation, row(StructType.fromDDL("k STRING")),
       new TtlValueSnapshot(row(StructType.fromDDL("a INT"), 1)), 3L, 1L)
     val next = first.succeededBy(first.copy(valueSnapshot = row(schema, 2), recordedAtVersion = 9L,
       compatibility = Some(CompatibilityMode.ForwardTransitive)))
@@ -51,6 +51,23 @@ class SnapshotFormatTest {
     assertEquals(next, restored)
     assertEquals(Seq(RecordedSchema(1, StructType.fromDDL("a INT"))), restored.earlierSchemas)
     assertEquals(Some(CompatibilityMode.ForwardTransitive), restored.compatibility)
+    assertEquals(OperatorKind.Aggregation, restored.operator)
+  }
+
+  @Test def aRecordFromBeforeOperatorKindsGetsTheKindItsContentsSay(): Unit = {
+    def formatTwo(name: String, value: StateSerializerSnapshot) = Checksummed.write(StateSnapshotRecord.Magic, 2) {
+      out =>
+        out.writeUTF(name); out.writeUTF("value"); out.writeLong(4); out.writeLong(5)
+        Seq(row(StructType.fromDDL("k STRING")), value).map(SnapshotFormat.write).foreach { b =>
+          out.writeInt(b.length); out.write(b)
+        }
+        out.writeUTF(""); out.writeInt(0)
+    }
+    def operatorOf(name: String, value: StateSerializerSnapshot) =
+      StateSnapshotRecord.fromBytes(formatTwo(name, value)).operator
+    assertEquals(OperatorKind.ArbitraryState, operatorOf("groupState", new GroupStateSnapshot(row(schema), false)))
+    assertEquals(OperatorKind.Aggregation, operatorOf("aggregation", row(schema)))
+    assertEquals(OperatorKind.TransformWithState, operatorOf("counts", row(schema)))
   }
 
   @Test def recordFormatVersionOneIsStillRead(): Unit = {
