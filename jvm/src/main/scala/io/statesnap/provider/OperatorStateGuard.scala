@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory
  * 0 keeps that schema file saying the schemas the bytes have, for Spark's own tools.
  */
 private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-    declared: DeclaredSnapshots, hadoopConf: Configuration) {
+    declared: DeclaredSnapshots, hadoopConf: Configuration) extends StateRecords {
   import OperatorStateGuard._
 
   private val log = LoggerFactory.getLogger(getClass)
@@ -73,7 +73,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             "schema file of the operator says which schema its bytes have, so statesnap will not guess. Nothing " +
             "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
       }
-      val (next, migration) = migrates match {
+      // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
+      val aggregation = recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => Migrates(
+        QueryStates.Aggregation, declared.rowSnapshot(QueryStates.Aggregation, valueSchema), OperatorKind.Aggregation))
+      val (next, migration) = migrates.orElse(aggregation) match {
         case Some(m) => resolve(record.isDefined, recorded,
           declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1))
         case None =>
@@ -106,6 +109,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       case refuse: StateDecision.Refuse => throw refuse.error(describe, old, current)
     }
   }
+
+  /** The record in force at `version`, if statesnap kept one. */
+  override def inForce(version: Long): Option[StateSnapshotRecord] =
+    OperatorRecordFiles.inForce(fs, dir, legacy, version).map(read)
 
   /** After `version` committed: records what resolution decided, and drops records after it. */
   def committed(version: Long): Unit = pending.foreach { next =>

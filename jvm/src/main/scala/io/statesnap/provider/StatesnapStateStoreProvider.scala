@@ -179,22 +179,26 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   /**
    * A change feed decodes every version with one schema: across a version where statesnap recorded a new schema
    * for the state, rows on one side would be misread, so such a range is refused, naming the ranges that read.
+   * The single state of other operators is decoded with Spark's one schema file of the operator, which statesnap
+   * rewrites after a migration: a feed ending in a version whose bytes have an older layout is refused too.
    */
   override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
       endVersionStateStoreCkptId: Option[String]) = {
-    colFamilyNameOpt.filter(_ => transformWithState).foreach { state =>
-      ChangeFeedRange.check(state, startVersion, endVersion, schemaChanges(state, endVersion,
-        endVersionStateStoreCkptId), describeState(state))
+    if (operatorGuard.isDefined) refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
+    val records: Option[(String, StateRecords)] =
+      if (transformWithState) colFamilyNameOpt.map(state => state -> columnFamilyRecords(state,
+        endVersionStateStoreCkptId))
+      else operatorGuard.map(guard => guard.inForce(endVersion).fold(stateStoreId.storeName)(_.stateName) -> guard)
+    records.foreach { case (state, r) =>
+      ChangeFeedRange.check(state, startVersion, endVersion, r.schemaChanges(endVersion), describeState(state))
     }
     replaying.getStateStoreChangeDataReader(startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId)
   }
 
-  /** The versions at which a new snapshot of `state` succeeded an earlier one, as recorded at `version`. */
-  private def schemaChanges(state: String, version: Long, id: Option[String]): Seq[Long] = {
+  /** The records of transformWithState variable `state`, read from the store version asked for. */
+  private def columnFamilyRecords(state: String, id: Option[String]): StateRecords = version => {
     val store = inner.getStore(version, id)
-    try new SnapshotCatalog(store).read(state).map(StateSnapshotRecord.fromBytes).toSeq.flatMap { record =>
-      (record.history.drop(1).map(_.recordedAtVersion) ++ record.history.headOption.map(_ => record.recordedAtVersion))
-    } finally store.abort()
+    try new SnapshotCatalog(store).read(state).map(StateSnapshotRecord.fromBytes) finally store.abort()
   }
 
   private def replaying: SupportsFineGrainedReplay = inner.asInstanceOf[SupportsFineGrainedReplay]
