@@ -133,9 +133,26 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union
     ``swallow_errors`` the app ignores errors opening its states and carries on without them.
     """
     single = isinstance(states, str)
-    specs = [StateSpec("testState", states, to_state)] if single else states
+    rows, result = _run_to_end(_states_app(spark, source_dir, states, to_state, delete, swallow_errors), checkpoint,
+                               name)
+    for row in rows:
+        states_seen = json.loads(row.seen)
+        result.seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
+    return result
+
+
+def start_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union[str, list[StateSpec]],
+              to_state: Callable[[int], tuple] = lambda v: (v,)):
+    """Starts the app version :func:`run_app` runs, without waiting: the caller stops the returned query."""
+    return _start(_states_app(spark, source_dir, states, to_state, (), False), checkpoint, None, [])
+
+
+def _states_app(spark: SparkSession, source_dir: str, states: Union[str, list[StateSpec]],
+                to_state: Callable[[int], tuple], delete: tuple[str, ...], swallow_errors: bool):
+    """The streaming DataFrame of one transformWithState app version (see :func:`run_app`)."""
+    specs = [StateSpec("testState", states, to_state)] if isinstance(states, str) else states
     time_mode = "ProcessingTime" if any(s.ttl_ms for s in specs) else "None"
-    stateful = (
+    return (
         spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
         .groupBy("id")
         .transformWithStateInPandas(
@@ -145,11 +162,6 @@ def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union
             timeMode=time_mode,
         )
     )
-    rows, result = _run_to_end(stateful, checkpoint, name)
-    for row in rows:
-        states_seen = json.loads(row.seen)
-        result.seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
-    return result
 
 
 def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: str,
@@ -181,14 +193,20 @@ def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, s
     return result
 
 
+def _start(stateful, checkpoint: str, name: Optional[str], collected: list):
+    """Starts a stateful streaming DataFrame over the input not yet processed (availableNow), its output rows
+    collected into ``collected``."""
+    writer = (stateful.writeStream.outputMode("update")
+              .foreachBatch(lambda batch, _: collected.extend(batch.collect()))
+              .option("checkpointLocation", checkpoint).trigger(availableNow=True))
+    return (writer.queryName(name) if name else writer).start()
+
+
 def _run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[list, RunResult]:
     """Runs a stateful streaming DataFrame over the input not yet processed (availableNow) and returns its output
     rows, with a result whose ``seen`` is left for the caller to fill."""
     collected: list = []
-    writer = (stateful.writeStream.outputMode("update")
-              .foreachBatch(lambda batch, _: collected.extend(batch.collect()))
-              .option("checkpointLocation", checkpoint).trigger(availableNow=True))
-    query = (writer.queryName(name) if name else writer).start()
+    query = _start(stateful, checkpoint, name, collected)
     try:
         query.awaitTermination()
     finally:

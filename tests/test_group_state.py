@@ -12,6 +12,7 @@ from pyspark.errors import StreamingQueryException
 
 import statesnap
 from apps import run_group_state_app, write_input
+from migration_evidence import assert_migrated
 from statesnap.__main__ import main
 
 V1 = "total bigint, label string"
@@ -40,6 +41,11 @@ def test_a_group_state_migrates_every_entry_and_reads_exactly_what_was_written(s
     result = run_group_state_app(spark, source, checkpoint, V2, timeout=timeout)
     assert result.seen == {"a": [[5, 1, "n5"]], "b": [[-7, 1, "n-7"]]}
     assert result.migrated_entries == 2
+    # The committed bytes, read without Spark or statesnap: every entry in the new layout, the version before old.
+    timestamp = ", timeoutTimestamp bigint" if timeout else ""
+    migrated = assert_migrated(checkpoint, "default", f"groupState struct<total:bigint,label:string>{timestamp}",
+                               f"groupState struct<total:bigint,visits:int,tag:string>{timestamp}", version=2)
+    assert sorted(v[0] for v in migrated.values()) == [(-7, 1, "n-7"), (5, 1, "n5")]
     # Spark's own reader reads what the application reads, and every timeout is where it was (the app set a new
     # one an hour out in this batch only for the keys it saw: both, so compare with the values it read).
     after = state_rows(spark, checkpoint)

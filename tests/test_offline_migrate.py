@@ -15,6 +15,7 @@ import pytest
 
 from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, run_app, run_group_state_app,
                   write_input)
+from migration_evidence import assert_migrated
 
 ON_41 = pyspark.__version__.startswith("4.1.")
 ON_43 = pyspark.__version__.startswith("4.3.")
@@ -93,6 +94,11 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     assert code == 0 and "(map state, 2 partitions, batch 2)" in out and "rewrote 3 entries" in out, out
     code, out = cli("migrate", checkpoint, "--state", "recent", "--schema", "n bigint")
     assert code == 0 and "(value state, 2 partitions, batch 3)" in out and "rewrote 2 entries" in out, out
+    # The committed bytes, read without Spark or statesnap: each migrate rewrote every entry of its state into the
+    # new layout (state version = batch + 1) and left every other column family byte for byte as it was.
+    counts = assert_migrated(checkpoint, "count", "n int", "n bigint, note string", version=2)
+    assert sorted(counts.values()) == [(3, None), (5, None)]
+    assert_migrated(checkpoint, "events", "n int", "n bigint", version=3, kind="list")
     # statesnap's record of the rename carries its version: the same definition again has nothing left to do.
     code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')

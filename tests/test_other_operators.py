@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 import statesnap
 from apps import INPUT_SCHEMA, write_input
+from migration_evidence import assert_migrated
 
 
 def run_to_end(stateful, checkpoint: str, output_mode: str = "append", sink_fails: bool = False) -> list:
@@ -198,5 +199,7 @@ def test_an_aggregation_gains_an_aggregate_only_from_a_starting_value_the_user_g
     assert run_aggregation(spark, source, checkpoint, *gained) == {"a": (9, 1, 9)}
     buffers = {r.key.id: tuple(r.value) for r in spark.read.format("statestore").load(checkpoint).collect()}
     assert buffers == {"a": (9, 1, 9), "b": (3, 0, None)}  # b, not in that batch, was migrated too
+    migrated = assert_migrated(checkpoint, "default", "max bigint", "max bigint, count bigint, min bigint", version=2)
+    assert sorted(migrated.values(), key=repr) == [(3, 0, None), (9, 1, 9)]  # read without Spark or statesnap
     write_input(source, [("b", 1, "set")])
     assert run_aggregation(spark, source, checkpoint, *gained) == {"b": (3, 1, 1)}

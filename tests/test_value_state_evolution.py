@@ -7,6 +7,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from apps import run_app, write_input
+from committed_state import LayoutError, read_store
+from migration_evidence import assert_migrated, check_migration
 
 KEYS = ["a", "b", "c"]
 WIDEN_VALUES = {"a": -7, "b": 5, "c": 2147483647}
@@ -79,6 +81,16 @@ def test_add_remove_reorder_fields_then_a_third_run_migrates_nothing(spark, app_
     second = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
     assert second.seen == {k: [[i + 0.5, i, None]] for i, k in enumerate(KEYS)}
     assert second.migrated_entries == 3
+    # The committed bytes, read without Spark or statesnap: version 2 (the migration's batch) holds every entry in
+    # the new layout, version 1 still the old one.
+    migrated = assert_migrated(checkpoint, "testState", v1, v2, version=2)
+    assert sorted(migrated.values()) == [(i + 0.5, i, None) for i in range(3)]
+    # The same check fails on a migration that left one entry as it was.
+    before, after = read_store(checkpoint, 0, 0, 1), read_store(checkpoint, 0, 0, 2)
+    left = next(iter(before["testState"]))
+    after["testState"][left] = before["testState"][left]
+    with pytest.raises(LayoutError, match=left.hex()):
+        check_migration(before, after, "testState", v1, v2)
     write_input(source, [("b", 7, "set")])
     run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
     read_all(source)
