@@ -65,6 +65,9 @@ def test_rolling_back_to_an_older_snapshot_version_is_refused_when_it_would_drop
     (statesnap.RowSnapshot(version=3, derived={"c": "b * 2"}, schema="c bigint", previous_schema="a bigint",
                            earlier=[statesnap.RowSnapshot(version=2, schema="b bigint", renamed={"b": "x"})]),
      "b", "renamed from 'x', which the recorded schema does not have"),
+    # Two rules for one field (issue 18, seam 5): refused when registered, not first when a state resolves.
+    (statesnap.RowSnapshot(version=2, defaults={"note": "'n/a'"}, derived={"note": "label"}), "note",
+     "defaults and derived in the step to version 2: it has more than one rule. Fix: keep one rule for 'note'"),
 ])
 def test_invalid_definitions_fail_at_registration_naming_the_field(spark, registrations, snapshot, field, words):
     with pytest.raises(statesnap.SnapshotDefinitionError) as refused:
@@ -100,3 +103,17 @@ def test_a_scala_snapshot_class_is_checked_on_the_driver(spark, registrations):
     registered = spark.conf.get(REGISTRATIONS_CONF)
     assert '"orders":{"class":"io.statesnap.snapshot.RowSchemaSnapshot"}' in registered
     assert '"definition"' not in registered  # one snapshot per state
+
+
+def test_a_registration_no_running_query_has_is_named_with_the_closest_scope(spark, app_dirs, registrations,
+                                                                            driver_log):
+    """A mistyped checkpoint (issue 18, seam 5): the query runs without the rules, and the driver log says so at
+    WARN, naming the scope registered and the running one closest to it."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set")])
+    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=2), checkpoint=checkpoint + "2")
+    run_app(spark, source, checkpoint, "n int")
+    log = driver_log()
+    assert f"WARN StatesnapQueryListener: statesnap: snapshots are registered for the query on checkpoint file:" \
+           f"{checkpoint}2, but no running query of this session has that checkpoint" in log, log
+    assert f"The closest running is the query on checkpoint file:{checkpoint}: if they are meant for it" in log

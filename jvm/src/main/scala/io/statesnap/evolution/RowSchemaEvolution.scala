@@ -19,6 +19,20 @@ final case class Rules(
     derived: Map[String, String] = Map.empty,
     dropped: Set[String] = Set.empty) {
   def isEmpty: Boolean = renamed.isEmpty && defaults.isEmpty && derived.isEmpty && dropped.isEmpty
+
+  /**
+   * Rules that contradict each other, whatever the schemas: a field given more than one of a rename, a default and
+   * a derived expression, or dropped while a rename reads it. Each is (path, the rules, why, fix). Paths are
+   * compared as written: the planner, which canonicalizes them, asks this too.
+   */
+  def conflicts: Seq[(String, String, String, String)] = {
+    val kinds = Seq("renamed" -> renamed.keySet, "defaults" -> defaults.keySet, "derived" -> derived.keySet)
+    val multiple = for (((a, as), i) <- kinds.zipWithIndex; (b, bs) <- kinds.drop(i + 1); path <- as.intersect(bs).toSeq
+      .sorted) yield (path, s"$a and $b", "it has more than one rule", s"keep one rule for '$path'")
+    multiple ++ dropped.intersect(renamed.values.toSet).toSeq.sorted.map { path =>
+      (path, "dropped", "it is also the source of a rename", s"remove '$path' from dropped")
+    }
+  }
 }
 
 object Rules {
@@ -385,14 +399,8 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     case _ =>
   }
 
-  private def conflictingRules(): Unit = {
-    val kinds = Seq("renamed" -> renamed.keySet, "defaults" -> defaults.keySet, "derived" -> derived.keySet)
-    for (((a, as), i) <- kinds.zipWithIndex; (b, bs) <- kinds.drop(i + 1); path <- as.intersect(bs)) {
-      ruleProblem(path, s"$a and $b", "it has more than one rule", s"keep one rule for '$path'")
-    }
-    dropped.intersect(renamed.values.toSet).foreach { path =>
-      ruleProblem(path, "dropped", "it is also the source of a rename", s"remove '$path' from dropped")
-    }
+  private def conflictingRules(): Unit = Rules(renamed, defaults, derived, dropped).conflicts.foreach {
+    case (path, kinds, why, fix) => ruleProblem(path, kinds, why, fix)
   }
 
   private def unusedRules(): Unit = {

@@ -38,6 +38,7 @@ object StatesnapQueryListener {
   private[query] def prepare(query: RunningQuery): Unit = try {
     val pinned = query.pinned(ProviderConf)
     val (registrations, errors) = registrationsOf(query)
+    unmatchedRegistrations(query).foreach(log.warn)
     val statesnap = classOf[StatesnapStateStoreProvider].getName
     val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
     if (!StatesnapSparkGlue.transformWithStateTakesCustomProviders && query.runsTransformWithState &&
@@ -74,6 +75,42 @@ object StatesnapQueryListener {
     val conflictingModes = if (modes.size > 1) Seq(s"${query.describe} has the compatibility modes " +
       s"${modes.mkString(" and ")}, set for its checkpoint and for its name. Keep one.") else Nil
     (ScopeRegistrations(scopes.flatMap(_._2.states).toMap, modes.headOption), twice.toSeq ++ conflictingModes)
+  }
+
+  /**
+   * A registration whose scope no running query of the session has (this one included), with the closest scope
+   * that one has: a mistyped checkpoint, `s3` for `s3a`, a copied checkpoint or a renamed query would otherwise leave
+   * its query running without the rules, recording them as version 0, with no word.
+   */
+  private def unmatchedRegistrations(query: RunningQuery): Seq[String] = {
+    val registered = try Registrations.parse(query.conf(Registrations.Conf)).keySet catch {
+      case _: StatesnapException => return Nil // reported with the query's registrations
+    }
+    val running = StatesnapRunningQueries.all.flatMap(q => QueryScope.Checkpoint(q.checkpoint) +:
+      q.name.map(QueryScope.Name).toSeq)
+    registered.filterNot(running.contains).toSeq.sortBy(_.key).map { scope =>
+      val closest = running.minByOption(r => editDistance(r.key, scope.key))
+      s"statesnap: snapshots are registered for ${scope.describe}, but no running query of this session has " +
+        s"that ${if (scope.isInstanceOf[QueryScope.Checkpoint]) "checkpoint" else "name"}, so they apply to no " +
+        s"query; ${query.describe} starts without them." + closest.fold("")(c => s" The closest running is " +
+        s"${c.describe}: if they are meant for it, register them for exactly that (a checkpoint as Spark " +
+        "qualifies it, scheme included).")
+    }
+  }
+
+  /** Levenshtein distance: how many single-character edits turn `a` into `b`. */
+  private def editDistance(a: String, b: String): Int = {
+    var previous = Array.range(0, b.length + 1)
+    for (i <- 1 to a.length) {
+      val current = new Array[Int](b.length + 1)
+      current(0) = i
+      for (j <- 1 to b.length) {
+        current(j) = math.min(math.min(current(j - 1), previous(j)) + 1,
+          previous(j - 1) + (if (a(i - 1) == b(j - 1)) 0 else 1))
+      }
+      previous = current
+    }
+    previous(b.length)
   }
 
   /**

@@ -96,8 +96,11 @@ object SnapshotDefinition {
       case Some(JArray(items)) => items.map { item =>
         val f = fields(item, "a step", StepKeys)
         val v = version(f.get("version"), "step version")
-        EvolutionStep(v, schema(f.get("schema"), v),
-          Rules(strings(f, "renamed"), strings(f, "defaults"), strings(f, "derived"), list(f, "dropped")))
+        val rules = Rules(strings(f, "renamed"), strings(f, "defaults"), strings(f, "derived"), list(f, "dropped"))
+        rules.conflicts.headOption.foreach { case (path, kinds, why, fix) =>
+          throw refuse(s"gives field '$path' $kinds in the step to version $v: $why. Fix: $fix")
+        }
+        EvolutionStep(v, schema(f.get("schema"), v), rules)
       }
       case Some(other) => throw refuse(s"has steps = ${JsonMethods.compact(other)}; it must be a list")
     }
