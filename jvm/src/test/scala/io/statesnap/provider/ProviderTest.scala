@@ -45,7 +45,8 @@ class ProviderTest {
 
   private def recordWithValueSnapshot(valueSnapshotBytes: Array[Byte]): Array[Byte] =
     Checksummed.write(StateSnapshotRecord.Magic, StateSnapshotRecord.FormatVersion) { out =>
-      out.writeUTF("orders"); out.writeUTF("value"); out.writeLong(1); out.writeLong(0)
+      out.writeUTF("orders"); out.writeUTF("value"); out.writeUTF("transformWithState"); out.writeLong(1)
+      out.writeLong(0)
       val key = SnapshotFormat.write(new RowSchemaSnapshot().configure(StructType.fromDDL("id STRING")))
       Seq(key, valueSnapshotBytes).foreach { b => out.writeInt(b.length); out.write(b) }
       out.writeInt(0)
