@@ -27,6 +27,31 @@ def test_forward_makes_a_deploy_rollback_safe(spark, app_dirs, registrations):
     assert back.seen == {"a": [[2]]} and back.migrated_entries == 1
 
 
+@pytest.mark.parametrize("mode", [statesnap.Compatibility.FORWARD, statesnap.Compatibility.FULL])
+def test_rolling_forward_after_a_rollback_does_not_lose_values_without_a_word(spark, app_dirs, registrations, mode):
+    """Issue 18, seam 4: the rollback a FORWARD or FULL mode allows drops the newer fields' values; deploying the
+    newer version again is refused, naming them, until the definition confirms the loss with `dropped`."""
+    source, checkpoint = app_dirs
+    statesnap.set_compatibility(spark, mode, checkpoint=checkpoint)
+    write_input(source, [("a", 1, "set")])
+    run_app(spark, source, checkpoint, "a int")
+    write_input(source, [("a", 2, "set")])
+    run_app(spark, source, checkpoint, "a int, note string", lambda v: (v, f"n{v}"))
+    read(source, "a")
+    assert run_app(spark, source, checkpoint, "a int").seen == {"a": [[2]]}  # the rollback: note's values go
+    read(source, "a")
+    with pytest.raises(StreamingQueryException) as refused:
+        run_app(spark, source, checkpoint, "a int, note string", lambda v: (v, f"n{v}"))
+    message = str(refused.value)
+    assert "field 'note': <dropped> -> string: the state had values for 'note' until application version 0 was " \
+           "restarted on it (a rollback) and dropped them" in message
+    assert "RowSnapshot(version=1, dropped=['note'])" in message
+    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=1, dropped=["note"]),
+                                checkpoint=checkpoint)
+    forward = run_app(spark, source, checkpoint, "a int, note string", lambda v: (v, f"n{v}"))
+    assert forward.seen == {"a": [[2, None]]} and forward.migrated_entries == 1  # as confirmed
+
+
 def test_full_refuses_a_change_the_previous_version_could_not_read_back(spark, app_dirs, registrations, capsys):
     source, checkpoint = app_dirs
     write_input(source, [("a", -7, "set")])

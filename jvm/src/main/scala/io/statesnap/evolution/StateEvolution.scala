@@ -46,13 +46,30 @@ object StateEvolution {
   def resolve(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
       mode: CompatibilityMode, newFieldsNeedValues: Boolean = false): Resolution = {
     val direction = Integer.compare(declared.version, recorded.version)
+    // The schemas a rollback left (as below: to an older application version, or back to a schema the state had
+    // before them), whose fields the state no longer has: their values were dropped (under a FORWARD mode, without
+    // asking), and adding such a field back would read no value.
+    val rolledBackFrom = history.zipWithIndex.collect { case (h, i) if h.version > recorded.version ||
+      history.take(i).exists(e => RowSchemaEvolution.sameLayout(e.schema, recorded.schema)) => h }
+    def lostEarlier(path: String): Boolean = RowSchemaEvolution.fieldAt(recorded.schema, path).isEmpty &&
+      rolledBackFrom.exists(h => RowSchemaEvolution.fieldAt(h.schema, path).isDefined)
+    // `dropped` of such a field confirms the loss: it is not a field of the recorded schema for the planner.
+    val confirmedLost = declared.currentRules.dropped.filter(lostEarlier)
+    val planned = if (confirmedLost.isEmpty) declared else declared.copy(steps = declared.steps.map(step =>
+      if (step.version == declared.version) step.copy(rules = step.rules.copy(dropped = step.rules.dropped --
+        confirmedLost)) else step))
     val plans: Seq[(Int, EvolutionPlan)] =
-      if (direction > 0) chain(recorded, declared)
+      if (direction > 0) chain(recorded, planned)
       else Seq(declared.version -> RowSchemaEvolution.plan(recorded.schema, declared.schema, Rules.None, declared.sql))
     val unvalued = if (!newFieldsNeedValues) Nil else plans.flatMap { case (v, p) =>
       p.changes.collect { case Change.Added(path, dt, None) => inStep(v, plans.size > 1)(noValue(path, dt)) }
     }
-    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) } ++ unvalued
+    val readdedWithoutValues = plans.flatMap(_._2.changes).collect {
+      case Change.Added(path, dt, _) if lostEarlier(path) && !confirmedLost(path) =>
+        readded(recorded, math.max(declared.version, recorded.version + 1), path, dt)
+    }
+    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) } ++ unvalued ++
+      readdedWithoutValues
     lazy val identical = plans.forall(_._2.identical)
     lazy val dropped = plans.flatMap(_._2.dropped)
     lazy val earlierSchema = history.exists(h => RowSchemaEvolution.sameLayout(h.schema, declared.schema)) &&
@@ -94,6 +111,13 @@ object StateEvolution {
       "groups have no value for it: statesnap starts a new aggregate for them only from a value you give",
       s"give its starting buffer value: defaults={'$path': ...} (for example 0 for a count, NULL for max, min or " +
         "sum: docs/evolution-rules.md says what each means for existing groups)")
+
+  private def readded(recorded: RecordedSchema, confirmAt: Int, path: String, dataType: DataType): SchemaProblem =
+    SchemaProblem(path, "<dropped>", dataType.simpleString, s"the state had values for '$path' until application " +
+      s"version ${recorded.version} was restarted on it (a rollback) and dropped them; adding the field back " +
+      "would read no value for any entry written before, with no word",
+      s"deploy with RowSnapshot(version=$confirmAt, dropped=['$path']) to confirm that those values " +
+        "are gone (a default or derived expression for the field still applies)")
 
   private def inStep(version: Int, several: Boolean)(p: SchemaProblem): SchemaProblem =
     if (several) p.copy(reason = s"${p.reason} (in the step to version $version)") else p

@@ -92,6 +92,25 @@ class StateEvolutionTest {
     assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2), Forward).isInstanceOf[Resolution.Migrate])
   }
 
+  @Test def rollingForwardAgainIsRefusedUntilTheLossIsConfirmed(): Unit = {
+    val withNote = schema("a INT, note STRING")
+    val plain = schema("a INT")
+    // By version: version 2 wrote `note`, version 1 was restarted on it (FORWARD let it drop the values).
+    val byVersion = refusal(resolve(RecordedSchema(1, plain), declare(withNote, 2), Forward,
+      Seq(RecordedSchema(1, plain), RecordedSchema(2, withNote)))).head
+    assertEquals("note", byVersion.fieldPath)
+    assertTrue(byVersion.fix, byVersion.fix.contains("RowSnapshot(version=2, dropped=['note'])"))
+    assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2, EvolutionStep(2, None, Rules(dropped =
+      Set("note")))), Forward, Seq(RecordedSchema(1, plain), RecordedSchema(2, withNote))).isInstanceOf[Resolution.Migrate])
+    // Without versions: back to the schema the state had before `note`.
+    val bySchema = refusal(resolve(RecordedSchema(0, plain), declare(withNote, 0), Full,
+      Seq(RecordedSchema(0, plain), RecordedSchema(0, withNote)))).head
+    assertTrue(bySchema.reason, bySchema.reason.contains("the state had values for 'note'"))
+    // A field dropped plainly (not a rollback) and added again later is not a rollback's loss.
+    assertTrue(resolve(RecordedSchema(0, plain), declare(withNote, 0), Forward, Seq(RecordedSchema(0, withNote)))
+      .isInstanceOf[Resolution.Migrate])
+  }
+
   @Test def transitiveModesCheckTheWholeHistory(): Unit = {
     // v1 had `a string`; v2 dropped it; v3 re-adds `a` as an int: fine against v2, not against v1.
     val history = Seq(RecordedSchema(1, schema("id INT, a STRING")))
