@@ -182,6 +182,37 @@ def _read_changelog(path: str, codec: str) -> tuple[int, list[tuple[int, str]], 
 
 
 # ------------------------------------------------------------------------------------------- snapshots
+def _merge_delimiter(options: str) -> Optional[bytes]:
+    """The delimiter of the merge operator a RocksDB OPTIONS file declares for its (only) column family: `,` on
+    Spark 4.1 and under merge operator version 1, empty under version 2 (the 4.2+ default); None without one."""
+    cf_section = options.partition('[CFOptions "default"]')[2].partition("\n[")[0]
+    merge = re.search(r"^\s*merge_operator=(.*)$", cf_section, re.M)
+    if merge and merge.group(1).strip() == "StringAppendOperator":
+        # RocksDB writes no options for an empty delimiter (Spark 4.2+, merge operator version 2: elements back to
+        # back, seen in 4.3's list values), and would read the bare name back as the default ','.
+        return b""
+    found = re.fullmatch(r"\{id=StringAppendOperator;delimiter=(.*);\}", merge.group(1)) if merge else None
+    return found.group(1).encode() if found else None
+
+
+def list_delimiter(checkpoint: str, operator: int = 0, partition: int = 0, version: Optional[int] = None,
+                   store: str = "default") -> bytes:
+    """How a list state's elements are joined in a store (see :func:`split_list`), read from the OPTIONS file of
+    the newest snapshot at or before ``version`` (default: the latest committed)."""
+    directory = _store_dir(checkpoint, operator, partition, store)
+    version = latest_committed_version(checkpoint) if version is None else version
+    zips = sorted((int(n.split(".")[0].split("_")[0]), n) for n in os.listdir(directory) if n.endswith(".zip"))
+    snapshot = next((name for v, name in reversed(zips) if v <= version), None)
+    if snapshot is None:
+        raise StateReadError(f"{directory}: no snapshot at or before version {version} declares the merge operator")
+    with zipfile.ZipFile(os.path.join(directory, snapshot)) as z:
+        options = max((n for n in z.namelist() if n.startswith("OPTIONS-")), key=lambda n: int(n[8:]))
+        delimiter = _merge_delimiter(z.read(options).decode())
+    if delimiter is None:
+        raise StateReadError(f"{directory}/{snapshot}: its OPTIONS declare no StringAppendOperator")
+    return delimiter
+
+
 def _open_snapshot(zip_path: str, sst_dir: str) -> tuple[dict[bytes, bytes], dict[str, int], Optional[bytes]]:
     """(every raw key -> value, column family mapping, merge delimiter) of one ``.zip`` snapshot, opened read-only
     in a temporary directory (copies of its SSTs, so nothing can touch the checkpoint) removed afterwards."""
@@ -203,13 +234,15 @@ def _open_snapshot(zip_path: str, sst_dir: str) -> tuple[dict[bytes, bytes], dic
             if not os.path.isfile(source) or os.path.getsize(source) != sst["sizeBytes"]:
                 raise StateReadError(f"{zip_path}: {source} missing or not {sst['sizeBytes']} bytes")
             shutil.copyfile(source, os.path.join(tmp, sst["localFileName"]))
-        # The merge operator the checkpoint's own OPTIONS file declares for RocksDB's (only) column family.
-        options_file = max((n for n in os.listdir(tmp) if n.startswith("OPTIONS-")), key=lambda n: int(n[8:]))
-        with open(os.path.join(tmp, options_file)) as f:
-            cf_section = f.read().partition('[CFOptions "default"]')[2].partition("\n[")[0]
-        merge = re.search(r"^\s*merge_operator=(.*)$", cf_section, re.M)
-        found = re.fullmatch(r"\{id=StringAppendOperator;delimiter=(.*);\}", merge.group(1)) if merge else None
-        delimiter = found.group(1).encode() if found else None
+        options_file = os.path.join(tmp, max((n for n in os.listdir(tmp) if n.startswith("OPTIONS-")),
+                                             key=lambda n: int(n[8:])))
+        with open(options_file) as f:
+            options = f.read()
+        delimiter = _merge_delimiter(options)
+        if delimiter == b"":  # declared so that RocksDB merges operands as Spark did (the copy is ours to edit)
+            with open(options_file, "w") as f:
+                f.write(re.sub(r"^(\s*merge_operator=)StringAppendOperator\s*$",
+                               r"\1{id=StringAppendOperator;delimiter=;}", options, flags=re.M))
         if Rdict.list_cf(tmp, Options(raw_mode=True)) != ["default"]:
             raise StateReadError(f"{zip_path}: RocksDB column families other than default")
         # rocksdict applies the column family options loaded from OPTIONS (so RocksDB resolves merge operands).
@@ -464,8 +497,9 @@ def read_state(checkpoint: str, state_name: str, key_schema: Union[str, Schema],
             else:
                 decoded_key = decode_row(state_row(key, where), grouping, where + " (key)")
             if kind == "list":
+                joined_by = list_delimiter(checkpoint, operator, partition, version, store)
                 decoded: Any = [decode_row(state_row(e, where), values, f"{where} (list element {i})")
-                                for i, e in enumerate(split_list(value, where=where))]
+                                for i, e in enumerate(split_list(value, joined_by, where))]
             else:
                 decoded = decode_row(state_row(value, where), values, where + " (value)")
             if decoded_key in result:

@@ -9,29 +9,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from committed_state import Store, decode_row, parse_schema, partitions, read_store, split_list, state_row
+from committed_state import (Store, decode_row, list_delimiter, parse_schema, partitions, read_store, split_list,
+                             state_row)
 
 RECORDS = "$statesnap_snapshots"
 
 
-def _decoded(entries: dict[bytes, bytes], schema: str, kind: str, where: str) -> dict[bytes, Any]:
+def _decoded(entries: dict[bytes, bytes], schema: str, kind: str, where: str,
+             delimiter: bytes = b",") -> dict[bytes, Any]:
     layout = parse_schema(schema)
     out: dict[bytes, Any] = {}
     for key, value in entries.items():
         at = f"{where} key {key.hex()}"
         if kind == "list":
-            out[key] = [decode_row(state_row(e, at), layout, at) for e in split_list(value, where=at)]
+            out[key] = [decode_row(state_row(e, at), layout, at) for e in split_list(value, delimiter, at)]
         else:
             out[key] = decode_row(state_row(value, at), layout, at)
     return out
 
 
 def check_migration(before: Store, after: Store, family: str, old_schema: str, new_schema: str,
-                    kind: str = "value", where: str = "") -> dict[bytes, Any]:
+                    kind: str = "value", where: str = "", delimiter: bytes = b",") -> dict[bytes, Any]:
     """The promises above for one store's two versions; raises (LayoutError, AssertionError) naming what breaks
-    them. Returns the migrated entries, decoded: key bytes -> value."""
-    decoded_before = _decoded(before[family], old_schema, kind, f"{where} version before, state {family!r}")
-    migrated = _decoded(after[family], new_schema, kind, f"{where} migrated version, state {family!r}")
+    them. Returns the migrated entries, decoded: key bytes -> value. A list state's elements are joined by
+    `delimiter` (:func:`committed_state.list_delimiter`)."""
+    decoded_before = _decoded(before[family], old_schema, kind, f"{where} version before, state {family!r}", delimiter)
+    migrated = _decoded(after[family], new_schema, kind, f"{where} migrated version, state {family!r}", delimiter)
     lost = set(decoded_before) - set(migrated)
     assert not lost, f"{where}: entries of {family!r} lost by the migration: {sorted(k.hex() for k in lost)}"
     for other in (set(before) | set(after)) - {family, RECORDS}:
@@ -45,7 +48,8 @@ def assert_migrated(checkpoint: str, family: str, old_schema: str, new_schema: s
     and the one before. Returns every migrated entry, decoded: key bytes -> value."""
     migrated: dict[bytes, Any] = {}
     for partition in partitions(checkpoint, operator):
+        delimiter = list_delimiter(checkpoint, operator, partition, version) if kind == "list" else b","
         migrated.update(check_migration(read_store(checkpoint, operator, partition, version - 1),
                                         read_store(checkpoint, operator, partition, version),
-                                        family, old_schema, new_schema, kind, f"partition {partition}"))
+                                        family, old_schema, new_schema, kind, f"partition {partition}", delimiter))
     return migrated

@@ -146,7 +146,8 @@ def test_values_in_another_layout_are_refused_naming_the_entry(apps):
         assert any(key in str(error.value) for key in keys)
     with pytest.raises(LayoutError, match=r"\(key\)"):
         read_state(checkpoint, "small", "id bigint", SMALL)
-    with pytest.raises(LayoutError, match="is not the delimiter"):  # a value state is no list
+    # A value state is no list (which check refuses it depends on the delimiter: ',' on 4.1, none on 4.2+).
+    with pytest.raises(LayoutError, match="is not the delimiter|no complete element"):
         read_state(checkpoint, "small", "id string", SMALL, kind="list")
 
 

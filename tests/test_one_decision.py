@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pyspark
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
@@ -48,7 +49,9 @@ def declared_aggregation_buffers(spark, checkpoint: str) -> str:
     return ", ".join([f"`{f.name}` {f.dataType.simpleString()}" for f in buffer.fields] + ["`min` bigint"])
 
 
-@pytest.mark.parametrize("state", list(APPS))
+@pytest.mark.parametrize("state", [pytest.param(state, marks=pytest.mark.skipif(
+    state == "testState" and not pyspark.__version__.startswith("4.1."),
+    reason="on Spark 4.2+ transformWithState runs on Spark's provider: migrate's own tests cover it")) for state in APPS])
 def test_check_gives_the_verdict_the_store_carries_out(spark, app_dirs, cli, registrations, state):
     source, checkpoint = app_dirs
     write_v1, run_v2, schema = APPS[state]
