@@ -170,6 +170,21 @@ def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, s
     ``groupState``). As :func:`run_app`, each input row first records what the state held (a list, or None), then
     ``op == "set"`` writes ``to_state(value)``. With ``timeout``, each key's state gets a processing-time timeout an
     hour out (so the state carries Spark's timeoutTimestamp, and it never fires within a test)."""
+    rows, result = _run_to_end(_group_state_app(spark, source_dir, schema, to_state, timeout), checkpoint)
+    for row in rows:
+        result.seen.setdefault(row.id, []).extend(json.loads(row.seen))
+    return result
+
+
+def start_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: str,
+                          to_state: Callable[[int], tuple] = lambda v: (v,)):
+    """Starts the app version :func:`run_group_state_app` runs, without waiting: the caller stops the query."""
+    return _start(_group_state_app(spark, source_dir, schema, to_state, False), checkpoint, None, [])
+
+
+def _group_state_app(spark: SparkSession, source_dir: str, schema: str, to_state: Callable[[int], tuple],
+                     timeout: bool):
+    """The streaming DataFrame of one applyInPandasWithState app version (see :func:`run_group_state_app`)."""
     def update(key, frames, state):
         seen = []
         for frame in frames:
@@ -181,16 +196,12 @@ def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, s
             state.setTimeoutDuration(3_600_000)
         yield pd.DataFrame({"id": [key[0]], "seen": [json.dumps(seen, default=_jsonable)]})
 
-    stateful = (
+    return (
         spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
         .groupBy("id")
         .applyInPandasWithState(update, OUTPUT_SCHEMA, schema, "update",
                                 "ProcessingTimeTimeout" if timeout else "NoTimeout")
     )
-    rows, result = _run_to_end(stateful, checkpoint)
-    for row in rows:
-        result.seen.setdefault(row.id, []).extend(json.loads(row.seen))
-    return result
 
 
 def _start(stateful, checkpoint: str, name: Optional[str], collected: list):
