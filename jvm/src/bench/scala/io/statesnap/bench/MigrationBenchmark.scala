@@ -6,6 +6,7 @@ import java.util.UUID
 import java.util.concurrent.{Callable, CountDownLatch, Executors}
 import java.util.concurrent.atomic.AtomicLong
 
+import io.statesnap.ProviderClasses
 import io.statesnap.provider.StatesnapStateStoreProvider
 import org.apache.commons.io.FileUtils
 import io.statesnap.snapshot.GroupStateSnapshot
@@ -200,7 +201,7 @@ object MigrationBenchmark {
     val hadoopConf = new Configuration
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     val p = if (statesnap) new StatesnapStateStoreProvider
-      else StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
+      else StateStoreProvider.create(ProviderClasses.SparkRocksDB)
     val valueSchema = if (w.columnFamilies) StructType.fromDDL("value BINARY") else schema
     p.init(StateStoreId(checkpoint, 0, partition), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies = w.columnFamilies, new StateStoreConf(sqlConf), hadoopConf, useMultipleValuesPerKey = false,

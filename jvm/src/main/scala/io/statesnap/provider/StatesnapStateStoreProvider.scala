@@ -2,7 +2,7 @@ package io.statesnap.provider
 
 import java.util.concurrent.ConcurrentHashMap
 
-import io.statesnap.StatesnapException
+import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.query.{QueryRegistrations, QueryStates}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.slf4j.LoggerFactory
@@ -28,7 +28,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   private val log = LoggerFactory.getLogger(getClass)
   // Cheap: Spark's provider allocates nothing before init. The driver also builds an un-initialized instance
   // just to ask for supportedCustomMetrics.
-  protected val inner: StateStoreProvider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
+  protected val inner: StateStoreProvider = StateStoreProvider.create(ProviderClasses.SparkRocksDB)
   /** States whose snapshot matches their schema in every version from the recorded one on (this query run). */
   private val known = new ConcurrentHashMap[String, (StructType, StructType, Long)]
   @volatile private var declared: DeclaredSnapshots = _
@@ -265,7 +265,3 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     }
 }
 
-object StatesnapStateStoreProvider {
-  /** Spark's RocksDB provider is `private[sql]`: reached by name through Spark's own factory. */
-  val InnerProviderClass = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}

@@ -2,8 +2,7 @@ package io.statesnap.query
 
 import scala.util.control.NonFatal
 
-import io.statesnap.StatesnapException
-import io.statesnap.provider.StatesnapStateStoreProvider
+import io.statesnap.{ProviderClasses, StatesnapException}
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
 import org.apache.spark.sql.streaming.StreamingQueryListener
@@ -39,7 +38,7 @@ object StatesnapQueryListener {
     val pinned = query.pinned(ProviderConf)
     val (registrations, errors) = registrationsOf(query)
     unmatchedRegistrations(query).foreach(log.warn)
-    val statesnap = classOf[StatesnapStateStoreProvider].getName
+    val statesnap = ProviderClasses.Statesnap
     val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
     if (!StatesnapSparkGlue.transformWithStateTakesCustomProviders && query.runsTransformWithState &&
         provider == statesnap) {
@@ -51,7 +50,7 @@ object StatesnapQueryListener {
       query.setConf(QueryRegistrations.Conf, QueryRegistrations(query.checkpoint, registrations, errors).toJson)
       log.info(s"statesnap serves ${query.describe}" + (if (registrations.states.isEmpty) "" else
         s"; snapshots registered for ${registrations.states.keys.toSeq.sorted.mkString(", ")}"))
-    } else if (query.conf(ProviderConf).contains(classOf[StatesnapStateStoreProvider].getName) ||
+    } else if (query.conf(ProviderConf).contains(ProviderClasses.Statesnap) ||
         !registrations.isEmpty) {
       log.warn(notServed(query, provider, pinned.isDefined, registrations))
     }
@@ -128,7 +127,7 @@ object StatesnapQueryListener {
       log.error(s"statesnap cannot serve ${query.describe}: $why, and its checkpoint pins statesnap's provider " +
         "(it was created on Spark 4.1), so Spark refuses it. Run it on Spark 4.1 with statesnap." + unregistered)
     } else {
-      query.setConf(ProviderConf, StatesnapStateStoreProvider.InnerProviderClass)
+      query.setConf(ProviderConf, ProviderClasses.SparkRocksDB)
       log.warn(s"statesnap does not serve ${query.describe}: $why. It runs on Spark's RocksDB provider, which its " +
         "checkpoint now keeps, with Spark's own state schema check as the session sets it; statesnap serves the " +
         "other stateful queries of this session." + unregistered)

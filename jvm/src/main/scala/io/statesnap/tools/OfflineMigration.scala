@@ -3,9 +3,9 @@ package io.statesnap.tools
 import scala.util.Try
 import scala.util.control.NonFatal
 
+import io.statesnap.ProviderClasses
 import io.statesnap.bridge.CompatibilityCheck
-import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision,
-  StatesnapStateStoreProvider}
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
@@ -43,7 +43,7 @@ object OfflineMigration {
    * the first partition's rewrite), `schema`, `commit`). Never set it on a real checkpoint.
    */
   val CrashAtEnv = "STATESNAP_TEST_CRASH_MIGRATE_AT"
-  private val Spark = StatesnapStateStoreProvider.InnerProviderClass
+  private val Spark = ProviderClasses.SparkRocksDB
   private val DefaultStore = "default"
 
   /** The state a migrate rewrites, found in the checkpoint's latest committed batch. */

@@ -4,10 +4,10 @@ import java.util.UUID
 
 import scala.util.control.NonFatal
 
-import io.statesnap.provider.{MigrationGate, MigrationInterruption, StateDecision, StateMigrator,
-  StatesnapStateStoreProvider}
-import org.apache.spark.TaskContext
+import io.statesnap.ProviderClasses
+import io.statesnap.provider.{MigrationGate, MigrationInterruption, StateDecision, StateMigrator}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.{BinaryType, StructType}
@@ -38,7 +38,7 @@ private[tools] object PartitionRewrite {
   def run(job: Job, task: Task): Long = {
     val hadoopConf = job.hadoopConf.value
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
-    val provider = StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass)
+    val provider = StateStoreProvider.create(ProviderClasses.SparkRocksDB)
     provider.init(StateStoreId(job.stateRoot, task.operator, task.partition), Placeholder, Placeholder,
       NoPrefixKeyStateEncoderSpec(Placeholder), useColumnFamilies = true, job.storeConf, hadoopConf,
       useMultipleValuesPerKey = false, None)

@@ -1,6 +1,6 @@
 package io.statesnap.tools
 
-import io.statesnap.provider.StatesnapStateStoreProvider
+import io.statesnap.ProviderClasses
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StatesnapCheckpointReader, StatesnapSparkGlue}
@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory
 object ProviderSwitch {
   private val log = LoggerFactory.getLogger(getClass)
   private val ProviderConf = StoppedCheckpoint.ProviderConf
-  private val Statesnap = classOf[StatesnapStateStoreProvider].getName
-  private val Spark = StatesnapStateStoreProvider.InnerProviderClass
+  private val Statesnap = ProviderClasses.Statesnap
+  private val Spark = ProviderClasses.SparkRocksDB
 
   /** Moves `checkpoint` from Spark's RocksDB provider to statesnap's. */
   def adopt(spark: SparkSession, checkpoint: String, dryRun: Boolean): ToolReport =

@@ -3,6 +3,7 @@ package io.statesnap.provider
 import java.nio.file.{Files, Paths}
 import java.util.UUID
 
+import io.statesnap.ProviderClasses
 import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
@@ -28,7 +29,7 @@ final class ProviderFixture(transformWithState: Boolean = true) {
 
   /** Spark's own provider on the same checkpoint: how a test writes bytes statesnap would never write. */
   def sparkRocksDb(confs: (String, String)*): StateStoreProvider =
-    init(StateStoreProvider.create(StatesnapStateStoreProvider.InnerProviderClass), confs)
+    init(StateStoreProvider.create(ProviderClasses.SparkRocksDB), confs)
 
   private def init(provider: StateStoreProvider, confs: Seq[(String, String)]): StateStoreProvider = {
     val sqlConf = new SQLConf

@@ -66,6 +66,9 @@ class ProviderTest {
     assertEquals(values, f.readWithSpark(version, "orders", v1))
   }
 
+  @Test def theProviderIsNamedAsTheOtherLayersNameIt(): Unit =
+    assertEquals(io.statesnap.ProviderClasses.Statesnap, classOf[StatesnapStateStoreProvider].getName)
+
   @Test def migrationRewritesEveryEntryAndRecordsTheNewSnapshot(): Unit = {
     val f = written()
     assertEquals((2L, 2L), f.restart(1, "orders", v2))
