@@ -72,6 +72,7 @@ private[statesnap] object DeclaredSnapshots {
           case SnapshotClasses.NotOnClasspath => "is not on the classpath: add its jar to spark.jars"
           case SnapshotClasses.WrongBase => s"does not extend ${classOf[RowSchemaSnapshot].getName}"
           case SnapshotClasses.NoNullaryConstructor => "has no public no-argument constructor"
+          case SnapshotClasses.CannotLoad(why) => s"cannot be loaded: $why"
         }
         new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
           s"the snapshot class $className attached to state '$state' $why")

@@ -56,10 +56,8 @@ abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot 
 
   final override def readSnapshot(readVersion: Int, in: DataInputStream): Unit = {
     readOuterSnapshot(readVersion, in)
-    nested = Seq.fill(in.readInt()) {
-      val bytes = new Array[Byte](in.readInt())
-      in.readFully(bytes)
-      SnapshotFormat.read(bytes)
+    nested = Seq.fill(Checksummed.length(in, "nested snapshot count", minBytesEach = 4)) {
+      SnapshotFormat.read(Checksummed.bytes(in, "nested snapshot"))
     }
   }
 

@@ -41,14 +41,14 @@ class DeclarativeRowSnapshot extends RowSchemaSnapshot {
   override def readSnapshot(readVersion: Int, in: DataInputStream): Unit = {
     super.readSnapshot(1, in)
     definition = if (readVersion >= 2) {
-      val json = new Array[Byte](in.readInt())
-      in.readFully(json)
+      val json = Checksummed.bytes(in, "definition")
       try SnapshotDefinition.parse("<recorded>", new String(json, UTF_8)) catch {
         case e: io.statesnap.StatesnapException =>
           throw new SnapshotFormatException(s"the definition a DeclarativeRowSnapshot recorded is unreadable: ${e.getMessage}", e)
       }
     } else {
-      def readMap(): Map[String, String] = Seq.fill(in.readInt())(in.readUTF() -> in.readUTF()).toMap
+      def readMap(): Map[String, String] =
+        Seq.fill(Checksummed.length(in, "rule count", minBytesEach = 4))(in.readUTF() -> in.readUTF()).toMap
       val rules = Rules(readMap(), readMap(), readMap())
       SnapshotDefinition(userVersion, Seq(EvolutionStep(userVersion, None, rules)), None, SqlSettings.Default)
     }

@@ -53,8 +53,7 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
   }
 
   override def readSnapshot(readVersion: Int, in: DataInputStream): Unit = {
-    val json = new Array[Byte](in.readInt())
-    in.readFully(json)
+    val json = Checksummed.bytes(in, "schema")
     declaredSchema = DataType.fromJson(new String(json, UTF_8)) match {
       case s: StructType => s
       case other => throw new SnapshotFormatException(s"a row schema snapshot holds ${other.simpleString}, not a struct")

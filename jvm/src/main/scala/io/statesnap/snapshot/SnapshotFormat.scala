@@ -3,6 +3,8 @@ package io.statesnap.snapshot
 import java.io._
 import java.util.zip.CRC32
 
+import scala.util.control.NonFatal
+
 /**
  * The persisted form of a [[StateSerializerSnapshot]] (documented in docs/snapshot-format.md):
  * {{{
@@ -31,8 +33,7 @@ object SnapshotFormat {
     Checksummed.read(bytes, Magic, FormatVersion, "serializer snapshot") { in =>
       val className = in.readUTF()
       val version = in.readInt()
-      val payload = new Array[Byte](in.readInt())
-      in.readFully(payload)
+      val payload = Checksummed.bytes(in, "payload")
       val snapshot = instantiate(className, classLoader)
       if (version > snapshot.currentVersion) {
         throw new SnapshotFormatException(s"the snapshot was written by a newer statesnap: $className version " +
@@ -54,6 +55,8 @@ object SnapshotFormat {
         s"$className is not a ${classOf[StateSerializerSnapshot].getName}")
       case SnapshotClasses.NoNullaryConstructor => new SnapshotFormatException(s"snapshot class $className has no " +
         "public no-argument constructor, which statesnap needs to restore it. Add one")
+      case SnapshotClasses.CannotLoad(why) => new SnapshotFormatException(s"snapshot class $className cannot be " +
+        s"loaded: $why")
     }
 }
 
@@ -66,17 +69,28 @@ private[statesnap] object SnapshotClasses {
   case object NotOnClasspath extends Failure
   case object WrongBase extends Failure
   case object NoNullaryConstructor extends Failure
+  /** The class is there but cannot be linked or initialized. */
+  final case class CannotLoad(why: String) extends Failure
 
+  /**
+   * The class is loaded without being initialized and checked to be a `base` before anything of it runs: a name
+   * in a record is input, and the static initializer of an arbitrary class is code.
+   */
   def instantiate[T](className: String, base: Class[T], classLoader: ClassLoader)
       (refuse: Failure => Exception): T = {
-    val cls = try Class.forName(className, true, classLoader) catch {
+    val cls = try Class.forName(className, false, classLoader) catch {
       case _: ClassNotFoundException => throw refuse(NotOnClasspath)
+      case e: LinkageError => throw refuse(CannotLoad(e.toString))
     }
     if (!base.isAssignableFrom(cls)) throw refuse(WrongBase)
     val constructor = try cls.getConstructor() catch {
       case _: NoSuchMethodException => throw refuse(NoNullaryConstructor)
     }
-    base.cast(constructor.newInstance())
+    try base.cast(constructor.newInstance()) catch {
+      case e: LinkageError => throw refuse(CannotLoad(e.toString))
+      case e: java.lang.reflect.InvocationTargetException => throw refuse(CannotLoad(String.valueOf(e.getCause)))
+      case e: ReflectiveOperationException => throw refuse(CannotLoad(e.toString))
+    }
   }
 }
 
@@ -118,9 +132,32 @@ private[statesnap] object Checksummed {
       throw new SnapshotFormatException(s"the $what has format version $formatVersion, newer than the " +
         s"$maxFormatVersion this statesnap reads. Upgrade statesnap on the cluster")
     }
+    // Whatever the body's parsers raise on bytes the checksum vouches for (a bug, a tool, a hand edit) is this one
+    // error: a record is input.
     try body(formatVersion, in) catch {
+      case e: SnapshotFormatException => throw e
       case e: EOFException => throw new SnapshotFormatException(s"the $what is corrupt: it ends early", e)
+      case NonFatal(e) => throw new SnapshotFormatException(s"the $what is corrupt: $e", e)
     }
+  }
+
+  /**
+   * A length read from a record's body, refused unless `minBytesEach` bytes per unit are left: a corrupt length must
+   * fail before it allocates, not after. The streams statesnap reads records from know exactly what is left.
+   */
+  def length(in: DataInputStream, what: String, minBytesEach: Int = 1): Int = {
+    val n = in.readInt()
+    if (n < 0 || n.toLong * minBytesEach > in.available()) {
+      throw new SnapshotFormatException(s"a $what length of $n is corrupt: ${in.available()} bytes are left")
+    }
+    n
+  }
+
+  /** A length-prefixed byte array of a record's body (see [[length]]). */
+  def bytes(in: DataInputStream, what: String): Array[Byte] = {
+    val bytes = new Array[Byte](length(in, what))
+    in.readFully(bytes)
+    bytes
   }
 
   private def crc(bytes: Array[Byte], length: Int): Int = {

@@ -107,7 +107,7 @@ object StateSnapshotRecord {
       val compatibility = if (format < 2) None else Some(in.readUTF()).filter(_.nonEmpty).map { mode =>
         CompatibilityMode.named(mode).fold(why => throw new SnapshotFormatException(why), identity)
       }
-      val history = Seq.fill(in.readInt()) {
+      val history = Seq.fill(Checksummed.length(in, "history", minBytesEach = 20)) {
         val (at, ms, description) = (in.readLong(), in.readLong(), new String(readBytes(in), UTF_8))
         val schema = if (format < 2) None else {
           val userVersion = in.readInt()
@@ -126,9 +126,5 @@ object StateSnapshotRecord {
     out.write(bytes)
   }
 
-  private def readBytes(in: DataInputStream): Array[Byte] = {
-    val bytes = new Array[Byte](in.readInt())
-    in.readFully(bytes)
-    bytes
-  }
+  private def readBytes(in: DataInputStream): Array[Byte] = Checksummed.bytes(in, "field")
 }
