@@ -13,6 +13,7 @@ import pytest
 import statesnap
 from apps import (PROVIDER_CONF as PROVIDER, STOCK_PROVIDER as STOCK, StateSpec, run_app, run_group_state_app,
                   write_input)
+from committed_state import read_store
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ON_41 = pyspark.__version__.startswith("4.1.")
@@ -68,6 +69,18 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
                "first": None}],
         "b": [{"count": [5, None], "events": [[5, None]], "last": {'["pos"]': [5]}, "first": None}]}
     assert adopted.migrated_entries == 2 + 3 + 3
+    # The migrated bytes, read without Spark or statesnap, are byte for byte what Spark's own provider commits for
+    # the same values: a control query on Spark's provider that declared the new schemas from the start.
+    control_source, control = str(Path(checkpoint).parent / "control-in"), str(Path(checkpoint).parent / "control")
+    write_input(control_source, [("a", -7, "set"), ("b", 5, "set"), ("a", 3, "set")])
+    with_note = lambda v: (v, None)  # noqa: E731
+    on_provider(STOCK, lambda: run_app(spark, control_source, control, [
+        StateSpec("count", "n bigint, note string", with_note), StateSpec("events", "n bigint, why string",
+                                                                          with_note, kind="list"),
+        StateSpec("last", "n bigint", by_sign, kind="map")]))
+    for partition in (0, 1):
+        migrated, stock = read_store(checkpoint, 0, partition, version=2), read_store(control, 0, partition)
+        assert {f: migrated[f] for f in ("count", "events", "last")} == {f: stock[f] for f in ("count", "events", "last")}
 
     code, out = cli("release", checkpoint)
     assert code == 0 and pinned_provider(checkpoint) == STOCK, out

@@ -15,6 +15,7 @@ import pytest
 
 from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, run_app, run_group_state_app,
                   write_input)
+from committed_state import read_store
 from migration_evidence import assert_migrated
 
 ON_41 = pyspark.__version__.startswith("4.1.")
@@ -98,6 +99,13 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     # new layout (state version = batch + 1) and left every other column family byte for byte as it was.
     counts = assert_migrated(checkpoint, "count", "n int", "n bigint, note string", version=2)
     assert sorted(counts.values()) == [(3, None), (5, None)]
+    # ...byte for byte what Spark's own provider commits for the same values: a control query that declared the new
+    # schema from the start (Spark's provider: statesnap gives transformWithState no other on 4.2+).
+    control_source, control = str(Path(checkpoint).parent / "control-in"), str(Path(checkpoint).parent / "control")
+    write_input(control_source, FIRST)
+    run_app(spark, control_source, control, [StateSpec("count", "n bigint, note string", lambda v: (v, None))])
+    for partition in (0, 1):
+        assert read_store(checkpoint, 0, partition, version=2)["count"] == read_store(control, 0, partition)["count"]
     assert_migrated(checkpoint, "events", "n int", "n bigint", version=3, kind="list")
     # statesnap's record of the rename carries its version: the same definition again has nothing left to do.
     code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
