@@ -16,4 +16,5 @@ object StatesnapException {
   val StateKindChanged = "STATESNAP_STATE_KIND_CHANGED"
   val MigrationFailed = "STATESNAP_MIGRATION_FAILED"
   val MigrationInterrupted = "STATESNAP_MIGRATION_INTERRUPTED"
+  val StateLayoutMismatch = "STATESNAP_STATE_LAYOUT_MISMATCH"
 }

@@ -27,6 +27,7 @@ private[statesnap] object StateMigrator {
     val progress = new Progress(describe, migration, gate)
     try rewriter.rewriteAll(migration.migrate, () => progress.advance(1)) catch {
       case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
+      case f: StatesnapValueRewriter.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
   }
@@ -40,9 +41,18 @@ private[statesnap] object StateMigrator {
     val progress = new Progress(describe, migration, gate)
     try rewriter.rewriteAllLists(migration.migrate, elements => progress.advance(elements)) catch {
       case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
+      case f: StatesnapValueRewriter.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
   }
+
+  private def notInLayout(describe: String, f: StatesnapValueRewriter.LayoutFailure): StatesnapException =
+    new StatesnapException(StatesnapException.StateLayoutMismatch, s"$describe holds an entry that is not in the " +
+      s"layout recorded for it, so statesnap will not read or convert it: the entry with key ${f.key}: ${f.problem}. " +
+      "Nothing was committed: this batch fails and the checkpoint keeps its previous version. A state written with " +
+      "Spark's schema check off (spark.sql.streaming.stateStore.stateSchemaCheck=false) can hold entries of two " +
+      "layouts; restart the application version whose schema the record says (python -m statesnap inspect), or " +
+      "start from a new checkpoint.")
 
   private def failed(describe: String, migration: RowMigration, key: String, oldRow: UnsafeRow,
       cause: Throwable): StatesnapException = {

@@ -7,6 +7,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
+import io.statesnap.evolution.UnsafeRowLayout
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
@@ -59,10 +60,17 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
     }
   }
 
-  private def converted(key: Array[Byte], old: UnsafeRow, convert: UnsafeRow => UnsafeRow): UnsafeRow =
+  private val layout = new UnsafeRowLayout(oldValueSchema)
+
+  /** `convert` of an entry verified to be in the old layout first: bytes on disk are input. */
+  private def converted(key: Array[Byte], old: UnsafeRow, convert: UnsafeRow => UnsafeRow): UnsafeRow = {
+    layout.problem(old.getBaseObject, old.getBaseOffset, old.getSizeInBytes).foreach { why =>
+      throw new StatesnapValueRewriter.LayoutFailure(describeKey(key), why)
+    }
     try convert(old) catch {
       case NonFatal(e) => throw new StatesnapValueRewriter.EntryFailure(describeKey(key), old.copy(), e)
     }
+  }
 
   /** Calls `body` with each key and value of the state, from an iterator that the writes do not disturb. */
   private def forEachEntry(body: (Array[Byte], Array[Byte]) => Unit): Unit = {
@@ -114,6 +122,10 @@ object StatesnapValueRewriter {
   /** `convert` failed on the entry with key `key`, whose old-layout value is `oldRow`. */
   final class EntryFailure(val key: String, val oldRow: UnsafeRow, cause: Throwable)
     extends RuntimeException(s"rewriting the entry with key $key failed", cause)
+
+  /** The entry with key `key` is not in the layout the migration reads it with: `problem` says how. */
+  final class LayoutFailure(val key: String, val problem: String)
+    extends RuntimeException(s"the entry with key $key is not in the recorded layout: $problem")
 
   /** The private members of Spark's `RocksDB` that `put` uses: its native handle, write options and changelog. */
   private final case class RocksDBMembers(db: Method, writeOptions: Method, changelogWriter: Method,
