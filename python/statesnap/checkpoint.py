@@ -64,7 +64,7 @@ def spark_session(confs: Optional[Mapping[str, str]] = None) -> Iterator[SparkSe
 
 def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
     """(store, key row bytes, value bytes) of ``column_family`` in every store of ``checkpoint`` that has it."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
     rows = reader.rows(checkpoint, column_family, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
@@ -72,7 +72,7 @@ def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tu
 def operator_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """statesnap's record of the single state of each store of the other operators (no column families), the one
     in force at the latest committed version."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
     rows = reader.operatorRecords(checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
 
@@ -80,7 +80,7 @@ def operator_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVe
 def migrated_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """The records ``python -m statesnap migrate`` kept for transformWithState states on Spark's own provider, in
     force at the latest committed batch: one per state and operator (partition 0 stands for all)."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
     rows = reader.migratedRecords(checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), 0, str(r[1]), int(r[2])), bytes(r[3])) for r in rows]
 
@@ -89,7 +89,7 @@ def spark_schema_records(spark: SparkSession, checkpoint: str) -> list[tuple[Sto
     """The records statesnap starts from for states it holds no record of yet (an adopted checkpoint), made from
     Spark's own schema files at the latest committed batch: one per state and operator (partition 0 stands for all,
     version 0)."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StatesnapCheckpointReader
+    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
     rows = reader.sparkSchemaRecords(checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), 0, str(r[1]), 0), bytes(r[2])) for r in rows]
 

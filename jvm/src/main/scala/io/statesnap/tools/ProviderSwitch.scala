@@ -3,7 +3,8 @@ package io.statesnap.tools
 import io.statesnap.ProviderClasses
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.{StatesnapCheckpointReader, StatesnapSparkGlue}
+import org.apache.spark.sql.execution.streaming.state.StatesnapSparkGlue
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
 import org.slf4j.LoggerFactory
 
 /**

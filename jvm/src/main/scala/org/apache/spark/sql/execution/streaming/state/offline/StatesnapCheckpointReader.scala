@@ -1,4 +1,4 @@
-package org.apache.spark.sql.execution.streaming.state
+package org.apache.spark.sql.execution.streaming.state.offline
 
 import java.io.{File, FileNotFoundException}
 import java.nio.charset.StandardCharsets.UTF_8
@@ -14,6 +14,7 @@ import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.util.Utils
