@@ -11,7 +11,8 @@ from pyspark.sql import SparkSession
 
 import statesnap
 from apps import StateSpec, run_app, write_input
-from statesnap.checkpoint import entries
+from committed_state import read_store
+from migration_evidence import RECORDS
 
 master, work = sys.argv[1], sys.argv[2]
 source, checkpoint = os.path.join(work, "input"), os.path.join(work, "checkpoint")
@@ -58,7 +59,11 @@ def migrate(name: str, confs: dict) -> tuple[dict, dict]:
     finally:
         for key in confs:
             spark.conf.unset(key)
-    return read, {f"{s.partition}:{k.hex()}": v.hex() for s, k, v in entries(spark, ck, "testState")}
+    # The committed bytes as rocksdict reads them, family by family (statesnap's records: their keys; they carry the
+    # time they were written).
+    committed = {p: {cf: (sorted(k.hex() for k in e) if cf == RECORDS else {k.hex(): v.hex() for k, v in e.items()})
+                     for cf, e in read_store(ck, 0, p).items()} for p in (0, 1)}
+    return read, committed
 
 
 hook = "spark.sql.streaming.stateStore.statesnap.test."
@@ -68,5 +73,5 @@ killed = migrate("killed", {hook + "interruptMigrationAfter": "25", hook + "inte
 print("RESULT " + json.dumps({"seen": v2.seen, "migrated": v2.migrated_entries, "executors": executors,
                               "halted": os.path.exists(os.path.join(work, "halted")),
                               "killed_reads_as_clean": killed[0] == clean[0], "killed_bytes_as_clean": killed[1] == clean[1],
-                              "entries": len(clean[1])}))
+                              "entries": sum(len(families["testState"]) for families in clean[1].values())}))
 spark.stop()
