@@ -76,3 +76,20 @@ def test_check_gives_the_verdict_the_store_carries_out(spark, app_dirs, cli, reg
     run_v2(spark, source, checkpoint)  # the store migrates, as check said
     code, out = check(WITH_START if state == "aggregation" else NO_START)
     assert ": as-is" in out or ": reconfigured" in out, out
+
+
+def test_check_judges_a_guarded_state_as_the_store_does(spark, app_dirs, cli):
+    """An aggregation without a registration is guarded, never migrated: check refuses what the store refuses (any
+    change Spark's own check refuses), and passes a renamed aggregate as Spark does."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("b", 3, "set")])
+    run_aggregation_app(spark, source, checkpoint, gained=False)
+    buffers = declared_aggregation_buffers(spark, checkpoint)
+    code, out = cli("check", checkpoint, "--state", "default", "--schema", buffers)
+    assert code == EXIT_INCOMPATIBLE and "(guarded)" in out and "in a way Spark's own state schema check refuses" in out
+    write_input(source, [("a", 9, "set")])
+    with pytest.raises(StreamingQueryException, match="in a way Spark's own state schema check refuses"):
+        run_aggregation_app(spark, source, checkpoint, gained=True)
+    code, out = cli("check", checkpoint, "--state", "default", "--schema", "highest bigint")
+    assert code == 0 and ": as-is" in out, out
+    assert run_aggregation(spark, source, checkpoint, F.max("value").alias("highest")) == {"a": (9,)}

@@ -2,7 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.snapshot._
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StatesnapSparkSchemaCheck}
+import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -18,24 +18,26 @@ private[provider] object GuardedState {
     StateSnapshotRecord(name, StateKind.Value, OperatorKind.Guarded, new RowSchemaSnapshot().configure(keySchema),
       new RowSchemaSnapshot().configure(valueSchema), version, System.currentTimeMillis())
 
-  /** Refuses a key or value schema Spark's check would refuse against `recorded`; `hint` ends the error. */
+  /**
+   * Refuses a key or value schema Spark's check would refuse against `recorded`, as [[StateDecision]] decides for
+   * a state of a guarded operator; `hint` ends the error.
+   */
   def check(recorded: StateSnapshotRecord, keySchema: StructType, valueSchema: StructType, describe: String,
-      hint: => String = ""): Unit = {
-    val (oldKey, oldValue) = (recorded.keySnapshot.restoreSerializer().schema,
-      recorded.valueSnapshot.restoreSerializer().schema)
-    val keyOk = StatesnapSparkSchemaCheck.compatible(oldKey, keySchema)
-    val valueOk = StatesnapSparkSchemaCheck.compatible(oldValue, valueSchema)
-    if (!keyOk || !valueOk) {
-      val changed = Seq(if (keyOk) None else Some("key"), if (valueOk) None else Some("value")).flatten.mkString(" and ")
-      throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
-        "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
-        s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +
-        s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
-        s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
-        "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
-        "with the same types, in the same order." + hint)
+      hint: => String = ""): Unit =
+    StateDecision.decide(Some(recorded), record(recorded.stateName, keySchema, valueSchema, 0L)) match {
+      case StateDecision.Refuse(_, problems, _) =>
+        val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
+          StateDecision.schemaOf(recorded.valueSnapshot))
+        val changed = problems.map(_.fieldPath.stripPrefix("<").stripSuffix(">")).mkString(" and ")
+        throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
+          "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
+          s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +
+          s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
+          s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
+          "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
+          "with the same types, in the same order." + hint)
+      case _ =>
     }
-  }
 
   /**
    * Guards each column family of a store that is not transformWithState, with a record per family in the

@@ -46,6 +46,17 @@ private[statesnap] object StateDecision {
     case None =>
       val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
       if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
+    case Some(old) if !current.operator.migrates =>
+      // A state statesnap guards but never migrates: what Spark's own check (off for the query) would refuse.
+      val changed = Seq(("<key>", old.keySnapshot, current.keySnapshot),
+        ("<value>", old.valueSnapshot, current.valueSnapshot)).collect {
+        case (part, o, n) if !StatesnapSparkSchemaCheck.compatible(schemaOf(o), schemaOf(n)) =>
+          SchemaProblem(part, schemaOf(o).simpleString, schemaOf(n).simpleString, "changed in a way Spark's own " +
+            "state schema check refuses (fields are compared by position and type; names may change), and statesnap " +
+            s"does not migrate the state of ${current.operator} operators", "keep the operator's state as it was: " +
+            "the same grouping or join keys, aggregate functions and deduplication columns, with the same types")
+      }
+      if (changed.isEmpty) AsIs else Refuse(IncompatibleStateSchema, changed, "")
     case Some(old) if old.kind != current.kind =>
       Refuse(StateKindChanged, Nil, s"was written as ${old.kind.name} state and is now declared as " +
         s"${current.kind.name} state. statesnap does not convert between kinds: keep it a ${old.kind.name} state, " +
