@@ -52,13 +52,14 @@ object ProviderSwitch {
         s"say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
         "first batch writes them), then release")
     }
+    val scanned = if (to == Statesnap) layoutScan(spark, checkpoint, batch) else Nil
     val file = checkpoint.offsetsFile(batch)
     val before = checkpoint.read(file)
     val after = StoppedCheckpoint.withProvider(before, current, to).getOrElse(refuse(s"offsets/$batch names the " +
       s"provider $current in a form statesnap does not rewrite; the file is left as it is"))
     val backup = new Path(new Path(checkpoint.root, "_statesnap/provider-switch"), s"offsets-$batch-before-$verb-" +
       System.currentTimeMillis())
-    val plan = Seq(s"offsets/$batch (the latest batch, committed): $ProviderConf $current -> $to",
+    val plan = scanned ++ Seq(s"offsets/$batch (the latest batch, committed): $ProviderConf $current -> $to",
       s"backup of the file: $backup")
     if (dryRun) return ToolReport(plan.map("would " + _) :+ "dry run: nothing was changed")
     checkpoint.write(backup, before)
@@ -70,5 +71,24 @@ object ProviderSwitch {
     }
     log.info(s"statesnap $verb: $location now runs on $to (offsets/$batch; backup $backup)")
     ToolReport(plan :+ s"done: restart the query on $to")
+  }
+
+  /**
+   * What statesnap is about to trust: every entry of the checkpoint's transformWithState states checked against the
+   * layout Spark's schema files record, one line per state; a checkpoint with entries in another layout is refused.
+   */
+  private def layoutScan(spark: SparkSession, checkpoint: StoppedCheckpoint, batch: Long): Seq[String] = {
+    val (counted, speed) = LayoutScan(spark, checkpoint, batch)
+    val lines = counted.map { c =>
+      s"state '${c.state}' of operator ${c.operator}: ${c.inLayout} entries in the layout Spark's schema files " +
+        s"record (${c.layout.simpleString}), ${c.notInLayout} not" + c.example.fold("")(e => s" (first: $e)")
+    } ++ Option(speed).filter(_.nonEmpty)
+    val mixed = counted.filter(_.notInLayout > 0)
+    if (mixed.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${mixed.map(c => s"state '${c.state}'")
+      .mkString(", ")} holds entries in another layout than Spark's schema files record: a deploy ran with " +
+      "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own, and statesnap will not read " +
+      "them under either. Restart the application version that wrote the files' layout, or start from a new " +
+      "checkpoint")
+    lines
   }
 }

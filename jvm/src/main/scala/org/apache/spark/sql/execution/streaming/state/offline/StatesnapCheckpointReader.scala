@@ -59,6 +59,23 @@ object StatesnapCheckpointReader {
     }
   }
 
+  /**
+   * The entries of `columnFamily` in the default store of one partition of `operator`, at the latest committed batch
+   * (None when the store has no such family): what one task of a job over partitions reads.
+   */
+  def family(checkpoint: String, operator: Int, partition: Int, columnFamily: String,
+      hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    latestCommit(fs, root).flatMap { commit =>
+      val dir = new Path(root, s"state/$operator/$partition")
+      val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
+        .flatMap(ids => ids.lift(storeIndex(DefaultStore, ids.length)))
+      readStore(fs, dir, Store(operator, partition, DefaultStore, commit.batch + 1), id, commit.codec, columnFamily,
+        hadoopConf)
+    }
+  }
+
   /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
   def rows(checkpoint: String, columnFamily: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
     read(checkpoint, columnFamily, hadoopConf).flatMap { e =>
