@@ -115,5 +115,5 @@ def test_a_registration_no_running_query_has_is_named_with_the_closest_scope(spa
     run_app(spark, source, checkpoint, "n int")
     log = driver_log()
     assert f"WARN StatesnapQueryListener: statesnap: snapshots are registered for the query on checkpoint file:" \
-           f"{checkpoint}2, but no running query of this session has that checkpoint" in log, log
+           f"{checkpoint}2, but no running query of this session has that checkpoint (yet)" in log, log
     assert f"The closest running is the query on checkpoint file:{checkpoint}: if they are meant for it" in log

@@ -69,20 +69,12 @@ def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tu
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
 
-def operator_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
-    """statesnap's record of the single state of each store of the other operators (no column families), the one
-    in force at the latest committed version."""
+def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
+    """statesnap's record of every state, in force at the latest committed version, wherever it is kept (the JVM
+    reader's ``records``)."""
     reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-    rows = reader.operatorRecords(checkpoint, spark._jsc.hadoopConfiguration())
+    rows = reader.recordRows(checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
-
-
-def migrated_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
-    """The records ``python -m statesnap migrate`` kept for transformWithState states on Spark's own provider, in
-    force at the latest committed batch: one per state and operator (partition 0 stands for all)."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-    rows = reader.migratedRecords(checkpoint, spark._jsc.hadoopConfiguration())
-    return [(StoreVersion(int(r[0]), 0, str(r[1]), int(r[2])), bytes(r[3])) for r in rows]
 
 
 def spark_schema_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:

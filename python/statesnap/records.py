@@ -12,9 +12,8 @@ from typing import Optional
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from statesnap.checkpoint import StoreVersion, entries, migrated_records, operator_records, row_bytes
+from statesnap.checkpoint import StoreVersion, records
 
-SNAPSHOT_FAMILY = "$statesnap_snapshots"
 _RECORD_MAGIC, _SNAPSHOT_MAGIC = b"SSRC", b"SSNP"
 _ROW_SNAPSHOTS = {"io.statesnap.snapshot.RowSchemaSnapshot", "io.statesnap.snapshot.DeclarativeRowSnapshot"}
 _COMPOSITES = {"io.statesnap.snapshot.TtlValueSnapshot": 0, "io.statesnap.snapshot.GroupStateSnapshot": 1}
@@ -148,11 +147,10 @@ def parse_record(data: bytes) -> StateSnapshotRecord:
 
 
 def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
-    """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version:
-    transformWithState's in its stores, other operators' beside them (``state/<operator>/_statesnap``), and those
-    ``python -m statesnap migrate`` kept for transformWithState on Spark's own provider."""
-    in_stores = [(store, row_bytes(value, 0, 1)) for store, _, value in entries(spark, checkpoint, SNAPSHOT_FAMILY)]
-    return in_stores + operator_records(spark, checkpoint) + migrated_records(spark, checkpoint)
+    """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version,
+    wherever statesnap keeps it (the JVM's one offline view: transformWithState's in its stores, other operators'
+    beside them, and those ``python -m statesnap migrate`` kept for transformWithState on Spark's own provider)."""
+    return records(spark, checkpoint)
 
 
 def read_snapshots(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:

@@ -90,8 +90,8 @@ object StatesnapQueryListener {
     registered.filterNot(running.contains).toSeq.sortBy(_.key).map { scope =>
       val closest = running.minByOption(r => editDistance(r.key, scope.key))
       s"statesnap: snapshots are registered for ${scope.describe}, but no running query of this session has " +
-        s"that ${if (scope.isInstanceOf[QueryScope.Checkpoint]) "checkpoint" else "name"}, so they apply to no " +
-        s"query; ${query.describe} starts without them." + closest.fold("")(c => s" The closest running is " +
+        s"that ${if (scope.isInstanceOf[QueryScope.Checkpoint]) "checkpoint" else "name"} (yet), so they apply to " +
+        s"no query now; ${query.describe} starts without them." + closest.fold("")(c => s" The closest running is " +
         s"${c.describe}: if they are meant for it, register them for exactly that (a checkpoint as Spark " +
         "qualifies it, scheme included).")
     }

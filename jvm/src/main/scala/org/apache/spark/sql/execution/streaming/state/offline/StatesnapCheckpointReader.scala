@@ -83,27 +83,49 @@ object StatesnapCheckpointReader {
         e.store.version, k, v) }
     }.asJava
 
-  /**
-   * For py4j: statesnap's record of the single state of each store without column families (other operators
-   * than transformWithState, [[OperatorRecordFiles]]), the one in force at the latest committed batch:
-   * `[operator, partition, store, version, record bytes]`.
-   */
-  def operatorRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
-    operatorRecordFiles(checkpoint, hadoopConf).map { case (store, bytes) =>
-      Array[Any](store.operator, store.partition, store.storeName, store.version, bytes)
-    }.asJava
+  /** Where statesnap keeps a record: in its store's catalog family, beside the store, or where `migrate` keeps it. */
+  sealed trait Kept
+  case object InStore extends Kept
+  case object BesideStore extends Kept
+  case object Migrated extends Kept
 
-  private def operatorRecordFiles(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Array[Byte])] =
-    perStore(checkpoint, hadoopConf) { (fs, stateRoot, commit, operator, partition, name) =>
-      val version = commit.batch + 1
-      val records = OperatorRecordFiles.root(stateRoot.toString, operator)
-      OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(records, partition, name),
-        OperatorRecordFiles.legacy(records, partition, name), version).toSeq.map { file =>
-        val in = fs.open(file)
-        val bytes = try in.readAllBytes() finally in.close()
-        Store(operator, partition, name, version) -> bytes
+  /**
+   * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
+   * of a store with column families ([[SnapshotCatalog]]), the files beside the stores of other operators
+   * ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState states on
+   * Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records: `inspect`,
+   * `check` and `release` read it.
+   */
+  def records(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, Array[Byte])] = {
+    val inStores = read(checkpoint, SnapshotCatalog.ColumnFamily, hadoopConf).flatMap { e =>
+      e.entries.map { case (_, stored) =>
+        val row = new UnsafeRow(1)
+        row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
+        (e.store, InStore: Kept, row.getBinary(0))
       }
     }
+    val beside = perStore(checkpoint, hadoopConf) { (fs, stateRoot, commit, operator, partition, name) =>
+      val version = commit.batch + 1
+      val root = OperatorRecordFiles.root(stateRoot.toString, operator)
+      OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(root, partition, name),
+        OperatorRecordFiles.legacy(root, partition, name), version).toSeq.map { file =>
+        val in = fs.open(file)
+        (Store(operator, partition, name, version), BesideStore: Kept, try in.readAllBytes() finally in.close())
+      }
+    }
+    val migrated = perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
+      if (partition != 0 || name != DefaultStore) Nil
+      else SparkSchemaRecords.migratedAt(stateRoot.toString, operator, commit.batch, hadoopConf).toSeq.sortBy(_._1)
+        .map { case (_, r) => (Store(operator, 0, name, commit.batch + 1), Migrated: Kept, r.toBytes) }
+    }
+    inStores ++ beside ++ migrated
+  }
+
+  /** For py4j: [[records]], one row each, `[operator, partition, store, version, record bytes]`. */
+  def recordRows(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    records(checkpoint, hadoopConf).map { case (store, _, bytes) =>
+      Array[Any](store.operator, store.partition, store.storeName, store.version, bytes)
+    }.asJava
 
   /**
    * For py4j: the records statesnap starts from for states it holds no record of yet (a checkpoint adopted from
@@ -127,18 +149,6 @@ object StatesnapCheckpointReader {
     }.asJava
 
   /**
-   * For py4j: the records `python -m statesnap migrate` kept for transformWithState states on Spark's own provider,
-   * in force at the latest committed batch (per operator: partition 0 stands for all):
-   * `[operator, store, version, record bytes]`.
-   */
-  def migratedRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
-    perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
-      if (partition != 0 || name != DefaultStore) Nil
-      else SparkSchemaRecords.migratedAt(stateRoot.toString, operator, commit.batch, hadoopConf).toSeq.sortBy(_._1)
-        .map { case (_, r) => Array[Any](operator, name, commit.batch + 1, r.toBytes) }
-    }.asJava
-
-  /**
    * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
    * schema (names and types): one line each. Spark's provider reads the bytes with its files, so before a
    * checkpoint goes back to it they must say what statesnap recorded the bytes as.
@@ -152,18 +162,12 @@ object StatesnapCheckpointReader {
       StatesnapSparkSchemaFiles.singleState(StateStoreId(stateRoot, store.operator, 0, store.storeName), hadoopConf)
         .map(_._2)
     }
-    val inStores = read(checkpoint, SnapshotCatalog.ColumnFamily, hadoopConf).flatMap { e =>
-      e.entries.map { case (_, stored) =>
-        val row = new UnsafeRow(1)
-        row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
-        val record = StateSnapshotRecord.fromBytes(row.getBinary(0))
-        (e.store, record, sparkFamilies(e.store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
-      }
-    }
-    val beside = operatorRecordFiles(checkpoint, hadoopConf).map { case (store, bytes) =>
-      (store, StateSnapshotRecord.fromBytes(bytes), sparkSingle(store.copy(partition = 0)))
-    }
-    (inStores ++ beside).flatMap { case (store, record, spark) =>
+    // `migrate`'s records belong to checkpoints on Spark's provider already, whose files it keeps true itself.
+    records(checkpoint, hadoopConf).filter(_._2 != Migrated).map { case (store, kept, bytes) =>
+      val record = StateSnapshotRecord.fromBytes(bytes)
+      (store, record, if (kept == BesideStore) sparkSingle(store.copy(partition = 0))
+        else sparkFamilies(store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
+    }.flatMap { case (store, record, spark) =>
       val ours = record.valueSnapshot.restoreSerializer().schema.catalogString
       Option.when(!spark.map(_.catalogString).contains(ours))(s"state '${record.stateName}' of operator " +
         s"${store.operator}: statesnap recorded $ours, Spark's schema file says " +
