@@ -46,7 +46,8 @@ private[statesnap] final class MigrationGate(store: String, task: Option[TaskCon
   def advanced(describe: String, before: Long, now: Long): Unit = {
     interruption.foreach(_.advanced(before, now))
     // The task's state is behind a lock: read it every few hundred entries, not per entry.
-    if ((now >>> 8) != (before >>> 8)) check(describe, now) else stopReason.foreach(why => throw stopped(describe, now, why))
+    if ((now >>> 8) != (before >>> 8)) check(describe, now)
+    else stopReason.foreach(why => throw stopped(describe, now, why))
   }
 
   private def check(describe: String, written: Long): Unit = {

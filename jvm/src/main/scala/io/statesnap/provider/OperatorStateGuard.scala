@@ -45,9 +45,11 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    */
   private lazy val migrates: Option[Migrates] =
     declared.groupStateSnapshot(valueSchema).map(Migrates(GroupStateSnapshot.StateField, _,
-      OperatorKind.ArbitraryState)).orElse(Some(Migrates(QueryStates.Aggregation, declared.rowSnapshot(
-      QueryStates.Aggregation, valueSchema), OperatorKind.Aggregation)).filter(_ =>
+      OperatorKind.ArbitraryState)).orElse(Some(aggregation).filter(_ =>
       declared.registers(QueryStates.Aggregation) && isAggregation))
+  /** The buffers of a streaming aggregation, as they migrate. */
+  private def aggregation = Migrates(QueryStates.Aggregation, declared.rowSnapshot(QueryStates.Aggregation,
+    valueSchema), OperatorKind.Aggregation)
   private lazy val isAggregation =
     QueryStates.operatorName(id.checkpointRootLocation, id.operatorId, hadoopConf)
       .contains(QueryStates.AggregationOperator)
@@ -74,9 +76,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
       }
       // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
-      val aggregation = recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => Migrates(
-        QueryStates.Aggregation, declared.rowSnapshot(QueryStates.Aggregation, valueSchema), OperatorKind.Aggregation))
-      val (next, migration) = migrates.orElse(aggregation) match {
+      val (next, migration) = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation)
+          .map(_ => aggregation)) match {
         case Some(m) => resolve(record.isDefined, recorded,
           declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1))
         case None =>

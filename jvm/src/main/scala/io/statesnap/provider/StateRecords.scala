@@ -12,8 +12,10 @@ private[provider] trait StateRecords {
   /** The state's record in force at store version `version`, if one was committed. */
   def inForce(version: Long): Option[StateSnapshotRecord]
 
-  /** The store versions, up to `version`, in which the state's schema was recorded anew (each after a first). */
-  final def schemaChanges(version: Long): Seq[Long] = inForce(version).toSeq.flatMap { record =>
+}
+
+private[provider] object StateRecords {
+  /** The store versions in which a state's schema was recorded anew (each after a first), as `record` says. */
+  def schemaChanges(record: StateSnapshotRecord): Seq[Long] =
     record.history.drop(1).map(_.recordedAtVersion) ++ record.history.headOption.map(_ => record.recordedAtVersion)
-  }
 }

@@ -185,12 +185,16 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
       endVersionStateStoreCkptId: Option[String]) = {
     if (operatorGuard.isDefined) refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
-    val records: Option[(String, StateRecords)] =
+    val inForce: Option[(String, Option[StateSnapshotRecord])] =
       if (transformWithState) colFamilyNameOpt.map(state => state -> columnFamilyRecords(state,
-        endVersionStateStoreCkptId))
-      else operatorGuard.map(guard => guard.inForce(endVersion).fold(stateStoreId.storeName)(_.stateName) -> guard)
-    records.foreach { case (state, r) =>
-      ChangeFeedRange.check(state, startVersion, endVersion, r.schemaChanges(endVersion), describeState(state))
+        endVersionStateStoreCkptId).inForce(endVersion))
+      else operatorGuard.map { guard =>
+        val record = guard.inForce(endVersion)
+        record.fold(stateStoreId.storeName)(_.stateName) -> record
+      }
+    inForce.foreach { case (state, record) =>
+      ChangeFeedRange.check(state, startVersion, endVersion, record.toSeq.flatMap(StateRecords.schemaChanges),
+        describeState(state))
     }
     replaying.getStateStoreChangeDataReader(startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId)
   }

@@ -16,7 +16,8 @@ sealed abstract class OperatorKind(val name: String, val migrates: Boolean, val 
 
 object OperatorKind {
   /** A transformWithState variable (one column family of the operator's store). */
-  case object TransformWithState extends OperatorKind("transformWithState", migrates = true, newFieldsNeedValues = false)
+  case object TransformWithState
+    extends OperatorKind("transformWithState", migrates = true, newFieldsNeedValues = false)
   /** The group state of applyInPandasWithState or (flat)MapGroupsWithState. */
   case object ArbitraryState extends OperatorKind("arbitraryState", migrates = true, newFieldsNeedValues = false)
   /** The buffers of a streaming aggregation whose query registers a snapshot for them. */

@@ -57,8 +57,8 @@ private[tools] object LayoutScan {
         example = a.example.orElse(b.example))
     }).toSeq.sortBy(c => (c.operator, c.state))
     val entries = counted.map(c => c.inLayout + c.notInLayout).sum
-    (counted, f"scanned $entries entries of ${counted.size} states in ${tasks.size} partition tasks in $seconds%.1f s " +
-      f"(${entries / seconds}%.0f entries/s)")
+    (counted, f"scanned $entries entries of ${counted.size} states in ${tasks.size} partition tasks in " +
+      f"$seconds%.1f s (${entries / seconds}%.0f entries/s)")
   }
 
   private def scan(task: Task, conf: SerializableConfiguration): Seq[Counted] = task.states.map {
