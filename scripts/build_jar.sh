@@ -2,8 +2,8 @@
 # Compiles statesnap for the Spark minor of the pyspark in $PYTHON's environment (default: the pinned .venv), with
 # the Scala compiler that ships inside that pyspark's jars/, and packages
 # python/statesnap/jars/statesnap-spark<minor>.jar. No Maven, no sbt: nothing is downloaded.
-# Sources: jvm/src/main/scala (every Spark minor) plus every jvm/src/main/shims/spark-<minor> or
-# spark-<from>-<to> folder whose minors include this one (what differs between minors).
+# Sources: jvm/src/main/scala (every Spark minor) plus jvm/src/main/shims/spark-<minor> (what differs between
+# minors: the same file names in every minor's folder).
 # Classes go to build/spark<minor>/.
 # Usage: [PYTHON=...] scripts/build_jar.sh [main|test|bench]
 #   test:  compiles jvm/src/test against JUnit 4 into build/spark<minor>/test-classes
@@ -14,13 +14,8 @@ what="${1:-main}"
 PY="${PYTHON:-.venv/bin/python}"
 SPARK_JARS="$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 MINOR="$("$PY" -c 'import pyspark; print(".".join(pyspark.__version__.split(".")[:2]))')"
-minor_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$1" ]; }
-SHIMS=()
-for dir in jvm/src/main/shims/spark-*; do
-  range="${dir##*/spark-}"
-  if minor_le "${range%%-*}" "$MINOR" && minor_le "$MINOR" "${range##*-}"; then SHIMS+=("$dir"); fi
-done
-[ "${#SHIMS[@]}" -gt 0 ] || { echo "statesnap has no build for Spark $MINOR (no jvm/src/main/shims for it)" >&2; exit 2; }
+SHIMS="jvm/src/main/shims/spark-$MINOR"
+[ -d "$SHIMS" ] || { echo "statesnap has no build for Spark $MINOR (no $SHIMS)" >&2; exit 2; }
 OUT="build/spark$MINOR"
 # Glob, never hard-code: the Scala version is whatever that pyspark ships.
 scala_jar() { ls "$SPARK_JARS"/scala-"$1"-2.13.*.jar | head -n 1; }
@@ -33,7 +28,7 @@ case "$what" in
   main)
     jar="python/statesnap/jars/statesnap-spark$MINOR.jar"
     rm -rf "$OUT/classes" && mkdir -p "$OUT/classes" python/statesnap/jars
-    scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find jvm/src/main/scala "${SHIMS[@]}" -name '*.scala')
+    scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find jvm/src/main/scala "$SHIMS" -name '*.scala')
     jar --create --file "$jar" -C "$OUT/classes" .
     echo "built $jar"
     ;;

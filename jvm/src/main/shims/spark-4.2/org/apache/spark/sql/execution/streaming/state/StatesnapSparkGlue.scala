@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.types.StructType
 
-/** Spark internals whose shape differs between Spark minors, for Spark 4.2 and 4.3 (`jvm/src/main/shims`). */
+/** Spark internals whose shape differs between Spark minors, for Spark 4.2 (see `jvm/src/main/shims`). */
 object StatesnapSparkGlue {
   /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
   def pinnedConfs(execution: StreamExecution): Map[String, String] =

@@ -4,11 +4,10 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 
 /**
- * The provider and store methods whose signatures differ between Spark minors, for Spark 4.2 and 4.3: each
- * forwards to Spark's store and hands the result to version-neutral code (`jvm/src/main/shims`; what only one of
- * them has is in its own folder: [[MaintenanceGlue]], [[ColumnFamilyRegistrationGlue]]).
+ * The provider and store methods whose signatures differ between Spark minors, for Spark 4.2: each forwards to
+ * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/shims`).
  */
-private[provider] trait ProviderGlue extends MaintenanceGlue {
+private[provider] trait ProviderGlue extends StateStoreProvider {
   protected def inner: StateStoreProvider
 
   /** `open`ed on Spark's provider, wrapped, after what must happen before `version` is used. */
@@ -27,7 +26,7 @@ private[provider] trait ProviderGlue extends MaintenanceGlue {
 }
 
 /** The read methods of Spark 4.2+, abstract or defaulting to "unsupported": all straight to Spark's store. */
-private[provider] trait ReadStoreGlue extends ColumnFamilyRegistrationGlue {
+private[provider] trait ReadStoreGlue extends ReadStateStore {
   def inner: ReadStateStore
 
   /** Throws if this store cannot give `read` values in the declared layout (a migration is pending). */
@@ -67,3 +66,4 @@ private[provider] trait WriteStoreGlue extends StateStore {
   override def deleteRange(startKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit =
     inner.deleteRange(startKey, endKey, colFamilyName)
 }
+

@@ -1,0 +1,32 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import java.nio.charset.StandardCharsets
+
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.types.StructType
+
+/** Spark internals whose shape differs between Spark minors, for Spark 4.3 (see `jvm/src/main/shims`). */
+object StatesnapSparkGlue {
+  /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
+  def pinnedConfs(execution: StreamExecution): Map[String, String] =
+    execution.offsetLog.getLatest().flatMap(_._2.metadataOpt).map(_.conf).getOrElse(Map.empty)
+
+  /**
+   * Whether transformWithState runs on a custom state store provider: not since 4.2 (SPARK-54117, an exact
+   * class-name check in TransformWithStateExec on the driver, every batch).
+   */
+  val transformWithStateTakesCustomProviders: Boolean = false
+
+  /** Whether Spark's RocksDB stores a checksum with every value (`stateStore.rowChecksum.enabled`). */
+  def rowChecksums(rocksDB: RocksDB): Boolean = rocksDB.conf.rowChecksumEnabled
+
+  /**
+   * How list state joins its elements in one RocksDB value: ',' under merge operator version 1 (checkpoints from
+   * before 4.2), nothing under version 2 (`rocksdb.mergeOperatorVersion`, pinned per checkpoint).
+   */
+  def mergeDelimiter(rocksDB: RocksDB): Array[Byte] = rocksDB.mergeDelimiter.getBytes(StandardCharsets.UTF_8)
+
+  /** The codec of one list state's elements, `[int length][value bytes]` each, joined by [[mergeDelimiter]]. */
+  def listValueEncoder(data: RocksDBDataEncoder, valueSchema: StructType, rocksDB: RocksDB): MultiValuedStateEncoder =
+    new MultiValuedStateEncoder(data, valueSchema, rocksDB.delimiterSize)
+}
