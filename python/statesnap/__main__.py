@@ -98,8 +98,12 @@ def _definition(snapshot_json: Optional[str]) -> Optional[str]:
 
 def _switch(args: argparse.Namespace) -> int:
     with spark_session(dict(args.conf)) as spark:
+        written_as = {state: _schema_json(ddl) for state, ddl in getattr(args, "written_as", [])}
         switch = spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch
-        outcome = getattr(switch, args.command)(spark._jsparkSession, args.checkpoint, args.dry_run)
+        if args.command == "adopt":
+            outcome = switch.adopt(spark._jsparkSession, args.checkpoint, args.dry_run, written_as)
+        else:
+            outcome = switch.release(spark._jsparkSession, args.checkpoint, args.dry_run)
         print(outcome.report())
     return EXIT_NO_REWRITE
 
@@ -149,6 +153,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         switch.add_argument("checkpoint", help="the stopped query's checkpointLocation (any Hadoop path)")
         switch.add_argument("--dry-run", action="store_true", help="check and show what would change; change nothing")
         switch.set_defaults(run=_switch)
+        if name == "adopt":
+            switch.add_argument(
+                "--written-as", action="append", default=[], metavar="STATE=DDL", type=_written_as,
+                help="the value schema of the application version that wrote, with Spark's schema check off, the "
+                     "entries of STATE that are not in the layout Spark's files record; each entry is then migrated "
+                     "from the layout it is in (repeatable)")
     migrate = commands.add_parser(
         "migrate", parents=[session],
         help="migrate one transformWithState state of a stopped query on Spark's provider, offline (Spark 4.2+)",
@@ -170,6 +180,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as e:  # the tool's boundary: one line, exit 2
         print(f"statesnap {args.command}: {_one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _written_as(setting: str) -> tuple[str, str]:
+    state, sep, ddl = setting.partition("=")
+    if not sep or not state or not ddl.strip():
+        raise argparse.ArgumentTypeError(f"expected STATE=DDL, got {setting!r}")
+    return state, ddl
 
 
 def _conf(setting: str) -> tuple[str, str]:

@@ -19,6 +19,20 @@ trait RowMigration {
   def diagnose(oldRow: UnsafeRow): MigrationFailure
 }
 
+object RowMigration {
+  /**
+   * The migration of entries already in the new layout (`fieldCount` fields), among entries of another layout that
+   * `adopt` found (a deploy with Spark's schema check off): each is written back as it is.
+   */
+  def unchanged(fieldCount: Int): RowMigration = new RowMigration {
+    override def oldFieldCount: Int = fieldCount
+    override def changes: Seq[String] = Nil
+    override def migrate(oldRow: UnsafeRow): UnsafeRow = oldRow
+    override def diagnose(oldRow: UnsafeRow): MigrationFailure =
+      throw new IllegalStateException("an unchanged row cannot fail to migrate")
+  }
+}
+
 /** Where a migration failed on one entry: the field, the rule that computes it, and Spark's reason. */
 final case class MigrationFailure(field: String, rule: String, reason: String)
 

@@ -44,20 +44,18 @@ private[provider] object GuardedState {
    * store's own snapshot catalog (committed with the version it describes).
    */
   final class ColumnFamilies(store: StateStore, catalog: SnapshotCatalog, describe: String => String) {
-    def check(family: String, keySchema: StructType, valueSchema: StructType): Unit = catalog.read(family) match {
-      case Some(bytes) =>
-        val recorded = try StateSnapshotRecord.fromBytes(bytes) catch {
-          case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
-            s"the snapshot of ${describe(family)} cannot be read: ${e.getMessage}. Nothing was read or rewritten.", e)
-        }
-        GuardedState.check(recorded, keySchema, valueSchema, describe(family))
-      case None =>
-        val entries = store.iterator(family)
-        val empty = try !entries.hasNext finally entries.close()
-        if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
-          "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
-          "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
-        catalog.write(record(family, keySchema, valueSchema, store.version + 1))
+    def check(family: String, keySchema: StructType, valueSchema: StructType): Unit = {
+      val records = catalog.records(family)
+      records.inForce(store.version) match {
+        case Some(recorded) => GuardedState.check(recorded, keySchema, valueSchema, describe(family))
+        case None =>
+          val entries = store.iterator(family)
+          val empty = try !entries.hasNext finally entries.close()
+          if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
+            "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
+            "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
+          records.write(record(family, keySchema, valueSchema, store.version + 1))
+      }
     }
   }
 }

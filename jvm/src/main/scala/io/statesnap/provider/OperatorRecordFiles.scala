@@ -57,3 +57,25 @@ object MigratedStateRecordFiles {
     else fs.listStatus(states).toSeq.map(s => OperatorRecordFiles.file(s.getPath, version)).filter(fs.exists)
   }
 }
+
+/**
+ * Where `python -m statesnap adopt --written-as` keeps the layout in which a deploy with Spark's schema check off
+ * wrote some entries of a transformWithState state, beside the layout Spark's files record for the others: a record
+ * of it per state, `state/<operator>/_statesnap/writtenAs/<state>/<version>.snapshot`, in force from the version
+ * adopt scanned while statesnap holds no record of the state; its first migration converts each entry from the
+ * layout it is in, and records the state.
+ */
+object WrittenAsRecordFiles {
+  /** Every state's, of one operator. */
+  def root(stateRoot: String, operator: Long): Path = new Path(OperatorRecordFiles.root(stateRoot, operator), "writtenAs")
+
+  def dir(stateRoot: String, operator: Long, state: String): Path = new Path(root(stateRoot, operator), state)
+
+  def file(stateRoot: String, operator: Long, state: String, version: Long): Path =
+    OperatorRecordFiles.file(dir(stateRoot, operator, state), version)
+
+  /** The record of `state` in force at `version`, if adopt wrote one. */
+  def inForce(fs: FileSystem, stateRoot: String, operator: Long, state: String, version: Long): Option[Path] =
+    OperatorRecordFiles.versions(fs, dir(stateRoot, operator, state)).filter(_ <= version).maxOption
+      .map(file(stateRoot, operator, state, _))
+}

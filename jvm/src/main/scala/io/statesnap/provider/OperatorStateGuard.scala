@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory
  * 0 keeps that schema file saying the schemas the bytes have, for Spark's own tools.
  */
 private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-    declared: DeclaredSnapshots, hadoopConf: Configuration) extends StateRecords {
+    declared: DeclaredSnapshots, hadoopConf: Configuration) extends StateRecordWriter {
   import OperatorStateGuard._
 
   private val log = LoggerFactory.getLogger(getClass)
@@ -88,7 +88,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
           (Some(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1)).filter(_ =>
             record.isEmpty), None)
       }
-      pending = next
+      pending = None
+      next.foreach(write)
       if (next.isEmpty) matchedFrom = Some(loadedVersion)
       migration
     }
@@ -114,6 +115,9 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   /** The record in force at `version`, if statesnap kept one. */
   override def inForce(version: Long): Option[StateSnapshotRecord] =
     OperatorRecordFiles.inForce(fs, dir, legacy, version).map(read)
+
+  /** Records `record` with the next commit of the store ([[committed]]). */
+  override def write(record: StateSnapshotRecord): Unit = pending = Some(record)
 
   /** After `version` committed: records what resolution decided, and drops records after it. */
   def committed(version: Long): Unit = pending.foreach { next =>

@@ -1,6 +1,7 @@
 package io.statesnap.provider
 
-import io.statesnap.snapshot.StateSnapshotRecord
+import io.statesnap.StatesnapException
+import io.statesnap.snapshot.{SnapshotFormatException, StateSnapshotRecord}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore}
@@ -9,9 +10,10 @@ import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The snapshot records of one store version, kept in a reserved internal column family of that same store:
- * a record is committed (or aborted) atomically with the state bytes it describes.
+ * a record is committed (or aborted) atomically with the state bytes it describes. `describe` names a state in
+ * errors.
  */
-private[provider] final class SnapshotCatalog(store: StateStore) {
+private[provider] final class SnapshotCatalog(store: StateStore, describe: String => String) {
   import SnapshotCatalog._
 
   private val keyRow = UnsafeProjection.create(KeySchema)
@@ -24,13 +26,27 @@ private[provider] final class SnapshotCatalog(store: StateStore) {
     ColumnFamily
   }
 
-  /** The raw record of `stateName`, if one was committed. Decoding is left to the caller, who names the state. */
-  def read(stateName: String): Option[Array[Byte]] = synchronized {
-    Option(store.get(key(stateName), family)).map(_.getBinary(0))
+  /** The records of `stateName` in this store: in force at the store's loaded version, written with its next. */
+  def records(stateName: String): StateRecordWriter = new StateRecordWriter {
+    override def inForce(version: Long): Option[StateSnapshotRecord] = {
+      require(version == store.version, s"the catalog of store version ${store.version} was asked for $version")
+      read(stateName)
+    }
+    override def write(record: StateSnapshotRecord): Unit = {
+      require(record.stateName == stateName, s"a record of '${record.stateName}' written as '$stateName'")
+      SnapshotCatalog.this.synchronized {
+        store.put(key(stateName), valueRow(InternalRow(record.toBytes)), family)
+      }
+    }
   }
 
-  def write(record: StateSnapshotRecord): Unit = synchronized {
-    store.put(key(record.stateName), valueRow(InternalRow(record.toBytes)), family)
+  private def read(stateName: String): Option[StateSnapshotRecord] = synchronized {
+    Option(store.get(key(stateName), family)).map(_.getBinary(0))
+  }.map { bytes =>
+    try StateSnapshotRecord.fromBytes(bytes) catch {
+      case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
+        s"the snapshot of ${describe(stateName)} cannot be read: ${e.getMessage}. Nothing was read or rewritten.", e)
+    }
   }
 
   def remove(stateName: String): Unit = synchronized {

@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.evolution.RowSchemaEvolution
 import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
@@ -53,7 +54,7 @@ object SparkSchemaRecords {
         val in = fs.open(file)
         try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
       }.filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
-        TtlValueSnapshot.sameLayout(s.valueSchema, StateDecision.schemaOf(r.valueSnapshot))).map(state -> _)
+        readsAs(r, s.valueSchema)).map(state -> _)
     }
   }
 
@@ -103,4 +104,13 @@ object SparkSchemaRecords {
     }
     case _ => record
   }
+
+  /**
+   * Whether a reader that decodes a state's bytes with `valueSchema` (Spark's provider with its own schema files)
+   * reads what `record` says they are: the same fields, names and types (nullability does not change the bytes).
+   * The one rule by which a record and Spark's files agree: `release` asks it before handing a checkpoint back, and
+   * a record `migrate` kept stays in force only while Spark's files agree with it.
+   */
+  def readsAs(record: StateSnapshotRecord, valueSchema: StructType): Boolean =
+    RowSchemaEvolution.sameLayout(StateDecision.schemaOf(record.valueSnapshot), valueSchema)
 }

@@ -2,8 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.StatesnapValueRewriter
+import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 /**
@@ -22,11 +22,11 @@ private[statesnap] object StateMigrator {
    * Migrates a state with one value per key, overwriting each value in place without Spark's read before every
    * put (see [[StatesnapValueRewriter]]): the keys are the ones already there. @return the number of values
    */
-  def migrateValues(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String,
+  def migrateValues(rewriter: StatesnapValueRewriter, sources: Seq[Source], describe: String,
       gate: MigrationGate): Long = gate.run(describe) {
-    val progress = new Progress(describe, migration, gate)
-    try rewriter.rewriteAll(migration.migrate, () => progress.advance(1)) catch {
-      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
+    val progress = new Progress(describe, sources.head.migration, gate)
+    try rewriter.rewriteAll(sources.map(_.toRewrite), () => progress.advance(1)) catch {
+      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, sources(f.source).migration, f)
       case f: StatesnapValueRewriter.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
@@ -36,14 +36,22 @@ private[statesnap] object StateMigrator {
    * Migrates a list state the same way: each key's list is rewritten whole, so only one key's elements are in
    * memory at a time. @return the number of elements migrated
    */
-  def migrateLists(rewriter: StatesnapValueRewriter, migration: RowMigration, describe: String,
+  def migrateLists(rewriter: StatesnapValueRewriter, sources: Seq[Source], describe: String,
       gate: MigrationGate): Long = gate.run(describe) {
-    val progress = new Progress(describe, migration, gate)
-    try rewriter.rewriteAllLists(migration.migrate, elements => progress.advance(elements)) catch {
-      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, migration, f.key, f.oldRow, f.getCause)
+    val progress = new Progress(describe, sources.head.migration, gate)
+    try rewriter.rewriteAllLists(sources.map(_.toRewrite), elements => progress.advance(elements)) catch {
+      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, sources(f.source).migration, f)
       case f: StatesnapValueRewriter.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
+  }
+
+  /**
+   * A layout the state's entries are in and the migration from it: one, the recorded layout, or also the layout
+   * `adopt` found some entries written in ([[WrittenAsRecordFiles]]).
+   */
+  final case class Source(layout: StructType, migration: RowMigration) {
+    private[StateMigrator] def toRewrite = StatesnapValueRewriter.Source(layout, migration.migrate)
   }
 
   private def notInLayout(describe: String, f: StatesnapValueRewriter.LayoutFailure): StatesnapException =
@@ -54,14 +62,14 @@ private[statesnap] object StateMigrator {
       "layouts; restart the application version whose schema the record says (python -m statesnap inspect), or " +
       "start from a new checkpoint.")
 
-  private def failed(describe: String, migration: RowMigration, key: String, oldRow: UnsafeRow,
-      cause: Throwable): StatesnapException = {
-    val failure = migration.diagnose(oldRow)
+  private def failed(describe: String, migration: RowMigration,
+      f: StatesnapValueRewriter.EntryFailure): StatesnapException = {
+    val failure = migration.diagnose(f.oldRow)
     new StatesnapException(StatesnapException.MigrationFailed, s"$describe could not be migrated: the entry with " +
-      s"key $key fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +
+      s"key ${f.key} fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +
       "this batch fails and the checkpoint keeps its previous version. Fix: make the rule handle this value (for " +
       "example with try_cast or a CASE expression), or restart the application version that wrote the state.",
-      cause)
+      f.getCause)
   }
 
   /** Counts entries, asks the gate before the next write, and logs progress every 10 s, then one summary line. */

@@ -2,6 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
+import io.statesnap.evolution.RowMigration
 import io.statesnap.snapshot._
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStore}
 import org.apache.spark.sql.types.StructType
@@ -23,24 +24,53 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       multipleValuesPerKey: Boolean): Unit = {
     val current = declared.record(state, declared.kindOf(keySpec, multipleValuesPerKey),
       OperatorKind.TransformWithState, keySchema, declared.valueSnapshot(state, valueSchema), store.version + 1)
-    val ours = catalog.read(state).map(decode(state, _))
-    val recorded = ours.orElse(if (hasEntries(state)) Some(fromSparkFiles(state, current)) else None)
-    StateDecision.decide(recorded, current) match {
-      case StateDecision.AsIs => if (ours.isEmpty) catalog.write(current)
-      case StateDecision.Record(record) => catalog.write(record)
-      case StateDecision.Migrate(migration, record) =>
-        val start = System.nanoTime()
-        val rewriter = provider.valueRewriter(state, keySpec, schemaOf(recorded.get.valueSnapshot),
-          schemaOf(current.valueSnapshot))
-        val migrated = current.kind match {
-          case StateKind.List =>
-            StateMigrator.migrateLists(rewriter, migration, describe(state), gate)
-          case _ => StateMigrator.migrateValues(rewriter, migration, describe(state), gate)
-        }
-        counters.recordMigration(migrated, System.nanoTime() - start)
-        catalog.write(record)
+    val records = catalog.records(state)
+    val ours = records.inForce(store.version)
+    val fromSpark = if (ours.isEmpty && hasEntries(state)) Some(fromSparkFiles(state, current)) else None
+    val recorded = ours.orElse(fromSpark)
+    // Entries a deploy with Spark's schema check off wrote in its own layout, as `adopt --written-as` found them.
+    val writtenAs = fromSpark.flatMap(_ => provider.writtenAs(state, store.version))
+    val decided = StateDecision.decide(recorded, current)
+    val sources = decided match {
       case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
+      case StateDecision.Migrate(migration, _) => Seq(StateMigrator.Source(schemaOf(recorded.get.valueSnapshot),
+        migration))
+      case _ => recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs).toSeq
     }
+    if (sources.nonEmpty) migrate(state, keySpec, current, sources ++ writtenAs.map(writtenSource(state, _, current)))
+    decided match {
+      case StateDecision.AsIs => if (ours.isEmpty) records.write(current)
+      case StateDecision.Record(record) => records.write(record)
+      case StateDecision.Migrate(_, record) => records.write(record)
+      case _: StateDecision.Refuse =>
+    }
+  }
+
+  /** Rewrites every entry of `state` to the `current` layout from the one of `sources` it is in. */
+  private def migrate(state: String, keySpec: KeyStateEncoderSpec, current: StateSnapshotRecord,
+      sources: Seq[StateMigrator.Source]): Unit = {
+    val start = System.nanoTime()
+    val rewriter = provider.valueRewriter(state, keySpec, schemaOf(current.valueSnapshot))
+    val migrated = current.kind match {
+      case StateKind.List => StateMigrator.migrateLists(rewriter, sources, describe(state), gate)
+      case _ => StateMigrator.migrateValues(rewriter, sources, describe(state), gate)
+    }
+    counters.recordMigration(migrated, System.nanoTime() - start)
+  }
+
+  /** Entries already in the layout `record` says, which is the declared one: each written back unchanged. */
+  private def sourceAsIs(record: StateSnapshotRecord): StateMigrator.Source = {
+    val layout = schemaOf(record.valueSnapshot)
+    StateMigrator.Source(layout, RowMigration.unchanged(layout.length))
+  }
+
+  /** The entries `adopt` found in the layout of `writtenAs`: migrated as the one decision says, or refused. */
+  private def writtenSource(state: String, writtenAs: StateSnapshotRecord,
+      current: StateSnapshotRecord): StateMigrator.Source = StateDecision.decide(Some(writtenAs), current) match {
+    case StateDecision.Migrate(migration, _) => StateMigrator.Source(schemaOf(writtenAs.valueSnapshot), migration)
+    case refuse: StateDecision.Refuse => throw refuse.error(s"${describe(state)} holds entries that `adopt " +
+      s"--written-as` found in ${schemaOf(writtenAs.valueSnapshot).simpleString}, and", Some(writtenAs), current)
+    case _ => sourceAsIs(writtenAs)
   }
 
   /**
@@ -57,12 +87,6 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       s"files say: key ${key.simpleString}, value ${value.simpleString}")
     SparkSchemaRecords.transformWithState(state, current.kind, key, value)
   }
-
-  private def decode(state: String, bytes: Array[Byte]): StateSnapshotRecord =
-    try StateSnapshotRecord.fromBytes(bytes) catch {
-      case e: SnapshotFormatException => throw new StatesnapException(UnreadableSnapshot,
-        s"the snapshot of ${describe(state)} cannot be read: ${e.getMessage}. Nothing was rewritten.", e)
-    }
 
   private def schemaOf(snapshot: StateSerializerSnapshot): StructType = StateDecision.schemaOf(snapshot)
 

@@ -19,7 +19,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   private val counters = new MigrationCounters
   /** Opened on the task's thread: a migration (maybe on another thread) stops when this task ends. */
   private val gate = provider.migrationGate(Option(TaskContext.get()))
-  private lazy val catalog = new SnapshotCatalog(inner)
+  private lazy val catalog = new SnapshotCatalog(inner, provider.describeState)
   private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider, gate)
   private lazy val guard = new GuardedState.ColumnFamilies(inner, catalog, provider.describeState)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
@@ -59,8 +59,8 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
       rewriter: => StatesnapValueRewriter): Unit =
     try {
       val start = System.nanoTime()
-      counters.recordMigration(StateMigrator.migrateValues(rewriter, m.migration, provider.describeState(m.state),
-        gate), System.nanoTime() - start)
+      counters.recordMigration(StateMigrator.migrateValues(rewriter, Seq(StateMigrator.Source(m.oldValueSchema,
+        m.migration)), provider.describeState(m.state), gate), System.nanoTime() - start)
     } catch {
       case e: Throwable => inner.abort(); throw e
     }

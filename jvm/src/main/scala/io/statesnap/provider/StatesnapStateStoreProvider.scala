@@ -2,11 +2,14 @@ package io.statesnap.provider
 
 import java.util.concurrent.ConcurrentHashMap
 
+import scala.util.control.NonFatal
+
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.query.{QueryRegistrations, QueryStates}
-import io.statesnap.snapshot.StateSnapshotRecord
+import io.statesnap.snapshot.{SnapshotFormatException, StateSnapshotRecord}
 import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
@@ -135,8 +138,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   /** `store`, with every entry of its single state migrated first (in the version it will commit) if needed. */
   private def migrated(migration: Option[OperatorStateGuard.SingleStateMigration],
       store: StatesnapStateStore): StatesnapStateStore = {
-    migration.foreach(m => store.migrateSingleState(m, valueRewriter(m.state, singleStateKeySpec,
-      m.oldValueSchema, m.newValueSchema, columnFamily = false)))
+    migration.foreach(m => store.migrateSingleState(m, valueRewriter(m.state, singleStateKeySpec, m.newValueSchema,
+      columnFamily = false)))
     store
   }
 
@@ -185,16 +188,12 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
       endVersionStateStoreCkptId: Option[String]) = {
     if (operatorGuard.isDefined) refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
-    val inForce: Option[(String, Option[StateSnapshotRecord])] =
+    val records: Option[(String, StateRecords)] =
       if (transformWithState) colFamilyNameOpt.map(state => state -> columnFamilyRecords(state,
-        endVersionStateStoreCkptId).inForce(endVersion))
-      else operatorGuard.map { guard =>
-        val record = guard.inForce(endVersion)
-        record.fold(stateStoreId.storeName)(_.stateName) -> record
-      }
-    inForce.foreach { case (state, record) =>
-      ChangeFeedRange.check(state, startVersion, endVersion, record.toSeq.flatMap(StateRecords.schemaChanges),
-        describeState(state))
+        endVersionStateStoreCkptId))
+      else operatorGuard.map(guard => guard.inForce(endVersion).fold(stateStoreId.storeName)(_.stateName) -> guard)
+    records.foreach { case (state, r) =>
+      ChangeFeedRange.check(state, startVersion, endVersion, r.schemaChanges(endVersion), describeState(state))
     }
     replaying.getStateStoreChangeDataReader(startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId)
   }
@@ -202,7 +201,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   /** The records of transformWithState variable `state`, read from the store version asked for. */
   private def columnFamilyRecords(state: String, id: Option[String]): StateRecords = version => {
     val store = inner.getStore(version, id)
-    try new SnapshotCatalog(store).read(state).map(StateSnapshotRecord.fromBytes) finally store.abort()
+    try new SnapshotCatalog(store, describeState).records(state).inForce(version) finally store.abort()
   }
 
   private def replaying: SupportsFineGrainedReplay = inner.asInstanceOf[SupportsFineGrainedReplay]
@@ -222,10 +221,31 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    * Overwrites one state's values (its column family, or the whole store: the single state of a store without
    * them) in the RocksDB instance of this provider's current store.
    */
-  private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
-      newValueSchema: StructType, columnFamily: Boolean = true): StatesnapValueRewriter =
-    StatesnapValueRewriter(inner, Some(state).filter(_ => columnFamily), keySpec, oldValueSchema, newValueSchema,
-      describeState(state))
+  private[provider] def valueRewriter(state: String, keySpec: KeyStateEncoderSpec, newValueSchema: StructType,
+      columnFamily: Boolean = true): StatesnapValueRewriter =
+    StatesnapValueRewriter(inner, Some(state).filter(_ => columnFamily), keySpec, newValueSchema, describeState(state))
+
+  /**
+   * The layout `adopt --written-as` found some entries of transformWithState variable `state` written in, beside
+   * the one Spark's files record, if it is in force at `version` ([[WrittenAsRecordFiles]]).
+   */
+  private[provider] def writtenAs(state: String, version: Long): Option[StateSnapshotRecord] = {
+    val id = stateStoreId
+    val fs = new Path(id.checkpointRootLocation).getFileSystem(hadoopConf)
+    WrittenAsRecordFiles.inForce(fs, id.checkpointRootLocation, id.operatorId, state, version).map { file =>
+      val bytes = try { val in = fs.open(file); try in.readAllBytes() finally in.close() } catch {
+        case NonFatal(e) => throw unreadableWrittenAs(state, file, e)
+      }
+      try StateSnapshotRecord.fromBytes(bytes) catch {
+        case e: SnapshotFormatException => throw unreadableWrittenAs(state, file, e)
+      }
+    }
+  }
+
+  private def unreadableWrittenAs(state: String, file: Path, cause: Throwable) = new StatesnapException(
+    StatesnapException.UnreadableSnapshot, s"the layout `adopt --written-as` recorded for ${describeState(state)} " +
+      s"($file) cannot be read: ${cause.getMessage}. Nothing was read or rewritten. Run adopt again on the stopped " +
+      "query's checkpoint.", cause)
 
   /** The key and value schemas Spark's own files record for column family `state` in batch `batchId`. */
   private[provider] def sparkSchemas(state: String, batchId: Long): Option[(StructType, StructType)] =

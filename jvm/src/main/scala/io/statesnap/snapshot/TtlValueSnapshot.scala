@@ -39,9 +39,6 @@ object TtlValueSnapshot {
     case _ => declared
   }
 
-  /** Whether two value schemas are equal, but for the nullability of a TTL wrapper's `value` (same bytes). */
-  def sameLayout(a: StructType, b: StructType): Boolean = inWrapperOf(a, b) == a
-
   /** The user value schema, if `schema` is Spark's TTL layout. */
   def unwrap(schema: StructType): Option[StructType] = schema.fields match {
     case Array(StructField(ValueField, value: StructType, _, _), StructField(ExpiryField, LongType, _, _)) =>

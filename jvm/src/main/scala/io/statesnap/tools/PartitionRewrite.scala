@@ -63,11 +63,12 @@ private[tools] object PartitionRewrite {
     val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(job.state, job.keySchema, oldValue, job.keySpec, useMultipleValuesPerKey = list)
-    val rewriter = StatesnapValueRewriter(provider, Some(job.state), job.keySpec, oldValue,
+    val rewriter = StatesnapValueRewriter(provider, Some(job.state), job.keySpec,
       StateDecision.schemaOf(declared.valueSnapshot), describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.interruption)
-    if (list) StateMigrator.migrateLists(rewriter, migration, describe, gate)
-    else StateMigrator.migrateValues(rewriter, migration, describe, gate)
+    val sources = Seq(StateMigrator.Source(oldValue, migration))
+    if (list) StateMigrator.migrateLists(rewriter, sources, describe, gate)
+    else StateMigrator.migrateValues(rewriter, sources, describe, gate)
   }
 }

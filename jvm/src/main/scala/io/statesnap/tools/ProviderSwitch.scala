@@ -1,10 +1,15 @@
 package io.statesnap.tools
 
+import scala.jdk.CollectionConverters._
+
 import io.statesnap.ProviderClasses
+import io.statesnap.provider.{SparkSchemaRecords, StateDecision, WrittenAsRecordFiles}
+import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkGlue
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
+import org.apache.spark.sql.types.{DataType, StructType}
 import org.slf4j.LoggerFactory
 
 /**
@@ -22,16 +27,22 @@ object ProviderSwitch {
   private val Statesnap = ProviderClasses.Statesnap
   private val Spark = ProviderClasses.SparkRocksDB
 
-  /** Moves `checkpoint` from Spark's RocksDB provider to statesnap's. */
-  def adopt(spark: SparkSession, checkpoint: String, dryRun: Boolean): ToolReport =
-    switch(spark, checkpoint, from = Spark, to = Statesnap, dryRun, "adopt")
+  /**
+   * Moves `checkpoint` from Spark's RocksDB provider to statesnap's.
+   * @param writtenAs by transformWithState state name, the value schema (JSON) of the application version that
+   *                  wrote, with Spark's schema check off, the entries not in the layout Spark's files record
+   */
+  def adopt(spark: SparkSession, checkpoint: String, dryRun: Boolean,
+      writtenAs: java.util.Map[String, String]): ToolReport =
+    switch(spark, checkpoint, from = Spark, to = Statesnap, dryRun, "adopt",
+      writtenAs.asScala.toMap.map { case (state, json) => state -> DataType.fromJson(json).asInstanceOf[StructType] })
 
   /** Moves `checkpoint` back from statesnap's provider to Spark's RocksDB provider. */
   def release(spark: SparkSession, checkpoint: String, dryRun: Boolean): ToolReport =
-    switch(spark, checkpoint, from = Statesnap, to = Spark, dryRun, "release")
+    switch(spark, checkpoint, from = Statesnap, to = Spark, dryRun, "release", Map.empty)
 
   private def switch(spark: SparkSession, location: String, from: String, to: String, dryRun: Boolean,
-      verb: String): ToolReport = {
+      verb: String, writtenAs: Map[String, StructType]): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
@@ -52,16 +63,22 @@ object ProviderSwitch {
         s"say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
         "first batch writes them), then release")
     }
-    val scanned = if (to == Statesnap) layoutScan(spark, checkpoint, batch) else Nil
+    val (scanned, layouts) = if (to == Statesnap) layoutScan(spark, checkpoint, batch, writtenAs) else (Nil, Nil)
     val file = checkpoint.offsetsFile(batch)
     val before = checkpoint.read(file)
     val after = StoppedCheckpoint.withProvider(before, current, to).getOrElse(refuse(s"offsets/$batch names the " +
       s"provider $current in a form statesnap does not rewrite; the file is left as it is"))
     val backup = new Path(new Path(checkpoint.root, "_statesnap/provider-switch"), s"offsets-$batch-before-$verb-" +
       System.currentTimeMillis())
-    val plan = scanned ++ Seq(s"offsets/$batch (the latest batch, committed): $ProviderConf $current -> $to",
-      s"backup of the file: $backup")
+    val plan = scanned ++ layouts.map(_.says) ++ Seq(s"offsets/$batch (the latest batch, committed): " +
+      s"$ProviderConf $current -> $to", s"backup of the file: $backup")
     if (dryRun) return ToolReport(plan.map("would " + _) :+ "dry run: nothing was changed")
+    if (to == Statesnap) {
+      // What an earlier adopt recorded is replaced by what this scan found.
+      val stateRoot = new Path(checkpoint.root, "state").toString
+      checkpoint.operators._1.foreach(op => checkpoint.delete(WrittenAsRecordFiles.root(stateRoot, op)))
+      layouts.foreach(l => checkpoint.write(l.file, l.record.toBytes))
+    }
     checkpoint.write(backup, before)
     checkpoint.write(file, after)
     if (checkpoint.pinnedConfs(batch) != confs.updated(ProviderConf, to)) {
@@ -75,20 +92,48 @@ object ProviderSwitch {
 
   /**
    * What statesnap is about to trust: every entry of the checkpoint's transformWithState states checked against the
-   * layout Spark's schema files record, one line per state; a checkpoint with entries in another layout is refused.
+   * layout Spark's schema files record, one line per state. A checkpoint with entries in another layout is refused,
+   * unless every one of them is in the layout the user names for its state (`writtenAs`) and none fits both: then
+   * that layout is recorded beside the state ([[WrittenAsRecordFiles]]), and statesnap's first migration of the
+   * state converts each entry from the layout it is in. @return the lines, and the layouts to record
    */
-  private def layoutScan(spark: SparkSession, checkpoint: StoppedCheckpoint, batch: Long): Seq[String] = {
-    val (counted, speed) = LayoutScan(spark, checkpoint, batch)
+  private def layoutScan(spark: SparkSession, checkpoint: StoppedCheckpoint, batch: Long,
+      writtenAs: Map[String, StructType]): (Seq[String], Seq[WrittenAs]) = {
+    val (counted, speed) = LayoutScan(spark, checkpoint, batch, writtenAs)
+    writtenAs.keySet.diff(counted.map(_.state).toSet).toSeq.sorted.foreach { state =>
+      checkpoint.refuse(s"--written-as names state '$state', which no transformWithState operator of the checkpoint " +
+        s"holds (its states: ${counted.map(c => s"'${c.state}'").distinct.mkString(", ")})")
+    }
     val lines = counted.map { c =>
       s"state '${c.state}' of operator ${c.operator}: ${c.inLayout} entries in the layout Spark's schema files " +
-        s"record (${c.layout.simpleString}), ${c.notInLayout} not" + c.example.fold("")(e => s" (first: $e)")
+        s"record (${c.layout.simpleString}), " + c.writtenAs.fold("")(w => s"${c.inWrittenAs} in the layout named " +
+        s"(${w.simpleString}), ${c.inBoth} that fit both, ") + s"${c.inNeither} in " +
+        (if (c.writtenAs.isEmpty) "another" else "neither") + c.example.fold("")(e => s" (first: $e)")
     } ++ Option(speed).filter(_.nonEmpty)
-    val mixed = counted.filter(_.notInLayout > 0)
+    val mixed = counted.filter(_.inNeither > 0)
     if (mixed.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${mixed.map(c => s"state '${c.state}'")
       .mkString(", ")} holds entries in another layout than Spark's schema files record: a deploy ran with " +
       "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own, and statesnap will not read " +
-      "them under either. Restart the application version that wrote the files' layout, or start from a new " +
-      "checkpoint")
-    lines
+      "them under either. If one application version wrote them, name its value schema: --written-as " +
+      "STATE='<DDL>' (statesnap then migrates each entry from the layout it is in); else restart the application " +
+      "version that wrote the files' layout, or start from a new checkpoint")
+    val ambiguous = counted.filter(_.inBoth > 0)
+    if (ambiguous.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${ambiguous.map(c => s"state " +
+      s"'${c.state}'").mkString(", ")} holds entries whose bytes fit both the recorded layout and the one named, so " +
+      "no reader can tell which wrote them; statesnap will not guess. Restart the application version that wrote the " +
+      "files' layout, or start from a new checkpoint")
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    (lines, counted.filter(_.inWrittenAs > 0).map { c =>
+      val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, c.operator, batch, checkpoint.hadoopConf)(
+        c.state)
+      val record = SparkSchemaRecords.transformWithState(c.state, recorded.kind,
+        StateDecision.schemaOf(recorded.keySnapshot), c.writtenAs.get).copy(recordedAtVersion = batch + 1)
+      val file = WrittenAsRecordFiles.file(stateRoot, c.operator, c.state, batch + 1)
+      WrittenAs(s"record that ${c.inWrittenAs} entries of state '${c.state}' are in ${c.writtenAs.get.simpleString} " +
+        s"($file): statesnap's first run migrates each entry from the layout it is in", file, record)
+    })
   }
+
+  /** A layout `adopt` records beside a state: what it says, where, and the record. */
+  private final case class WrittenAs(says: String, file: Path, record: StateSnapshotRecord)
 }

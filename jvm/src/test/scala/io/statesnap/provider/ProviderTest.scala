@@ -81,7 +81,7 @@ class ProviderTest {
     val good = recordWithValueSnapshot(SnapshotFormat.write(new RowSchemaSnapshot().configure(v1)))
     good(good.length - 10) = (good(good.length - 10) ^ 1).toByte
     withRecord(f, good)
-    assertRefused(f, 2, StatesnapException.UnreadableSnapshot, "checksum does not match", "Nothing was rewritten")
+    assertRefused(f, 2, StatesnapException.UnreadableSnapshot, "checksum does not match", "Nothing was read or rewritten")
   }
 
   @Test def unknownSnapshotClassIsRefused(): Unit = {
@@ -166,7 +166,7 @@ class ProviderTest {
     assertEquals((2L, 0L), f.restart(1, "orders", v1))
     val inspect = f.sparkRocksDb()
     val view = inspect.getStore(2, None)
-    val record = new SnapshotCatalog(view).read("orders").map(StateSnapshotRecord.fromBytes).get
+    val record = new SnapshotCatalog(view, identity).records("orders").inForce(2).get
     view.abort(); inspect.close()
     assertEquals(new RowSchemaSnapshot().configure(v1), record.valueSnapshot)
     assertEquals(Seq(1L), record.history.map(_.recordedAtVersion))

@@ -22,20 +22,21 @@ import org.apache.spark.sql.types.StructType
  * checked when the rewriter is built, before any byte is written.
  */
 final class StatesnapValueRewriter private (rocksDB: RocksDB, members: StatesnapValueRewriter.RocksDBMembers,
-    columnFamily: Option[String], keySpec: KeyStateEncoderSpec, oldValueSchema: StructType,
-    newValueSchema: StructType) {
-  import StatesnapValueRewriter.{hasPrefix, join}
+    columnFamily: Option[String], keySpec: KeyStateEncoderSpec, newValueSchema: StructType) {
+  import StatesnapValueRewriter.{hasPrefix, join, Source}
 
   /**
-   * Streams through a point-in-time view of the column family, replacing each value by `convert` of it and
-   * calling `afterEach` once per value. `convert` receives an old-layout row valid until the next call; when it
-   * throws, the rewrite stops with an [[StatesnapValueRewriter.EntryFailure]] naming the entry's key.
+   * Streams through a point-in-time view of the column family, replacing each value by the `convert` of the one
+   * source layout it is in, and calling `afterEach` once per value. `convert` receives a row valid until the next
+   * call; when it throws, the rewrite stops with an [[StatesnapValueRewriter.EntryFailure]] naming the entry's key.
+   * An entry in no source layout, or in more than one, stops it with a [[StatesnapValueRewriter.LayoutFailure]].
    */
-  def rewriteAll(convert: UnsafeRow => UnsafeRow, afterEach: () => Unit): Unit = {
-    val decoder = new UnsafeRowDataEncoder(keySpec, oldValueSchema)
+  def rewriteAll(sources: Seq[Source], afterEach: () => Unit): Unit = {
+    val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
+    val in = new InSource(sources)
     forEachEntry { (key, value) =>
-      overwrite(key, encoder.encodeValue(converted(key, decoder.decodeValue(value), convert)))
+      overwrite(key, encoder.encodeValue(in.converted(key, decoder.decodeValue(value))))
       afterEach()
     }
   }
@@ -45,30 +46,50 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
    * re-encoded, and the list written back whole, exactly as `putList` joins it (one key's elements in memory at a
    * time). `afterEach` gets the number of elements of each key.
    */
-  def rewriteAllLists(convert: UnsafeRow => UnsafeRow, afterEach: Int => Unit): Unit = {
-    val decoder = StatesnapSparkGlue.listValueEncoder(new UnsafeRowDataEncoder(keySpec, oldValueSchema),
-      oldValueSchema, rocksDB)
+  def rewriteAllLists(sources: Seq[Source], afterEach: Int => Unit): Unit = {
+    val first = sources.head.layout
+    val decoder = StatesnapSparkGlue.listValueEncoder(new UnsafeRowDataEncoder(keySpec, first), first, rocksDB)
     val encoder = StatesnapSparkGlue.listValueEncoder(new UnsafeRowDataEncoder(keySpec, newValueSchema),
       newValueSchema, rocksDB)
     val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
     val elements = new ArrayBuffer[Array[Byte]]
+    val in = new InSource(sources)
     forEachEntry { (key, value) =>
       elements.clear()
-      decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(converted(key, old, convert)))
+      decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(in.converted(key, old)))
       overwrite(key, join(elements, delimiter))
       afterEach(elements.length)
     }
   }
 
-  private val layout = new UnsafeRowLayout(oldValueSchema)
+  /** Finds the one source layout an entry's bytes are in (bytes on disk are input), then converts it from there. */
+  private final class InSource(sources: Seq[Source]) {
+    private val layouts = sources.map(s => new UnsafeRowLayout(s.layout)).toArray
+    private val rows = sources.map(s => new UnsafeRow(s.layout.length)).toArray
+    private val converts = sources.map(_.convert).toArray
 
-  /** `convert` of an entry verified to be in the old layout first: bytes on disk are input. */
-  private def converted(key: Array[Byte], old: UnsafeRow, convert: UnsafeRow => UnsafeRow): UnsafeRow = {
-    layout.problem(old.getBaseObject, old.getBaseOffset, old.getSizeInBytes).foreach { why =>
-      throw new StatesnapValueRewriter.LayoutFailure(describeKey(key), why)
-    }
-    try convert(old) catch {
-      case NonFatal(e) => throw new StatesnapValueRewriter.EntryFailure(describeKey(key), old.copy(), e)
+    def converted(key: Array[Byte], stored: UnsafeRow): UnsafeRow = {
+      val (base, offset, size) = (stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
+      var found = -1
+      var i = 0
+      while (i < layouts.length) {
+        if (layouts(i).problem(base, offset, size).isEmpty) {
+          if (found >= 0) throw new StatesnapValueRewriter.LayoutFailure(describeKey(key), s"its bytes fit both " +
+            s"${sources(found).layout.simpleString} and ${sources(i).layout.simpleString}, so which one wrote it " +
+            "cannot be told")
+          found = i
+        }
+        i += 1
+      }
+      if (found < 0) throw new StatesnapValueRewriter.LayoutFailure(describeKey(key), sources.indices.map { s =>
+        (if (sources.size > 1) s"as ${sources(s).layout.simpleString}: " else "") +
+          layouts(s).problem(base, offset, size).get
+      }.mkString("; "))
+      val row = rows(found)
+      row.pointTo(base, offset, size)
+      try converts(found)(row) catch {
+        case NonFatal(e) => throw new StatesnapValueRewriter.EntryFailure(describeKey(key), row.copy(), found, e)
+      }
     }
   }
 
@@ -108,7 +129,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
 
   /** A stored key as the application sees it (for errors), or its bytes when it does not decode. */
   private def describeKey(key: Array[Byte]): String = try {
-    val keyEncoder = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, oldValueSchema), keySpec,
+    val keyEncoder = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, newValueSchema), keySpec,
       columnFamily.isDefined)
     val stored = if (columnFamily.isDefined) RocksDBStateStoreProvider.decodeStateRowWithPrefix(key) else key
     keyEncoder.decodeKey(stored).toSeq(keySpec.keySchema)
@@ -119,11 +140,17 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
 }
 
 object StatesnapValueRewriter {
-  /** `convert` failed on the entry with key `key`, whose old-layout value is `oldRow`. */
-  final class EntryFailure(val key: String, val oldRow: UnsafeRow, cause: Throwable)
+  /**
+   * A layout a state's entries may be in, and how an entry in it becomes the new layout. A state has one (the
+   * recorded layout), or two where `adopt` found entries that a deploy with Spark's schema check off wrote in its own.
+   */
+  final case class Source(layout: StructType, convert: UnsafeRow => UnsafeRow)
+
+  /** `convert` of source `source` failed on the entry with key `key`, whose value in that layout is `oldRow`. */
+  final class EntryFailure(val key: String, val oldRow: UnsafeRow, val source: Int, cause: Throwable)
     extends RuntimeException(s"rewriting the entry with key $key failed", cause)
 
-  /** The entry with key `key` is not in the layout the migration reads it with: `problem` says how. */
+  /** The entry with key `key` is not in exactly one layout the migration reads it with: `problem` says how. */
   final class LayoutFailure(val key: String, val problem: String)
     extends RuntimeException(s"the entry with key $key is not in the recorded layout: $problem")
 
@@ -146,7 +173,7 @@ object StatesnapValueRewriter {
    *                            Spark build does not have what the rewrite needs
    */
   def apply(provider: StateStoreProvider, columnFamily: Option[String], keySpec: KeyStateEncoderSpec,
-      oldValueSchema: StructType, newValueSchema: StructType, describe: String): StatesnapValueRewriter = {
+      newValueSchema: StructType, describe: String): StatesnapValueRewriter = {
     def unsupported(why: String) = new StatesnapException(StatesnapException.UnsupportedConfiguration,
       s"$describe needs a migration, which statesnap cannot run here: $why. Nothing was rewritten.")
     (provider, members) match {
@@ -155,7 +182,7 @@ object StatesnapValueRewriter {
           "(spark.sql.streaming.stateStore.rowChecksum.enabled=true, pinned in the query's offset log), which " +
           "statesnap's in-place rewrite does not write; statesnap supports stores without row checksums")
       case (rocks: RocksDBStateStoreProvider, Right(found)) =>
-        new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, oldValueSchema, newValueSchema)
+        new StatesnapValueRewriter(rocks.rocksDB, found, columnFamily, keySpec, newValueSchema)
       case (_: RocksDBStateStoreProvider, Left(missing)) => throw unsupported(s"Spark's RocksDB has no member " +
         s"$missing in this Spark build (${org.apache.spark.SPARK_VERSION}); statesnap supports the Spark minors it " +
         "ships a jar for")

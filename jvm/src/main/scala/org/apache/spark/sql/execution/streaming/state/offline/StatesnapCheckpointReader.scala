@@ -150,7 +150,7 @@ object StatesnapCheckpointReader {
 
   /**
    * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
-   * schema (names and types): one line each. Spark's provider reads the bytes with its files, so before a
+   * schema ([[SparkSchemaRecords.readsAs]]): one line each. Spark's provider reads the bytes with its files, so before a
    * checkpoint goes back to it they must say what statesnap recorded the bytes as.
    */
   def disagreements(checkpoint: String, hadoopConf: Configuration): Seq[String] = {
@@ -168,10 +168,9 @@ object StatesnapCheckpointReader {
       (store, record, if (kept == BesideStore) sparkSingle(store.copy(partition = 0))
         else sparkFamilies(store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
     }.flatMap { case (store, record, spark) =>
-      val ours = record.valueSnapshot.restoreSerializer().schema.catalogString
-      Option.when(!spark.map(_.catalogString).contains(ours))(s"state '${record.stateName}' of operator " +
-        s"${store.operator}: statesnap recorded $ours, Spark's schema file says " +
-        spark.fold("nothing")(_.catalogString))
+      Option.when(!spark.exists(SparkSchemaRecords.readsAs(record, _)))(s"state '${record.stateName}' of operator " +
+        s"${store.operator}: statesnap recorded ${record.valueSnapshot.restoreSerializer().schema.catalogString}, " +
+        s"Spark's schema file says ${spark.fold("nothing")(_.catalogString)}")
     }.distinct
   }
 
