@@ -17,4 +17,5 @@ object StatesnapException {
   val MigrationFailed = "STATESNAP_MIGRATION_FAILED"
   val MigrationInterrupted = "STATESNAP_MIGRATION_INTERRUPTED"
   val StateLayoutMismatch = "STATESNAP_STATE_LAYOUT_MISMATCH"
+  val UnreadableCheckpointFile = "STATESNAP_UNREADABLE_CHECKPOINT_FILE"
 }

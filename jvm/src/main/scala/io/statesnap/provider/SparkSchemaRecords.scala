@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.CheckpointFile
 import io.statesnap.evolution.RowSchemaEvolution
 import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
@@ -51,8 +52,10 @@ object SparkSchemaRecords {
     val fs = new Path(stateRoot).getFileSystem(hadoopConf)
     states.flatMap { case (state, (kind, s)) =>
       MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
-        val in = fs.open(file)
-        try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
+        CheckpointFile.read(file, "statesnap's record") {
+          val in = fs.open(file)
+          try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
+        }
       }.filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
         readsAs(r, s.valueSchema)).map(state -> _)
     }

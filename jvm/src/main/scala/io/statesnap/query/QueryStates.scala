@@ -2,9 +2,7 @@ package io.statesnap.query
 
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.util.control.NonFatal
-
-import io.statesnap.StatesnapException
+import io.statesnap.{CheckpointFile, StatesnapException}
 import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -53,7 +51,8 @@ private[statesnap] object QueryStates {
     if (!fs.exists(stateRoot)) return Set.empty
     fs.listStatus(stateRoot).filter(_.isDirectory).flatMap { operator =>
       val dir = new Path(operator.getPath, "_metadata/v2")
-      val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption) else Array.empty[Long]
+      val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
+        else Array.empty[Long]
       batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
         operatorName(fs, operator.getPath).flatMap(SingleStates.get)
     }.toSet
@@ -64,7 +63,8 @@ private[statesnap] object QueryStates {
       case JString(json) => JsonMethods.parse(json)
       case _ => JNothing
     }
-    (properties \ "stateVariables").children.flatMap(v => (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
+    (properties \ "stateVariables").children.flatMap(v =>
+      (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
   }
 
   /** Spark's name of the operator whose state is in `state/<operatorId>`, from its operator metadata. */
@@ -83,12 +83,10 @@ private[statesnap] object QueryStates {
   }
 
   /** Spark's operator metadata files: a version line, then the metadata as JSON. */
-  private def metadataJson(fs: FileSystem, file: Path): JValue = try {
-    val in = fs.open(file)
-    val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
-    JsonMethods.parse(lines(1))
-  } catch {
-    case NonFatal(e) => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"statesnap " +
-      s"could not read the operator metadata $file to check this query's registrations: ${e.getMessage}", e)
-  }
+  private def metadataJson(fs: FileSystem, file: Path): JValue =
+    CheckpointFile.read(file, "Spark's operator metadata") {
+      val in = fs.open(file)
+      val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
+      JsonMethods.parse(lines.lift(1).getOrElse(throw new IllegalArgumentException("it has no metadata line")))
+    }
 }

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.control.NonFatal
 
+import io.statesnap.CheckpointFile
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.apache.spark.sql.SparkSession
@@ -36,9 +37,12 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   def commitLog: CommitLog = new CommitLog(spark, new Path(root, "commits").toString)
 
   /** The latest batch of the offset log. */
-  def latestBatch: Long = offsetLog.getLatestBatchId().getOrElse(refuse("its offset log has no batch"))
+  def latestBatch: Long = CheckpointFile.read(new Path(root, "offsets"), "Spark's offset log") {
+    offsetLog.getLatestBatchId()
+  }.getOrElse(refuse("its offset log has no batch"))
 
-  def committed(batch: Long): Boolean = commitLog.get(batch).isDefined
+  def committed(batch: Long): Boolean =
+    CheckpointFile.read(commitsFile(batch), "Spark's commit log entry")(commitLog.get(batch).isDefined)
 
   /** The latest batch, refused unless it committed: a batch planned but not committed may still be running. */
   def latestCommittedBatch: Long = {
@@ -51,7 +55,9 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
 
   /** The confs offsets/`batch` pins. */
   def pinnedConfs(batch: Long): Map[String, String] =
-    offsetLog.offsetSeqMetadataForBatchId(batch).map(_.conf).getOrElse(Map.empty[String, String])
+    CheckpointFile.read(offsetsFile(batch), "Spark's offset log entry") {
+      offsetLog.offsetSeqMetadataForBatchId(batch).map(_.conf).getOrElse(Map.empty[String, String])
+    }
 
   /** The state store provider offsets/`batch` pins. */
   def pinnedProvider(batch: Long): String = pinnedConfs(batch).getOrElse(StoppedCheckpoint.ProviderConf,

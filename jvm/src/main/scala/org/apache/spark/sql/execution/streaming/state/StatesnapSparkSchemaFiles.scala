@@ -2,6 +2,7 @@ package org.apache.spark.sql.execution.streaming.state
 
 import java.util.UUID
 
+import io.statesnap.CheckpointFile
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
@@ -134,16 +135,20 @@ object StatesnapSparkSchemaFiles {
   }
 
   private def readMetadataV2(fm: CheckpointFileManager, path: Path): OperatorStateMetadataV2 =
-    OperatorStateMetadataUtils.readMetadata(fm.open(path), 2) match {
-      case Some(m: OperatorStateMetadataV2) => m
-      case other => throw new IllegalStateException(s"$path holds $other, not operator metadata v2")
+    CheckpointFile.read(path, "Spark's operator metadata") {
+      OperatorStateMetadataUtils.readMetadata(fm.open(path), 2) match {
+        case Some(m: OperatorStateMetadataV2) => m
+        case other => throw new IllegalStateException(s"it holds $other, not operator metadata v2")
+      }
     }
 
   private def schemaFilePaths(metadata: OperatorStateMetadataV2, storeName: String): List[String] =
     metadata.stateStoreInfo.find(_.storeName == storeName).map(_.stateSchemaFilePaths).getOrElse(Nil)
 
   private def lastSchemaFile(fm: CheckpointFileManager, paths: List[String]): List[StateStoreColFamilySchema] =
-    paths.lastOption.map(p => StateSchemaCompatibilityChecker.readSchemaFile(fm.open(new Path(p)))).getOrElse(Nil)
+    paths.lastOption.map(p => CheckpointFile.read(p, "Spark's state schema file") {
+      StateSchemaCompatibilityChecker.readSchemaFile(fm.open(new Path(p)))
+    }).getOrElse(Nil)
 
   /** `schemas` with `family`'s value schema as declared, or `family` added as Spark's driver would list it. */
   private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] =
@@ -167,8 +172,11 @@ object StatesnapSparkSchemaFiles {
    * batch, and never rewritten by Spark for these operators. None when there is no such file.
    */
   def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] =
-    new StateSchemaCompatibilityChecker(partitionZero(id), hadoopConf, Nil, None).readSchemaFiles().values.flatten
-      .headOption.map(s => (s.keySchema, s.valueSchema))
+    CheckpointFile.read(StateSchemaCompatibilityChecker.schemaFile(partitionZero(id).storeId.storeCheckpointLocation()),
+        "Spark's state schema file") {
+      new StateSchemaCompatibilityChecker(partitionZero(id), hadoopConf, Nil, None).readSchemaFiles().values.flatten
+        .headOption.map(s => (s.keySchema, s.valueSchema))
+    }
 
   /**
    * Makes that schema file say `keySchema` and `valueSchema` (after statesnap migrated the state), written as

@@ -8,6 +8,7 @@ import java.util.{Arrays, Comparator, TreeMap}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.statesnap.CheckpointFile
 import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.commons.io.FileUtils
@@ -110,7 +111,9 @@ object StatesnapCheckpointReader {
       OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(root, partition, name),
         OperatorRecordFiles.legacy(root, partition, name), version).toSeq.map { file =>
         val in = fs.open(file)
-        (Store(operator, partition, name, version), BesideStore: Kept, try in.readAllBytes() finally in.close())
+        (Store(operator, partition, name, version), BesideStore: Kept, CheckpointFile.read(file, "statesnap's record") {
+          try in.readAllBytes() finally in.close()
+        })
       }
     }
     val migrated = perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
@@ -150,8 +153,8 @@ object StatesnapCheckpointReader {
 
   /**
    * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
-   * schema ([[SparkSchemaRecords.readsAs]]): one line each. Spark's provider reads the bytes with its files, so before a
-   * checkpoint goes back to it they must say what statesnap recorded the bytes as.
+   * schema ([[SparkSchemaRecords.readsAs]]): one line each. Spark's provider reads the bytes with its files, so
+   * before a checkpoint goes back to it they must say what statesnap recorded the bytes as.
    */
   def disagreements(checkpoint: String, hadoopConf: Configuration): Seq[String] = {
     val stateRoot = new Path(new Path(checkpoint), "state").toString
@@ -164,7 +167,9 @@ object StatesnapCheckpointReader {
     }
     // `migrate`'s records belong to checkpoints on Spark's provider already, whose files it keeps true itself.
     records(checkpoint, hadoopConf).filter(_._2 != Migrated).map { case (store, kept, bytes) =>
-      val record = StateSnapshotRecord.fromBytes(bytes)
+      val record = CheckpointFile.read(s"of state store $store ($kept)", "statesnap's record") {
+        StateSnapshotRecord.fromBytes(bytes)
+      }
       (store, record, if (kept == BesideStore) sparkSingle(store.copy(partition = 0))
         else sparkFamilies(store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
     }.flatMap { case (store, record, spark) =>
@@ -200,8 +205,9 @@ object StatesnapCheckpointReader {
     if (!fs.exists(commits)) return None
     val batches = fs.listStatus(commits).map(_.getPath.getName).collect { case CommitName(n) => n.toLong }
     batches.maxOption.map { batch =>
-      val lines = readLines(fs, new Path(commits, batch.toString))
-      val ids = if (lines.headOption.contains("v2")) {
+      val commit = new Path(commits, batch.toString)
+      val lines = readLines(fs, commit)
+      val ids = CheckpointFile.read(commit, "Spark's commit log entry") { if (lines.headOption.contains("v2")) {
         JsonMethods.parse(lines.lift(1).getOrElse("{}")) \ "stateUniqueIds" match {
           case JObject(operators) => Some(operators.map { case (op, JArray(partitions)) =>
             op.toInt -> partitions.map(_.children.collect { case JString(s) => s })
@@ -209,12 +215,14 @@ object StatesnapCheckpointReader {
           }.toMap)
           case _ => None
         }
-      } else None
+      } else None }
       // The codec of the state files is the one the query's offset log pins, not this JVM's default.
       val offsets = new Path(new Path(root, "offsets"), batch.toString)
-      val codec = (if (fs.exists(offsets)) readLines(fs, offsets).lift(1) else None).map(JsonMethods.parse(_))
-        .map(_ \ "conf" \ "spark.sql.streaming.stateStore.compression.codec").collect { case JString(c) => c }
-        .getOrElse("lz4")
+      val codec = CheckpointFile.read(offsets, "Spark's offset log entry") {
+        (if (fs.exists(offsets)) readLines(fs, offsets).lift(1) else None).map(JsonMethods.parse(_))
+          .map(_ \ "conf" \ "spark.sql.streaming.stateStore.compression.codec").collect { case JString(c) => c }
+          .getOrElse("lz4")
+      }
       Commit(batch, ids, codec)
     }
   }
