@@ -126,6 +126,31 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     assert released.seen == adopted.seen and released.migrated_entries is None
 
 
+def test_group_state_left_in_two_layouts_is_refused_by_adopt_and_check(spark, app_dirs, on_provider, cli):
+    """Group state that a deploy with Spark's schema check off wrote in its own layout for one key: adopt and check
+    scan every entry of the single state of the operator's stores, count the one in another layout, and change
+    nothing."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set"), ("b", 2, "set"), ("c", 3, "set")])
+    on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
+    spark.conf.set("spark.sql.streaming.stateStore.stateSchemaCheck", "false")
+    try:
+        write_input(source, [("a", 9, "set")])
+        on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int, tag string",
+                                                       lambda v: (v, "new")))
+    finally:
+        spark.conf.unset("spark.sql.streaming.stateStore.stateSchemaCheck")
+    before = {str(p): p.read_bytes() for p in sorted(Path(checkpoint).rglob("*")) if p.is_file()}
+    counted = "state 'groupState' of operator 0: 2 entries in the layout Spark's schema files record "
+    for dry_run in (("--dry-run",), ()):
+        code, out = cli("adopt", checkpoint, *dry_run)
+        assert code == 2 and counted in out and "1 in another (first: partition" in out, out
+        assert "key [a]: the nested row 'groupState'" in out and "stateSchemaCheck=false" in out
+    code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n int, tag string")
+    assert code == 4 and "scan: " + counted in out and "refused: 1 entries of state 'groupState'" in out, out
+    assert {str(p): p.read_bytes() for p in sorted(Path(checkpoint).rglob("*")) if p.is_file()} == before
+
+
 def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, on_provider, tmp_path, cli):
     source, checkpoint = app_dirs
     missing = str(tmp_path / "no-such-checkpoint")

@@ -27,6 +27,12 @@ def check(checkpoint: str, capsys, *args: str) -> tuple[int, str]:
 def test_verdicts_and_exit_codes(checkpoint, capsys):
     code, out = check(checkpoint, capsys, "--schema", "n int, label string")
     assert (code, "partitions [0, 1]: as-is (mode: BACKWARD)" in out) == (0, True)
+    # Every entry is checked against the layout the decision is about, in one task per partition.
+    assert "scan: state 'count' of operator 0: 2 entries in the layout statesnap recorded " \
+           "(struct<n:int,label:string>), 0 in another" in out, out
+    assert "in 2 partition tasks" in out and "entries/s" in out
+    code, out = check(checkpoint, capsys, "--schema", "n int, label string", "--no-scan")
+    assert code == 0 and "as-is" in out and "scan:" not in out
     code, out = check(checkpoint, capsys, "--schema", "n bigint, label string, note string")
     assert code == 3 and ": migrate" in out
     assert "convert 'n' int -> bigint" in out and "add 'note' string" in out
@@ -36,6 +42,7 @@ def test_verdicts_and_exit_codes(checkpoint, capsys):
                       "--snapshot", '{"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}')
     assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out
     assert main(["check", checkpoint, "--state", "nope", "--schema", "n int"]) == 2
+    assert "no snapshot of state 'nope'" in capsys.readouterr().err
     assert main(["check", checkpoint, "--state", "count", "--schema", "n int,"]) == 2
     assert capsys.readouterr().err.startswith("statesnap check: ")
     assert main(["check", checkpoint, "--state", "count", "--schema", "n int", "--snapshot", '{"version": 0}']) == 2

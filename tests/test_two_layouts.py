@@ -56,6 +56,19 @@ def test_adopt_counts_the_entries_in_another_layout_and_refuses(two_layouts, cli
         assert files(checkpoint) == before
 
 
+def test_check_counts_the_entries_in_another_layout_and_refuses(two_layouts, cli):
+    _, checkpoint = two_layouts
+    before = files(checkpoint)
+    code, out = cli("check", checkpoint, "--state", "testState", "--schema", V2)
+    assert code == 4, out
+    assert "scan: state 'testState' of operator 0: 11 entries in the layout Spark's schema files record " \
+           "(struct<n:int,tag:string>), 1 in another (first: partition" in out, out
+    assert "key [k00]: the row has 8 bytes at 24 that belong to no field" in out
+    assert "refused: 1 entries of state 'testState' are not in the layout they are read with" in out
+    assert "--written-as testState='<DDL>'" in out and "-589934592" not in out
+    assert files(checkpoint) == before
+
+
 def test_a_migration_checks_every_entry_before_it_converts_it(spark, two_layouts):
     """A checkpoint adopted before adopt scanned (its pinned provider rewritten by hand here): the first statesnap
     run refuses, naming the entry, and commits nothing."""
@@ -89,6 +102,11 @@ def test_with_the_writing_version_named_each_entry_migrates_from_the_layout_it_i
 
     code, out = cli("adopt", checkpoint, "--written-as", f"testState={V2}")
     assert code == 0, out
+    # check reads the layout adopt recorded as the store will: both layouts placed, one decision for the state.
+    code, out = cli("check", checkpoint, "--state", "testState", "--schema", V2)
+    assert code == 3, out
+    assert "11 entries in the layout Spark's schema files record (struct<n:int,tag:string>), 1 in the layout named " \
+           "(struct<n:bigint,tag:string,score:double>), 0 that fit both, 0 in neither" in out, out
     version = latest_committed_version(checkpoint)
     write_input(source, [(k, 0, "read") for k in KEYS])
     result = run_app(spark, source, checkpoint, V2)

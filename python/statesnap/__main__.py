@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from py4j.protocol import Py4JJavaError
 
 from statesnap._snapshots import Compatibility, RowSnapshot, _schema_json
-from statesnap.checkpoint import spark_schema_records, spark_session
+from statesnap.checkpoint import spark_session
 from statesnap.records import parse_record, read_records
 
 EXIT_NO_REWRITE, EXIT_ERROR, EXIT_MIGRATE, EXIT_INCOMPATIBLE = 0, 2, 3, 4
@@ -53,34 +53,35 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     with spark_session(dict(args.conf)) as spark:
-        records = [(store, record) for store, record in read_records(spark, args.checkpoint)
-                   if parse_record(record).state == args.state]
-        if not records:
-            # A checkpoint of Spark's provider (adopted, or to migrate offline): what statesnap would start from.
-            records = [(store, record) for store, record in spark_schema_records(spark, args.checkpoint)
-                       if parse_record(record).state == args.state]
-            if records:
-                print(f"state '{args.state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "
-                      "provider): checked against what Spark's own schema files record for it (or `migrate` did)")
-        if not records:
-            raise ToolError(f"no snapshot of state '{args.state}' under {args.checkpoint} (at its latest committed "
-                            "batch), and Spark's schema files name no such state")
-        definition = _definition(args.snapshot)
-        checker = spark.sparkContext._jvm.io.statesnap.bridge.CompatibilityCheck
-        verdicts: dict[tuple, list[int]] = {}
-        for store, record in records:
-            verdict = checker.check(bytearray(record), args.kind, _schema_json(args.key), _schema_json(args.user_key),
-                                    _schema_json(args.schema), definition, args.compatibility)
-            # The JVM's typed verdict (CompatibilityCheck.Verdict): partitions that agree are reported once.
-            reported = (verdict.decision(), verdict.mode(), verdict.operator(), tuple(verdict.changes()),
-                        tuple(verdict.problems()))
-            verdicts.setdefault(reported, []).append(store.partition)
-    worst = EXIT_NO_REWRITE
-    for (decision, mode, operator, changes, problems), partitions in verdicts.items():
-        print(f"state '{args.state}' ({operator}), partitions {sorted(partitions)}: {decision} (mode: {mode})")
-        for line in changes + problems:
-            print(f"  - {line}")
-        worst = max(worst, {"migrate": EXIT_MIGRATE, "incompatible": EXIT_INCOMPATIBLE}.get(decision, EXIT_NO_REWRITE))
+        # The JVM's typed result (io.statesnap.tools.OfflineCheck): the one decision over the records the state is
+        # read with, and every entry scanned against them.
+        result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
+            spark._jsparkSession, args.checkpoint, args.state, args.kind, _schema_json(args.key),
+            _schema_json(args.user_key), _schema_json(args.schema), _definition(args.snapshot), args.compatibility,
+            not args.no_scan)
+        if result.fromSparkFiles():
+            print(f"state '{args.state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "
+                  "provider): checked against what Spark's own schema files record for it (or `migrate` did)")
+        worst = EXIT_NO_REWRITE
+        for judged in result.verdicts():
+            verdict, partitions = judged.verdict(), list(judged.partitions())
+            where = "every partition" if partitions == [-1] else f"partitions {partitions}"
+            print(f"state '{args.state}' ({verdict.operator()}), {where}: {verdict.decision()} (mode: {verdict.mode()})")
+            for line in list(verdict.changes()) + list(verdict.problems()):
+                print(f"  - {line}")
+            worst = max(worst, {"migrate": EXIT_MIGRATE, "incompatible": EXIT_INCOMPATIBLE}.get(verdict.decision(),
+                                                                                               EXIT_NO_REWRITE))
+        for line in result.scan():
+            print(f"scan: {line}")
+        if result.notInLayout() > 0:
+            print(f"refused: {result.notInLayout()} entries of state '{args.state}' are not in the layout they are "
+                  "read with, so no decision above holds for them: a deploy ran with "
+                  "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own. A store of "
+                  "statesnap refuses them before writing anything. If one application version wrote them, stop the "
+                  "query and name its value schema: `python -m statesnap adopt <checkpoint> --written-as "
+                  f"{args.state}='<DDL>'` (a checkpoint of Spark's provider); else restart the application version "
+                  "that wrote the recorded layout")
+            worst = EXIT_INCOMPATIBLE
     return worst
 
 
@@ -133,7 +134,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     check = commands.add_parser(
         "check", parents=[session],
         help="dry-run: would a new state schema restart as is, migrate, or be refused? (writes nothing)",
-        description="Exit code: 0 no rewrite needed, 3 every entry will be migrated, 4 refused, 2 error.")
+        description="Decides with the code a store runs, and checks every entry of the state against the layout it is "
+                    "read with (one Spark task per partition, read-only). Exit code: 0 no rewrite needed, 3 every "
+                    "entry will be migrated, 4 refused (or entries not in the recorded layout), 2 error.")
     check.add_argument("checkpoint", help="the query's checkpointLocation (any Hadoop path)")
     check.add_argument("--state", required=True, help="the state variable's name")
     check.add_argument("--schema", required=True, help="the value schema the new version declares (DDL)")
@@ -144,6 +147,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                           '"renamed": {"amount": "amount_eur"}}\'')
     check.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                        help="the compatibility mode it will set for the query (statesnap.set_compatibility)")
+    check.add_argument("--no-scan", action="store_true",
+                       help="decide only: do not check every entry of the state against its recorded layout")
     check.set_defaults(run=_check)
     for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB provider to statesnap's"),
                        ("release", "move a stopped query's checkpoint from statesnap's provider back to Spark's")):

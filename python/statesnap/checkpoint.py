@@ -77,15 +77,6 @@ def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, by
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
 
 
-def spark_schema_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
-    """The records statesnap starts from for states it holds no record of yet (an adopted checkpoint), made from
-    Spark's own schema files at the latest committed batch: one per state and operator (partition 0 stands for all,
-    version 0)."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-    rows = reader.sparkSchemaRecords(checkpoint, spark._jsc.hadoopConfiguration())
-    return [(StoreVersion(int(r[0]), 0, str(r[1]), 0), bytes(r[2])) for r in rows]
-
-
 def row_long(row: bytes, ordinal: int, num_fields: int) -> Optional[int]:
     """A fixed-width field (long, timestamp) of an UnsafeRow, or None if null."""
     if _is_null(row, ordinal):

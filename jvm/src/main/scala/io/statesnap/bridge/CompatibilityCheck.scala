@@ -9,29 +9,11 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
- * The dry run behind `python -m statesnap check`: decides, with the code a store runs, what a new application
- * version would do to a recorded state (its kind, key and value, under its registered definition and the
- * compatibility mode in force), and writes nothing.
+ * The dry run behind `python -m statesnap check` (`io.statesnap.tools.OfflineCheck`) and `migrate`: decides, with
+ * the code a store runs, what a new application version would do to a recorded state (its kind, key and value,
+ * under its registered definition and the compatibility mode in force), and writes nothing.
  */
 object CompatibilityCheck {
-  /**
-   * @param recordBytes the state's committed snapshot record
-   * @param kind `value`, `list` or `map`, or null for the recorded kind
-   * @param keyJson the grouping key schema (Spark JSON), or null for the recorded one
-   * @param userKeyJson for map state, the user key schema, or null for the recorded one
-   * @param valueJson the user value schema; Spark's wrapper (TTL, group state) is added if the state has one
-   * @param definitionJson a definition as `RowSnapshot.to_json` gives it, or null; its SQL runs with the settings
-   *                       of this session, as registering it here would pin them
-   * @param mode the query's compatibility mode, or null
-   */
-  def check(recordBytes: Array[Byte], kind: String, keyJson: String, userKeyJson: String, valueJson: String,
-      definitionJson: String, mode: String): Verdict = {
-    val recorded = StateSnapshotRecord.fromBytes(recordBytes)
-    val current = declare(recorded, Option(kind).map(StateKind.named), Option(keyJson).map(structOf),
-      Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode))
-    verdict(recorded, current)
-  }
-
   /**
    * The decision on one state as tools report it, typed for callers across py4j.
    * @param decision `as-is`, `reconfigured`, `migrate` or `incompatible`

@@ -116,6 +116,19 @@ final class UnsafeRowLayout(schema: StructType, at: String = "") {
 }
 
 object UnsafeRowLayout {
+  /**
+   * The `length` bytes at `offset` of `bytes` as the row of `schema` they hold, its layout checked first, else as
+   * hex: how a refusal names an entry's key without reading outside it.
+   */
+  def describe(bytes: Array[Byte], offset: Int, length: Int, schema: Option[StructType]): String = schema.filter { s =>
+    length > 0 && offset + length <= bytes.length &&
+      new UnsafeRowLayout(s).problem(bytes, Platform.BYTE_ARRAY_OFFSET + offset, length).isEmpty
+  }.fold(bytes.map("%02x".format(_)).mkString("0x", "", "")) { s =>
+    val row = new UnsafeRow(s.length)
+    row.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET + offset, length)
+    row.toSeq(s).mkString("[", ", ", "]")
+  }
+
   /** The bytes each element of an array takes before any variable-length data (Spark's UnsafeArrayData). */
   private def elementSize(dataType: DataType): Long = dataType match {
     case BooleanType | ByteType => 1

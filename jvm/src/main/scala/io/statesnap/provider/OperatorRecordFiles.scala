@@ -1,5 +1,7 @@
 package io.statesnap.provider
 
+import io.statesnap.CheckpointFile
+import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.fs.{FileSystem, Path}
 
 /**
@@ -26,6 +28,16 @@ object OperatorRecordFiles {
   def versions(fs: FileSystem, dir: Path): Seq[Long] =
     if (!fs.exists(dir)) Nil
     else fs.listStatus(dir).toSeq.map(_.getPath.getName).collect { case Record(v) => v.toLong }
+
+  /** The bytes of the record file `file`, read as input (a failure names the file). */
+  def bytes(fs: FileSystem, file: Path): Array[Byte] = CheckpointFile.read(file, "statesnap's record") {
+    val in = fs.open(file)
+    try in.readAllBytes() finally in.close()
+  }
+
+  /** The record in the file `file`, read as input: any failure names the file. */
+  def read(fs: FileSystem, file: Path): StateSnapshotRecord =
+    CheckpointFile.read(file, "statesnap's record")(StateSnapshotRecord.fromBytes(bytes(fs, file)))
 
   /** The record in force at `version`: the one of the highest version not above it, else a legacy one. */
   def inForce(fs: FileSystem, dir: Path, legacy: Path, version: Long): Option[Path] =

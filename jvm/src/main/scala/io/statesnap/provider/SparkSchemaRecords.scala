@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.CheckpointFile
 import io.statesnap.evolution.RowSchemaEvolution
 import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
@@ -51,12 +50,8 @@ object SparkSchemaRecords {
       operator: Long, batchId: Long, hadoopConf: Configuration): Map[String, StateSnapshotRecord] = {
     val fs = new Path(stateRoot).getFileSystem(hadoopConf)
     states.flatMap { case (state, (kind, s)) =>
-      MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1).map { file =>
-        CheckpointFile.read(file, "statesnap's record") {
-          val in = fs.open(file)
-          try StateSnapshotRecord.fromBytes(in.readAllBytes()) finally in.close()
-        }
-      }.filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
+      MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1)
+        .map(OperatorRecordFiles.read(fs, _)).filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
         readsAs(r, s.valueSchema)).map(state -> _)
     }
   }

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses
 import io.statesnap.provider.{SparkSchemaRecords, StateDecision, WrittenAsRecordFiles}
-import io.statesnap.snapshot.StateSnapshotRecord
+import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkGlue
@@ -91,41 +91,41 @@ object ProviderSwitch {
   }
 
   /**
-   * What statesnap is about to trust: every entry of the checkpoint's transformWithState states checked against the
-   * layout Spark's schema files record, one line per state. A checkpoint with entries in another layout is refused,
+   * What statesnap is about to trust: every entry of the checkpoint's states (transformWithState variables, group
+   * state, registered aggregations' buffers) checked against the layout Spark's schema files record, one line per
+   * state. A checkpoint with entries in another layout is refused,
    * unless every one of them is in the layout the user names for its state (`writtenAs`) and none fits both: then
    * that layout is recorded beside the state ([[WrittenAsRecordFiles]]), and statesnap's first migration of the
    * state converts each entry from the layout it is in. @return the lines, and the layouts to record
    */
   private def layoutScan(spark: SparkSession, checkpoint: StoppedCheckpoint, batch: Long,
       writtenAs: Map[String, StructType]): (Seq[String], Seq[WrittenAs]) = {
-    val (counted, speed) = LayoutScan(spark, checkpoint, batch, writtenAs)
-    writtenAs.keySet.diff(counted.map(_.state).toSet).toSeq.sorted.foreach { state =>
+    val trusted = StatesnapCheckpointReader.sparkRecords(checkpoint.location, checkpoint.hadoopConf)
+    val named = trusted.collect { case (_, r) if r.operator == OperatorKind.TransformWithState => r.stateName }
+    writtenAs.keySet.diff(named.toSet).toSeq.sorted.foreach { state =>
       checkpoint.refuse(s"--written-as names state '$state', which no transformWithState operator of the checkpoint " +
-        s"holds (its states: ${counted.map(c => s"'${c.state}'").distinct.mkString(", ")})")
+        s"holds (its states: ${named.distinct.map(s => s"'$s'").mkString(", ")})")
     }
-    val lines = counted.map { c =>
-      s"state '${c.state}' of operator ${c.operator}: ${c.inLayout} entries in the layout Spark's schema files " +
-        s"record (${c.layout.simpleString}), " + c.writtenAs.fold("")(w => s"${c.inWrittenAs} in the layout named " +
-        s"(${w.simpleString}), ${c.inBoth} that fit both, ") + s"${c.inNeither} in " +
-        (if (c.writtenAs.isEmpty) "another" else "neither") + c.example.fold("")(e => s" (first: $e)")
-    } ++ Option(speed).filter(_.nonEmpty)
-    val mixed = counted.filter(_.inNeither > 0)
+    val scan = LayoutScan(spark, checkpoint.location, checkpoint.hadoopConf, trusted.map { case (store, record) =>
+      LayoutScan.Scanned(store, StatesnapCheckpointReader.SparkFiles, record,
+        writtenAs.get(record.stateName).filter(_ => record.operator == OperatorKind.TransformWithState))
+    })
+    val lines = scan.lines
+    val mixed = scan.counted.filter(_.inNeither > 0)
     if (mixed.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${mixed.map(c => s"state '${c.state}'")
       .mkString(", ")} holds entries in another layout than Spark's schema files record: a deploy ran with " +
       "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own, and statesnap will not read " +
-      "them under either. If one application version wrote them, name its value schema: --written-as " +
-      "STATE='<DDL>' (statesnap then migrates each entry from the layout it is in); else restart the application " +
-      "version that wrote the files' layout, or start from a new checkpoint")
-    val ambiguous = counted.filter(_.inBoth > 0)
+      "them under either. If one application version wrote them (a transformWithState state), name its value " +
+      "schema: --written-as STATE='<DDL>' (statesnap then migrates each entry from the layout it is in); else " +
+      "restart the application version that wrote the files' layout, or start from a new checkpoint")
+    val ambiguous = scan.counted.filter(_.inBoth > 0)
     if (ambiguous.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${ambiguous.map(c => s"state " +
       s"'${c.state}'").mkString(", ")} holds entries whose bytes fit both the recorded layout and the one named, so " +
       "no reader can tell which wrote them; statesnap will not guess. Restart the application version that wrote the " +
       "files' layout, or start from a new checkpoint")
     val stateRoot = new Path(checkpoint.root, "state").toString
-    (lines, counted.filter(_.inWrittenAs > 0).map { c =>
-      val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, c.operator, batch, checkpoint.hadoopConf)(
-        c.state)
+    (lines, scan.counted.filter(_.inWrittenAs > 0).map { c =>
+      val recorded = trusted.collectFirst { case (s, r) if s.operator == c.operator && r.stateName == c.state => r }.get
       val record = SparkSchemaRecords.transformWithState(c.state, recorded.kind,
         StateDecision.schemaOf(recorded.keySnapshot), c.writtenAs.get).copy(recordedAtVersion = batch + 1)
       val file = WrittenAsRecordFiles.file(stateRoot, c.operator, c.state, batch + 1)

@@ -127,15 +127,23 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
   private lazy val changelog =
     members.changelogWriter.invoke(rocksDB).asInstanceOf[Option[StateStoreChangelogWriter]]
 
-  /** A stored key as the application sees it (for errors), or its bytes when it does not decode. */
-  private def describeKey(key: Array[Byte]): String = try {
-    val keyEncoder = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, newValueSchema), keySpec,
-      columnFamily.isDefined)
+  /**
+   * A stored key as the application sees it (for errors), or its bytes when it does not decode. A plain key (a
+   * version byte, then a row) is checked against its layout before any field is read ([[UnsafeRowLayout.describe]]);
+   * the composite key of a map state is decoded by Spark's own encoder.
+   */
+  private def describeKey(key: Array[Byte]): String = {
     val stored = if (columnFamily.isDefined) RocksDBStateStoreProvider.decodeStateRowWithPrefix(key) else key
-    keyEncoder.decodeKey(stored).toSeq(keySpec.keySchema)
-      .mkString("[", ", ", "]")
-  } catch {
-    case NonFatal(_) => key.map("%02x".format(_)).mkString("0x", "", "")
+    keySpec match {
+      case NoPrefixKeyStateEncoderSpec(keySchema) =>
+        UnsafeRowLayout.describe(stored, 1, stored.length - 1, Some(keySchema))
+      case _ => try {
+        RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, newValueSchema), keySpec,
+          columnFamily.isDefined).decodeKey(stored).toSeq(keySpec.keySchema).mkString("[", ", ", "]")
+      } catch {
+        case NonFatal(_) => UnsafeRowLayout.describe(key, 0, key.length, None)
+      }
+    }
   }
 }
 

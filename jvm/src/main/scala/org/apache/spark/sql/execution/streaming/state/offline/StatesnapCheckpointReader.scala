@@ -55,26 +55,38 @@ object StatesnapCheckpointReader {
         val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
           .flatMap(ids => ids.lift(storeIndex(name, ids.length)))
         val store = Store(operator, partition, name, commit.batch + 1)
-        readStore(fs, dir, store, id, commit.codec, columnFamily, hadoopConf).map(Entries(store, _))
+        readStore(fs, dir, store, id, commit, Some(columnFamily), hadoopConf).map(Entries(store, _))
       }
     }
   }
 
   /**
-   * The entries of `columnFamily` in the default store of one partition of `operator`, at the latest committed batch
-   * (None when the store has no such family): what one task of a job over partitions reads.
+   * The entries of one partition's store `storeName` of `operator` at the latest committed batch: of `columnFamily`,
+   * or of the whole store when None (the single state of a store without column families). None when the store has
+   * no such family, or has families where None asks for a store without: what one task of a job over partitions reads.
    */
-  def family(checkpoint: String, operator: Int, partition: Int, columnFamily: String,
+  def family(checkpoint: String, operator: Int, partition: Int, storeName: String, columnFamily: Option[String],
       hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
     val root = new Path(checkpoint)
     val fs = fileSystem(root, hadoopConf)
     latestCommit(fs, root).flatMap { commit =>
-      val dir = new Path(root, s"state/$operator/$partition")
+      val partitionDir = new Path(root, s"state/$operator/$partition")
+      val dir = if (storeName == DefaultStore) partitionDir else new Path(partitionDir, storeName)
       val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
-        .flatMap(ids => ids.lift(storeIndex(DefaultStore, ids.length)))
-      readStore(fs, dir, Store(operator, partition, DefaultStore, commit.batch + 1), id, commit.codec, columnFamily,
+        .flatMap(ids => ids.lift(storeIndex(storeName, ids.length)))
+      readStore(fs, dir, Store(operator, partition, storeName, commit.batch + 1), id, commit, columnFamily,
         hadoopConf)
     }
+  }
+
+  /**
+   * What RocksDB's merge operator put between the values merged into one key (list state's elements) in the
+   * checkpoint's stores, as its latest committed batch pins it.
+   */
+  def mergeDelimiter(checkpoint: String, hadoopConf: Configuration): Array[Byte] = {
+    val root = new Path(checkpoint)
+    latestCommit(fileSystem(root, hadoopConf), root).fold(StatesnapSparkGlue.mergeDelimiter(Map.empty[String, String]))(
+      _.mergeDelimiter)
   }
 
   /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
@@ -84,11 +96,15 @@ object StatesnapCheckpointReader {
         e.store.version, k, v) }
     }.asJava
 
-  /** Where statesnap keeps a record: in its store's catalog family, beside the store, or where `migrate` keeps it. */
+  /**
+   * Where a state's record is kept: in its store's catalog family, beside the store, or where `migrate` keeps it
+   * (statesnap's); or nowhere yet, made from Spark's own schema files (a checkpoint of Spark's provider).
+   */
   sealed trait Kept
   case object InStore extends Kept
   case object BesideStore extends Kept
   case object Migrated extends Kept
+  case object SparkFiles extends Kept
 
   /**
    * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
@@ -110,10 +126,7 @@ object StatesnapCheckpointReader {
       val root = OperatorRecordFiles.root(stateRoot.toString, operator)
       OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(root, partition, name),
         OperatorRecordFiles.legacy(root, partition, name), version).toSeq.map { file =>
-        val in = fs.open(file)
-        (Store(operator, partition, name, version), BesideStore: Kept, CheckpointFile.read(file, "statesnap's record") {
-          try in.readAllBytes() finally in.close()
-        })
+        (Store(operator, partition, name, version), BesideStore: Kept, OperatorRecordFiles.bytes(fs, file))
       }
     }
     val migrated = perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
@@ -131,13 +144,13 @@ object StatesnapCheckpointReader {
     }.asJava
 
   /**
-   * For py4j: the records statesnap starts from for states it holds no record of yet (a checkpoint adopted from
-   * Spark's provider), made from Spark's own schema files at the latest committed batch: every user column family
-   * of a transformWithState operator (map state by its user key; value state otherwise, as Spark's files do not
-   * tell value from list), and the group state or aggregation of other operators. `[operator, store, record
-   * bytes]`, one per state and operator.
+   * The records statesnap starts from for states it holds no record of yet (a checkpoint adopted from Spark's
+   * provider), made from Spark's own schema files at the latest committed batch: every user column family of a
+   * transformWithState operator (map state by its user key; value or list as its operator metadata says), and the
+   * single state of each store of other operators (group state, an aggregation's buffers, a join's or dedup's rows).
+   * One per state and store: partition 0 stands for all.
    */
-  def sparkSchemaRecords(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+  def sparkRecords(checkpoint: String, hadoopConf: Configuration): Seq[(Store, StateSnapshotRecord)] =
     perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
       // Spark's schema files are per operator and store: partition 0 stands for all.
       if (partition != 0) Nil else {
@@ -147,9 +160,25 @@ object StatesnapCheckpointReader {
         else StatesnapSparkSchemaFiles.singleState(id, hadoopConf).toSeq.flatMap { case (key, value) =>
           SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
         }
-        records.map(r => Array[Any](operator, name, r.toBytes))
+        records.map(Store(operator, 0, name, commit.batch + 1) -> _)
       }
-    }.asJava
+    }
+
+  /**
+   * The records state `state` is read with at the latest committed batch: statesnap's own, wherever it keeps them
+   * ([[records]]), else those made from Spark's files ([[sparkRecords]]). What `check` judges and scans.
+   */
+  def recordsOf(checkpoint: String, state: String,
+      hadoopConf: Configuration): Seq[(Store, Kept, StateSnapshotRecord)] = {
+    val own = records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
+      (store, kept, CheckpointFile.read(s"of state store $store ($kept)", "statesnap's record") {
+        StateSnapshotRecord.fromBytes(bytes)
+      })
+    }.filter(_._3.stateName == state)
+    if (own.nonEmpty) own else sparkRecords(checkpoint, hadoopConf).collect {
+      case (store, record) if record.stateName == state => (store, SparkFiles: Kept, record)
+    }
+  }
 
   /**
    * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
@@ -197,8 +226,14 @@ object StatesnapCheckpointReader {
     }
   }
 
-  /** The newest batch in `commits/`, its checkpoint format's unique ids, and the codec its offsets pin. */
-  private final case class Commit(batch: Long, uniqueIds: Option[Map[Int, Seq[Seq[String]]]], codec: String)
+  /** The newest batch in `commits/`, its checkpoint format's unique ids, and the confs its offsets pin. */
+  private final case class Commit(batch: Long, uniqueIds: Option[Map[Int, Seq[Seq[String]]]],
+      pinned: Map[String, String]) {
+    /** The codec of the state files: the one the query pinned, not this JVM's default. */
+    def codec: String = pinned.getOrElse("spark.sql.streaming.stateStore.compression.codec", "lz4")
+    /** What RocksDB's merge operator put between the values merged into one key (list state's elements). */
+    def mergeDelimiter: Array[Byte] = StatesnapSparkGlue.mergeDelimiter(pinned)
+  }
 
   private def latestCommit(fs: FileSystem, root: Path): Option[Commit] = {
     val commits = new Path(root, "commits")
@@ -216,14 +251,13 @@ object StatesnapCheckpointReader {
           case _ => None
         }
       } else None }
-      // The codec of the state files is the one the query's offset log pins, not this JVM's default.
       val offsets = new Path(new Path(root, "offsets"), batch.toString)
-      val codec = CheckpointFile.read(offsets, "Spark's offset log entry") {
-        (if (fs.exists(offsets)) readLines(fs, offsets).lift(1) else None).map(JsonMethods.parse(_))
-          .map(_ \ "conf" \ "spark.sql.streaming.stateStore.compression.codec").collect { case JString(c) => c }
-          .getOrElse("lz4")
+      val pinned = CheckpointFile.read(offsets, "Spark's offset log entry") {
+        (if (fs.exists(offsets)) readLines(fs, offsets).lift(1) else None).map(JsonMethods.parse(_) \ "conf")
+          .collect { case JObject(confs) => confs.collect { case (k, JString(v)) => k -> v }.toMap }
+          .getOrElse(Map.empty[String, String])
       }
-      Commit(batch, ids, codec)
+      Commit(batch, ids, pinned)
     }
   }
 
@@ -250,25 +284,31 @@ object StatesnapCheckpointReader {
     Seq("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue")
       .indexOf(storeName)
 
-  private def readStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], codec: String,
-      columnFamily: String, hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
+  private def readStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], commit: Commit,
+      columnFamily: Option[String], hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
     val local = Files.createTempDirectory("statesnap-read-").toFile
-    val files = new RocksDBFileManager(dir.toString, new File(local, "tmp"), hadoopConf, codec, "statesnap-read",
+    val files = new RocksDBFileManager(dir.toString, new File(local, "tmp"), hadoopConf, commit.codec, "statesnap-read",
       StateStoreConf.empty, false, None)
     try plan(fs, dir, files, store.version, id) match {
       // Without a snapshot there is no column family: a store of an operator that keeps none.
       case (None, _) => None
       case (Some((baseVersion, baseId)), replay) =>
         val (rocks, families) = open(fs, dir, baseVersion, baseId, new File(local, "db"))
-        try families.get(columnFamily).map { cfId =>
-          val prefix = RocksDBStateStoreProvider.getColumnFamilyIdAsBytes(cfId)
+        // A store without column families keeps its keys unprefixed: the whole database is its one state.
+        val prefixOf = columnFamily match {
+          case Some(cf) => families.get(cf).map(RocksDBStateStoreProvider.getColumnFamilyIdAsBytes)
+          case None => Option.when(families.isEmpty)(Array.emptyByteArray)
+        }
+        try prefixOf.map { prefix =>
           val entries = new TreeMap[Array[Byte], Array[Byte]](UnsignedBytes)
           val it = rocks.newIterator()
           try {
             it.seek(prefix)
             while (it.isValid && startsWith(it.key, prefix)) { entries.put(it.key, it.value); it.next() }
           } finally it.close()
-          replay.foreach { case (version, replayId) => applyChangelog(files, version, replayId, prefix, entries) }
+          replay.foreach { case (version, replayId) =>
+            applyChangelog(files, version, replayId, prefix, commit.mergeDelimiter, entries)
+          }
           entries.asScala.toSeq.map { case (k, v) => (k.drop(prefix.length), v) }
         } finally rocks.close()
     } finally {
@@ -323,14 +363,14 @@ object StatesnapCheckpointReader {
 
   /** Applies one changelog's records of a column family to `entries`, as RocksDB's replay does. */
   private def applyChangelog(files: RocksDBFileManager, version: Long, id: Option[String], prefix: Array[Byte],
-      entries: TreeMap[Array[Byte], Array[Byte]]): Unit = {
+      delimiter: Array[Byte], entries: TreeMap[Array[Byte], Array[Byte]]): Unit = {
     val reader = files.getChangelogReader(version, id)
     try reader.foreach { case (recordType, key, value) =>
       if (startsWith(key, prefix)) recordType match {
         case RecordType.PUT_RECORD => entries.put(key, value)
         case RecordType.DELETE_RECORD => entries.remove(key)
-        // RocksDB's string-append merge operator: old, ',', new.
-        case RecordType.MERGE_RECORD => entries.put(key, Option(entries.get(key)).map(_ ++ Array(','.toByte) ++ value)
+        // RocksDB's string-append merge operator: old, the delimiter its version pins, new.
+        case RecordType.MERGE_RECORD => entries.put(key, Option(entries.get(key)).map(_ ++ delimiter ++ value)
           .getOrElse(value))
         case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
       }

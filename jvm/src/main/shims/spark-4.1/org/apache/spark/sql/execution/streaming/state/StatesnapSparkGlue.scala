@@ -18,6 +18,9 @@ object StatesnapSparkGlue {
   /** How list state joins its elements in one RocksDB value: Spark 4.1's merge operator puts a ',' between them. */
   def mergeDelimiter(rocksDB: RocksDB): Array[Byte] = Array(','.toByte)
 
+  /** The same for a checkpoint whose offset log pins `pinnedConfs`, read offline: ',' in 4.1. */
+  def mergeDelimiter(pinnedConfs: Map[String, String]): Array[Byte] = Array(','.toByte)
+
   /** The codec of one list state's elements, `[int length][value bytes]` each, joined by [[mergeDelimiter]]. */
   def listValueEncoder(data: RocksDBDataEncoder, valueSchema: StructType, rocksDB: RocksDB): MultiValuedStateEncoder =
     new MultiValuedStateEncoder(data, valueSchema)

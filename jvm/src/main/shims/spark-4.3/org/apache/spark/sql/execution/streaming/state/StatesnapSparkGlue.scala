@@ -3,6 +3,7 @@ package org.apache.spark.sql.execution.streaming.state
 import java.nio.charset.StandardCharsets
 
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
 
 /** Spark internals whose shape differs between Spark minors, for Spark 4.3 (see `jvm/src/main/shims`). */
@@ -25,6 +26,18 @@ object StatesnapSparkGlue {
    * before 4.2), nothing under version 2 (`rocksdb.mergeOperatorVersion`, pinned per checkpoint).
    */
   def mergeDelimiter(rocksDB: RocksDB): Array[Byte] = rocksDB.mergeDelimiter.getBytes(StandardCharsets.UTF_8)
+
+  /**
+   * The same for a checkpoint whose offset log pins `pinnedConfs`, read offline: as `RocksDB` picks it from the
+   * pinned merge operator version, which a checkpoint from before 4.2 does not pin (Spark reads it as version 1).
+   */
+  def mergeDelimiter(pinnedConfs: Map[String, String]): Array[Byte] =
+    pinnedConfs.getOrElse(SQLConf.STATE_STORE_ROCKSDB_MERGE_OPERATOR_VERSION.key, "1") match {
+      case "1" => Array(','.toByte)
+      case "2" => Array.emptyByteArray
+      case other => throw new IllegalArgumentException(s"the offset log pins RocksDB merge operator version " +
+        s"$other, which Spark ${org.apache.spark.SPARK_VERSION} does not know")
+    }
 
   /** The codec of one list state's elements, `[int length][value bytes]` each, joined by [[mergeDelimiter]]. */
   def listValueEncoder(data: RocksDBDataEncoder, valueSchema: StructType, rocksDB: RocksDB): MultiValuedStateEncoder =
