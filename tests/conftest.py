@@ -34,6 +34,9 @@ def spark() -> SparkSession:
         SparkSession.builder.master("local[2]")
         .appName("statesnap-tests")
         .config("spark.sql.shuffle.partitions", "2")
+        # A small heap on purpose: a corrupt length field that allocates before it reads fails the format property
+        # tests (test_format_properties.py) with OutOfMemoryError instead of passing on a large machine.
+        .config("spark.driver.memory", "1g")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
