@@ -25,6 +25,9 @@ def pinned_provider(checkpoint: str) -> str:
     return json.loads(latest.read_text().splitlines()[1])["conf"][PROVIDER]
 
 
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
 def offsets_bytes(checkpoint: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((Path(checkpoint) / "offsets").iterdir())}
 
@@ -126,20 +129,24 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     assert released.seen == adopted.seen and released.migrated_entries is None
 
 
-def test_group_state_left_in_two_layouts_is_refused_by_adopt_and_check(spark, app_dirs, on_provider, cli):
+@pytest.mark.parametrize("changelog", ["false", "true"])
+def test_group_state_left_in_two_layouts_is_refused_by_adopt_and_check(spark, app_dirs, on_provider, cli, changelog):
     """Group state that a deploy with Spark's schema check off wrote in its own layout for one key: adopt and check
     scan every entry of the single state of the operator's stores, count the one in another layout, and change
-    nothing."""
+    nothing. With changelog checkpointing the stores have no snapshot yet: every entry comes from the changelogs."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set"), ("b", 2, "set"), ("c", 3, "set")])
-    on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
-    spark.conf.set("spark.sql.streaming.stateStore.stateSchemaCheck", "false")
+    spark.conf.set(CHANGELOG, changelog)  # pinned in the offset log by the first run
     try:
+        on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
+        spark.conf.set("spark.sql.streaming.stateStore.stateSchemaCheck", "false")
         write_input(source, [("a", 9, "set")])
         on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int, tag string",
                                                        lambda v: (v, "new")))
     finally:
         spark.conf.unset("spark.sql.streaming.stateStore.stateSchemaCheck")
+        spark.conf.unset(CHANGELOG)
+    assert (changelog == "true") == (not list(Path(checkpoint).glob("state/0/*/*.zip")))
     before = {str(p): p.read_bytes() for p in sorted(Path(checkpoint).rglob("*")) if p.is_file()}
     counted = "state 'groupState' of operator 0: 2 entries in the layout Spark's schema files record "
     for dry_run in (("--dry-run",), ()):

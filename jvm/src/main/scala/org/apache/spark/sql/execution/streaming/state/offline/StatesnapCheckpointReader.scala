@@ -31,7 +31,8 @@ import org.rocksdb.{Options, RocksDB => NativeRocksDB, StringAppendOperator}
  * scheme with a FileSystem on the classpath). A snapshot's SST files are linked, not copied, when they are
  * local; only a remote store's are copied to a local directory, deleted afterwards.
  *
- * The column family is collected in memory: meant for statesnap's records and small test states.
+ * [[read]] collects a column family in memory (statesnap's records, small test states); [[foreachEntry]] streams a
+ * state through, holding only what the changelogs after the snapshot touched.
  */
 object StatesnapCheckpointReader {
   /** One store at the version read: `state/<operator>/<partition>[/<store>]`. */
@@ -61,21 +62,22 @@ object StatesnapCheckpointReader {
   }
 
   /**
-   * The entries of one partition's store `storeName` of `operator` at the latest committed batch: of `columnFamily`,
-   * or of the whole store when None (the single state of a store without column families). None when the store has
-   * no such family, or has families where None asks for a store without: what one task of a job over partitions reads.
+   * Calls `visit` with every entry of one partition's store `storeName` of `operator` at the latest committed batch,
+   * in key order, streaming (what one task of a job over partitions reads): of `columnFamily`, or of the whole store
+   * when None (the single state of a store without column families).
+   * @return false when the store has no such family, or has families where None asks for a store without
    */
-  def family(checkpoint: String, operator: Int, partition: Int, storeName: String, columnFamily: Option[String],
-      hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
+  def foreachEntry(checkpoint: String, operator: Int, partition: Int, storeName: String, columnFamily: Option[String],
+      hadoopConf: Configuration)(visit: (Array[Byte], Array[Byte]) => Unit): Boolean = {
     val root = new Path(checkpoint)
     val fs = fileSystem(root, hadoopConf)
-    latestCommit(fs, root).flatMap { commit =>
+    latestCommit(fs, root).exists { commit =>
       val partitionDir = new Path(root, s"state/$operator/$partition")
       val dir = if (storeName == DefaultStore) partitionDir else new Path(partitionDir, storeName)
       val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
         .flatMap(ids => ids.lift(storeIndex(storeName, ids.length)))
-      readStore(fs, dir, Store(operator, partition, storeName, commit.batch + 1), id, commit, columnFamily,
-        hadoopConf)
+      visitStore(fs, dir, Store(operator, partition, storeName, commit.batch + 1), id, commit, columnFamily,
+        hadoopConf)(visit)
     }
   }
 
@@ -286,35 +288,75 @@ object StatesnapCheckpointReader {
 
   private def readStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], commit: Commit,
       columnFamily: Option[String], hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {
+    val entries = Seq.newBuilder[(Array[Byte], Array[Byte])]
+    Option.when(visitStore(fs, dir, store, id, commit, columnFamily, hadoopConf)((k, v) => entries += k -> v))(
+      entries.result())
+  }
+
+  /**
+   * Calls `visit` with every entry (key without the family's prefix, value) of a store's `columnFamily` (None: the
+   * whole store, one without families), in key order, as Spark would load the version: its snapshot's entries
+   * streamed from RocksDB, overlaid by the changelogs after it. Only what those changelogs touch is held in memory.
+   * @return false when the store has no such family (or, for None, has families), or no state at all
+   */
+  private def visitStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], commit: Commit,
+      columnFamily: Option[String], hadoopConf: Configuration)(visit: (Array[Byte], Array[Byte]) => Unit): Boolean = {
     val local = Files.createTempDirectory("statesnap-read-").toFile
     val files = new RocksDBFileManager(dir.toString, new File(local, "tmp"), hadoopConf, commit.codec, "statesnap-read",
       StateStoreConf.empty, false, None)
-    try plan(fs, dir, files, store.version, id) match {
-      // Without a snapshot there is no column family: a store of an operator that keeps none.
-      case (None, _) => None
-      case (Some((baseVersion, baseId)), replay) =>
-        val (rocks, families) = open(fs, dir, baseVersion, baseId, new File(local, "db"))
-        // A store without column families keeps its keys unprefixed: the whole database is its one state.
-        val prefixOf = columnFamily match {
+    try {
+      val (base, replay) = plan(fs, dir, files, store.version, id)
+      if (base.isEmpty && replay.isEmpty) return false
+      val opened = base.map { case (v, u) => open(fs, dir, v, u, new File(local, "db")) }
+      try {
+        // A store without column families keeps its keys unprefixed (and changelogs alone cannot name families,
+        // which is why Spark snapshots every version that creates one): the whole database is its one state.
+        val families = opened.fold(Map.empty[String, Short])(_._2)
+        val prefix = columnFamily match {
           case Some(cf) => families.get(cf).map(RocksDBStateStoreProvider.getColumnFamilyIdAsBytes)
           case None => Option.when(families.isEmpty)(Array.emptyByteArray)
         }
-        try prefixOf.map { prefix =>
-          val entries = new TreeMap[Array[Byte], Array[Byte]](UnsignedBytes)
-          val it = rocks.newIterator()
-          try {
-            it.seek(prefix)
-            while (it.isValid && startsWith(it.key, prefix)) { entries.put(it.key, it.value); it.next() }
-          } finally it.close()
+        prefix.foreach { p =>
+          val rocks = opened.map(_._1)
+          val overlay = new TreeMap[Array[Byte], Option[Array[Byte]]](UnsignedBytes)
           replay.foreach { case (version, replayId) =>
-            applyChangelog(files, version, replayId, prefix, commit.mergeDelimiter, entries)
+            applyChangelog(files, version, replayId, p, commit.mergeDelimiter, rocks, overlay)
           }
-          entries.asScala.toSeq.map { case (k, v) => (k.drop(prefix.length), v) }
-        } finally rocks.close()
+          merged(rocks, p, overlay)((k, v) => visit(k.drop(p.length), v))
+        }
+        prefix.isDefined
+      } finally opened.foreach(_._1.close())
     } finally {
       files.close()
       FileUtils.deleteQuietly(local)
     }
+  }
+
+  /** The snapshot's entries under `prefix` and the overlay's (None: deleted), merged in key order. */
+  private def merged(rocks: Option[NativeRocksDB], prefix: Array[Byte],
+      overlay: TreeMap[Array[Byte], Option[Array[Byte]]])(visit: (Array[Byte], Array[Byte]) => Unit): Unit = {
+    val changed = overlay.tailMap(prefix, true).entrySet().iterator().asScala.takeWhile(e => startsWith(e.getKey,
+      prefix)).buffered
+    def changes(upTo: Option[Array[Byte]]): Unit =
+      while (changed.hasNext && upTo.forall(k => UnsignedBytes.compare(changed.head.getKey, k) < 0)) {
+        val e = changed.next()
+        e.getValue.foreach(visit(e.getKey, _))
+      }
+    rocks.foreach { db =>
+      val it = db.newIterator()
+      try {
+        it.seek(prefix)
+        while (it.isValid && startsWith(it.key, prefix)) {
+          val key = it.key
+          changes(Some(key))
+          if (changed.hasNext && UnsignedBytes.compare(changed.head.getKey, key) == 0) {
+            changed.next().getValue.foreach(visit(key, _))
+          } else visit(key, it.value)
+          it.next()
+        }
+      } finally it.close()
+    }
+    changes(None)
   }
 
   /** The snapshot (version, unique id) the version builds on, if any, and the changelogs to replay after it. */
@@ -361,17 +403,21 @@ object StatesnapCheckpointReader {
     (rocks, families)
   }
 
-  /** Applies one changelog's records of a column family to `entries`, as RocksDB's replay does. */
+  /**
+   * Applies one changelog's records of a column family to `overlay` (over the snapshot `rocks`, if any), as RocksDB's
+   * replay does: a put or delete replaces the entry, a merge appends to it after the delimiter the checkpoint pins.
+   */
   private def applyChangelog(files: RocksDBFileManager, version: Long, id: Option[String], prefix: Array[Byte],
-      delimiter: Array[Byte], entries: TreeMap[Array[Byte], Array[Byte]]): Unit = {
+      delimiter: Array[Byte], rocks: Option[NativeRocksDB],
+      overlay: TreeMap[Array[Byte], Option[Array[Byte]]]): Unit = {
+    def current(key: Array[Byte]): Option[Array[Byte]] =
+      if (overlay.containsKey(key)) overlay.get(key) else rocks.flatMap(db => Option(db.get(key)))
     val reader = files.getChangelogReader(version, id)
     try reader.foreach { case (recordType, key, value) =>
       if (startsWith(key, prefix)) recordType match {
-        case RecordType.PUT_RECORD => entries.put(key, value)
-        case RecordType.DELETE_RECORD => entries.remove(key)
-        // RocksDB's string-append merge operator: old, the delimiter its version pins, new.
-        case RecordType.MERGE_RECORD => entries.put(key, Option(entries.get(key)).map(_ ++ delimiter ++ value)
-          .getOrElse(value))
+        case RecordType.PUT_RECORD => overlay.put(key, Some(value))
+        case RecordType.DELETE_RECORD => overlay.put(key, None)
+        case RecordType.MERGE_RECORD => overlay.put(key, Some(current(key).fold(value)(_ ++ delimiter ++ value)))
         case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
       }
     } finally reader.closeIfNeeded()
