@@ -95,12 +95,16 @@ object SparkSchemaRecords {
   }
 
   /** A record of a whole group-state value (Spark's file, statesnap 0.1) seen as the group state it holds. */
-  def asGroupState(record: StateSnapshotRecord): StateSnapshotRecord = record.valueSnapshot match {
-    case row: RowSchemaSnapshot => GroupStateSnapshot.unwrap(row.schema).fold(record) { case (state, withTimeout) =>
-      record.copy(operator = OperatorKind.ArbitraryState,
-        valueSnapshot = new GroupStateSnapshot(new RowSchemaSnapshot().configure(state), withTimeout))
+  def asGroupState(record: StateSnapshotRecord): StateSnapshotRecord = {
+    val seen = record.valueSnapshot match {
+      case row: RowSchemaSnapshot => GroupStateSnapshot.unwrap(row.schema).fold(record) { case (state, withTimeout) =>
+        record.copy(operator = OperatorKind.ArbitraryState,
+          valueSnapshot = new GroupStateSnapshot(new RowSchemaSnapshot().configure(state), withTimeout))
+      }
+      case _ => record
     }
-    case _ => record
+    // Named as every other path names it (a store's own record, check, adopt): not after the store it is kept in.
+    if (seen.operator == OperatorKind.ArbitraryState) seen.copy(stateName = GroupStateSnapshot.StateField) else seen
   }
 
   /**
