@@ -54,7 +54,7 @@ def main() -> None:
         spark.stop()
 
         started = time.monotonic()
-        migrate = subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--state", "testState",
+        migrate = subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", "--state", "testState",
                                   "--schema", "n bigint, label string, note string"], capture_output=True, text=True)
         command_s = time.monotonic() - started
         if migrate.returncode != 0:

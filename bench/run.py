@@ -216,6 +216,7 @@ def run_scan(repeats: int, keys: int = 1_000_000) -> dict:
     import re
 
     import statesnap
+    import statesnap.tools
 
     spark = session()
     work = Path(tempfile.mkdtemp(prefix="statesnap-bench-scan-"))
@@ -228,10 +229,9 @@ def run_scan(repeats: int, keys: int = 1_000_000) -> dict:
          .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
          .trigger(availableNow=True).start().awaitTermination())
         spark.conf.set(provider_conf, statesnap.PROVIDER_CLASS)
-        switch = spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch
         scan, reader = [], []
         for _ in range(repeats):
-            said = switch.adopt(spark._jsparkSession, checkpoint, True, {}).report()
+            said = "\n".join(statesnap.tools.adopt(checkpoint, dry_run=True).lines)
             found = re.search(r"scanned (\d+) entries .* \((\d+) entries/s\)", said)
             assert found and int(found.group(1)) == keys, said
             scan.append(int(found.group(2)))

@@ -44,11 +44,11 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
 
     before = offsets_bytes(checkpoint)
     code, out = cli("adopt", checkpoint, "--dry-run")
-    assert code == 0 and f"would offsets/0 (the latest batch, committed): {PROVIDER} {STOCK} -> " \
+    assert code == 3 and f"would offsets/0 (the latest batch, committed): {PROVIDER} {STOCK} -> " \
                           f"{statesnap.PROVIDER_CLASS}" in out and "nothing was changed" in out, out
     assert offsets_bytes(checkpoint) == before
     code, out = cli("adopt", checkpoint)
-    assert code == 0 and "done: restart the query" in out, out
+    assert code == 3 and "done: restart the query" in out, out
     assert pinned_provider(checkpoint) == statesnap.PROVIDER_CLASS
     backups = [p for p in (Path(checkpoint) / "_statesnap" / "provider-switch").iterdir() if p.name[0] != "."]
     assert [b.read_bytes() for b in backups] == [before["0"]]
@@ -86,7 +86,7 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
         assert {f: migrated[f] for f in ("count", "events", "last")} == {f: stock[f] for f in ("count", "events", "last")}
 
     code, out = cli("release", checkpoint)
-    assert code == 0 and pinned_provider(checkpoint) == STOCK, out
+    assert code == 3 and pinned_provider(checkpoint) == STOCK, out
     # Spark's provider, with Spark's own schema check on, reads what statesnap migrated.
     assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
@@ -100,7 +100,7 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     write_input(source, [("a", -7, "set"), ("b", 5, "set")])
     on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int", timeout=True))
     code, out = cli("adopt", checkpoint)
-    assert code == 0, out
+    assert code == 3, out
     code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n bigint, note string")
     assert code == 3 and "no statesnap snapshot yet" in out and "add 'note' string" in out, out
 
@@ -117,12 +117,12 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
         (spark_files / name).write_bytes(data)
     before = offsets_bytes(checkpoint)
     code, out = cli("release", checkpoint)
-    assert code == 2 and "state 'groupState' of operator 0: statesnap recorded" in out and "n:bigint" in out, out
+    assert code == 4 and "state 'groupState' of operator 0: statesnap recorded" in out and "n:bigint" in out, out
     assert offsets_bytes(checkpoint) == before
     for name, data in migrated_files.items():
         (spark_files / name).write_bytes(data)
     code, out = cli("release", checkpoint)
-    assert code == 0, out
+    assert code == 3, out
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
     released = on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n bigint, note string",
                                                               timeout=True))
@@ -151,7 +151,7 @@ def test_group_state_left_in_two_layouts_is_refused_by_adopt_and_check(spark, ap
     counted = "state 'groupState' of operator 0: 2 entries in the layout Spark's schema files record "
     for dry_run in (("--dry-run",), ()):
         code, out = cli("adopt", checkpoint, *dry_run)
-        assert code == 2 and counted in out and "1 in another (first: partition" in out, out
+        assert code == 4 and counted in out and "1 in another (first: partition" in out, out
         assert "key [a]: the nested row 'groupState'" in out and "stateSchemaCheck=false" in out
     code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n int, tag string")
     assert code == 4 and "scan: " + counted in out and "refused: 1 entries of state 'groupState'" in out, out
@@ -168,15 +168,15 @@ def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, o
     on_provider(HDFS, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
     before = offsets_bytes(checkpoint)
     code, out = cli("adopt", checkpoint)
-    assert code == 2 and f"offsets/0 pins the provider {HDFS}" in out and "Nothing was changed" in out
+    assert code == 4 and f"offsets/0 pins the provider {HDFS}" in out and "Nothing was changed" in out
     code, out = cli("release", checkpoint)
-    assert code == 2 and f"offsets/0 pins the provider {HDFS}" in out
+    assert code == 4 and f"offsets/0 pins the provider {HDFS}" in out
 
     # A batch planned but not committed: the query is running, or stopped inside it.
     for name in ("0", ".0.crc"):
         (Path(checkpoint) / "commits" / name).unlink()
     code, out = cli("adopt", checkpoint)
-    assert code == 2 and "its latest batch 0 has no commit" in out
+    assert code == 4 and "its latest batch 0 has no commit" in out
     assert offsets_bytes(checkpoint) == before
 
 
@@ -189,5 +189,5 @@ def test_a_transform_with_state_checkpoint_is_not_adopted_where_spark_runs_it_on
     run_app(spark, source, checkpoint, "n int")
     before = offsets_bytes(checkpoint)
     code, out = cli("adopt", checkpoint)
-    assert code == 2 and "operator 0 is a transformWithState operator" in out and "SPARK-54117" in out
+    assert code == 4 and "operator 0 is a transformWithState operator" in out and "SPARK-54117" in out
     assert offsets_bytes(checkpoint) == before

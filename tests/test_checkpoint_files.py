@@ -21,8 +21,10 @@ SPARK_FILES = {
     "operator metadata": "state/0/_metadata/metadata",
     "state schema file": "state/0/0/_metadata/schema",
 }
-# What a command may print when it refuses: one of statesnap's error classes, or a refusal of the offline tools.
-REFUSAL = re.compile(r"^statesnap (inspect|check|adopt): (\[STATESNAP_[A-Z_]+\] |cannot adopt )", re.M)
+# What a command may print when it fails: one of statesnap's error classes, a refusal of the offline tools, or
+# inspect's answer for a checkpoint without statesnap's records (this one is Spark's provider's).
+REFUSAL = re.compile(r"^statesnap (inspect|check|adopt): (\[STATESNAP_[A-Z_]+\] |cannot adopt |no statesnap snapshots)",
+                     re.M)
 COMMANDS = (("inspect",), ("check", "--state", "groupState", "--schema", "n bigint"), ("adopt", "--dry-run"))
 
 

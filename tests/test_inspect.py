@@ -26,10 +26,10 @@ def test_inspect_shows_each_state_its_schemas_and_history(spark, app_dirs, capsy
     assert "'count'" not in capsys.readouterr().out
 
 
-def test_inspect_of_a_directory_without_state_says_so(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "statesnap", "inspect", str(tmp_path)], capture_output=True,
-                         text=True, check=True).stdout
-    assert "no statesnap snapshots" in out
+def test_inspect_of_a_directory_without_state_is_an_error(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "statesnap", "inspect", str(tmp_path)], capture_output=True,
+                         text=True)
+    assert run.returncode == 2 and "no statesnap snapshots" in run.stderr, run.stderr[-2000:]
 
 
 def test_the_python_decoder_checks_magic_and_checksum(spark, app_dirs):

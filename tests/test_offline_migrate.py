@@ -64,7 +64,7 @@ def changelog(spark):
 
 def crash_migrate(checkpoint: str, step: str, *args: str) -> subprocess.CompletedProcess:
     """`python -m statesnap migrate` in its own process, its JVM halted after `step` as a crash would."""
-    return subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, *args],
+    return subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", *args],
                           env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, capture_output=True,
                           text=True, timeout=600)
 
@@ -80,21 +80,21 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     assert run_app(spark, source, checkpoint, v1).migrated_entries is None  # Spark's provider ran it
 
     before = files(checkpoint)
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--dry-run")
-    assert code == 0 and "state 'count' of operator 0 (value state, 2 partitions, batch 0): migrate" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint, note string", "--dry-run")
+    assert code == 3 and "state 'count' of operator 0 (value state, 2 partitions, batch 0): migrate" in out, out
     assert "convert 'n' int -> bigint" in out and "would append batch 1" in out and "nothing was changed" in out
     assert files(checkpoint) == before
 
     # Widen and add, widen a list, rename in a map, widen under a TTL: one batch each, every entry rewritten.
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
-    assert code == 0 and "rewrote 2 entries" in out and "done: restart" in out, out
-    code, out = cli("migrate", checkpoint, "--state", "events", "--schema", "n bigint")
-    assert code == 0 and "(list state, 2 partitions, batch 1)" in out and "rewrote 3 entries" in out, out
-    code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint, note string")
+    assert code == 3 and "rewrote 2 entries" in out and "done: restart" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "events", "--schema", "n bigint")
+    assert code == 3 and "(list state, 2 partitions, batch 1)" in out and "rewrote 3 entries" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
-    assert code == 0 and "(map state, 2 partitions, batch 2)" in out and "rewrote 3 entries" in out, out
-    code, out = cli("migrate", checkpoint, "--state", "recent", "--schema", "n bigint")
-    assert code == 0 and "(value state, 2 partitions, batch 3)" in out and "rewrote 2 entries" in out, out
+    assert code == 3 and "(map state, 2 partitions, batch 2)" in out and "rewrote 3 entries" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "recent", "--schema", "n bigint")
+    assert code == 3 and "(value state, 2 partitions, batch 3)" in out and "rewrote 2 entries" in out, out
     # The committed bytes, read without Spark or statesnap: each migrate rewrote every entry of its state into the
     # new layout (state version = batch + 1) and left every other column family byte for byte as it was.
     counts = assert_migrated(checkpoint, "count", "n int", "n bigint, note string", version=2)
@@ -108,7 +108,7 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
         assert read_store(checkpoint, 0, partition, version=2)["count"] == read_store(control, 0, partition)["count"]
     assert_migrated(checkpoint, "events", "n int", "n bigint", version=3, kind="list")
     # statesnap's record of the rename carries its version: the same definition again has nothing left to do.
-    code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "amount bigint",
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
     assert code == 0 and "no entry needs rewriting" in out, out
     # inspect and check read that record too.
@@ -147,20 +147,20 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
                .trigger(processingTime="1 hour").start())
     try:
         running.processAllAvailable()
-        code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint")
-        assert code == 2 and "is running on it; stop it first" in out and "Nothing was changed" in out, out
+        code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint")
+        assert code == 4 and "is running on it; stop it first" in out and "Nothing was changed" in out, out
     finally:
         running.stop()
     before = files(checkpoint)
 
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n smallint")
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n smallint")
     assert code == 4 and "state 'count' of operator 0" in out and "incompatible" in out, out
     assert "'n'" in out and "int" in out and "smallint" in out and "refused: nothing was changed" in out
-    code, out = cli("migrate", checkpoint, "--state", "nosuch", "--schema", "n int")
-    assert code == 2 and "operator 0 has no transformWithState state 'nosuch'" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "nosuch", "--schema", "n int")
+    assert code == 4 and "operator 0 has no transformWithState state 'nosuch'" in out, out
     assert "'count', 'events', 'last'" in out and "Nothing was changed" in out
     # An entry the migration cannot convert stops it; what the other partitions committed is rolled back.
-    code, out = cli("migrate", checkpoint, "--state", "last", "--schema", "n int, sign string", "--snapshot",
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "last", "--schema", "n int, sign string", "--snapshot",
                     '{"version": 2, "derived": {"sign": "CASE WHEN n < 0 THEN raise_error(\'negative\') ELSE '
                     '\'+\' END"}}')
     assert code == 2 and "[STATESNAP_MIGRATION_FAILED]" in out and "'sign'" in out and "negative" in out, out
@@ -179,16 +179,16 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
     kept = commit.read_bytes()
     commit.unlink()
     (Path(checkpoint) / "commits" / ".0.crc").unlink()
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint")
-    assert code == 2 and "its latest batch 0 has no commit" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint")
+    assert code == 4 and "its latest batch 0 has no commit" in out, out
     commit.write_bytes(kept)
 
     # Another stateful operator than transformWithState: migrate would have to append a batch to it too.
     other_source, other = str(tmp_path / "other-input"), str(tmp_path / "other")
     write_input(other_source, [("a", 1, "set")])
     on_provider(STOCK_PROVIDER, lambda: run_group_state_app(spark, other_source, other, "n int"))
-    code, out = cli("migrate", other, "--state", "groupState", "--schema", "n bigint")
-    assert code == 2 and "it has no transformWithState operator" in out, out
+    code, out = cli("migrate", other, "--no-file-sink", "--state", "groupState", "--schema", "n bigint")
+    assert code == 4 and "it has no transformWithState operator" in out, out
 
     # Nothing above changed a byte Spark reads: the old version restarts and reads what it wrote.
     assert {k: v for k, v in files(checkpoint).items() if not k.startswith("commits/.0")} == \
@@ -229,8 +229,8 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
     assert {k: files(checkpoint).get(k) for k in before} == before
 
     # migrate again puts the checkpoint right (rolled back, or finished once its batch committed), then migrates.
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
-    assert code == 0, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint, note string")
+    assert code == 3, out
     if step == "commit":
         assert "finished the migrate interrupted after committing batch 1" in out and "no entry needs" in out, out
     else:
@@ -242,6 +242,75 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
 @pytest.mark.skipif(not ON_41, reason="Spark 4.1 only")
 def test_migrate_on_spark_41_points_to_online_migration(tmp_path, cli):
     (tmp_path / "offsets").mkdir()
-    code, out = cli("migrate", str(tmp_path), "--state", "count", "--schema", "n bigint")
-    assert code == 2 and "transformWithState runs on statesnap's provider" in out and "adopt" in out, out
+    code, out = cli("migrate", str(tmp_path), "--no-file-sink", "--state", "count", "--schema", "n bigint")
+    assert code == 4 and "transformWithState runs on statesnap's provider" in out and "adopt" in out, out
 
+
+
+def file_sink_run(spark, source: str, checkpoint: str, output: str, states: list[StateSpec]) -> None:
+    """One version of a transformWithState query writing to a parquet file sink, one input file per batch."""
+    query = (spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(source).groupBy("id")
+             .transformWithStateInPandas(StatesApp(states), OUTPUT_SCHEMA, "Append", "None")
+             .writeStream.format("parquet").option("path", output).option("checkpointLocation", checkpoint)
+             .outputMode("append").trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+
+
+def sink_rows(spark, output: str) -> list[tuple[str, int]]:
+    """What a reader of the sink's output directory sees (through its _spark_metadata log): (id, count it saw)."""
+    rows = [(r.id, (json.loads(r.seen)["count"] or [None])[0]) for r in spark.read.parquet(output).collect()]
+    return sorted(rows, key=lambda row: (row[0], row[1] is not None, row[1] or 0))
+
+
+@pytest.mark.slow
+@SPARK_42_ON
+def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(spark, tmp_path, cli):
+    """migrate appends a batch; a file sink's log must hold it too, or the query dies at the log's next compaction
+    (every 10 batches) with BATCH_METADATA_NOT_FOUND. The migrated query runs 20 more batches, past two compactions,
+    and its output equals that of a control query that never migrated (the counts it saw, as numbers)."""
+    v1, v2 = [StateSpec("count", "n int")], [StateSpec("count", "n bigint, note string", lambda v: (v, "v2"))]
+    source, control_source = str(tmp_path / "input"), str(tmp_path / "control-input")
+    checkpoint, output = str(tmp_path / "checkpoint"), str(tmp_path / "output")
+    control, control_output = str(tmp_path / "control"), str(tmp_path / "control-output")
+    first = [[("a", 1, "set")], [("b", 2, "set")]]
+    later = [[("ab"[i % 2], 10 + i, "set")] for i in range(20)]
+
+    def add_batches(batches: list) -> None:
+        """One input file per batch, for the query and the control, in the order the file source takes them (by
+        modification time, to the millisecond: set apart here, or files written in one millisecond swap)."""
+        for rows in batches:
+            for directory in (source, control_source):
+                write_input(directory, rows)
+                newest = max(Path(directory).glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+                at = len(list(Path(directory).glob("*.json")))
+                os.utime(newest, (1_700_000_000 + at, 1_700_000_000 + at))
+
+    add_batches(first)
+    file_sink_run(spark, source, checkpoint, output, v1)
+    file_sink_run(spark, control_source, control, control_output, v1)
+    before, unchanged = sink_rows(spark, output), files(checkpoint)
+
+    # Without its sink named, or with another query's output, migrate refuses and changes nothing.
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    assert code == 4 and "Name its sink: --file-sink <output path>" in out and "Nothing was changed" in out, out
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
+                    str(tmp_path / "input"))
+    assert code == 4 and "has no file sink log" in out, out
+    assert files(checkpoint) == unchanged and sink_rows(spark, output) == before
+
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
+                    output)
+    assert code == 3 and "done: add batch 2, with no files, to the file sink's log" in out, out
+    assert (Path(output) / "_spark_metadata" / "2").read_text().strip() == "v1"  # Spark's own entry, no files
+    assert sink_rows(spark, output) == before  # a reader of the output sees the same rows
+
+    add_batches(later)
+    file_sink_run(spark, source, checkpoint, output, v2)
+    file_sink_run(spark, control_source, control, control_output, v1)
+    log = {p.name for p in (Path(output) / "_spark_metadata").iterdir() if not p.name.startswith(".")}
+    assert {"9.compact", "19.compact", "22"} <= log, sorted(log)
+    assert len(before) == 2 and sink_rows(spark, output) == sink_rows(spark, control_output)
+    assert [c for _, c in sink_rows(spark, output)].count(None) == 2  # each key's first row saw no state

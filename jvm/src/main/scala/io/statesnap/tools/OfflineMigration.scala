@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory
  *  3. Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`,
  *     and statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version
  *     and history, which Spark's files cannot hold);
- *  4. `commits/N+1`;
+ *  4. `commits/N+1`, and batch N+1 in the log of the query's sink if it keeps one ([[QuerySink]]);
  *  5. `offsets/N+1` again, pinning Spark's provider.
  * A crash anywhere leaves a checkpoint no query restarts on; running `migrate` again rolls back an unfinished
  * batch (before step 4) or finishes it (after), and then migrates as asked.
@@ -40,7 +40,7 @@ object OfflineMigration {
   val InterruptedProvider = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
   /**
    * Test hook: the step after which `migrate` halts its JVM, as a crash would (`poisoned`, `partition` (inside
-   * the first partition's rewrite), `schema`, `commit`). Never set it on a real checkpoint.
+   * the first partition's rewrite), `schema`, `commit`, `sink`). Never set it on a real checkpoint.
    */
   val CrashAtEnv = "STATESNAP_TEST_CRASH_MIGRATE_AT"
   private val Spark = ProviderClasses.SparkRocksDB
@@ -58,18 +58,22 @@ object OfflineMigration {
    * @param valueJson the value schema the new application version declares (Spark JSON)
    * @param definitionJson the definition it registers for the state (`RowSnapshot.to_json`), or null
    * @param mode the compatibility mode it sets, or null
+   * @param fileSink the output path of the query's file sink, or null
+   * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
    */
   def migrate(spark: SparkSession, location: String, state: String, valueJson: String, definitionJson: String,
-      mode: String, dryRun: Boolean): ToolReport = {
+      mode: String, fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
       "state online: `python -m statesnap adopt` the checkpoint and restart the new application version")
-    val recovered = recover(checkpoint, dryRun)
+    val sink = QuerySink.named(spark, Option(fileSink), noFileSink, checkpoint.refuse)
+    val recovered = recover(checkpoint, sink, dryRun)
     if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
-      "changed; run migrate without --dry-run to put the checkpoint right first")
+      "changed; run migrate without --dry-run to put the checkpoint right first", ToolReport.Change)
 
     val target = find(checkpoint, state)
+    sink.requireAt(target.batch, checkpoint.refuse)
     val declared = CompatibilityCheck.declare(target.recorded, None, None, None,
       DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
     val verdict = CompatibilityCheck.verdict(target.recorded, declared)
@@ -83,16 +87,19 @@ object OfflineMigration {
           s"'$state' rewritten in the ${target.partitions.size} partitions of operator ${target.operator}, each " +
           s"committed as state version ${next + 1}",
           s"Spark's schema file for batch $next says the value schema " +
-            StateDecision.schemaOf(declared.valueSnapshot).simpleString)
-        if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed")
-        else ToolReport(decided ++ plan.map(_.replaceFirst("^append", "appended")) ++
-          append(spark, checkpoint, target, declared, record.copy(recordedAtVersion = next + 1)))
+            StateDecision.schemaOf(declared.valueSnapshot).simpleString) ++ sink.says(next)
+        if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
+        else ToolReport(decided ++ plan.map("done: " + _) ++
+          append(spark, checkpoint, target, declared, record.copy(recordedAtVersion = next + 1), sink),
+          ToolReport.Change)
       case _: StateDecision.Refuse => ToolReport(decided :+ "refused: nothing was changed. Keep the recorded " +
-        "schema, or register a definition that says how to convert (--snapshot)", refused = true)
+        "schema, or register a definition that says how to convert (--snapshot)", ToolReport.Refused)
+      // A batch put right above is a change, even when the state itself needs none.
       case StateDecision.AsIs => ToolReport(decided :+ "no entry needs rewriting: the state already has that " +
-        "schema; nothing was changed")
+        "schema; nothing was changed", if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
       case _: StateDecision.Record => ToolReport(decided :+ "no entry needs rewriting (the bytes keep their " +
-        "layout); nothing was changed: restart the new application version, whose schema Spark's own check judges")
+        "layout); nothing was changed: restart the new application version, whose schema Spark's own check judges",
+        if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
     }
   }
 
@@ -132,7 +139,7 @@ object OfflineMigration {
 
   /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
   private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target,
-      declared: StateSnapshotRecord, record: StateSnapshotRecord): Seq[String] = {
+      declared: StateSnapshotRecord, record: StateSnapshotRecord, sink: QuerySink): Seq[String] = {
     val next = target.batch + 1
     val crashAt = sys.env.get(CrashAtEnv)
     def crashPoint(step: String): Unit = if (crashAt.contains(step)) Runtime.getRuntime.halt(137)
@@ -170,6 +177,8 @@ object OfflineMigration {
     crashPoint("schema")
     checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(target.batch)))
     crashPoint("commit")
+    sink.append(next)
+    crashPoint("sink")
     checkpoint.write(checkpoint.offsetsFile(next), offsets)
     if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != Spark) {
       throw new IllegalStateException(s"migrate of ${checkpoint.location}: Spark does not read batch $next back " +
@@ -186,21 +195,23 @@ object OfflineMigration {
    * rolled back otherwise. A restart tried meanwhile may have planned one more batch on the same pin, failing
    * before it ran: that batch is removed first. @return what was (on a dry run: would be) done
    */
-  private def recover(checkpoint: StoppedCheckpoint, dryRun: Boolean): Seq[String] = {
+  private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
     val batch = checkpoint.latestBatch
     if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
     else if (checkpoint.committed(batch)) {
       if (!dryRun) {
+        sink.append(batch)
         val file = checkpoint.offsetsFile(batch)
         checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), InterruptedProvider, Spark).get)
       }
-      Seq(s"finished the migrate interrupted after committing batch $batch: offsets/$batch pins $Spark again")
+      Seq(s"finished the migrate interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ + "; ") +
+        s"offsets/$batch pins $Spark again")
     } else {
       val done = s"rolled back batch $batch, left uncommitted by an interrupted migrate (or planned by a restart " +
         "it stopped): its state versions, schema files and offsets are removed"
       if (dryRun) Seq(done) else {
         rollBack(checkpoint, batch)
-        done +: recover(checkpoint, dryRun)
+        done +: recover(checkpoint, sink, dryRun)
       }
     }
   }

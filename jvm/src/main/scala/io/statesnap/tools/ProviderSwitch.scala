@@ -48,7 +48,8 @@ object ProviderSwitch {
     val batch = checkpoint.latestCommittedBatch
     val confs = checkpoint.pinnedConfs(batch)
     val current = checkpoint.pinnedProvider(batch)
-    if (current == to) return ToolReport(Seq(s"$location already runs on $to (offsets/$batch): nothing to do"))
+    if (current == to) return ToolReport(Seq(s"$location already runs on $to (offsets/$batch): nothing to do"),
+      ToolReport.Nothing)
     if (current != from) refuse(s"offsets/$batch pins the provider $current; $verb moves a checkpoint from $from")
     checkpoint.requireUnsafeRowState(batch)
     if (to == Statesnap && !StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
@@ -72,7 +73,7 @@ object ProviderSwitch {
       System.currentTimeMillis())
     val plan = scanned ++ layouts.map(_.says) ++ Seq(s"offsets/$batch (the latest batch, committed): " +
       s"$ProviderConf $current -> $to", s"backup of the file: $backup")
-    if (dryRun) return ToolReport(plan.map("would " + _) :+ "dry run: nothing was changed")
+    if (dryRun) return ToolReport(plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
     if (to == Statesnap) {
       // What an earlier adopt recorded is replaced by what this scan found.
       val stateRoot = new Path(checkpoint.root, "state").toString
@@ -87,7 +88,7 @@ object ProviderSwitch {
         "what was written, so the original was put back")
     }
     log.info(s"statesnap $verb: $location now runs on $to (offsets/$batch; backup $backup)")
-    ToolReport(plan :+ s"done: restart the query on $to")
+    ToolReport(plan :+ s"done: restart the query on $to", ToolReport.Change)
   }
 
   /**

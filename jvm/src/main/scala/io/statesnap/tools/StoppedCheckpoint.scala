@@ -24,12 +24,13 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   val hadoopConf: Configuration = spark.sessionState.newHadoopConf()
   val fs: FileSystem = root.getFileSystem(hadoopConf)
 
-  def refuse(why: String): Nothing =
-    throw new IllegalArgumentException(s"cannot $verb $location: $why. Nothing was changed.")
+  def refuse(why: String): Nothing = throw new ToolRefusal(s"cannot $verb $location: $why. Nothing was changed.")
 
-  // Spark's logs create their directory when it is missing: look first, so a mistyped path stays a mistake.
-  if (!fs.exists(new Path(root, "offsets"))) refuse("it has no offsets/ directory, so it is not a streaming " +
-    "query's checkpointLocation (or the query never started a batch)")
+  // Spark's logs create their directory when it is missing: look first, so a mistyped path stays a mistake (an error,
+  // not a refusal: there is no checkpoint to refuse).
+  if (!fs.exists(new Path(root, "offsets"))) throw new IllegalArgumentException(s"cannot $verb $location: it has " +
+    "no offsets/ directory, so it is not a streaming query's checkpointLocation (or the query never started a " +
+    "batch). Nothing was changed.")
   StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == fs.makeQualified(root))
     .foreach(q => refuse(s"${q.describe} is running on it; stop it first"))
 

@@ -1,10 +1,29 @@
 package io.statesnap.tools
 
+import scala.jdk.CollectionConverters._
+
 /**
- * What an offline tool did or, on a dry run, would do: one line per step, for the command line.
- * @param refused the tool refused what it was asked (a state it will not migrate), changing nothing
+ * What an offline tool did or, on a dry run, would do: one line per step, and the outcome every tool reports the
+ * same way (Python's `statesnap.tools.Outcome`, and the command line's exit code).
  */
-final case class ToolReport(lines: Seq[String], refused: Boolean = false) {
-  /** The lines as one text, for py4j. */
-  def report: String = lines.mkString("\n")
+final case class ToolReport(lines: Seq[String], outcome: ToolReport.Outcome) {
+  /** The lines, for py4j. */
+  def lineList: java.util.List[String] = lines.asJava
 }
+
+object ToolReport {
+  /** Nothing to change (0), the checkpoint changes or would (3), refused before any change (4). */
+  sealed abstract class Outcome(name: String) {
+    override def toString: String = name
+  }
+  case object Nothing extends Outcome("NOTHING")
+  case object Change extends Outcome("CHANGE")
+  case object Refused extends Outcome("REFUSED")
+}
+
+/**
+ * An offline tool refused what it was asked, before changing anything; the message says why and what to do. Every
+ * tool's refusals are this one type, so that callers tell them from errors (Python's `Outcome.REFUSED`, exit code 4).
+ * Not an IllegalArgumentException, which PySpark turns into its own exception type on the way to Python.
+ */
+final class ToolRefusal(message: String) extends RuntimeException(message)

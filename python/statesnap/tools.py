@@ -1,0 +1,219 @@
+"""statesnap's offline tools as a Python API with typed results, one contract for all of them: what
+``python -m statesnap`` runs, for a notebook or an orchestrator that gates a deploy without parsing text.
+
+Every tool returns a :class:`ToolResult` whose :attr:`~ToolResult.outcome` says what happened, the same way for every
+verb (and the command line's exit code with it):
+
+======================  =========  ===========================================================================
+outcome                 exit code  meaning
+======================  =========  ===========================================================================
+``Outcome.NOTHING``     0          nothing to change: read-only answers, a schema that restarts as is
+``Outcome.CHANGE``      3          the checkpoint changes: migrated, adopted, released (on a dry run: would)
+``Outcome.REFUSED``     4          refused before any change, with the reason and the fix in ``lines``
+======================  =========  ===========================================================================
+
+An error (bad arguments, an unreadable file, a failure part-way that was rolled back) raises :class:`ToolError`;
+the command line prints it as one line and exits 2.
+
+Each function runs in the active SparkSession, or in a local one made for the call (``conf``: Spark confs for it,
+e.g. the Hadoop settings that reach the checkpoint).
+"""
+from __future__ import annotations
+
+import datetime
+import enum
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+from py4j.protocol import Py4JJavaError
+
+from statesnap._snapshots import RowSnapshot, _schema_json
+from statesnap.checkpoint import spark_session
+from statesnap.records import StateSnapshotRecord, parse_record, read_records
+
+__all__ = ["Outcome", "ToolError", "ToolResult", "adopt", "check", "inspect", "migrate", "release"]
+
+_REFUSAL = "io.statesnap.tools.ToolRefusal"
+
+
+class Outcome(enum.Enum):
+    """What a tool did (or, on a dry run, would do), with the command line's exit code as its value."""
+
+    NOTHING = 0
+    CHANGE = 3
+    REFUSED = 4
+
+
+class ToolError(Exception):
+    """A tool failed (exit code 2): bad arguments, an unreadable checkpoint file, a failure that was rolled back."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one tool run found or did.
+
+    ``lines`` are what the command line prints; ``details`` holds the verb's typed findings (``check``: each verdict
+    and the layout scan; ``inspect``: the records), as JSON-ready values."""
+
+    command: str
+    outcome: Outcome
+    lines: list[str]
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.value
+
+    def to_json(self) -> str:
+        return json.dumps({"command": self.command, "outcome": self.outcome.name.lower(),
+                           "exit_code": self.exit_code, "lines": self.lines, **self.details}, sort_keys=True)
+
+
+def _boundary(command: str):
+    """The one place where what a tool raised becomes its result or an error: a refusal of the JVM's
+    (``ToolRefusal``: nothing was changed) is returned as Outcome.REFUSED; anything else raises a ToolError."""
+    def wrap(tool):
+        @functools.wraps(tool)
+        def run(*args, **kwargs) -> ToolResult:
+            try:
+                return tool(*args, **kwargs)
+            except ToolError:
+                raise
+            except Py4JJavaError as e:
+                java = e.java_exception
+                message = _first_line(java.getMessage() or str(java))
+                if java.getClass().getName() == _REFUSAL:
+                    return ToolResult(command, Outcome.REFUSED, [message])
+                raise ToolError(message) from e
+            except Exception as e:  # a tool's boundary: bad arguments (a DDL that does not parse, ...) included
+                raise ToolError(_first_line(str(e)) or type(e).__name__) from e
+        return run
+    return wrap
+
+
+@_boundary("inspect")
+def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
+            conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+    """The snapshot records a checkpoint holds at its latest committed batch (read-only), optionally of ``states``
+    only. A checkpoint without any, or a state it does not hold, is an error naming what it does hold."""
+    with spark_session(dict(conf or {})) as spark:
+        found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
+    if not found:
+        raise ToolError(f"no statesnap snapshots under {checkpoint}/state: not a checkpoint statesnap has run on "
+                        "(adopted and not restarted yet, on Spark's provider, or no committed batch); `check` reads "
+                        "what Spark's own files record")
+    missing = sorted(set(states or ()) - {r.state for _, r in found})
+    if missing:
+        raise ToolError(f"no state {', '.join(repr(s) for s in missing)} under {checkpoint}; its states: "
+                        f"{', '.join(sorted({repr(r.state) for _, r in found}))}")
+    shown = [(store, r) for store, r in found if not states or r.state in states]
+    lines: list[str] = []
+    for store, record in shown:
+        lines += _describe(store, record)
+    return ToolResult("inspect", Outcome.NOTHING, lines, {"records": [
+        {"operator": s.operator, "partition": s.partition, "store": s.store_name, "version": s.version,
+         "state": r.state, "kind": r.kind, "operator_kind": r.operator, "key": r.key.describe(),
+         "value": r.value.describe(), "recorded_at_version": r.recorded_at_version,
+         "compatibility": r.compatibility} for s, r in shown]})
+
+
+@_boundary("check")
+def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = None, key: Optional[str] = None,
+          user_key: Optional[str] = None, snapshot: Optional[RowSnapshot] = None,
+          compatibility: Optional[str] = None, scan: bool = True,
+          conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+    """What restarting with ``schema`` (DDL) for ``state`` would do, decided as a statesnap store decides, and every
+    entry of the state checked against the layout it is read with (``scan``). Writes nothing."""
+    with spark_session(dict(conf or {})) as spark:
+        result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
+            spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
+            _schema_json(schema), snapshot.to_json() if snapshot else None, compatibility, scan)
+        lines, verdicts, outcome = [], [], Outcome.NOTHING
+        if result.fromSparkFiles():
+            lines.append(f"state '{state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "
+                         "provider): checked against what Spark's own schema files record for it (or `migrate` did)")
+        for judged in result.verdicts():
+            verdict, partitions = judged.verdict(), [int(p) for p in judged.partitions()]
+            where = "every partition" if partitions == [-1] else f"partitions {partitions}"
+            changes, problems = list(verdict.changes()), list(verdict.problems())
+            lines.append(f"state '{state}' ({verdict.operator()}), {where}: {verdict.decision()} "
+                         f"(mode: {verdict.mode()})")
+            lines += [f"  - {line}" for line in changes + problems]
+            verdicts.append({"decision": verdict.decision(), "mode": verdict.mode(), "operator": verdict.operator(),
+                             "partitions": partitions, "changes": changes, "problems": problems})
+            outcome = max(outcome, {"migrate": Outcome.CHANGE, "incompatible": Outcome.REFUSED}.get(
+                verdict.decision(), Outcome.NOTHING), key=lambda o: o.value)
+        scanned = [str(line) for line in result.scan()]
+        lines += [f"scan: {line}" for line in scanned]
+        not_in_layout = int(result.notInLayout())
+    if not_in_layout:
+        lines.append(f"refused: {not_in_layout} entries of state '{state}' are not in the layout they are read with, "
+                     "so no decision above holds for them: a deploy ran with "
+                     "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own. A store of "
+                     "statesnap refuses them before writing anything. If one application version wrote them, stop "
+                     "the query and name its value schema: `python -m statesnap adopt <checkpoint> --written-as "
+                     f"{state}='<DDL>'` (a checkpoint of Spark's provider); else restart the application version "
+                     "that wrote the recorded layout")
+        outcome = Outcome.REFUSED
+    return ToolResult("check", outcome, lines, {"verdicts": verdicts, "scan": scanned,
+                                                "entries_not_in_layout": not_in_layout})
+
+
+@_boundary("adopt")
+def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dry_run: bool = False,
+          conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+    """Moves a stopped query's checkpoint from Spark's RocksDB provider to statesnap's, after scanning every entry of
+    the states it is about to trust; ``written_as``: by state, the value schema (DDL) of the application version
+    that wrote, with Spark's schema check off, the entries not in the layout Spark's files record."""
+    with spark_session(dict(conf or {})) as spark:
+        jvm = spark.sparkContext._jvm
+        return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
+            spark._jsparkSession, checkpoint, dry_run,
+            {state: _schema_json(ddl) for state, ddl in (written_as or {}).items()}))
+
+
+@_boundary("release")
+def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+    """Moves a stopped query's checkpoint from statesnap's provider back to Spark's RocksDB provider."""
+    with spark_session(dict(conf or {})) as spark:
+        return _report("release", spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch.release(
+            spark._jsparkSession, checkpoint, dry_run))
+
+
+@_boundary("migrate")
+def migrate(checkpoint: str, state: str, schema: str, *, file_sink: Optional[str] = None,
+            no_file_sink: bool = False, snapshot: Optional[RowSnapshot] = None,
+            compatibility: Optional[str] = None, dry_run: bool = False,
+            conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+    """Migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+), appending
+    one batch; name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``."""
+    with spark_session(dict(conf or {})) as spark:
+        return _report("migrate", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.migrate(
+            spark._jsparkSession, checkpoint, state, _schema_json(schema), snapshot.to_json() if snapshot else None,
+            compatibility, file_sink, no_file_sink, dry_run))
+
+
+def _report(command: str, report: Any) -> ToolResult:
+    """The JVM's ToolReport as a result."""
+    return ToolResult(command, Outcome[str(report.outcome())], [str(line) for line in report.lineList()])
+
+
+def _first_line(message: str) -> str:
+    return next((line.strip() for line in message.splitlines() if line.strip()), message)
+
+
+def _describe(store, record: StateSnapshotRecord) -> list[str]:
+    at = datetime.datetime.fromtimestamp(record.recorded_at_ms / 1000, datetime.timezone.utc)
+    lines = [f"operator {store.operator} partition {store.partition} store {store.store_name} "
+             f"(version {store.version}): {record.kind} state '{record.state}'"
+             + (f" of {record.operator}" if record.operator else ""),
+             f"  key:   {record.key.describe()}",
+             f"  value: {record.value.describe()}",
+             f"  recorded in version {record.recorded_at_version} at {at:%Y-%m-%d %H:%M:%S} UTC, compatibility "
+             f"{record.compatibility or 'BACKWARD (default)'}"]
+    for h in record.history:
+        when = datetime.datetime.fromtimestamp(h.recorded_at_ms / 1000, datetime.timezone.utc)
+        lines.append(f"  earlier: version {h.recorded_at_version} at {when:%Y-%m-%d %H:%M:%S} UTC: {h.description}")
+    return lines

@@ -1,0 +1,82 @@
+"""One contract for the offline tools (issue 19): every verb answers nothing / change / refused / error with the
+same exit code (0 / 3 / 4 / 2), prints the same result as JSON with --json, and is a Python API call returning a
+typed result (``statesnap.tools``) that the command line itself runs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import statesnap.tools as tools
+from apps import STOCK_PROVIDER as STOCK, run_group_state_app, write_input
+
+
+@pytest.fixture
+def stock_checkpoint(spark, app_dirs, on_provider) -> str:
+    """An applyInPandasWithState query's checkpoint on Spark's provider (every minor adopts it)."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set"), ("b", 2, "set")])
+    on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
+    return checkpoint
+
+
+def as_json(cli, *args: str) -> tuple[int, dict]:
+    code, out = cli(*args, "--json")
+    return code, json.loads(out)
+
+
+def test_every_verb_answers_each_outcome_with_the_same_exit_code_and_json(stock_checkpoint, cli, tmp_path):
+    checkpoint = stock_checkpoint
+    cases = [  # (arguments, exit code, outcome)
+        (("check", checkpoint, "--state", "groupState", "--schema", "n int"), 0, "nothing"),
+        (("check", checkpoint, "--state", "groupState", "--schema", "n bigint"), 3, "change"),
+        (("check", checkpoint, "--state", "groupState", "--schema", "n smallint"), 4, "refused"),
+        (("check", checkpoint, "--state", "nosuch", "--schema", "n int"), 2, "error"),
+        (("adopt", checkpoint, "--dry-run"), 3, "change"),
+        (("release", checkpoint), 0, "nothing"),  # it runs on Spark's provider already
+        (("adopt", str(tmp_path / "missing")), 2, "error"),
+        (("inspect", checkpoint), 2, "error"),  # no statesnap record yet
+        # no transformWithState operator to migrate (and on 4.1, statesnap migrates online)
+        (("migrate", checkpoint, "--state", "groupState", "--schema", "n bigint", "--no-file-sink"), 4, "refused"),
+        (("adopt", checkpoint), 3, "change"),
+        (("adopt", checkpoint), 0, "nothing"),  # already adopted
+    ]
+    for args, code, outcome in cases:
+        got, said = as_json(cli, *args)
+        assert (got, said["outcome"], said["exit_code"], said["command"]) == (code, outcome, code, args[0]), said
+        assert said.get("lines") or said.get("error"), said
+    _, said = as_json(cli, "check", checkpoint, "--state", "groupState", "--schema", "n bigint")
+    assert said["verdicts"][0]["decision"] == "migrate" and said["entries_not_in_layout"] == 0
+    assert said["verdicts"][0]["changes"] and said["scan"][0].startswith("state 'groupState' of operator 0: 2 entries")
+
+
+def test_the_python_api_returns_typed_results_and_raises_only_for_errors(stock_checkpoint):
+    checkpoint = stock_checkpoint
+    result = tools.check(checkpoint, "groupState", "n bigint, note string")
+    assert result.outcome is tools.Outcome.CHANGE and result.exit_code == 3
+    assert "add 'note' string" in "\n".join(result.lines)
+    refused = tools.check(checkpoint, "groupState", "n smallint")
+    assert refused.outcome is tools.Outcome.REFUSED and refused.details["verdicts"][0]["problems"]
+    dry = tools.adopt(checkpoint, dry_run=True)
+    assert dry.outcome is tools.Outcome.CHANGE and dry.lines[-1] == "dry run: nothing was changed"
+    assert tools.release(checkpoint).outcome is tools.Outcome.NOTHING
+    refused = tools.migrate(checkpoint, "groupState", "n bigint")  # no sink named
+    assert refused.outcome is tools.Outcome.REFUSED and "Nothing was changed" in refused.lines[0]
+    with pytest.raises(tools.ToolError, match="no snapshot of state 'nosuch'.*its states: 'groupState'"):
+        tools.check(checkpoint, "nosuch", "n int")
+    with pytest.raises(tools.ToolError, match="no statesnap snapshots"):
+        tools.inspect(checkpoint)
+    assert tools.adopt(checkpoint).outcome is tools.Outcome.CHANGE
+    assert json.loads(tools.adopt(checkpoint).to_json())["outcome"] == "nothing"
+
+
+def test_inspect_names_the_states_a_checkpoint_holds_when_asked_for_another(spark, stock_checkpoint, cli):
+    checkpoint = stock_checkpoint
+    assert tools.adopt(checkpoint).outcome is tools.Outcome.CHANGE
+    source = str(__import__("pathlib").Path(checkpoint).parent / "input")
+    write_input(source, [("a", 3, "set")])
+    run_group_state_app(spark, source, checkpoint, "n int")  # statesnap records the state
+    code, said = as_json(cli, "inspect", checkpoint, "--state", "groupstate")
+    assert code == 2 and "no state 'groupstate'" in said["error"] and "its states: 'groupState'" in said["error"]
+    code, said = as_json(cli, "inspect", checkpoint)
+    assert code == 0 and {r["state"] for r in said["records"]} == {"groupState"}
