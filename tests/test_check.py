@@ -41,6 +41,12 @@ def test_verdicts_and_exit_codes(checkpoint, capsys):
     code, out = check(checkpoint, capsys, "--schema", "n smallint, label string",
                       "--snapshot", '{"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}')
     assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out
+    # SQL rules run under the tool session's settings, which the verdict names; --conf sets the application's.
+    assert "its SQL rules run with ANSI on, time zone UTC, case-insensitive" in out
+    code, out = check(checkpoint, capsys, "--schema", "n smallint, label string", "--conf",
+                      "spark.sql.session.timeZone=Asia/Tokyo", "--snapshot",
+                      '{"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}')
+    assert code == 3 and "time zone Asia/Tokyo" in out, out
     assert main(["check", checkpoint, "--state", "nope", "--schema", "n int"]) == 2
     assert "no snapshot of state 'nope'" in capsys.readouterr().err
     assert main(["check", checkpoint, "--state", "count", "--schema", "n int,"]) == 2

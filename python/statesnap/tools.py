@@ -145,6 +145,9 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
                              "partitions": partitions, "changes": changes, "problems": problems})
             outcome = max(outcome, {"migrate": Outcome.CHANGE, "incompatible": Outcome.REFUSED}.get(
                 verdict.decision(), Outcome.NOTHING), key=lambda o: o.value)
+        sql_settings = result.sqlSettings()
+        if sql_settings:
+            lines.append(f"  {sql_settings}")
         scanned = [str(line) for line in result.scan()]
         lines += [f"scan: {line}" for line in scanned]
         not_in_layout = int(result.notInLayout())
@@ -158,7 +161,8 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
                      "that wrote the recorded layout")
         outcome = Outcome.REFUSED
     return ToolResult("check", outcome, lines, {"verdicts": verdicts, "scan": scanned,
-                                                "entries_not_in_layout": not_in_layout})
+                                                "entries_not_in_layout": not_in_layout,
+                                                "sql_settings": sql_settings})
 
 
 @_boundary("adopt")

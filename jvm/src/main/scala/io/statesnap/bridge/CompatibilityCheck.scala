@@ -59,6 +59,18 @@ object CompatibilityCheck {
       keySchema(recorded, key, userKey), valueSnapshot, recorded.recordedAtVersion + 1)
   }
 
+  /**
+   * What a verdict says of the settings the SQL rules of `definitionJson` run under offline (a `defaults` or `derived`
+   * rule's result can depend on the time zone, ANSI mode and case sensitivity): those of the tool's session, as
+   * [[declare]] pins them. None without SQL rules.
+   */
+  private[statesnap] def sqlSettingsNote(state: String, definitionJson: Option[String]): Option[String] =
+    definitionJson.map(SnapshotDefinition.parse(state, _))
+      .filter(_.steps.exists(s => s.rules.defaults.nonEmpty || s.rules.derived.nonEmpty))
+      .map(_ => s"its SQL rules run with ${SqlSettings.of(SQLConf.get).describe}: this tool's session settings, " +
+        "which must be the application's (set them with --conf spark.sql.session.timeZone=..., " +
+        "spark.sql.ansi.enabled=..., spark.sql.caseSensitive=...)")
+
   /** The decision for `current` over `recorded`, as tools report it. */
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord): Verdict = {
     import scala.jdk.CollectionConverters._

@@ -25,9 +25,10 @@ object OfflineCheck {
    * @param verdicts each distinct verdict, with the partitions it holds for (-1: every partition, one record)
    * @param scan one line per state scanned, then the scan's speed (empty when not scanned)
    * @param notInLayout entries (list elements) in none of the layouts the records say
+   * @param sqlSettings the settings the definition's SQL rules run under, worded, or null without SQL rules
    */
   final case class Result(fromSparkFiles: Boolean, verdicts: java.util.List[Judged], scan: java.util.List[String],
-      notInLayout: Long)
+      notInLayout: Long, sqlSettings: String)
 
   /** A verdict and the partitions (sorted) it holds for. */
   final case class Judged(verdict: Verdict, partitions: java.util.List[Int])
@@ -57,7 +58,7 @@ object OfflineCheck {
         writtenAs(checkpoint, store.operator, record, store.version, kept == SparkFiles, hadoopConf))
     })
     Result(records.head._2 == SparkFiles, judged.asJava, scanned.lines.asJava,
-      scanned.counted.map(_.inNeither).sum)
+      scanned.counted.map(_.inNeither).sum, CompatibilityCheck.sqlSettingsNote(state, Option(definitionJson)).orNull)
   }
 
   /**

@@ -79,7 +79,8 @@ object OfflineMigration {
     val verdict = CompatibilityCheck.verdict(target.recorded, declared)
     val head = s"state '$state' of operator ${target.operator} (${target.recorded.kind.name} state, " +
       s"${target.partitions.size} partitions, batch ${target.batch}): ${verdict.headline}"
-    val decided = recovered ++ (head +: verdict.details.map("  - " + _))
+    val decided = recovered ++ (head +: verdict.details.map("  - " + _)) ++
+      CompatibilityCheck.sqlSettingsNote(state, Option(definitionJson)).map("  " + _)
     verdict.decided match {
       case StateDecision.Migrate(_, record) =>
         val next = target.batch + 1
@@ -255,8 +256,10 @@ object OfflineMigration {
             failures += e
             "failed"
         }
+        val elapsedMs = (System.nanoTime() - started) / 1000000
+        val left = if (done == tasks.size) "" else s", about ${elapsedMs * (tasks.size - done) / done / 1000 + 1} s left"
         println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
-          s"${tasks.size} stores, ${(System.nanoTime() - started) / 1000000} ms)")
+          s"${tasks.size} stores, $elapsedMs ms$left)")
       })
     failures.result().headOption.foreach(e => throw e)
     rewritten
