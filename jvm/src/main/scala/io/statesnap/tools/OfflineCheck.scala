@@ -76,9 +76,7 @@ object OfflineCheck {
 
   /** The states the checkpoint does hold, for a refusal that names a state it does not. */
   private def known(checkpoint: String, hadoopConf: org.apache.hadoop.conf.Configuration): String = {
-    // recordsOf parsed every one of them already.
-    val own = StatesnapCheckpointReader.records(checkpoint, hadoopConf).map(r => StateSnapshotRecord.fromBytes(r._3)
-      .stateName)
+    val own = StatesnapCheckpointReader.parsedRecords(checkpoint, hadoopConf).map(_._3.stateName)
     val names = (own ++ StatesnapCheckpointReader.sparkRecords(checkpoint, hadoopConf).map(_._2.stateName)).distinct
       .sorted
     if (names.isEmpty) "" else s"; its states: ${names.map(n => s"'$n'").mkString(", ")}"

@@ -145,12 +145,20 @@ object StatesnapCheckpointReader {
       Array[Any](store.operator, store.partition, store.storeName, store.version, bytes)
     }.asJava
 
+  /** [[records]], each parsed as input: a record that does not parse fails naming where it is kept. */
+  def parsedRecords(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, StateSnapshotRecord)] =
+    records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
+      (store, kept, CheckpointFile.read(s"of state store $store ($kept)", "statesnap's record") {
+        StateSnapshotRecord.fromBytes(bytes)
+      })
+    }
+
   /**
    * The records statesnap starts from for states it holds no record of yet (a checkpoint adopted from Spark's
    * provider), made from Spark's own schema files at the latest committed batch: every user column family of a
    * transformWithState operator (map state by its user key; value or list as its operator metadata says), and the
-   * single state of each store of other operators (group state, an aggregation's buffers, a join's or dedup's rows).
-   * One per state and store: partition 0 stands for all.
+   * single state of other operators that statesnap migrates (group state, an aggregation's buffers; dedup and joins,
+   * which it only guards, have none). One per state and store: partition 0 stands for all.
    */
   def sparkRecords(checkpoint: String, hadoopConf: Configuration): Seq[(Store, StateSnapshotRecord)] =
     perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
@@ -172,11 +180,7 @@ object StatesnapCheckpointReader {
    */
   def recordsOf(checkpoint: String, state: String,
       hadoopConf: Configuration): Seq[(Store, Kept, StateSnapshotRecord)] = {
-    val own = records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
-      (store, kept, CheckpointFile.read(s"of state store $store ($kept)", "statesnap's record") {
-        StateSnapshotRecord.fromBytes(bytes)
-      })
-    }.filter(_._3.stateName == state)
+    val own = parsedRecords(checkpoint, hadoopConf).filter(_._3.stateName == state)
     if (own.nonEmpty) own else sparkRecords(checkpoint, hadoopConf).collect {
       case (store, record) if record.stateName == state => (store, SparkFiles: Kept, record)
     }
@@ -197,10 +201,7 @@ object StatesnapCheckpointReader {
         .map(_._2)
     }
     // `migrate`'s records belong to checkpoints on Spark's provider already, whose files it keeps true itself.
-    records(checkpoint, hadoopConf).filter(_._2 != Migrated).map { case (store, kept, bytes) =>
-      val record = CheckpointFile.read(s"of state store $store ($kept)", "statesnap's record") {
-        StateSnapshotRecord.fromBytes(bytes)
-      }
+    parsedRecords(checkpoint, hadoopConf).filter(_._2 != Migrated).map { case (store, kept, record) =>
       (store, record, if (kept == BesideStore) sparkSingle(store.copy(partition = 0))
         else sparkFamilies(store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
     }.flatMap { case (store, record, spark) =>
