@@ -4,49 +4,13 @@ migration whose executor dies part-way must leave nothing behind."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import pyspark
 import pytest
 
-SPARK_HOME = Path(pyspark.__file__).parent
 TESTS = Path(__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def standalone(tmp_path):
-    """A master and a worker (2 cores, 2 GB) through sbin/spark-daemon.sh, the script start-master.sh and
-    start-worker.sh wrap (pip's pyspark ships only the daemon script)."""
-    port = free_port()
-    env = dict(os.environ, SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
-               SPARK_LOG_DIR=str(tmp_path / "logs"), SPARK_PID_DIR=str(tmp_path / "pids"),
-               SPARK_WORKER_DIR=str(tmp_path / "worker"), SPARK_IDENT_STRING=f"statesnap{port}")
-    url = f"spark://127.0.0.1:{port}"
-    daemon = str(SPARK_HOME / "sbin" / "spark-daemon.sh")
-    master = ["org.apache.spark.deploy.master.Master", "1"]
-    worker = ["org.apache.spark.deploy.worker.Worker", "1"]
-
-    def run(*args: str) -> None:
-        subprocess.run([daemon, *args], env=env, check=True, capture_output=True, timeout=120)
-
-    run("start", *master, "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port()))
-    try:
-        run("start", *worker, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
-            "--webui-port", str(free_port()), url)
-        yield url, env
-    finally:
-        subprocess.run([daemon, "stop", *worker], env=env, capture_output=True, timeout=120)
-        subprocess.run([daemon, "stop", *master], env=env, capture_output=True, timeout=120)
 
 
 @pytest.mark.slow

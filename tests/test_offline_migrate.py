@@ -214,7 +214,7 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
                             "--conf", f"{CHANGELOG}=true")
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     if step in ("schema", "commit"):  # it showed its progress while it ran
-        assert "statesnap migrate: operator 0 partition 1 committed" in crashed.stdout, crashed.stdout
+        assert "statesnap migrate: operator 0 partition 1 committed" in crashed.stderr, crashed.stderr
         assert "statesnap: migrated 1 entries of state 'count' (operator 0, partition 1)" in crashed.stderr
     # Every file Spark had is as it was; what was added is one unfinished batch that pins a provider no JVM has.
     after = files(checkpoint)
@@ -314,3 +314,24 @@ def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(
     assert {"9.compact", "19.compact", "22"} <= log, sorted(log)
     assert len(before) == 2 and sink_rows(spark, output) == sink_rows(spark, control_output)
     assert [c for _, c in sink_rows(spark, output)].count(None) == 2  # each key's first row saw no state
+
+
+@pytest.mark.slow
+@SPARK_42_ON
+def test_migrate_runs_its_partition_tasks_on_the_cluster_it_is_given(spark, app_dirs, standalone):
+    """`--master`: the tool's session runs on a standalone cluster, whose executors (their own JVMs, given the jar by
+    the session) load, rewrite and commit every partition's store."""
+    url, env = standalone
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+    run = subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", "--state",
+                          "count", "--schema", "n bigint, note string", "--master", url, "--json"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 3, run.stdout[-3000:] + run.stderr[-3000:]
+    said = json.loads(run.stdout.splitlines()[-1])
+    assert said["outcome"] == "change" and any("rewrote 2 entries" in line for line in said["lines"]), said
+    executor_logs = list(Path(env["SPARK_WORKER_DIR"]).glob("app-*/*/stderr"))
+    assert executor_logs and any("statesnap" in log.read_text() for log in executor_logs), executor_logs
+    write_input(source, READ)
+    restarted = run_app(spark, source, checkpoint, COUNT_V2)
+    assert restarted.seen == COUNT_V2_SEEN

@@ -24,20 +24,20 @@ EXIT_ERROR = 2
 
 def _run(args: argparse.Namespace) -> tools.ToolResult:
     """The API call a parsed command line stands for."""
-    conf = dict(args.conf)
+    session = dict(conf=dict(args.conf), master=args.master)
     if args.command == "inspect":
-        return tools.inspect(args.checkpoint, args.state, conf=conf)
+        return tools.inspect(args.checkpoint, args.state, **session)
     if args.command == "check":
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
-                           compatibility=args.compatibility, scan=not args.no_scan, conf=conf)
+                           compatibility=args.compatibility, scan=not args.no_scan, **session)
     if args.command == "adopt":
-        return tools.adopt(args.checkpoint, written_as=dict(args.written_as), dry_run=args.dry_run, conf=conf)
+        return tools.adopt(args.checkpoint, written_as=dict(args.written_as), dry_run=args.dry_run, **session)
     if args.command == "release":
-        return tools.release(args.checkpoint, dry_run=args.dry_run, conf=conf)
+        return tools.release(args.checkpoint, dry_run=args.dry_run, **session)
     return tools.migrate(args.checkpoint, args.state, args.schema, file_sink=args.file_sink,
                          no_file_sink=args.no_file_sink, snapshot=_snapshot(args.snapshot),
-                         compatibility=args.compatibility, dry_run=args.dry_run, conf=conf)
+                         compatibility=args.compatibility, dry_run=args.dry_run, **session)
 
 
 def _snapshot(snapshot_json: Optional[str]) -> Optional[RowSnapshot]:
@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
                         help="a Spark conf for the tool's session, as for spark-submit (repeatable)")
+    common.add_argument("--master", help="where the tool's Spark runs its partition tasks (a cluster's URL, as for "
+                                         "spark-submit); default: spark-submit's master, else local[*]")
     common.add_argument("--json", action="store_true", help="print the result as one JSON object")
     common.add_argument("checkpoint", help="the query's checkpointLocation (any Hadoop path)")
     inspect = commands.add_parser("inspect", parents=[common],

@@ -26,14 +26,21 @@ class StoreVersion:
 
 
 @contextmanager
-def spark_session(confs: Optional[Mapping[str, str]] = None) -> Iterator[SparkSession]:
-    """The active SparkSession, or a local one configured for statesnap (every core: a migration runs a task per
-    partition) for as long as the block runs, with ``confs`` set (on the active session, for the block only)."""
+def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> Iterator[SparkSession]:
+    """The active SparkSession, or one configured for statesnap for as long as the block runs, with ``confs`` set (on
+    the active session, for the block only). A session made here runs on ``master``; without one, on the master
+    spark-submit gives (when it started this Python, its JVM is already up), else locally on every core (a migration
+    runs a task per partition)."""
+    import os
+
     import statesnap
 
     confs = dict(confs or {})
     active = SparkSession.getActiveSession()
     if active is not None:
+        if master and master != active.sparkContext.master:
+            raise ValueError(f"--master {master}: the tool runs in the active session, whose master is "
+                             f"{active.sparkContext.master}; give the master where no session is active")
         before = {key: active.conf.get(key, None) for key in confs}
         for key, value in confs.items():
             active.conf.set(key, value)
@@ -46,7 +53,10 @@ def spark_session(confs: Optional[Mapping[str, str]] = None) -> Iterator[SparkSe
                 else:
                     active.conf.set(key, value)
         return
-    builder = (SparkSession.builder.master("local[*]").appName("statesnap-tools")
+    builder = SparkSession.builder
+    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master(master or "local[*]")
+    builder = (builder.appName("statesnap-tools")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
     for key, value in confs.items():

@@ -15,8 +15,9 @@ outcome                 exit code  meaning
 An error (bad arguments, an unreadable file, a failure part-way that was rolled back) raises :class:`ToolError`;
 the command line prints it as one line and exits 2.
 
-Each function runs in the active SparkSession, or in a local one made for the call (``conf``: Spark confs for it,
-e.g. the Hadoop settings that reach the checkpoint).
+Each function runs in the active SparkSession, or in one made for the call: on ``master`` (a cluster runs the scans'
+and migrations' partition tasks), else on spark-submit's master, else locally. ``conf``: Spark confs for it, e.g. the
+Hadoop settings that reach the checkpoint.
 """
 from __future__ import annotations
 
@@ -95,10 +96,10 @@ def _boundary(command: str):
 
 @_boundary("inspect")
 def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
-            conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+            conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """The snapshot records a checkpoint holds at its latest committed batch (read-only), optionally of ``states``
     only. A checkpoint without any, or a state it does not hold, is an error naming what it does hold."""
-    with spark_session(dict(conf or {})) as spark:
+    with spark_session(dict(conf or {}), master) as spark:
         found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
     if not found:
         raise ToolError(f"no statesnap snapshots under {checkpoint}/state: not a checkpoint statesnap has run on "
@@ -123,10 +124,10 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
 def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = None, key: Optional[str] = None,
           user_key: Optional[str] = None, snapshot: Optional[RowSnapshot] = None,
           compatibility: Optional[str] = None, scan: bool = True,
-          conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+          conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """What restarting with ``schema`` (DDL) for ``state`` would do, decided as a statesnap store decides, and every
     entry of the state checked against the layout it is read with (``scan``). Writes nothing."""
-    with spark_session(dict(conf or {})) as spark:
+    with spark_session(dict(conf or {}), master) as spark:
         result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
             spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
             _schema_json(schema), snapshot.to_json() if snapshot else None, compatibility, scan)
@@ -167,11 +168,11 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
 
 @_boundary("adopt")
 def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dry_run: bool = False,
-          conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+          conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """Moves a stopped query's checkpoint from Spark's RocksDB provider to statesnap's, after scanning every entry of
     the states it is about to trust; ``written_as``: by state, the value schema (DDL) of the application version
     that wrote, with Spark's schema check off, the entries not in the layout Spark's files record."""
-    with spark_session(dict(conf or {})) as spark:
+    with spark_session(dict(conf or {}), master) as spark:
         jvm = spark.sparkContext._jvm
         return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
             spark._jsparkSession, checkpoint, dry_run,
@@ -179,9 +180,10 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dr
 
 
 @_boundary("release")
-def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
+            master: Optional[str] = None) -> ToolResult:
     """Moves a stopped query's checkpoint from statesnap's provider back to Spark's RocksDB provider."""
-    with spark_session(dict(conf or {})) as spark:
+    with spark_session(dict(conf or {}), master) as spark:
         return _report("release", spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch.release(
             spark._jsparkSession, checkpoint, dry_run))
 
@@ -190,10 +192,10 @@ def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[st
 def migrate(checkpoint: str, state: str, schema: str, *, file_sink: Optional[str] = None,
             no_file_sink: bool = False, snapshot: Optional[RowSnapshot] = None,
             compatibility: Optional[str] = None, dry_run: bool = False,
-            conf: Optional[Mapping[str, str]] = None) -> ToolResult:
+            conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """Migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+), appending
     one batch; name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``."""
-    with spark_session(dict(conf or {})) as spark:
+    with spark_session(dict(conf or {}), master) as spark:
         return _report("migrate", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.migrate(
             spark._jsparkSession, checkpoint, state, _schema_json(schema), snapshot.to_json() if snapshot else None,
             compatibility, file_sink, no_file_sink, dry_run))

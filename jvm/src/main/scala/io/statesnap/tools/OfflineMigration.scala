@@ -234,7 +234,7 @@ object OfflineMigration {
   }
 
   /**
-   * One Spark task per store; a line on stdout as each finishes (a migration can take a while). A task that fails
+   * One Spark task per store; a line on stderr as each finishes (a migration can take a while). A task that fails
    * returns its error rather than failing the job: every task has ended, committed or not, when this returns or
    * throws, so a rollback after it cannot race a commit.
    */
@@ -258,7 +258,8 @@ object OfflineMigration {
         }
         val elapsedMs = (System.nanoTime() - started) / 1000000
         val left = if (done == tasks.size) "" else s", about ${elapsedMs * (tasks.size - done) / done / 1000 + 1} s left"
-        println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
+        // On stderr: stdout carries the result (text, or --json for a caller that parses it).
+        System.err.println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
           s"${tasks.size} stores, $elapsedMs ms$left)")
       })
     failures.result().headOption.foreach(e => throw e)
