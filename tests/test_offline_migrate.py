@@ -332,6 +332,8 @@ def test_migrate_runs_its_partition_tasks_on_the_cluster_it_is_given(spark, app_
     assert said["outcome"] == "change" and any("rewrote 2 entries" in line for line in said["lines"]), said
     executor_logs = list(Path(env["SPARK_WORKER_DIR"]).glob("app-*/*/stderr"))
     assert executor_logs and any("statesnap" in log.read_text() for log in executor_logs), executor_logs
+    # The executors' commits, read with rocksdict: every entry in the new layout, the version before untouched.
+    assert len(assert_migrated(checkpoint, "count", "n int", "n bigint, note string", version=2)) == 2
     write_input(source, READ)
     restarted = run_app(spark, source, checkpoint, COUNT_V2)
     assert restarted.seen == COUNT_V2_SEEN
