@@ -90,4 +90,12 @@ object WrittenAsRecordFiles {
   def inForce(fs: FileSystem, stateRoot: String, operator: Long, state: String, version: Long): Option[Path] =
     OperatorRecordFiles.versions(fs, dir(stateRoot, operator, state)).filter(_ <= version).maxOption
       .map(file(stateRoot, operator, state, _))
+
+  /**
+   * The layout recorded for `state` in force at `version`, read as input; the store and `check` read it alike, while
+   * statesnap holds no record of the state. @throws StatesnapException naming the file if it cannot be read
+   */
+  def recordInForce(fs: FileSystem, stateRoot: String, operator: Long, state: String,
+      version: Long): Option[StateSnapshotRecord] =
+    inForce(fs, stateRoot, operator, state, version).map(OperatorRecordFiles.read(fs, _))
 }

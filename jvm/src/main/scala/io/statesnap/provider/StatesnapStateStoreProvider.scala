@@ -2,11 +2,9 @@ package io.statesnap.provider
 
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.util.control.NonFatal
-
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.query.{QueryRegistrations, QueryStates}
-import io.statesnap.snapshot.{SnapshotFormatException, StateSnapshotRecord}
+import io.statesnap.snapshot.StateSnapshotRecord
 import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -232,20 +230,12 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   private[provider] def writtenAs(state: String, version: Long): Option[StateSnapshotRecord] = {
     val id = stateStoreId
     val fs = new Path(id.checkpointRootLocation).getFileSystem(hadoopConf)
-    WrittenAsRecordFiles.inForce(fs, id.checkpointRootLocation, id.operatorId, state, version).map { file =>
-      val bytes = try { val in = fs.open(file); try in.readAllBytes() finally in.close() } catch {
-        case NonFatal(e) => throw unreadableWrittenAs(state, file, e)
-      }
-      try StateSnapshotRecord.fromBytes(bytes) catch {
-        case e: SnapshotFormatException => throw unreadableWrittenAs(state, file, e)
-      }
+    try WrittenAsRecordFiles.recordInForce(fs, id.checkpointRootLocation, id.operatorId, state, version) catch {
+      case e: StatesnapException => throw new StatesnapException(StatesnapException.UnreadableSnapshot, s"the " +
+        s"layout `adopt --written-as` recorded for ${describeState(state)} cannot be read: ${e.detail} Run adopt " +
+        "again on the stopped query's checkpoint.", e)
     }
   }
-
-  private def unreadableWrittenAs(state: String, file: Path, cause: Throwable) = new StatesnapException(
-    StatesnapException.UnreadableSnapshot, s"the layout `adopt --written-as` recorded for ${describeState(state)} " +
-      s"($file) cannot be read: ${cause.getMessage}. Nothing was read or rewritten. Run adopt again on the stopped " +
-      "query's checkpoint.", cause)
 
   /** The key and value schemas Spark's own files record for column family `state` in batch `batchId`. */
   private[provider] def sparkSchemas(state: String, batchId: Long): Option[(StructType, StructType)] =

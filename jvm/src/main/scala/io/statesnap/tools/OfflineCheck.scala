@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.bridge.CompatibilityCheck
 import io.statesnap.bridge.CompatibilityCheck.Verdict
-import io.statesnap.provider.{OperatorRecordFiles, StateDecision, WrittenAsRecordFiles}
+import io.statesnap.provider.{StateDecision, WrittenAsRecordFiles}
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -70,8 +70,8 @@ object OfflineCheck {
     if (!noRecordYet || record.operator != OperatorKind.TransformWithState) None else {
       val stateRoot = new Path(checkpoint, "state").toString
       val fs = new Path(stateRoot).getFileSystem(hadoopConf)
-      WrittenAsRecordFiles.inForce(fs, stateRoot, operator, record.stateName, version)
-        .map(file => StateDecision.schemaOf(OperatorRecordFiles.read(fs, file).valueSnapshot))
+      WrittenAsRecordFiles.recordInForce(fs, stateRoot, operator, record.stateName, version)
+        .map(r => StateDecision.schemaOf(r.valueSnapshot))
     }
 
   /** The states the checkpoint does hold, for a refusal that names a state it does not. */
