@@ -337,3 +337,60 @@ def test_migrate_runs_its_partition_tasks_on_the_cluster_it_is_given(spark, app_
     write_input(source, READ)
     restarted = run_app(spark, source, checkpoint, COUNT_V2)
     assert restarted.seen == COUNT_V2_SEEN
+
+
+# 2026-01-01 00:00 UTC, and an hour later per input value: the same instants fall on 31 December in Los Angeles.
+NEW_YEAR_MS = 1_767_225_600_000
+DAY_RULE = "date_format(timestamp_millis(at), 'yyyy-MM-dd')"
+
+
+@pytest.mark.slow
+@SPARK_42_ON
+def test_rules_run_under_the_applications_sql_settings_given_or_recorded(spark, app_dirs, cli):
+    source, checkpoint = app_dirs
+    write_input(source, FIRST)
+    run_app(spark, source, checkpoint, [StateSpec("when", "at bigint", lambda v: (NEW_YEAR_MS + v * 3_600_000,))])
+    day = ["--state", "when", "--schema", "at bigint, day string",
+           "--snapshot", json.dumps({"version": 2, "derived": {"day": DAY_RULE}})]
+    los_angeles = ["--sql-conf", "spark.sql.session.timeZone=America/Los_Angeles"]
+
+    # Nothing says the application's time zone (Spark's files record none): the rule depending on it is refused,
+    # by check and by migrate alike, naming the rule, the setting and the fix; nothing is written.
+    before = files(checkpoint)
+    for verb in (["check"], ["migrate", "--no-file-sink"]):
+        code, out = cli(*verb, checkpoint, *day)
+        assert code == 4, out
+        assert f"derived['day'] `{DAY_RULE}`" in out and "--sql-conf spark.sql.session.timeZone=<its value>" in out, out
+    assert files(checkpoint) == before
+    code, out = cli("check", checkpoint, *day, "--sql-conf", "spark.sql.time.zone=UTC")
+    assert code == 2 and "spark.sql.session.timeZone" in out, out
+
+    # Given, it is what the rule runs under, and the verdict says so.
+    code, out = cli("check", checkpoint, *day, *los_angeles)
+    assert code == 3 and "spark.sql.session.timeZone=America/Los_Angeles (given)" in out, out
+    assert "spark.sql.ansi.enabled=true (assumed)" in out, out
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *day, *los_angeles)
+    assert code == 3 and "spark.sql.session.timeZone=America/Los_Angeles (given)" in out, out
+
+    # The days committed are the application's own: what Spark computes for the same rule in that time zone (the
+    # session's zone, here the test's, never reaches the migration), read by Spark's state reader and by rocksdict.
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        expected = {key: spark.sql("SELECT " + DAY_RULE.replace("(at)", f"({NEW_YEAR_MS + v * 3_600_000})"))
+                    .first()[0] for key, v in (("a", 3), ("b", 5))}
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
+    assert expected == {"a": "2025-12-31", "b": "2025-12-31"}
+    rows = spark.read.format("statestore").option("stateVarName", "when").load(checkpoint).collect()
+    assert {r.key.id: r.value.day for r in rows} == expected
+    committed = assert_migrated(checkpoint, "when", "at bigint", "at bigint, day string", version=2)
+    assert sorted(v[1] for v in committed.values()) == ["2025-12-31", "2025-12-31"]
+
+    # The next deploy's rule runs under the recorded zone, with nothing given.
+    hour = ["--state", "when", "--schema", "at bigint, day string, hour int", "--snapshot", json.dumps(
+        {"version": 3, "derived": {"hour": "hour(timestamp_millis(at))"}, "earlier": [
+            {"version": 2, "schema": "at bigint, day string", "derived": {"day": DAY_RULE}}]})]
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *hour)
+    assert code == 3 and "spark.sql.session.timeZone=America/Los_Angeles (recorded with the state)" in out, out
+    rows = spark.read.format("statestore").option("stateVarName", "when").load(checkpoint).collect()
+    assert {r.key.id: r.value.hour for r in rows} == {"a": 19, "b": 21}

@@ -30,14 +30,16 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "check":
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
-                           compatibility=args.compatibility, scan=not args.no_scan, **session)
+                           compatibility=args.compatibility, sql_conf=dict(args.sql_conf), scan=not args.no_scan,
+                           **session)
     if args.command == "adopt":
         return tools.adopt(args.checkpoint, written_as=dict(args.written_as), dry_run=args.dry_run, **session)
     if args.command == "release":
         return tools.release(args.checkpoint, dry_run=args.dry_run, **session)
     return tools.migrate(args.checkpoint, args.state, args.schema, file_sink=args.file_sink,
                          no_file_sink=args.no_file_sink, snapshot=_snapshot(args.snapshot),
-                         compatibility=args.compatibility, dry_run=args.dry_run, **session)
+                         compatibility=args.compatibility, sql_conf=dict(args.sql_conf), dry_run=args.dry_run,
+                         **session)
 
 
 def _snapshot(snapshot_json: Optional[str]) -> Optional[RowSnapshot]:
@@ -82,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
                                           '"renamed": {"amount": "amount_eur"}}\'')
     check.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                        help="the compatibility mode it will set for the query (statesnap.set_compatibility)")
+    _sql_conf_argument(check)
     check.add_argument("--no-scan", action="store_true",
                        help="decide only: do not check every entry of the state against its recorded layout")
     for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB provider to statesnap's"),
@@ -110,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--snapshot", help="the RowSnapshot the new version registers, as JSON (as for check)")
     migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                          help="the compatibility mode the new version sets for the query")
+    _sql_conf_argument(migrate)
     sink = migrate.add_mutually_exclusive_group()
     sink.add_argument("--file-sink", metavar="PATH",
                       help="the output path of the query's file sink (parquet, json, csv, orc, text): its "
@@ -119,6 +123,14 @@ def _parser() -> argparse.ArgumentParser:
                            "keeps no log of batches; one of the two is required")
     migrate.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
     return parser
+
+
+def _sql_conf_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--sql-conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
+                         help="a SQL setting the application runs with, which its rules' values may depend on: "
+                              "spark.sql.session.timeZone, spark.sql.ansi.enabled or spark.sql.caseSensitive "
+                              "(repeatable; default: as statesnap recorded them with the state; a rule that depends "
+                              "on one known neither way is refused)")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

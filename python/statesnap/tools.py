@@ -123,14 +123,19 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
 @_boundary("check")
 def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = None, key: Optional[str] = None,
           user_key: Optional[str] = None, snapshot: Optional[RowSnapshot] = None,
-          compatibility: Optional[str] = None, scan: bool = True,
+          compatibility: Optional[str] = None, sql_conf: Optional[Mapping[str, str]] = None, scan: bool = True,
           conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """What restarting with ``schema`` (DDL) for ``state`` would do, decided as a statesnap store decides, and every
-    entry of the state checked against the layout it is read with (``scan``). Writes nothing."""
+    entry of the state checked against the layout it is read with (``scan``). Writes nothing.
+
+    ``sql_conf``: the SQL settings the application runs with (``spark.sql.session.timeZone``,
+    ``spark.sql.ansi.enabled``, ``spark.sql.caseSensitive``), which the values of ``snapshot``'s SQL rules may
+    depend on; each one not given is taken from statesnap's record of the state, and a rule that depends on a setting
+    known neither way is refused."""
     with spark_session(dict(conf or {}), master) as spark:
         result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
             spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
-            _schema_json(schema), snapshot.to_json() if snapshot else None, compatibility, scan)
+            _schema_json(schema), snapshot.to_json() if snapshot else None, compatibility, dict(sql_conf or {}), scan)
         lines, verdicts, outcome = [], [], Outcome.NOTHING
         if result.fromSparkFiles():
             lines.append(f"state '{state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "
@@ -191,14 +196,16 @@ def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[st
 @_boundary("migrate")
 def migrate(checkpoint: str, state: str, schema: str, *, file_sink: Optional[str] = None,
             no_file_sink: bool = False, snapshot: Optional[RowSnapshot] = None,
-            compatibility: Optional[str] = None, dry_run: bool = False,
-            conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
+            compatibility: Optional[str] = None, sql_conf: Optional[Mapping[str, str]] = None,
+            dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
+            master: Optional[str] = None) -> ToolResult:
     """Migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+), appending
-    one batch; name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``."""
+    one batch; name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``. ``sql_conf``: as
+    for :func:`check`; the settings the rules ran under are recorded with the migrated state."""
     with spark_session(dict(conf or {}), master) as spark:
         return _report("migrate", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.migrate(
             spark._jsparkSession, checkpoint, state, _schema_json(schema), snapshot.to_json() if snapshot else None,
-            compatibility, file_sink, no_file_sink, dry_run))
+            compatibility, dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
 
 
 def _report(command: str, report: Any) -> ToolResult:

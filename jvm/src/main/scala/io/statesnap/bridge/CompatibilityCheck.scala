@@ -5,7 +5,6 @@ import io.statesnap.evolution.{CompatibilityMode, SqlSettings}
 import io.statesnap.provider.{DeclaredSnapshots, StateDecision}
 import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -36,14 +35,14 @@ object CompatibilityCheck {
 
   /**
    * The record a new application version declares for `recorded`'s state: its kind, keys and value schema (each
-   * as recorded when None), under `definitionJson` (its SQL run with this session's settings, as registering it
-   * here would pin them) and compatibility `mode`.
+   * as recorded when None), under `definitionJson` (its SQL run with the application's settings `sql`, as
+   * registering it in the application pins them) and compatibility `mode`.
    */
   private[statesnap] def declare(recorded: StateSnapshotRecord, kind: Option[StateKind], key: Option[StructType],
-      userKey: Option[StructType], value: StructType, definitionJson: Option[String],
-      mode: Option[String]): StateSnapshotRecord = {
+      userKey: Option[StructType], value: StructType, definitionJson: Option[String], mode: Option[String],
+      sql: SqlSettings): StateSnapshotRecord = {
     val definition = definitionJson.map { json =>
-      SnapshotDefinition.parse(recorded.stateName, json).copy(sql = SqlSettings.of(SQLConf.get)).toJson
+      SnapshotDefinition.parse(recorded.stateName, json).copy(sql = sql).toJson
     }
     val registrations = ScopeRegistrations(
       definition.map(json => recorded.stateName -> StateRegistration.Definition(json)).toMap,
@@ -58,18 +57,6 @@ object CompatibilityCheck {
     declared.record(recorded.stateName, kind.getOrElse(recorded.kind), recorded.operator,
       keySchema(recorded, key, userKey), valueSnapshot, recorded.recordedAtVersion + 1)
   }
-
-  /**
-   * What a verdict says of the settings the SQL rules of `definitionJson` run under offline (a `defaults` or `derived`
-   * rule's result can depend on the time zone, ANSI mode and case sensitivity): those of the tool's session, as
-   * [[declare]] pins them. None without SQL rules.
-   */
-  private[statesnap] def sqlSettingsNote(state: String, definitionJson: Option[String]): Option[String] =
-    definitionJson.map(SnapshotDefinition.parse(state, _))
-      .filter(_.steps.exists(s => s.rules.defaults.nonEmpty || s.rules.derived.nonEmpty))
-      .map(_ => s"its SQL rules run with ${SqlSettings.of(SQLConf.get).describe}: this tool's session settings, " +
-        "which must be the application's (set them with --conf spark.sql.session.timeZone=..., " +
-        "spark.sql.ansi.enabled=..., spark.sql.caseSensitive=...)")
 
   /** The decision for `current` over `recorded`, as tools report it. */
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord): Verdict = {

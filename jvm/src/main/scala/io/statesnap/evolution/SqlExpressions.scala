@@ -4,44 +4,12 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.{FunctionRegistry, SimpleAnalyzer, UnresolvedFunction}
-import org.apache.spark.sql.catalyst.expressions.{Alias, BindReferences, Cast, CurrentDate, CurrentTimestampLike, EvalMode, Expression, Generator, LocalTimestamp, Nondeterministic, SubqueryExpression, Unevaluable, WindowExpression, WindowFunction}
+import org.apache.spark.sql.catalyst.expressions.{Alias, BindReferences, CurrentDate, CurrentTimestampLike, Expression, Generator, LocalTimestamp, Nondeterministic, SubqueryExpression, Unevaluable, WindowExpression, WindowFunction}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
 import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, Project}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{DataType, StructType}
-
-/**
- * The SQL settings a definition's expressions were validated with, pinned into the definition so executors
- * evaluate them exactly the same way, whatever their own session (or thread) says.
- */
-final case class SqlSettings(ansi: Boolean, timeZone: String, caseSensitive: Boolean) {
-  /** Runs `body` (analysis, expression construction, evaluation) under these settings. */
-  def apply[T](body: => T): T = {
-    val conf = new SQLConf
-    conf.setConf(SQLConf.ANSI_ENABLED, ansi)
-    conf.setConf(SQLConf.SESSION_LOCAL_TIMEZONE, timeZone)
-    conf.setConf(SQLConf.CASE_SENSITIVE, caseSensitive)
-    SQLConf.withExistingConf(conf)(body)
-  }
-
-  /** A cast of `e` to `to` that behaves as these settings say (ANSI: fail on a bad value; else: null). */
-  def cast(e: Expression, to: DataType): Expression =
-    if (e.dataType == to) e else Cast(e, to, Some(timeZone), EvalMode.fromBoolean(ansi))
-
-  def describe: String = s"ANSI ${if (ansi) "on" else "off"}, time zone $timeZone, case-${
-    if (caseSensitive) "sensitive" else "insensitive"}"
-}
-
-object SqlSettings {
-  /** What a definition without pinned settings (a Scala snapshot class, an old record) gets: Spark 4's defaults. */
-  val Default: SqlSettings = SqlSettings(ansi = true, timeZone = "UTC", caseSensitive = false)
-
-  /** The settings of the session `conf` (the driver's, at registration). */
-  def of(conf: SQLConf): SqlSettings =
-    SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
-}
+import org.apache.spark.sql.types.StructType
 
 /**
  * SQL expressions over a state row, resolved with Spark's own parser and analyzer (built-in functions, implicit

@@ -68,8 +68,11 @@ object StateEvolution {
       case Change.Added(path, dt, _) if lostEarlier(path) && !confirmedLost(path) =>
         readded(recorded, math.max(declared.version, recorded.version + 1), path, dt)
     }
+    // Only a step's rules run SQL, so only an upgrade's plans can depend on the settings they run under.
+    val onAssumedSettings = if (direction <= 0) Nil
+      else SqlDependence.problems(sql => chain(recorded, planned.copy(sql = sql)), declared.sql)
     val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) } ++ unvalued ++
-      readdedWithoutValues
+      readdedWithoutValues ++ onAssumedSettings
     lazy val identical = plans.forall(_._2.identical)
     lazy val dropped = plans.flatMap(_._2.dropped)
     lazy val earlierSchema = history.exists(h => RowSchemaEvolution.sameLayout(h.schema, declared.schema)) &&

@@ -50,7 +50,7 @@ class DeclarativeRowSnapshot extends RowSchemaSnapshot {
       def readMap(): Map[String, String] =
         Seq.fill(Checksummed.length(in, "rule count", minBytesEach = 4))(in.readUTF() -> in.readUTF()).toMap
       val rules = Rules(readMap(), readMap(), readMap())
-      SnapshotDefinition(userVersion, Seq(EvolutionStep(userVersion, None, rules)), None, SqlSettings.Default)
+      SnapshotDefinition(userVersion, Seq(EvolutionStep(userVersion, None, rules)), None, SqlSettings.Unknown)
     }
   }
 

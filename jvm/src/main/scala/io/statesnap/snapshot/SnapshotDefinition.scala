@@ -13,11 +13,12 @@ import org.json4s.jackson.JsonMethods
  * and as a [[DeclarativeRowSnapshot]] records it:
  * {{{
  *   {"version": 3, "compatibility": "FULL" | null,
- *    "sql": {"ansi": true, "timeZone": "UTC", "caseSensitive": false},
+ *    "sql": {"ansi": true, "timeZone": "UTC", "caseSensitive": false, "assumed": ["timeZone"]},
  *    "steps": [{"version": 2, "schema": <Spark JSON> | null, "renamed": {"new": "old"}, "defaults": {"f": "SQL"},
  *               "derived": {"f": "SQL over the old row"}, "dropped": ["old"]}, ...]}
  * }}}
- * Steps are sorted by version, none above `version`; every step below `version` names its schema, which is what
+ * `sql` absent: no setting known ([[SqlSettings.Unknown]]); `assumed` (absent when empty) names the settings whose
+ * values are fillers. Steps are sorted by version, none above `version`; every step below `version` names its schema, which is what
  * the next step's rules are written against.
  */
 final case class SnapshotDefinition(version: Int, steps: Seq[EvolutionStep], compatibility: Option[CompatibilityMode],
@@ -32,8 +33,9 @@ final case class SnapshotDefinition(version: Int, steps: Seq[EvolutionStep], com
     JObject(
       "version" -> JInt(version),
       "compatibility" -> compatibility.map(m => JString(m.name)).getOrElse(JNull),
-      "sql" -> JObject("ansi" -> JBool(sql.ansi), "timeZone" -> JString(sql.timeZone),
-        "caseSensitive" -> JBool(sql.caseSensitive)),
+      "sql" -> JObject(List("ansi" -> JBool(sql.ansi), "timeZone" -> JString(sql.timeZone),
+        "caseSensitive" -> JBool(sql.caseSensitive)) ++ (if (sql.assumed.isEmpty) Nil
+        else List("assumed" -> JArray(SqlSetting.all.filter(sql.assumed).map(s => JString(s.key)).toList)))),
       "steps" -> JArray(steps.toList.map { s =>
         JObject("version" -> JInt(s.version), "schema" -> s.schema.map(d => JsonMethods.parse(d.json)).getOrElse(JNull),
           "renamed" -> obj(s.rules.renamed), "defaults" -> obj(s.rules.defaults), "derived" -> obj(s.rules.derived),
@@ -117,13 +119,22 @@ object SnapshotDefinition {
       case Some(other) => throw refuse(s"has compatibility = ${JsonMethods.compact(other)}; it must be a mode name")
     }
     val sql = root.get("sql") match {
-      case None | Some(JNull) => SqlSettings.Default
+      case None | Some(JNull) => SqlSettings.Unknown
       case Some(value) =>
-        val f = fields(value, "sql", Set("ansi", "timeZone", "caseSensitive"))
-        (f.get("ansi"), f.get("timeZone"), f.get("caseSensitive")) match {
-          case (Some(JBool(ansi)), Some(JString(tz)), Some(JBool(cs))) => SqlSettings(ansi, tz, cs)
+        val f = fields(value, "sql", Set("ansi", "timeZone", "caseSensitive", "assumed"))
+        val assumed = f.get("assumed") match {
+          case None => Some(Set.empty[SqlSetting])
+          case Some(JArray(keys)) => Some(keys.map {
+            case JString(k) => SqlSetting.byKey(k).getOrElse(throw refuse(s"has sql.assumed naming '$k', which " +
+              s"is not a setting (${SqlSetting.all.mkString(", ")})"))
+            case other => throw refuse(s"has sql.assumed holding ${JsonMethods.compact(other)}; it lists names")
+          }.toSet)
+          case Some(_) => None
+        }
+        (f.get("ansi"), f.get("timeZone"), f.get("caseSensitive"), assumed) match {
+          case (Some(JBool(ansi)), Some(JString(tz)), Some(JBool(cs)), Some(a)) => SqlSettings(ansi, tz, cs, a)
           case _ => throw refuse(s"has sql = ${JsonMethods.compact(value)}; it needs ansi (bool), timeZone (string) " +
-            "and caseSensitive (bool)")
+            "and caseSensitive (bool), and may list the assumed ones")
         }
     }
     SnapshotDefinition(declared, steps, compatibility, sql)

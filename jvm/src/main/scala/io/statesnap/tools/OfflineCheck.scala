@@ -2,7 +2,7 @@ package io.statesnap.tools
 
 import scala.jdk.CollectionConverters._
 
-import io.statesnap.bridge.CompatibilityCheck
+import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.bridge.CompatibilityCheck.Verdict
 import io.statesnap.provider.{StateDecision, WrittenAsRecordFiles}
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord}
@@ -25,7 +25,8 @@ object OfflineCheck {
    * @param verdicts each distinct verdict, with the partitions it holds for (-1: every partition, one record)
    * @param scan one line per state scanned, then the scan's speed (empty when not scanned)
    * @param notInLayout entries (list elements) in none of the layouts the records say
-   * @param sqlSettings the settings the definition's SQL rules run under, worded, or null without SQL rules
+   * @param sqlSettings the settings the definition's SQL rules run under and where each comes from, worded, or null
+   *   without SQL rules
    */
   final case class Result(fromSparkFiles: Boolean, verdicts: java.util.List[Judged], scan: java.util.List[String],
       notInLayout: Long, sqlSettings: String)
@@ -38,18 +39,22 @@ object OfflineCheck {
    * @param keyJson, userKeyJson, valueJson the declared schemas (Spark JSON; null for the recorded key)
    * @param definitionJson a definition as `RowSnapshot.to_json` gives it, or null
    * @param mode the query's compatibility mode, or null
+   * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty)
    * @param scan whether to scan every entry of the state
    * @throws IllegalArgumentException when the checkpoint holds no record of the state
    */
   def run(spark: SparkSession, checkpoint: String, state: String, kind: String, keyJson: String,
-      userKeyJson: String, valueJson: String, definitionJson: String, mode: String, scan: Boolean): Result = {
+      userKeyJson: String, valueJson: String, definitionJson: String, mode: String, sqlConf: java.util.Map[String, String],
+      scan: Boolean): Result = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val records = StatesnapCheckpointReader.recordsOf(checkpoint, state, hadoopConf)
     if (records.isEmpty) throw new IllegalArgumentException(s"no snapshot of state '$state' under $checkpoint (at " +
       "its latest committed batch), and Spark's schema files name no such state" + known(checkpoint, hadoopConf))
-    val judged = records.map { case (store, kept, recorded) =>
+    val settings = records.map(r => ApplicationSqlSettings(r._3, sqlConf.asScala.toMap))
+    val judged = records.zip(settings).map { case ((store, kept, recorded), sql) =>
       val declared = CompatibilityCheck.declare(recorded, Option(kind).map(StateKind.named), Option(keyJson)
-        .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode))
+        .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),
+        sql.settings)
       (CompatibilityCheck.verdict(recorded, declared), if (kept == SparkFiles) -1 else store.partition)
     }.groupBy(v => (v._1.decision, v._1.mode, v._1.operator, v._1.details)).values.toSeq
       .map(vs => Judged(vs.head._1, vs.map(_._2).distinct.sorted.asJava)).sortBy(_.partitions.asScala.headOption)
@@ -58,7 +63,11 @@ object OfflineCheck {
         writtenAs(checkpoint, store.operator, record, store.version, kept == SparkFiles, hadoopConf))
     })
     Result(records.head._2 == SparkFiles, judged.asJava, scanned.lines.asJava,
-      scanned.counted.map(_.inNeither).sum, CompatibilityCheck.sqlSettingsNote(state, Option(definitionJson)).orNull)
+      scanned.counted.map(_.inNeither).sum,
+      settings.distinct.flatMap(_.note(state, Option(definitionJson))).mkString("; ") match {
+        case "" => null
+        case said => said
+      })
   }
 
   /**

@@ -1,10 +1,11 @@
 package io.statesnap.tools
 
+import scala.jdk.CollectionConverters._
 import scala.util.Try
 import scala.util.control.NonFatal
 
 import io.statesnap.ProviderClasses
-import io.statesnap.bridge.CompatibilityCheck
+import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
@@ -58,11 +59,14 @@ object OfflineMigration {
    * @param valueJson the value schema the new application version declares (Spark JSON)
    * @param definitionJson the definition it registers for the state (`RowSnapshot.to_json`), or null
    * @param mode the compatibility mode it sets, or null
+   * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty): the
+   *   rules run under them and the migrated record keeps them
    * @param fileSink the output path of the query's file sink, or null
    * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
    */
   def migrate(spark: SparkSession, location: String, state: String, valueJson: String, definitionJson: String,
-      mode: String, fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+      mode: String, sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean,
+      dryRun: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
@@ -74,13 +78,14 @@ object OfflineMigration {
 
     val target = find(checkpoint, state)
     sink.requireAt(target.batch, checkpoint.refuse)
+    val sql = ApplicationSqlSettings(target.recorded, sqlConf.asScala.toMap)
     val declared = CompatibilityCheck.declare(target.recorded, None, None, None,
-      DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode))
+      DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
     val verdict = CompatibilityCheck.verdict(target.recorded, declared)
     val head = s"state '$state' of operator ${target.operator} (${target.recorded.kind.name} state, " +
       s"${target.partitions.size} partitions, batch ${target.batch}): ${verdict.headline}"
     val decided = recovered ++ (head +: verdict.details.map("  - " + _)) ++
-      CompatibilityCheck.sqlSettingsNote(state, Option(definitionJson)).map("  " + _)
+      sql.note(state, Option(definitionJson)).map("  " + _)
     verdict.decided match {
       case StateDecision.Migrate(_, record) =>
         val next = target.batch + 1

@@ -113,7 +113,7 @@ class CompositeSnapshotTest {
   }
 
   @Test def declarativeSnapshotRoundTripsWithItsDefinition(): Unit = {
-    import io.statesnap.evolution.{CompatibilityMode, EvolutionStep, Rules, SqlSettings}
+    import io.statesnap.evolution.{CompatibilityMode, EvolutionStep, Rules, SqlSetting, SqlSettings}
     val definition = SnapshotDefinition(3, Seq(
       EvolutionStep(2, Some(StructType.fromDDL("x BIGINT")), Rules(renamed = Map("x" -> "y"))),
       EvolutionStep(3, None, Rules(defaults = Map("c" -> "'EUR'"), derived = Map("d" -> "x * 2"), dropped = Set("e")))),
@@ -124,6 +124,11 @@ class CompositeSnapshotTest {
     assertEquals(3, restored.asInstanceOf[RowSchemaSnapshot].userVersion)
     assertEquals(Some(CompatibilityMode.Full), restored.declaredCompatibility)
     assertEquals(definition, SnapshotDefinition.parse("s", definition.toJson))
+    // An offline tool's definition says which settings it only assumed, so they are never taken for known.
+    val partlyKnown = definition.copy(sql = SqlSettings.Unknown.withValue(SqlSetting.TimeZone, "Asia/Tokyo"))
+    assertEquals(Set(SqlSetting.Ansi, SqlSetting.CaseSensitive),
+      SnapshotDefinition.parse("s", partlyKnown.toJson).sql.assumed)
+    assertEquals(SqlSettings.Unknown, SnapshotDefinition.parse("s", """{"version": 1, "steps": []}""").sql)
   }
 
   @Test def declarativePayloadVersionOneIsStillRead(): Unit = {
