@@ -151,17 +151,34 @@ def _states_app(spark: SparkSession, source_dir: str, states: Union[str, list[St
                 to_state: Callable[[int], tuple], delete: tuple[str, ...], swallow_errors: bool):
     """The streaming DataFrame of one transformWithState app version (see :func:`run_app`)."""
     specs = [StateSpec("testState", states, to_state)] if isinstance(states, str) else states
+    return _states_app_over(spark.readStream.schema(INPUT_SCHEMA).json(source_dir), specs, delete, swallow_errors)
+
+
+def _states_app_over(rows, specs: list[StateSpec], delete: tuple[str, ...] = (), swallow_errors: bool = False):
+    """The transformWithState operator of :func:`_states_app` over the streaming DataFrame ``rows``."""
     time_mode = "ProcessingTime" if any(s.ttl_ms for s in specs) else "None"
-    return (
-        spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
-        .groupBy("id")
-        .transformWithStateInPandas(
-            statefulProcessor=StatesApp(specs, delete, swallow_errors),
-            outputStructType=OUTPUT_SCHEMA,
-            outputMode="Update",
-            timeMode=time_mode,
-        )
+    return rows.groupBy("id").transformWithStateInPandas(
+        statefulProcessor=StatesApp(specs, delete, swallow_errors),
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Update",
+        timeMode=time_mode,
     )
+
+
+def run_two_operator_app(spark: SparkSession, source_dir: str, checkpoint: str, states: list[StateSpec],
+                         shape: str) -> list[tuple]:
+    """Runs one version of a query with a second stateful operator beside its transformWithState (the app of
+    :func:`run_app`): ``"dedup"`` drops input rows seen before (``dropDuplicates``) ahead of it, ``"count"`` counts
+    its output rows per id (a streaming aggregation) after it. Returns the query's output rows, sorted."""
+    rows = spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
+    if shape == "dedup":
+        app = _states_app_over(rows.dropDuplicates(), states)
+    elif shape == "count":
+        app = _states_app_over(rows, states).groupBy("id").count()
+    else:
+        raise ValueError(shape)
+    rows, _ = _run_to_end(app, checkpoint)
+    return sorted(tuple(r) for r in rows)
 
 
 def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: str,

@@ -14,7 +14,7 @@ import pyspark
 import pytest
 
 from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, run_app, run_group_state_app,
-                  write_input)
+                  run_two_operator_app, write_input)
 from committed_state import read_store
 from migration_evidence import assert_migrated
 
@@ -394,3 +394,38 @@ def test_rules_run_under_the_applications_sql_settings_given_or_recorded(spark, 
     assert code == 3 and "spark.sql.session.timeZone=America/Los_Angeles (recorded with the state)" in out, out
     rows = spark.read.format("statestore").option("stateVarName", "when").load(checkpoint).collect()
     assert {r.key.id: r.value.hour for r in rows} == {"a": 19, "b": 21}
+
+
+@pytest.mark.slow
+@SPARK_42_ON
+@pytest.mark.parametrize("shape", ["dedup", "count"])
+def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(spark, app_dirs, cli, shape):
+    """A dedup of the transformWithState's input, or an aggregation of its output: the appended batch commits the
+    other operator's stores as they were, so after the restart it drops the rows it saw before / keeps counting."""
+    source, checkpoint = app_dirs
+    write_input(source, FIRST)
+    first = run_two_operator_app(spark, source, checkpoint, V1[:1], shape)
+    operators = sorted(int(p.name) for p in (Path(checkpoint) / "state").iterdir())
+    transform_with_state = [o for o in operators if (Path(checkpoint) / f"state/{o}/_metadata/v2").is_dir()]
+    [other] = set(operators) - set(transform_with_state)
+
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint, note string")
+    assert code == 3 and "rewrote 2 entries" in out, out
+    assert f"the 2 stores of operator {other} committed as they are as state version 2" in out, out
+    # rocksdict: the other operator's version 2 holds exactly its version 1; transformWithState's is migrated.
+    for partition in (0, 1):
+        assert read_store(checkpoint, other, partition, version=2) == read_store(checkpoint, other, partition,
+                                                                                 version=1)
+    assert_migrated(checkpoint, "count", "n int", "n bigint, note string", version=2,
+                    operator=transform_with_state[0])
+
+    # The new version, on Spark's provider with its schema check on, reads the migrated values, and the other
+    # operator goes on from its state: a row seen before is dropped; counts go on from the first run's.
+    write_input(source, [("a", 0, "read"), ("b", 0, "read"), ("b", 5, "set")])
+    second = run_two_operator_app(spark, source, checkpoint,
+                                  [StateSpec("count", "n bigint, note string", lambda v: (v, "new"))], shape)
+    if shape == "dedup":
+        # ("b", 5, "set") was seen in the first run: only the reads get through, each reading the migrated value.
+        assert [json.loads(seen) for _, seen in second] == [{"count": [3, None]}, {"count": [5, None]}], second
+    else:
+        assert first == [("a", 2), ("b", 1)] and second == [("a", 3), ("b", 3)], (first, second)

@@ -26,7 +26,9 @@ import org.slf4j.LoggerFactory
  *  1. `offsets/N+1`, pinning a provider class that does not exist ([[InterruptedProvider]]), so that until the
  *     migration completes any restart fails on the driver before it reads or writes anything;
  *  2. state version N+2 of every partition of the query's transformWithState operator, loaded at N+1 and
- *     committed by Spark's provider, the state's entries rewritten in it (one Spark task per partition);
+ *     committed by Spark's provider, the state's entries rewritten in it, and of every other stateful operator of
+ *     the query (an aggregation of its output, a dedup of its input), committed as loaded, as a batch with no rows
+ *     and the same watermark leaves them (one Spark task per store);
  *  3. Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`,
  *     and statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version
  *     and history, which Spark's files cannot hold);
@@ -49,7 +51,7 @@ object OfflineMigration {
 
   /** The state a migrate rewrites, found in the checkpoint's latest committed batch. */
   private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
-      family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
+      family: StateStoreColFamilySchema, recorded: StateSnapshotRecord, carried: Seq[(Int, Seq[Int])]) {
     def state: String = family.colFamilyName
     def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
   }
@@ -91,7 +93,8 @@ object OfflineMigration {
         val next = target.batch + 1
         val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): state " +
           s"'$state' rewritten in the ${target.partitions.size} partitions of operator ${target.operator}, each " +
-          s"committed as state version ${next + 1}",
+          s"committed as state version ${next + 1}") ++ target.carried.map { case (o, partitions) =>
+            s"the ${partitions.size} stores of operator $o committed as they are as state version ${next + 1}" } ++ Seq(
           s"Spark's schema file for batch $next says the value schema " +
             StateDecision.schemaOf(declared.valueSnapshot).simpleString) ++ sink.says(next)
         if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
@@ -122,26 +125,41 @@ object OfflineMigration {
         "commit log names each store version by a unique id; migrate appends batches to format v1 checkpoints only")
     }
     val (op, family) = checkpoint.operators match {
-      case (Seq(op), Seq()) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
+      case (Seq(op), _) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
         StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)
       case (Seq(), _) => refuse("it has no transformWithState operator (no state/<operator>/_metadata/v2)")
-      // Batch N+1 needs state version N+2 of every stateful operator, so each would need this job.
-      case (transformWithState, others) => refuse(s"its stateful operators are ${(transformWithState ++ others)
-        .sorted.mkString(", ")} (transformWithState: ${transformWithState.mkString(", ")}); migrate appends a " +
-        "batch to queries whose one stateful operator is transformWithState")
+      // Each writes its own operator metadata and schema files per batch, which batch N+1 would need too.
+      case (transformWithState, _) => refuse(s"its transformWithState operators are " +
+        s"${transformWithState.mkString(", ")}; migrate appends a batch to queries with one")
     }
     val stateRoot = new Path(checkpoint.root, "state").toString
     val families = family.filterNot { case (name, _) => name.startsWith("$") || name == DefaultStore }
     if (!families.contains(state)) refuse(s"operator $op has no transformWithState state '$state' in batch $batch; " +
       s"Spark's schema files name ${if (families.isEmpty) "none" else families.keys.toSeq.sorted.mkString("'",
         "', '", "'")}")
-    val partitions = partitionsOf(checkpoint, op)
     val pinned = checkpoint.pinnedConfs(batch).get("spark.sql.shuffle.partitions").map(_.toInt)
-    if (pinned.exists(n => partitions != (0 until n))) refuse(s"state/$op holds partitions " +
-      s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
-    Target(batch, stateRoot, op, partitions, families(state),
-      SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)(state))
+    def partitionsOfOperator(o: Int): Seq[Int] = {
+      val partitions = partitionsOf(checkpoint, o)
+      if (pinned.exists(n => partitions != (0 until n))) refuse(s"state/$o holds partitions " +
+        s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
+      partitions
+    }
+    val carried = checkpoint.operators._2.map { o =>
+      val partitions = partitionsOfOperator(o)
+      // A stream-stream join keeps four stores per partition, each under its own name.
+      partitions.flatMap(p => namedStores(checkpoint, o, p)).headOption.foreach { store => refuse(s"operator $o " +
+        s"keeps several stores per partition (state/$o/${partitions.head}/$store: a stream-stream join); migrate " +
+        "carries the stores of other stateful operators into the appended batch only when each partition has one") }
+      o -> partitions
+    }
+    Target(batch, stateRoot, op, partitionsOfOperator(op), families(state),
+      SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)(state), carried)
   }
+
+  /** The stores of a partition other than the default one: Spark keeps each in a directory named after it. */
+  private def namedStores(checkpoint: StoppedCheckpoint, op: Int, partition: Int): Seq[String] =
+    checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op/$partition")).toSeq.filter(_.isDirectory)
+      .map(_.getPath.getName).filterNot(Set("SSTs", "_metadata"))
 
   /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
   private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target,
@@ -163,7 +181,8 @@ object OfflineMigration {
       storeConf(spark, checkpoint.pinnedConfs(target.batch)), new SerializableConfiguration(checkpoint.hadoopConf),
       target.state, target.family.keySchema, keySpec, target.recorded.toBytes, declared.toBytes,
       crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, "halt", None)))
-    val tasks = target.partitions.map(PartitionRewrite.Task(target.operator, _))
+    val tasks = target.partitions.map(PartitionRewrite.Task(target.operator, _, carried = false)) ++
+      target.carried.flatMap { case (o, partitions) => partitions.map(PartitionRewrite.Task(o, _, carried = true)) }
     val rewritten = try {
       val count = runJob(spark, job, tasks)
       checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, target.state, next + 1),
@@ -225,10 +244,13 @@ object OfflineMigration {
   /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
   private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
     val stateRoot = new Path(checkpoint.root, "state")
-    checkpoint.operators._1.foreach { op =>
+    val (transformWithState, others) = checkpoint.operators
+    transformWithState.foreach { op =>
       MigratedStateRecordFiles.ofVersion(checkpoint.fs, stateRoot.toString, op, batch + 1).foreach(checkpoint.delete)
       StatesnapSparkSchemaFiles.removeTransformWithStateBatch(StateStoreId(stateRoot.toString, op, 0, DefaultStore),
         batch, checkpoint.hadoopConf)
+    }
+    (transformWithState ++ others).foreach { op =>
       partitionsOf(checkpoint, op).foreach { p =>
         Seq("zip", "changelog").map(ext => new Path(stateRoot, s"$op/$p/${batch + 1}.$ext"))
           .filter(checkpoint.fs.exists).foreach(checkpoint.delete)
@@ -254,6 +276,7 @@ object OfflineMigration {
       (_: Int, results: List[(PartitionRewrite.Task, Either[Throwable, Long])]) => results.foreach { case (t, r) =>
         done += 1
         val outcome = r match {
+          case Right(_) if t.carried => "committed as it was"
           case Right(n) =>
             rewritten += n
             s"committed, $n entries rewritten"

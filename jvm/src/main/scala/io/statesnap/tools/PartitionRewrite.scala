@@ -17,11 +17,16 @@ import org.apache.spark.util.SerializableConfiguration
  * One task of `python -m statesnap migrate`: one partition's store of a transformWithState operator, loaded with
  * Spark's own RocksDB provider at the query's latest committed version, the migrated state rewritten below the
  * store API exactly as a statesnap store migrates online ([[StateMigrator]]), and the store committed as the next
- * version: the version of the batch the migration appends. Every other column family is committed as it was.
+ * version: the version of the batch the migration appends. Every other column family is committed as it was, and
+ * so is the store of another stateful operator of the query.
  */
 private[tools] object PartitionRewrite {
-  /** A store of the job: its operator and partition. */
-  final case class Task(operator: Long, partition: Int)
+  /**
+   * A store of the job: its operator and partition.
+   * @param carried the store of another stateful operator (no column families: an aggregation, a dedup, group
+   *   state), committed as loaded
+   */
+  final case class Task(operator: Long, partition: Int, carried: Boolean)
 
   /**
    * What every task shares: where the stores are, the version to load, the conf the query pins, the migrated
@@ -40,12 +45,12 @@ private[tools] object PartitionRewrite {
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     val provider = StateStoreProvider.create(ProviderClasses.SparkRocksDB)
     provider.init(StateStoreId(job.stateRoot, task.operator, task.partition), Placeholder, Placeholder,
-      NoPrefixKeyStateEncoderSpec(Placeholder), useColumnFamilies = true, job.storeConf, hadoopConf,
+      NoPrefixKeyStateEncoderSpec(Placeholder), useColumnFamilies = !task.carried, job.storeConf, hadoopConf,
       useMultipleValuesPerKey = false, None)
     try {
       val store = provider.getStore(job.loadVersion, None)
       try {
-        val rewritten = migrate(job, task, provider, store)
+        val rewritten = if (task.carried) 0L else migrate(job, task, provider, store)
         store.commit()
         rewritten
       } catch { case NonFatal(e) => store.abort(); throw e }
