@@ -398,11 +398,15 @@ def test_rules_run_under_the_applications_sql_settings_given_or_recorded(spark, 
 
 @pytest.mark.slow
 @SPARK_42_ON
-@pytest.mark.parametrize("shape", ["dedup", "count"])
-def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(spark, app_dirs, cli, shape):
+@pytest.mark.parametrize("shape, changelog_on", [("dedup", False), ("count", True)])
+def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(spark, app_dirs, cli, request, shape,
+                                                                              changelog_on):
     """A dedup of the transformWithState's input, or an aggregation of its output: the appended batch commits the
-    other operator's stores as they were, so after the restart it drops the rows it saw before / keeps counting."""
+    other operator's stores as they were, so after the restart it drops the rows it saw before / keeps counting.
+    With changelog checkpointing on, every version but the first is a changelog."""
     source, checkpoint = app_dirs
+    if changelog_on:
+        request.getfixturevalue("changelog")
     write_input(source, FIRST)
     first = run_two_operator_app(spark, source, checkpoint, V1[:1], shape)
     operators = sorted(int(p.name) for p in (Path(checkpoint) / "state").iterdir())
@@ -429,3 +433,4 @@ def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(sp
         assert [json.loads(seen) for _, seen in second] == [{"count": [3, None]}, {"count": [5, None]}], second
     else:
         assert first == [("a", 2), ("b", 1)] and second == [("a", 3), ("b", 3)], (first, second)
+    assert any(Path(checkpoint).glob("state/*/*/2.changelog")) == changelog_on
