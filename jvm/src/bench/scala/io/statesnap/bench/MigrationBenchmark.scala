@@ -1,10 +1,8 @@
 package io.statesnap.bench
 
-import java.lang.management.ManagementFactory
 import java.nio.file.Files
 import java.util.UUID
 import java.util.concurrent.{Callable, CountDownLatch, Executors}
-import java.util.concurrent.atomic.AtomicLong
 
 import io.statesnap.ProviderClasses
 import io.statesnap.provider.StatesnapStateStoreProvider
@@ -303,24 +301,9 @@ object MigrationBenchmark {
 
   private def task[T](body: => T): Callable[T] = new Callable[T] { def call(): T = body }
 
-  /** Wall and CPU time of `body`, and the peak heap used while it ran (sampled every 5 ms after a GC). */
+  /** Wall and CPU time of `body`, and the peak heap used while it ran ([[Sampled]]). */
   private def measure(body: => Unit): Pass = {
-    val memory = ManagementFactory.getMemoryMXBean
-    System.gc()
-    val peak = new AtomicLong(memory.getHeapMemoryUsage.getUsed)
-    @volatile var running = true
-    val sampler = new Thread(() => while (running) {
-      peak.accumulateAndGet(memory.getHeapMemoryUsage.getUsed, math.max)
-      Thread.sleep(5)
-    })
-    sampler.setDaemon(true)
-    sampler.start()
-    val os = ManagementFactory.getOperatingSystemMXBean.asInstanceOf[com.sun.management.OperatingSystemMXBean]
-    val (start, cpuStart) = (System.nanoTime(), os.getProcessCpuTime)
-    body
-    val (seconds, cpuSeconds) = ((System.nanoTime() - start) / 1e9, (os.getProcessCpuTime - cpuStart) / 1e9)
-    running = false
-    sampler.join()
-    Pass(seconds, cpuSeconds, peak.get, 0L)
+    val s = Sampled(body)
+    Pass(s.seconds, s.cpuSeconds, s.peakHeapBytes, 0L)
   }
 }

@@ -1,0 +1,59 @@
+package io.statesnap.bench
+
+import java.lang.management.{ManagementFactory, MemoryType}
+import java.util.concurrent.atomic.AtomicLong
+import javax.management.{Notification, NotificationEmitter, NotificationListener}
+import javax.management.openmbean.CompositeData
+
+import scala.jdk.CollectionConverters._
+
+import com.sun.management.GarbageCollectionNotificationInfo
+
+/**
+ * Wall time, the process's CPU time over it (RocksDB's background threads included), the peak heap used, and the
+ * largest heap left after a GC while it ran (-1 if none ran): what the work kept alive, garbage not counted.
+ */
+final case class Sampled(seconds: Double, cpuSeconds: Double, peakHeapBytes: Long, afterGcBytes: Long = -1) {
+  def coresUsed: Double = cpuSeconds / seconds
+  def peakHeapMb: Long = peakHeapBytes / (1 << 20)
+  def afterGcMb: Long = if (afterGcBytes < 0) -1 else afterGcBytes / (1 << 20)
+}
+
+object Sampled {
+  /**
+   * Runs `body` in this JVM, which in `local` mode is also the executor's: the heap is sampled every 5 ms, after a
+   * GC first so that what earlier work left behind does not count. The sampled peak includes garbage not yet
+   * collected (how much depends on the collector's young generation, not on the work), so the heap after each GC
+   * that runs meanwhile is recorded too.
+   */
+  def apply(body: => Unit): Sampled = {
+    val memory = ManagementFactory.getMemoryMXBean
+    System.gc()
+    val peak = new AtomicLong(memory.getHeapMemoryUsage.getUsed)
+    val afterGc = new AtomicLong(-1)
+    val heapPools = ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP)
+      .map(_.getName).toSet
+    val listener: NotificationListener = (n: Notification, _: AnyRef) =>
+      if (n.getType == GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION) {
+        val info = GarbageCollectionNotificationInfo.from(n.getUserData.asInstanceOf[CompositeData]).getGcInfo
+        val heap = info.getMemoryUsageAfterGc.asScala.collect { case (pool, use) if heapPools(pool) => use.getUsed }
+        afterGc.accumulateAndGet(heap.sum, math.max)
+      }
+    val collectors = ManagementFactory.getGarbageCollectorMXBeans.asScala.collect { case e: NotificationEmitter => e }
+    collectors.foreach(_.addNotificationListener(listener, null, null))
+    @volatile var running = true
+    val sampler = new Thread(() => while (running) {
+      peak.accumulateAndGet(memory.getHeapMemoryUsage.getUsed, math.max)
+      Thread.sleep(5)
+    })
+    sampler.setDaemon(true)
+    sampler.start()
+    val os = ManagementFactory.getOperatingSystemMXBean.asInstanceOf[com.sun.management.OperatingSystemMXBean]
+    val (start, cpuStart) = (System.nanoTime(), os.getProcessCpuTime)
+    try body finally running = false
+    val sampled = Sampled((System.nanoTime() - start) / 1e9, (os.getProcessCpuTime - cpuStart) / 1e9, 0L)
+    sampler.join()
+    collectors.foreach(_.removeNotificationListener(listener))
+    sampled.copy(peakHeapBytes = peak.get, afterGcBytes = afterGc.get)
+  }
+}
