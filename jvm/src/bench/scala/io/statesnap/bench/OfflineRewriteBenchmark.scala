@@ -61,7 +61,7 @@ object OfflineRewriteBenchmark {
           name -> onCopy(work, original) { ck =>
             val pass = Sampled(side(spark, ck))
             System.err.println(f"[$name] $keys%,d entries: ${pass.seconds}%.1f s, peak heap ${pass.peakHeapMb} MB, " +
-              s"after GC ${pass.afterGcMb} MB")
+              s"after GC ${pass.afterGcMb} MB (${pass.gcs} GCs)")
             pass
           }
         }
@@ -70,6 +70,7 @@ object OfflineRewriteBenchmark {
         val best = runs.map(_._2).minBy(_.seconds)
         s""""$name": {"seconds": ${best.seconds}, "entriesPerSecond": ${(keys / best.seconds).toLong}, """ +
           s""""peakHeapMb": ${runs.map(_._2.peakHeapMb).max}, "afterGcMb": ${runs.map(_._2.afterGcMb).max}, """ +
+          s""""gcs": [${runs.map(_._2.gcs).mkString(", ")}], """ +
           s""""coresUsed": ${best.coresUsed}, """ +
           s""""runs": [${runs.map(_._2.seconds).mkString(", ")}]}"""
       }.mkString(", ")

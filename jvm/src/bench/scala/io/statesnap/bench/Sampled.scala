@@ -13,7 +13,8 @@ import com.sun.management.GarbageCollectionNotificationInfo
  * Wall time, the process's CPU time over it (RocksDB's background threads included), the peak heap used, and the
  * largest heap left after a GC while it ran (-1 if none ran): what the work kept alive, garbage not counted.
  */
-final case class Sampled(seconds: Double, cpuSeconds: Double, peakHeapBytes: Long, afterGcBytes: Long = -1) {
+final case class Sampled(seconds: Double, cpuSeconds: Double, peakHeapBytes: Long, afterGcBytes: Long = -1,
+    gcs: Int = 0) {
   def coresUsed: Double = cpuSeconds / seconds
   def peakHeapMb: Long = peakHeapBytes / (1 << 20)
   def afterGcMb: Long = if (afterGcBytes < 0) -1 else afterGcBytes / (1 << 20)
@@ -31,13 +32,20 @@ object Sampled {
     System.gc()
     val peak = new AtomicLong(memory.getHeapMemoryUsage.getUsed)
     val afterGc = new AtomicLong(-1)
+    val gcs = new java.util.concurrent.atomic.AtomicInteger
     val heapPools = ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP)
       .map(_.getName).toSet
     val listener: NotificationListener = (n: Notification, _: AnyRef) =>
       if (n.getType == GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION) {
-        val info = GarbageCollectionNotificationInfo.from(n.getUserData.asInstanceOf[CompositeData]).getGcInfo
-        val heap = info.getMemoryUsageAfterGc.asScala.collect { case (pool, use) if heapPools(pool) => use.getUsed }
-        afterGc.accumulateAndGet(heap.sum, math.max)
+        val gc = GarbageCollectionNotificationInfo.from(n.getUserData.asInstanceOf[CompositeData])
+        // Delivered asynchronously: the GC run above, before the work, may arrive after this listener is added.
+        if (gc.getGcCause != "System.gc()") {
+          val heap = gc.getGcInfo.getMemoryUsageAfterGc.asScala.collect {
+            case (pool, use) if heapPools(pool) => use.getUsed
+          }
+          afterGc.accumulateAndGet(heap.sum, math.max)
+          gcs.incrementAndGet()
+        }
       }
     val collectors = ManagementFactory.getGarbageCollectorMXBeans.asScala.collect { case e: NotificationEmitter => e }
     collectors.foreach(_.addNotificationListener(listener, null, null))
@@ -54,6 +62,6 @@ object Sampled {
     val sampled = Sampled((System.nanoTime() - start) / 1e9, (os.getProcessCpuTime - cpuStart) / 1e9, 0L)
     sampler.join()
     collectors.foreach(_.removeNotificationListener(listener))
-    sampled.copy(peakHeapBytes = peak.get, afterGcBytes = afterGc.get)
+    sampled.copy(peakHeapBytes = peak.get, afterGcBytes = afterGc.get, gcs = gcs.get)
   }
 }
