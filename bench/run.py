@@ -17,6 +17,9 @@ Workloads (see bench/README.md for how to read the results):
              encoding (lazy conversion on read) vs statesnap with UnsafeRow after its eager migration.
   scan       the layout scan `adopt` and `check` run before they trust a state (one task per partition, every
              entry's UnsafeRow layout checked), in entries/s, vs Spark's own state reader counting the same state.
+  rewriter   statesnap's offline migrate (`python -m statesnap migrate`) vs Spark's own offline rewrite,
+             StateRewriter (SPARK-54924), each on a fresh copy of the same committed transformWithState state, at
+             each size (JVM harness, Spark 4.2+ only).
 """
 from __future__ import annotations
 
@@ -208,6 +211,31 @@ def run_steady_jvm(repeats: int, keys: int = 300_000, batches: int = 4) -> dict:
                                                                  "statesnap": r["statesnap"]["runs"]}}
 
 
+# ------------------------------------------------------------------------------------------------- rewriter
+def rewriter_skip_reason() -> str | None:
+    """Why the offline comparison cannot run on this Spark, if it cannot."""
+    if tws_on_statesnap():
+        return (f"Spark {spark_minor()} has no StateRewriter (SPARK-54924 ships in 4.2), and `migrate` runs on 4.2+ "
+                "only (before, transformWithState runs on statesnap's provider, which migrates online)")
+    return None
+
+
+def run_rewriter(entries: list[int], repeats: int) -> list[dict]:
+    """statesnap's offline migrate vs Spark's StateRewriter on the same state, at each size: a separate JVM per
+    size (jvm/src/bench OfflineRewriteBenchmark), so that each size's heap is its own."""
+    build_bench_classes()
+    results = []
+    for n in entries:
+        print(f"[rewriter] {n:,} entries, {repeats} alternating passes (a separate JVM)", flush=True)
+        out = subprocess.run(
+            ["java", "-Xmx4g", f"-Dlog4j.configurationFile={ROOT}/jvm/src/test/resources/log4j2.properties", "-cp",
+             f"{spark_jars()}/*:{jar_path()}:{classes('bench-classes')}",
+             "io.statesnap.bench.OfflineRewriteBenchmark", str(n), str(repeats)],
+            check=True, capture_output=True, text=True).stdout
+        results.append(json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):]))
+    return results
+
+
 # ------------------------------------------------------------------------------------------------- report
 # --------------------------------------------------------------------------------------------------------- scan
 def run_scan(repeats: int, keys: int = 1_000_000) -> dict:
@@ -253,8 +281,10 @@ def report(results: dict, path: Path) -> None:
              "measured in this same run. See bench/README.md for how to read them.", "",
              "Measured: " + "; ".join(f"{k} {v}" for k, v in sorted(results.get("measured", {}).items())) + ".", ""]
     if not tws_on_statesnap():
-        lines += [f"transformWithState workloads do not run on Spark {spark_minor()}: from 4.2 on, transformWithState "
-                  "accepts no provider but Spark's own (SPARK-54117).", ""]
+        compared = ", compared with Spark's StateRewriter below" if "rewriter" in results else ""
+        lines += [f"transformWithState workloads on statesnap's provider do not run on Spark {spark_minor()}: from 4.2 "
+                  "on, transformWithState accepts no provider but Spark's own (SPARK-54117); there, `python -m "
+                  f"statesnap migrate` migrates its state offline{compared}.", ""]
     if "migration" in results:
         lines += ["## Migration throughput (one partition, a field added and one widened)", "",
                   "| state | entries | statesnap migration (entries/s) | stock raw copy (entries/s) | stock raw copy, "
@@ -305,9 +335,50 @@ def report(results: dict, path: Path) -> None:
                   "own state data source counting the same committed state (best of the repeats).", "",
                   "| entries | scan (entries/s) | Spark's state reader (entries/s) | scan / reader |", "|---|---|---|---|",
                   f"| {r['entries']:,} | {r['scan_per_s']:,} | {r['reader_per_s']:,} | {r['ratio']:.2f} |", ""]
+    if "rewriter" in results:
+        lines += rewriter_section(results["rewriter"])
     path.write_text("\n".join(lines) + "\n")
     path.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     chart(results, path.with_suffix(".png"))
+
+
+def rewriter_section(rows: list[dict]) -> list[str]:
+    """The offline comparison: entries/s both sides, their ratio, and each side's heap in the JVM running it."""
+    lines = ["## Offline: `statesnap migrate` vs Spark's StateRewriter", "",
+             "The same committed state (a Scala transformWithState value state of a 6-field profile per key, Spark's "
+             "RocksDB provider, 2 partitions, one batch), each side on a fresh copy of its checkpoint, alternating, in "
+             "one JVM (`local[2]`, so the driver's heap is the job's). **statesnap**: `migrate` (what `python -m "
+             "statesnap migrate` calls), two fields widened from `int` to `bigint` and one added, every entry "
+             "rewritten and batch 1 appended. **StateRewriter** (SPARK-54924): asked for the **identity re-put** "
+             "(no transform function; batch 0 read, batch 1 written, its offsets and commit added as Spark's offline "
+             "repartitioning does): its transform must keep the DataFrame's schema and it writes with the read "
+             "batch's schema files, so it cannot make the schema change at all. Both timings cover the whole job: "
+             "stores loaded, every entry read and rewritten, stores committed. Best of the timed passes, after an "
+             "untimed one of each side whose result is read back whole through Spark's state data source.", "",
+             "| entries | statesnap migrate (entries/s) | StateRewriter, identity (entries/s) | statesnap / "
+             "StateRewriter (target >= 2.0) | CPU time, StateRewriter / statesnap | statesnap peak heap | statesnap "
+             "heap after GC | StateRewriter peak heap |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ours, spark = r["statesnap-migrate"], r["spark-rewriter"]
+        lines.append(f"| {r['entries']:,} | {ours['entriesPerSecond']:,} | {spark['entriesPerSecond']:,} | "
+                     f"**{ours['entriesPerSecond'] / spark['entriesPerSecond']:.2f}** | "
+                     f"{_cpu(spark) / _cpu(ours):.2f} | {ours['peakHeapMb']} MB | {_mb(ours['afterGcMb'])} | "
+                     f"{spark['peakHeapMb']} MB |")
+    return lines + ["", "Heap: the harness samples the JVM's used heap every 5 ms while the job runs (after a GC "
+                    "before it starts), and records the heap left after every GC during it (the live set, garbage "
+                    "not counted); both are the largest over all passes. The sampled peak moves with the collector's "
+                    "young generation from pass to pass; the after-GC figure says what the job keeps. CPU time: the "
+                    "process's, over the best pass (RocksDB's and the collector's threads included): StateRewriter "
+                    "keeps more of the 2 cores busy, so its wall time suffers more when other work shares them.", ""]
+
+
+def _cpu(side: dict) -> float:
+    """CPU seconds of a side's best pass."""
+    return side["seconds"] * side["coresUsed"]
+
+
+def _mb(value: int) -> str:
+    return "no GC ran" if value < 0 else f"{value} MB"
 
 
 def _spread(result: dict, side: int) -> str:
@@ -333,6 +404,9 @@ def chart(results: dict, path: Path) -> None:
     for r in results.get("avro", []):
         bars.append(("after evolution\nvs Spark Avro", r["throughput_ratio"], 1.5))
         bars.append(("ceiling: Spark UnsafeRow,\nno evolution, vs Avro", r["ceiling_throughput_ratio"], float("nan")))
+    for r in results.get("rewriter", []):
+        bars.append((f"offline migrate {r['entries'] // 1000}k\nvs StateRewriter", r["statesnap-migrate"]
+                     ["entriesPerSecond"] / r["spark-rewriter"]["entriesPerSecond"], 2.0))
     fig, ax = plt.subplots(figsize=(max(6, 1.9 * len(bars)), 4))
     ax.bar([b[0] for b in bars], [b[1] for b in bars],
            color=["#b0b0b0" if b[0].startswith("ceiling") else "#4a7ab5" for b in bars])
@@ -348,23 +422,27 @@ def chart(results: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["migration", "steady", "avro", "scan"], action="append")
-    parser.add_argument("--entries", default="1000000,4000000", help="migration sizes, comma separated")
+    parser.add_argument("--only", choices=["migration", "steady", "avro", "scan", "rewriter"], action="append")
+    parser.add_argument("--entries", default="1000000,4000000", help="migration and rewriter sizes, comma separated")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", help="default: bench/results.md for the pinned Spark 4.1, "
                         "bench/results-spark<minor>.md for another")
     args = parser.parse_args()
     out = Path(args.out or ROOT / "bench" / f"results{'' if spark_minor() == '4.1' else '-spark' + spark_minor()}.md")
-    chosen = args.only or ["migration", "steady", "scan"] + (["avro"] if tws_on_statesnap() else [])
+    chosen = args.only or ["migration", "steady", "scan"] + (["avro"] if tws_on_statesnap() else []) + ["rewriter"]
     # A subset run keeps the other workloads' latest figures ("measured" says when each was).
     previous = out.with_suffix(".json")
     results = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     runners = {"migration": lambda: run_migration([int(n) for n in args.entries.split(",")], max(1, args.repeats - 1)),
                "steady": lambda: run_steady(args.repeats), "avro": lambda: run_avro(args.repeats),
-               "scan": lambda: run_scan(max(1, args.repeats - 2))}
+               "scan": lambda: run_scan(max(1, args.repeats - 2)),
+               "rewriter": lambda: run_rewriter([int(n) for n in args.entries.split(",")], max(1, args.repeats - 2))}
     for workload in chosen:
         if workload == "avro" and not tws_on_statesnap():
             print(f"[avro] skipped: a transformWithState workload, which runs on statesnap on Spark 4.1 only")
+            continue
+        if workload == "rewriter" and rewriter_skip_reason():
+            print(f"[rewriter] skipped: {rewriter_skip_reason()}")
             continue
         results[workload] = runners[workload]()
         results.setdefault("measured", {})[workload] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
