@@ -434,3 +434,46 @@ def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(sp
     else:
         assert first == [("a", 2), ("b", 1)] and second == [("a", 3), ("b", 3)], (first, second)
     assert any(Path(checkpoint).glob("state/*/*/2.changelog")) == changelog_on
+
+
+@pytest.mark.slow
+@SPARK_42_ON
+def test_several_states_migrate_in_one_batch_or_none_does(spark, app_dirs, cli):
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+    count = ["--state", "count", "--schema", "n bigint, note string"]
+    last = ["--state", "last", "--schema", "amount bigint", "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}']
+
+    # One state refused: none is migrated, and nothing changes.
+    before = files(checkpoint)
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *count, "--state", "events", "--schema", "n smallint",
+                    *last)
+    assert code == 4 and "state 'events' of operator 0 (list state" in out and "narrowing" in out, out
+    assert "state 'count' of operator 0 (value state, 2 partitions, batch 0): migrate" in out, out
+    assert files(checkpoint) == before
+    with pytest.raises(SystemExit):  # a --schema must follow its own --state
+        cli("migrate", checkpoint, "--no-file-sink", "--schema", "n bigint", *count)
+
+    # All three in one appended batch: one task per partition rewrites each of them.
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *count, "--state", "events", "--schema", "n bigint",
+                    *last)
+    assert code == 3 and "append batch 1" in out and "states 'count', 'events', 'last' rewritten" in out, out
+    assert "rewrote 8 entries" in out, out
+    assert sorted(p.name for p in (Path(checkpoint) / "offsets").iterdir() if not p.name.startswith(".")) == ["0", "1"]
+    together = ("count", "events", "last")
+    assert_migrated(checkpoint, "count", "n int", "n bigint, note string", version=2, together=together)
+    assert_migrated(checkpoint, "events", "n int", "n bigint", version=2, kind="list", together=together)
+    assert sorted(assert_migrated(checkpoint, "last", "n int", "amount bigint", version=2, kind="map",
+                                  together=together).values()) == [(-7,), (3,), (5,)]
+    # Each has its own record: the rename is recorded at its version, so nothing is left to do for it.
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *last)
+    assert code == 0 and "no entry needs rewriting" in out, out
+
+    # The new version, on stock Spark with its schema check on, reads every value as written.
+    write_input(source, READ)
+    v2 = [["count", "n bigint, note string", "value", None], ["events", "n bigint", "list", None],
+          ["last", "amount bigint", "map", None]]
+    stock = subprocess.run([sys.executable, str(Path(__file__).parent / "stock_app.py"), source, checkpoint,
+                            json.dumps(v2)], capture_output=True, text=True, timeout=600)
+    assert stock.returncode == 0, stock.stderr[-3000:]
+    assert json.loads(stock.stdout.splitlines()[-1]) == COUNT_V2_SEEN

@@ -60,7 +60,7 @@ def test_the_python_api_returns_typed_results_and_raises_only_for_errors(stock_c
     dry = tools.adopt(checkpoint, dry_run=True)
     assert dry.outcome is tools.Outcome.CHANGE and dry.lines[-1] == "dry run: nothing was changed"
     assert tools.release(checkpoint).outcome is tools.Outcome.NOTHING
-    refused = tools.migrate(checkpoint, "groupState", "n bigint")  # no sink named
+    refused = tools.migrate(checkpoint, {"groupState": tools.StateChange("n bigint")})  # no sink named
     assert refused.outcome is tools.Outcome.REFUSED and "Nothing was changed" in refused.lines[0]
     with pytest.raises(tools.ToolError, match="no snapshot of state 'nosuch'.*its states: 'groupState'"):
         tools.check(checkpoint, "nosuch", "n int")

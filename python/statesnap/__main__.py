@@ -36,8 +36,14 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
         return tools.adopt(args.checkpoint, written_as=dict(args.written_as), dry_run=args.dry_run, **session)
     if args.command == "release":
         return tools.release(args.checkpoint, dry_run=args.dry_run, **session)
-    return tools.migrate(args.checkpoint, args.state, args.schema, file_sink=args.file_sink,
-                         no_file_sink=args.no_file_sink, snapshot=_snapshot(args.snapshot),
+    changes = {}
+    for group in args.states:
+        if "schema" not in group:
+            raise tools.ToolError(f"--state {group['state']} needs its --schema")
+        changes[group["state"]] = tools.StateChange(group["schema"], _snapshot(group.get("snapshot")))
+    if len(changes) != len(args.states):
+        raise tools.ToolError("each --state once: give each state's schema once")
+    return tools.migrate(args.checkpoint, changes, file_sink=args.file_sink, no_file_sink=args.no_file_sink,
                          compatibility=args.compatibility, sql_conf=dict(args.sql_conf), dry_run=args.dry_run,
                          **session)
 
@@ -108,9 +114,13 @@ def _parser() -> argparse.ArgumentParser:
                     "restarts on stock Spark with its schema check on. Exit code: 0 nothing to rewrite, 3 migrated "
                     "(or would be), 4 refused (nothing changed), 2 error. If it is interrupted, no query restarts on "
                     "the checkpoint until migrate runs again.")
-    migrate.add_argument("--state", required=True, help="the state variable's name")
-    migrate.add_argument("--schema", required=True, help="the value schema the new version declares (DDL)")
-    migrate.add_argument("--snapshot", help="the RowSnapshot the new version registers, as JSON (as for check)")
+    migrate.add_argument("--state", required=True, action=_StateGroup, dest="states",
+                         help="a state variable's name; the --schema (and --snapshot) after it are its own. Repeat "
+                              "the three for each state one deploy changes: all migrate in one appended batch")
+    migrate.add_argument("--schema", action=_StateGroup, dest="states",
+                         help="the value schema the new version declares for it (DDL; required)")
+    migrate.add_argument("--snapshot", action=_StateGroup, dest="states",
+                         help="the RowSnapshot the new version registers for it, as JSON (as for check)")
     migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                          help="the compatibility mode the new version sets for the query")
     _sql_conf_argument(migrate)
@@ -123,6 +133,22 @@ def _parser() -> argparse.ArgumentParser:
                            "keeps no log of batches; one of the two is required")
     migrate.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
     return parser
+
+
+class _StateGroup(argparse.Action):
+    """``--state NAME --schema DDL [--snapshot JSON]``, repeatable: each --state opens a group the options after it
+    fill."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        groups = getattr(namespace, self.dest) or []
+        key = option_string.lstrip("-")
+        if key == "state":
+            groups.append({"state": value})
+        elif not groups or key in groups[-1]:
+            parser.error(f"{option_string} belongs after a --state of its own")
+        else:
+            groups[-1][key] = value
+        setattr(namespace, self.dest, groups)
 
 
 def _sql_conf_argument(command: argparse.ArgumentParser) -> None:

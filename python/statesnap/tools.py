@@ -34,7 +34,7 @@ from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
-__all__ = ["Outcome", "ToolError", "ToolResult", "adopt", "check", "inspect", "migrate", "release"]
+__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "check", "inspect", "migrate", "release"]
 
 _REFUSAL = "io.statesnap.tools.ToolRefusal"
 
@@ -193,19 +193,34 @@ def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[st
             spark._jsparkSession, checkpoint, dry_run))
 
 
+@dataclass(frozen=True)
+class StateChange:
+    """What the new application version declares for one state :func:`migrate` rewrites: its value ``schema``
+    (DDL) and the ``snapshot`` it registers for it, if any."""
+
+    schema: str
+    snapshot: Optional[RowSnapshot] = None
+
+
 @_boundary("migrate")
-def migrate(checkpoint: str, state: str, schema: str, *, file_sink: Optional[str] = None,
-            no_file_sink: bool = False, snapshot: Optional[RowSnapshot] = None,
-            compatibility: Optional[str] = None, sql_conf: Optional[Mapping[str, str]] = None,
-            dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
-            master: Optional[str] = None) -> ToolResult:
-    """Migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+), appending
-    one batch; name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``. ``sql_conf``: as
-    for :func:`check`; the settings the rules ran under are recorded with the migrated state."""
+def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: Optional[str] = None,
+            no_file_sink: bool = False, compatibility: Optional[str] = None,
+            sql_conf: Optional[Mapping[str, str]] = None, dry_run: bool = False,
+            conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
+    """Migrates transformWithState states of a stopped query on Spark's provider offline (Spark 4.2+), all in one
+    appended batch: ``changes`` by state name, all of the query's one transformWithState operator. Name the query's
+    sink: ``file_sink`` (its output path) or ``no_file_sink=True``. ``sql_conf``: as for :func:`check`; the
+    settings the rules ran under are recorded with each migrated state.
+
+    Example: ``migrate(checkpoint, {"orders": StateChange("amount bigint, note string")}, no_file_sink=True)``."""
+    if not changes or not all(isinstance(c, StateChange) for c in changes.values()):
+        raise ToolError(f"migrate takes a StateChange per state name, not {changes!r}")
+    names = list(changes)
     with spark_session(dict(conf or {}), master) as spark:
         return _report("migrate", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.migrate(
-            spark._jsparkSession, checkpoint, state, _schema_json(schema), snapshot.to_json() if snapshot else None,
-            compatibility, dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
+            spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
+            [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names], compatibility,
+            dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
 
 
 def _report(command: str, report: Any) -> ToolResult:

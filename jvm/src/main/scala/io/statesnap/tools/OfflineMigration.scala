@@ -49,26 +49,44 @@ object OfflineMigration {
   private val Spark = ProviderClasses.SparkRocksDB
   private val DefaultStore = "default"
 
-  /** The state a migrate rewrites, found in the checkpoint's latest committed batch. */
+  /** The operator a migrate rewrites states of, found in the checkpoint's latest committed batch. */
   private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
-      family: StateStoreColFamilySchema, recorded: StateSnapshotRecord, carried: Seq[(Int, Seq[Int])]) {
-    def state: String = family.colFamilyName
+      states: Seq[TargetState], carried: Seq[(Int, Seq[Int])]) {
     def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
   }
 
+  /** One state of the target operator: its column family as Spark's files say it, and the record it is read with. */
+  private final case class TargetState(family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
+    def name: String = family.colFamilyName
+  }
+
+  /** A state with its decision: `record` (the one committed beside it) when it migrates. */
+  private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
+      verdict: CompatibilityCheck.Verdict) {
+    def record: Option[StateSnapshotRecord] = verdict.decided match {
+      case StateDecision.Migrate(_, r) => Some(r)
+      case _ => None
+    }
+  }
+
   /**
-   * @param state the state variable's name
-   * @param valueJson the value schema the new application version declares (Spark JSON)
-   * @param definitionJson the definition it registers for the state (`RowSnapshot.to_json`), or null
+   * @param states the state variables to migrate, each once, all of one transformWithState operator
+   * @param valueJsons the value schema the new application version declares for each (Spark JSON)
+   * @param definitionJsons the definition it registers for each (`RowSnapshot.to_json`), or null
    * @param mode the compatibility mode it sets, or null
    * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty): the
-   *   rules run under them and the migrated record keeps them
+   *   rules run under them and the migrated records keep them
    * @param fileSink the output path of the query's file sink, or null
    * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
    */
-  def migrate(spark: SparkSession, location: String, state: String, valueJson: String, definitionJson: String,
-      mode: String, sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean,
-      dryRun: Boolean): ToolReport = {
+  def migrate(spark: SparkSession, location: String, states: java.util.List[String],
+      valueJsons: java.util.List[String], definitionJsons: java.util.List[String], mode: String,
+      sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+    val names = states.asScala.toSeq
+    require(names.nonEmpty && valueJsons.size == names.size && definitionJsons.size == names.size,
+      "migrate takes one value schema and one definition (or null) per state")
+    names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
+      "twice: give each state's schema once"))
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
@@ -78,42 +96,57 @@ object OfflineMigration {
     if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
       "changed; run migrate without --dry-run to put the checkpoint right first", ToolReport.Change)
 
-    val target = find(checkpoint, state)
+    val target = find(checkpoint, names)
     sink.requireAt(target.batch, checkpoint.refuse)
-    val sql = ApplicationSqlSettings(target.recorded, sqlConf.asScala.toMap)
-    val declared = CompatibilityCheck.declare(target.recorded, None, None, None,
-      DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
-    val verdict = CompatibilityCheck.verdict(target.recorded, declared)
-    val head = s"state '$state' of operator ${target.operator} (${target.recorded.kind.name} state, " +
-      s"${target.partitions.size} partitions, batch ${target.batch}): ${verdict.headline}"
-    val decided = recovered ++ (head +: verdict.details.map("  - " + _)) ++
-      sql.note(state, Option(definitionJson)).map("  " + _)
-    verdict.decided match {
-      case StateDecision.Migrate(_, record) =>
-        val next = target.batch + 1
-        val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): state " +
-          s"'$state' rewritten in the ${target.partitions.size} partitions of operator ${target.operator}, each " +
-          s"committed as state version ${next + 1}") ++ target.carried.map { case (o, partitions) =>
-            s"the ${partitions.size} stores of operator $o committed as they are as state version ${next + 1}" } ++ Seq(
-          s"Spark's schema file for batch $next says the value schema " +
-            StateDecision.schemaOf(declared.valueSnapshot).simpleString) ++ sink.says(next)
-        if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
-        else ToolReport(decided ++ plan.map("done: " + _) ++
-          append(spark, checkpoint, target, declared, record.copy(recordedAtVersion = next + 1), sink),
-          ToolReport.Change)
-      case _: StateDecision.Refuse => ToolReport(decided :+ "refused: nothing was changed. Keep the recorded " +
-        "schema, or register a definition that says how to convert (--snapshot)", ToolReport.Refused)
-      // A batch put right above is a change, even when the state itself needs none.
-      case StateDecision.AsIs => ToolReport(decided :+ "no entry needs rewriting: the state already has that " +
-        "schema; nothing was changed", if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
-      case _: StateDecision.Record => ToolReport(decided :+ "no entry needs rewriting (the bytes keep their " +
-        "layout); nothing was changed: restart the new application version, whose schema Spark's own check judges",
-        if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
+    val decisions = target.states.zip(valueJsons.asScala.zip(definitionJsons.asScala)).map {
+      case (t, (valueJson, definitionJson)) =>
+        val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
+        val declared = CompatibilityCheck.declare(t.recorded, None, None, None,
+          DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
+        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared))
+        decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
+    }
+    val decided = recovered ++ decisions.flatMap(_._2)
+    val migrating = decisions.map(_._1).filter(_.record.isDefined)
+    // A batch put right above is a change, even when no state needs one.
+    val unchanged = if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change
+    if (decisions.exists(_._1.verdict.decided.isInstanceOf[StateDecision.Refuse])) ToolReport(decided :+
+      "refused: nothing was changed. Keep the recorded schema, or register a definition that says how to convert " +
+      "(--snapshot)", ToolReport.Refused)
+    else if (migrating.isEmpty) ToolReport(decided :+ "nothing was changed", unchanged)
+    else {
+      val next = target.batch + 1
+      val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): " +
+        s"${quoted(migrating.map(_.target.name))} rewritten in the ${target.partitions.size} partitions of operator " +
+        s"${target.operator}, each committed as state version ${next + 1}") ++ target.carried.map {
+          case (o, partitions) => s"the ${partitions.size} stores of operator $o committed as they are as state " +
+            s"version ${next + 1}" } ++ migrating.map(d => s"Spark's schema file for batch $next says the value " +
+          s"schema of '${d.target.name}' " + StateDecision.schemaOf(d.declared.valueSnapshot).simpleString) ++
+        sink.says(next)
+      if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
+      else ToolReport(decided ++ plan.map("done: " + _) ++ append(spark, checkpoint, target, migrating, sink),
+        ToolReport.Change)
     }
   }
 
-  /** The state to migrate at the latest committed batch, or a refusal naming why it cannot be. */
-  private def find(checkpoint: StoppedCheckpoint, state: String): Target = {
+  /** What the decision on one state says, its changes or problems below it. */
+  private def describe(target: Target, d: Decided): Seq[String] = {
+    val head = s"state '${d.target.name}' of operator ${target.operator} (${d.target.recorded.kind.name} state, " +
+      s"${target.partitions.size} partitions, batch ${target.batch}): ${d.verdict.headline}"
+    val after = d.verdict.decided match {
+      case StateDecision.AsIs => Seq("  no entry needs rewriting: the state already has that schema")
+      case _: StateDecision.Record => Seq("  no entry needs rewriting (the bytes keep their layout): restart the new " +
+        "application version, whose schema Spark's own check judges")
+      case _ => Nil
+    }
+    (head +: d.verdict.details.map("  - " + _)) ++ after
+  }
+
+  private def quoted(names: Seq[String]): String =
+    (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")
+
+  /** The states to migrate at the latest committed batch, or a refusal naming why they cannot be. */
+  private def find(checkpoint: StoppedCheckpoint, states: Seq[String]): Target = {
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val provider = checkpoint.pinnedProvider(batch)
@@ -134,9 +167,9 @@ object OfflineMigration {
     }
     val stateRoot = new Path(checkpoint.root, "state").toString
     val families = family.filterNot { case (name, _) => name.startsWith("$") || name == DefaultStore }
-    if (!families.contains(state)) refuse(s"operator $op has no transformWithState state '$state' in batch $batch; " +
-      s"Spark's schema files name ${if (families.isEmpty) "none" else families.keys.toSeq.sorted.mkString("'",
-        "', '", "'")}")
+    states.filterNot(families.contains).headOption.foreach { state => refuse(s"operator $op has no " +
+      s"transformWithState state '$state' in batch $batch; Spark's schema files name ${if (families.isEmpty) "none"
+        else families.keys.toSeq.sorted.mkString("'", "', '", "'")}") }
     val pinned = checkpoint.pinnedConfs(batch).get("spark.sql.shuffle.partitions").map(_.toInt)
     def partitionsOfOperator(o: Int): Seq[Int] = {
       val partitions = partitionsOf(checkpoint, o)
@@ -152,8 +185,9 @@ object OfflineMigration {
         "carries the stores of other stateful operators into the appended batch only when each partition has one") }
       o -> partitions
     }
-    Target(batch, stateRoot, op, partitionsOfOperator(op), families(state),
-      SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)(state), carried)
+    val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
+    Target(batch, stateRoot, op, partitionsOfOperator(op), states.map(s => TargetState(families(s), recorded(s))),
+      carried)
   }
 
   /** The stores of a partition other than the default one: Spark keeps each in a directory named after it. */
@@ -162,8 +196,8 @@ object OfflineMigration {
       .map(_.getPath.getName).filterNot(Set("SSTs", "_metadata"))
 
   /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
-  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target,
-      declared: StateSnapshotRecord, record: StateSnapshotRecord, sink: QuerySink): Seq[String] = {
+  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target, migrating: Seq[Decided],
+      sink: QuerySink): Seq[String] = {
     val next = target.batch + 1
     val crashAt = sys.env.get(CrashAtEnv)
     def crashPoint(step: String): Unit = if (crashAt.contains(step)) Runtime.getRuntime.halt(137)
@@ -176,17 +210,19 @@ object OfflineMigration {
         "is running somewhere. Stop it, then migrate")
     }
     crashPoint("poisoned")
-    val keySpec = target.family.keyStateEncoderSpec.get
     val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
       storeConf(spark, checkpoint.pinnedConfs(target.batch)), new SerializableConfiguration(checkpoint.hadoopConf),
-      target.state, target.family.keySchema, keySpec, target.recorded.toBytes, declared.toBytes,
+      migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
+        d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes)),
       crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, "halt", None)))
     val tasks = target.partitions.map(PartitionRewrite.Task(target.operator, _, carried = false)) ++
       target.carried.flatMap { case (o, partitions) => partitions.map(PartitionRewrite.Task(o, _, carried = true)) }
     val rewritten = try {
       val count = runJob(spark, job, tasks)
-      checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, target.state, next + 1),
-        record.toBytes)
+      migrating.foreach { d =>
+        checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
+          d.record.get.copy(recordedAtVersion = next + 1).toBytes)
+      }
       count
     } catch {
       case NonFatal(e) =>
@@ -194,11 +230,11 @@ object OfflineMigration {
         throw e
     }
     // Spark's file keeps Spark's own wrapper around the user value (a TTL's), exactly as its driver declares it.
-    val sparkValueSchema = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
-      StateDecision.schemaOf(declared.valueSnapshot))
-    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next,
-      Seq(StatesnapSparkSchemaFiles.Family(target.state, target.family.keySchema, sparkValueSchema, keySpec)),
-      checkpoint.hadoopConf)
+    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, migrating.map { d =>
+      val family = d.target.family
+      StatesnapSparkSchemaFiles.Family(d.target.name, family.keySchema, TtlValueSnapshot.inWrapperOf(
+        family.valueSchema, StateDecision.schemaOf(d.declared.valueSnapshot)), family.keyStateEncoderSpec.get)
+    }, checkpoint.hadoopConf)
     crashPoint("schema")
     checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(target.batch)))
     crashPoint("commit")
@@ -209,8 +245,8 @@ object OfflineMigration {
       throw new IllegalStateException(s"migrate of ${checkpoint.location}: Spark does not read batch $next back " +
         "as written")
     }
-    log.info(s"statesnap migrate: ${checkpoint.location} batch $next: $rewritten entries of state " +
-      s"'${target.state}' rewritten")
+    log.info(s"statesnap migrate: ${checkpoint.location} batch $next: $rewritten entries of " +
+      s"${quoted(migrating.map(_.target.name))} rewritten")
     Seq(s"rewrote $rewritten entries; Spark's schema file $schemaFile",
       "done: restart the new application version on Spark's provider, with its state schema check on")
   }

@@ -29,12 +29,18 @@ private[tools] object PartitionRewrite {
   final case class Task(operator: Long, partition: Int, carried: Boolean)
 
   /**
-   * What every task shares: where the stores are, the version to load, the conf the query pins, the migrated
-   * column family, and the records the migration is decided from (decided again in each task, as a store does).
+   * What every task shares: where the stores are, the version to load, the conf the query pins, and the column
+   * families it rewrites.
    */
   final case class Job(stateRoot: String, loadVersion: Long, storeConf: StateStoreConf,
-      hadoopConf: SerializableConfiguration, state: String, keySchema: StructType, keySpec: KeyStateEncoderSpec,
-      recorded: Array[Byte], declared: Array[Byte], interruption: Option[MigrationInterruption])
+      hadoopConf: SerializableConfiguration, rewrites: Seq[Rewrite], interruption: Option[MigrationInterruption])
+
+  /**
+   * One migrated column family, and the records its migration is decided from (decided again in each task, as a
+   * store does).
+   */
+  final case class Rewrite(state: String, keySchema: StructType, keySpec: KeyStateEncoderSpec,
+      recorded: Array[Byte], declared: Array[Byte])
 
   // Spark's transformWithState gives its store's default column family a placeholder schema too: it never uses it.
   private val Placeholder = new StructType().add("key", BinaryType)
@@ -50,25 +56,26 @@ private[tools] object PartitionRewrite {
     try {
       val store = provider.getStore(job.loadVersion, None)
       try {
-        val rewritten = if (task.carried) 0L else migrate(job, task, provider, store)
+        val rewritten = if (task.carried) 0L else job.rewrites.map(migrate(job, _, task, provider, store)).sum
         store.commit()
         rewritten
       } catch { case NonFatal(e) => store.abort(); throw e }
     } finally provider.close()
   }
 
-  private def migrate(job: Job, task: Task, provider: StateStoreProvider, store: StateStore): Long = {
-    val recorded = StateSnapshotRecord.fromBytes(job.recorded)
-    val declared = StateSnapshotRecord.fromBytes(job.declared)
-    val describe = s"state '${job.state}' (operator ${task.operator}, partition ${task.partition})"
+  private def migrate(job: Job, rewrite: Rewrite, task: Task, provider: StateStoreProvider, store: StateStore): Long = {
+    val recorded = StateSnapshotRecord.fromBytes(rewrite.recorded)
+    val declared = StateSnapshotRecord.fromBytes(rewrite.declared)
+    val describe = s"state '${rewrite.state}' (operator ${task.operator}, partition ${task.partition})"
     val migration = StateDecision.decide(Some(recorded), declared) match {
       case StateDecision.Migrate(m, _) => m
       case other => throw new IllegalStateException(s"$describe: the driver decided to migrate, this task $other")
     }
     val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
     val list = declared.kind == StateKind.List
-    store.createColFamilyIfAbsent(job.state, job.keySchema, oldValue, job.keySpec, useMultipleValuesPerKey = list)
-    val rewriter = StatesnapValueRewriter(provider, Some(job.state), job.keySpec,
+    store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, oldValue, rewrite.keySpec,
+      useMultipleValuesPerKey = list)
+    val rewriter = StatesnapValueRewriter(provider, Some(rewrite.state), rewrite.keySpec,
       StateDecision.schemaOf(declared.valueSnapshot), describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.interruption)
