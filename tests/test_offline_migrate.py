@@ -54,6 +54,14 @@ def files(checkpoint: str) -> dict[str, bytes]:
 
 
 @pytest.fixture
+def checkpoint_format_v2(spark):
+    """The test's queries on checkpoint format v2: each store version named by an id the commit log carries."""
+    spark.conf.set("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")
+    yield
+    spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")
+
+
+@pytest.fixture
 def changelog(spark):
     """The test's queries (and the migrations run in this process) with RocksDB changelog checkpointing on: each
     version a changelog, a snapshot now and then (the end-to-end test runs with it off: a snapshot per version)."""
@@ -201,12 +209,18 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
 
 @pytest.mark.slow
 @SPARK_42_ON
-@pytest.mark.parametrize("step", [
+@pytest.mark.parametrize("step, checkpoint_format", [
     # Both ways back (roll back, finish) on every minor; the steps between them on the newest (same code path).
-    pytest.param("poisoned", marks=ONLY_ON_43), "partition", pytest.param("schema", marks=ONLY_ON_43), "commit"])
+    pytest.param("poisoned", 1, marks=ONLY_ON_43), ("partition", 1), pytest.param("schema", 1, marks=ONLY_ON_43),
+    ("commit", 1),
+    # Format v2 names the versions the crashed run committed by ids: the rollback finds them all the same.
+    pytest.param("schema", 2, marks=ONLY_ON_43)])
 def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_again(spark, app_dirs, on_provider,
-                                                                                    cli, changelog, step):
+                                                                                    cli, changelog, request, step,
+                                                                                    checkpoint_format):
     source, checkpoint = app_dirs
+    if checkpoint_format == 2:
+        request.getfixturevalue("checkpoint_format_v2")
     stock_query(spark, source, checkpoint)
     before = files(checkpoint)
 
@@ -235,6 +249,8 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
         assert "finished the migrate interrupted after committing batch 1" in out and "no entry needs" in out, out
     else:
         assert "rolled back batch 1" in out and "rewrote 2 entries" in out, out
+        # Only the second run's state version 2 is left, in each partition.
+        assert [len(list((Path(checkpoint) / f"state/0/{p}").glob("2[._]*changelog"))) for p in (0, 1)] == [1, 1]
     restarted = on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, COUNT_V2))
     assert restarted.seen == COUNT_V2_SEEN
 
@@ -398,15 +414,19 @@ def test_rules_run_under_the_applications_sql_settings_given_or_recorded(spark, 
 
 @pytest.mark.slow
 @SPARK_42_ON
-@pytest.mark.parametrize("shape, changelog_on", [("dedup", False), ("count", True)])
+@pytest.mark.parametrize("shape, changelog_on, checkpoint_format", [("dedup", False, 1), ("count", True, 1),
+                                                                    ("dedup", True, 2)])
 def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(spark, app_dirs, cli, request, shape,
-                                                                              changelog_on):
+                                                                              changelog_on, checkpoint_format):
     """A dedup of the transformWithState's input, or an aggregation of its output: the appended batch commits the
     other operator's stores as they were, so after the restart it drops the rows it saw before / keeps counting.
-    With changelog checkpointing on, every version but the first is a changelog."""
+    With changelog checkpointing on, every version but the first is a changelog. Under checkpoint format v2 each
+    store version is named by an id the commit log carries: the appended batch's commit names the ones it wrote."""
     source, checkpoint = app_dirs
     if changelog_on:
         request.getfixturevalue("changelog")
+    if checkpoint_format == 2:
+        request.getfixturevalue("checkpoint_format_v2")
     write_input(source, FIRST)
     first = run_two_operator_app(spark, source, checkpoint, V1[:1], shape)
     operators = sorted(int(p.name) for p in (Path(checkpoint) / "state").iterdir())
@@ -433,7 +453,13 @@ def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(sp
         assert [json.loads(seen) for _, seen in second] == [{"count": [3, None]}, {"count": [5, None]}], second
     else:
         assert first == [("a", 2), ("b", 1)] and second == [("a", 3), ("b", 3)], (first, second)
-    assert any(Path(checkpoint).glob("state/*/*/2.changelog")) == changelog_on
+    assert any(Path(checkpoint).glob("state/*/*/2*.changelog")) == changelog_on
+    if checkpoint_format == 2:
+        ids = json.loads((Path(checkpoint) / "commits/1").read_text().splitlines()[1])["stateUniqueIds"]
+        assert sorted(ids) == sorted(str(o) for o in operators)
+        for op, partitions in ids.items():
+            for partition, (store_id,) in enumerate(partitions):
+                assert list((Path(checkpoint) / f"state/{op}/{partition}").glob(f"2_{store_id}.*")), (op, partition)
 
 
 @pytest.mark.slow

@@ -1,10 +1,12 @@
 package io.statesnap.tools
 
+import java.nio.charset.StandardCharsets.UTF_8
+
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 import scala.util.control.NonFatal
 
-import io.statesnap.ProviderClasses
+import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
@@ -51,8 +53,14 @@ object OfflineMigration {
 
   /** The operator a migrate rewrites states of, found in the checkpoint's latest committed batch. */
   private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
-      states: Seq[TargetState], carried: Seq[(Int, Seq[Int])]) {
+      states: Seq[TargetState], carried: Seq[(Int, Seq[Int])], loadIds: Option[CommitStateIds.Ids]) {
     def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
+
+    /** One task per store: the target operator's, then the other operators' (carried). */
+    def tasks: Seq[PartitionRewrite.Task] = ((operator, partitions, false) +: carried.map { case (o, ps) =>
+      (o, ps, true) }).flatMap { case (o, ps, carry) =>
+      ps.map(p => PartitionRewrite.Task(o, p, carry, loadIds.map(_(o)(p).head)))
+    }
   }
 
   /** One state of the target operator: its column family as Spark's files say it, and the record it is read with. */
@@ -153,10 +161,6 @@ object OfflineMigration {
     if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
       s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
     checkpoint.requireUnsafeRowState(batch)
-    checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.CheckpointFormatConf).filter(_ != "1").foreach { v =>
-      refuse(s"its state uses checkpoint format v$v (${StoppedCheckpoint.CheckpointFormatConf}, pinned), whose " +
-        "commit log names each store version by a unique id; migrate appends batches to format v1 checkpoints only")
-    }
     val (op, family) = checkpoint.operators match {
       case (Seq(op), _) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
         StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)
@@ -186,8 +190,24 @@ object OfflineMigration {
       o -> partitions
     }
     val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
-    Target(batch, stateRoot, op, partitionsOfOperator(op), states.map(s => TargetState(families(s), recorded(s))),
-      carried)
+    val partitions = partitionsOfOperator(op)
+    Target(batch, stateRoot, op, partitions, states.map(s => TargetState(families(s), recorded(s))), carried,
+      loadIds(checkpoint, batch, (op -> partitions) +: carried))
+  }
+
+  /**
+   * Under checkpoint format v2, the id of each store's version batch `batch` committed (how a store loads it), for
+   * every operator and partition of `stores`; None under format v1. The commit log says which: Spark does not pin
+   * the format in the offset log, it writes `v2` commits with the ids.
+   */
+  private def loadIds(checkpoint: StoppedCheckpoint, batch: Long, stores: Seq[(Int, Seq[Int])])
+      : Option[CommitStateIds.Ids] = {
+    val ids = checkpoint.commitStateIds(batch)
+    ids.foreach { named => stores.foreach { case (op, partitions) => partitions.foreach { p =>
+      if (named.get(op).flatMap(_.lift(p)).forall(_.size != 1)) checkpoint.refuse(s"commits/$batch names no " +
+        s"single store version for operator $op partition $p (checkpoint format v2)")
+    } } }
+    ids
   }
 
   /** The stores of a partition other than the default one: Spark keeps each in a directory named after it. */
@@ -211,19 +231,18 @@ object OfflineMigration {
     }
     crashPoint("poisoned")
     val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
-      storeConf(spark, checkpoint.pinnedConfs(target.batch)), new SerializableConfiguration(checkpoint.hadoopConf),
+      storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
+        (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
       migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
         d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes)),
       crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, "halt", None)))
-    val tasks = target.partitions.map(PartitionRewrite.Task(target.operator, _, carried = false)) ++
-      target.carried.flatMap { case (o, partitions) => partitions.map(PartitionRewrite.Task(o, _, carried = true)) }
-    val rewritten = try {
-      val count = runJob(spark, job, tasks)
+    val (rewritten, committedIds) = try {
+      val (count, ids) = runJob(spark, job, target.tasks)
       migrating.foreach { d =>
         checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
           d.record.get.copy(recordedAtVersion = next + 1).toBytes)
       }
-      count
+      (count, ids)
     } catch {
       case NonFatal(e) =>
         rollBack(checkpoint, next)
@@ -236,7 +255,13 @@ object OfflineMigration {
         family.valueSchema, StateDecision.schemaOf(d.declared.valueSnapshot)), family.keyStateEncoderSpec.get)
     }, checkpoint.hadoopConf)
     crashPoint("schema")
-    checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(target.batch)))
+    // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.
+    val commit = checkpoint.read(checkpoint.commitsFile(target.batch))
+    checkpoint.write(checkpoint.commitsFile(next), if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
+      new String(commit, UTF_8), committedIds.groupBy(_._1._1).map { case (op, stores) =>
+        op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw new IllegalStateException(
+          s"operator $op: a store committed under checkpoint format v2 without an id"))) }
+      }).getBytes(UTF_8))
     crashPoint("commit")
     sink.append(next)
     crashPoint("sink")
@@ -287,9 +312,11 @@ object OfflineMigration {
         batch, checkpoint.hadoopConf)
     }
     (transformWithState ++ others).foreach { op =>
+      // `<version>.zip` under checkpoint format v1, `<version>_<id>.zip` under v2; likewise changelogs.
+      val written = s"${batch + 1}(_[^.]+)?\\.(zip|changelog)".r
       partitionsOf(checkpoint, op).foreach { p =>
-        Seq("zip", "changelog").map(ext => new Path(stateRoot, s"$op/$p/${batch + 1}.$ext"))
-          .filter(checkpoint.fs.exists).foreach(checkpoint.delete)
+        checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).map(_.getPath)
+          .filter(f => written.matches(f.getName)).foreach(checkpoint.delete)
       }
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))
@@ -301,36 +328,44 @@ object OfflineMigration {
    * returns its error rather than failing the job: every task has ended, committed or not, when this returns or
    * throws, so a rollback after it cannot race a commit.
    */
-  private def runJob(spark: SparkSession, job: PartitionRewrite.Job, tasks: Seq[PartitionRewrite.Task]): Long = {
+  private def runJob(spark: SparkSession, job: PartitionRewrite.Job, tasks: Seq[PartitionRewrite.Task])
+      : (Long, Map[(Int, Int), Option[String]]) = {
     val started = System.nanoTime()
     var done = 0
     var rewritten = 0L
+    val committedIds = Map.newBuilder[(Int, Int), Option[String]]
     val failures = Seq.newBuilder[Throwable]
     spark.sparkContext.setJobDescription("statesnap migrate")
+    def reported(t: PartitionRewrite.Task, r: Either[Throwable, PartitionRewrite.Committed]): Unit = {
+      done += 1
+      r.foreach(c => committedIds += (t.operator.toInt, t.partition) -> c.id)
+      val outcome = r match {
+        case Right(_) if t.carried => "committed as it was"
+        case Right(c) =>
+          rewritten += c.rewritten
+          s"committed, ${c.rewritten} entries rewritten"
+        case Left(e) =>
+          failures += e
+          "failed"
+      }
+      val elapsedMs = (System.nanoTime() - started) / 1000000
+      val left = if (done == tasks.size) "" else s", about ${elapsedMs * (tasks.size - done) / done / 1000 + 1} s left"
+      // On stderr: stdout carries the result (text, or --json for a caller that parses it).
+      System.err.println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
+        s"${tasks.size} stores, $elapsedMs ms$left)")
+    }
     spark.sparkContext.runJob(spark.sparkContext.parallelize(tasks, tasks.size),
       (it: Iterator[PartitionRewrite.Task]) => it.map(t => (t, Try(PartitionRewrite.run(job, t)).toEither)).toList,
-      (_: Int, results: List[(PartitionRewrite.Task, Either[Throwable, Long])]) => results.foreach { case (t, r) =>
-        done += 1
-        val outcome = r match {
-          case Right(_) if t.carried => "committed as it was"
-          case Right(n) =>
-            rewritten += n
-            s"committed, $n entries rewritten"
-          case Left(e) =>
-            failures += e
-            "failed"
-        }
-        val elapsedMs = (System.nanoTime() - started) / 1000000
-        val left = if (done == tasks.size) "" else s", about ${elapsedMs * (tasks.size - done) / done / 1000 + 1} s left"
-        // On stderr: stdout carries the result (text, or --json for a caller that parses it).
-        System.err.println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
-          s"${tasks.size} stores, $elapsedMs ms$left)")
-      })
+      (_: Int, results: List[(PartitionRewrite.Task, Either[Throwable, PartitionRewrite.Committed])]) =>
+        results.foreach { case (t, r) => reported(t, r) })
     failures.result().headOption.foreach(e => throw e)
-    rewritten
+    (rewritten, committedIds.result())
   }
 
-  /** The conf the query's stores run with: this session's, and what the query's offset log pins. */
+  /**
+   * The conf the query's stores run with: this session's, and what the query's offset log pins (and the checkpoint
+   * format its commit log says).
+   */
   private def storeConf(spark: SparkSession, pinned: Map[String, String]): StateStoreConf = {
     val sqlConf = spark.sessionState.conf.clone()
     pinned.foreach { case (k, v) => sqlConf.setConfString(k, v) }

@@ -25,8 +25,15 @@ private[tools] object PartitionRewrite {
    * A store of the job: its operator and partition.
    * @param carried the store of another stateful operator (no column families: an aggregation, a dedup, group
    *   state), committed as loaded
+   * @param loadId under checkpoint format v2, the id of the store version to load
    */
-  final case class Task(operator: Long, partition: Int, carried: Boolean)
+  final case class Task(operator: Long, partition: Int, carried: Boolean, loadId: Option[String])
+
+  /**
+   * A store the task committed: entries (list elements) rewritten, and under checkpoint format v2 the id of the
+   * version it committed, which the appended batch's commit names.
+   */
+  final case class Committed(rewritten: Long, id: Option[String])
 
   /**
    * What every task shares: where the stores are, the version to load, the conf the query pins, and the column
@@ -45,8 +52,8 @@ private[tools] object PartitionRewrite {
   // Spark's transformWithState gives its store's default column family a placeholder schema too: it never uses it.
   private val Placeholder = new StructType().add("key", BinaryType)
 
-  /** Runs `task`. @return the number of entries (list elements) rewritten */
-  def run(job: Job, task: Task): Long = {
+  /** Runs `task`. */
+  def run(job: Job, task: Task): Committed = {
     val hadoopConf = job.hadoopConf.value
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     val provider = StateStoreProvider.create(ProviderClasses.SparkRocksDB)
@@ -54,11 +61,11 @@ private[tools] object PartitionRewrite {
       NoPrefixKeyStateEncoderSpec(Placeholder), useColumnFamilies = !task.carried, job.storeConf, hadoopConf,
       useMultipleValuesPerKey = false, None)
     try {
-      val store = provider.getStore(job.loadVersion, None)
+      val store = provider.getStore(job.loadVersion, task.loadId)
       try {
         val rewritten = if (task.carried) 0L else job.rewrites.map(migrate(job, _, task, provider, store)).sum
         store.commit()
-        rewritten
+        Committed(rewritten, store.getStateStoreCheckpointInfo().stateStoreCkptId)
       } catch { case NonFatal(e) => store.abort(); throw e }
     } finally provider.close()
   }

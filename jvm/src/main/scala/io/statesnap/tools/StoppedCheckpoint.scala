@@ -4,7 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.control.NonFatal
 
-import io.statesnap.CheckpointFile
+import io.statesnap.{CheckpointFile, CommitStateIds}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.apache.spark.sql.SparkSession
@@ -53,6 +53,12 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
       s"current provider), then $verb")
     batch
   }
+
+  /** The store versions commits/`batch` names under checkpoint format v2; None under v1. */
+  def commitStateIds(batch: Long): Option[CommitStateIds.Ids] =
+    CheckpointFile.read(commitsFile(batch), "Spark's commit log entry") {
+      CommitStateIds.parse(new String(read(commitsFile(batch)), UTF_8))
+    }
 
   /** The confs offsets/`batch` pins. */
   def pinnedConfs(batch: Long): Map[String, String] =

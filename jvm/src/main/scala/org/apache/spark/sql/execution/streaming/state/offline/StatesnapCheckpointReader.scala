@@ -8,7 +8,7 @@ import java.util.{Arrays, Comparator, TreeMap}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.statesnap.CheckpointFile
+import io.statesnap.{CheckpointFile, CommitStateIds}
 import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.commons.io.FileUtils
@@ -245,15 +245,7 @@ object StatesnapCheckpointReader {
     batches.maxOption.map { batch =>
       val commit = new Path(commits, batch.toString)
       val lines = readLines(fs, commit)
-      val ids = CheckpointFile.read(commit, "Spark's commit log entry") { if (lines.headOption.contains("v2")) {
-        JsonMethods.parse(lines.lift(1).getOrElse("{}")) \ "stateUniqueIds" match {
-          case JObject(operators) => Some(operators.map { case (op, JArray(partitions)) =>
-            op.toInt -> partitions.map(_.children.collect { case JString(s) => s })
-          case (op, other) => throw new IllegalArgumentException(s"commits/$batch has $other for operator $op")
-          }.toMap)
-          case _ => None
-        }
-      } else None }
+      val ids = CheckpointFile.read(commit, "Spark's commit log entry")(CommitStateIds.parse(lines.mkString("\n")))
       val offsets = new Path(new Path(root, "offsets"), batch.toString)
       val pinned = CheckpointFile.read(offsets, "Spark's offset log entry") {
         (if (fs.exists(offsets)) readLines(fs, offsets).lift(1) else None).map(JsonMethods.parse(_) \ "conf")
