@@ -11,10 +11,12 @@ Every state a transformWithState query keeps then carries a snapshot of the sche
 restarted query declares a changed schema, statesnap migrates the state before the first batch reads it, or
 refuses with an error that names the state and field. ``register_snapshot`` attaches renames, defaults, derived
 fields and confirmed drops to a state of one query, version by version; ``set_compatibility`` sets how its
-changes must stay compatible (``Compatibility``). The offline tools (inspect, check, adopt, release, migrate) are
+changes must stay compatible (``Compatibility``). Around ``awaitTermination()``, ``statesnap.refusals()`` raises a
+refusal as one ``StateSchemaError`` whose first line is statesnap's message. The offline tools (inspect, check, adopt, release, migrate) are
 ``statesnap.tools``, a Python API with typed results that ``python -m statesnap`` runs.
 """
 from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
+from statesnap._errors import StateSchemaError, refusals
 from statesnap._snapshots import (
     Compatibility,
     RowSnapshot,
@@ -35,8 +37,10 @@ __all__ = [
     "SPARK_MINORS",
     "ScalaSnapshot",
     "SnapshotDefinitionError",
+    "StateSchemaError",
     "configure",
     "jar_path",
+    "refusals",
     "register_snapshot",
     "set_compatibility",
     "unregister_snapshot",

@@ -8,6 +8,13 @@ final class StatesnapException(val errorClass: String, val detail: String, cause
   extends IllegalStateException(s"[$errorClass] $detail", cause)
 
 object StatesnapException {
+  // Where a message ends inside the text Spark and PySpark wrap around it (python/statesnap/_errors.py reads the
+  // same way).
+  private val InText = """(?s)(\[STATESNAP_[A-Z_]+\] .*?)(?=\n\n|\n? SQLSTATE:|\n\tat |\n=== Streaming Query ===|\z)""".r
+
+  /** The first statesnap message in the text of an exception that carried it through Spark's layers, if any. */
+  def inText(text: String): Option[String] = InText.findFirstMatchIn(text).map(_.group(1).trim)
+
   val IncompatibleStateSchema = "STATESNAP_INCOMPATIBLE_STATE_SCHEMA"
   val UnreadableSnapshot = "STATESNAP_UNREADABLE_SNAPSHOT"
   val MissingSnapshot = "STATESNAP_MISSING_SNAPSHOT"

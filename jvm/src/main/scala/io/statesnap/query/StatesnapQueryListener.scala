@@ -20,12 +20,17 @@ import org.slf4j.LoggerFactory
  * registrations to its state stores. Any other query keeps Spark's check as the session has it, and a query
  * the session meant for statesnap but whose checkpoint pins another provider is named once, in the driver log.
  * On Spark 4.2+, a new transformWithState query gets Spark's own provider, which is the only one Spark runs it on.
+ * A query that ends on a statesnap refusal has it said once, at ERROR, when it terminates.
  */
 class StatesnapQueryListener extends StreamingQueryListener {
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     StatesnapRunningQueries.find(event.id).foreach(StatesnapQueryListener.prepare)
   override def onQueryProgress(event: QueryProgressEvent): Unit = ()
-  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = ()
+  /** A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it. */
+  override def onQueryTerminated(event: QueryTerminatedEvent): Unit =
+    event.exception.flatMap(StatesnapException.inText).foreach { message =>
+      StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
+    }
 }
 
 object StatesnapQueryListener {

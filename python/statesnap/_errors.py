@@ -1,0 +1,44 @@
+"""statesnap's refusals as the one exception a PySpark caller reads, out of the Spark exception that carries them."""
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Iterator, Optional
+
+# Where a statesnap message ends inside the text Spark and PySpark wrap around it.
+_MESSAGE = re.compile(r"\[(STATESNAP_[A-Z_]+)\] (.*?)(?=\n\n|\n? SQLSTATE:|\n\tat |\n=== Streaming Query ===|\Z)",
+                      re.DOTALL)
+
+
+class StateSchemaError(Exception):
+    """A query stopped by statesnap: its message is statesnap's own (the state, the field, old and new types and the
+    fix), first line first; ``error_class`` is its class (``STATESNAP_INCOMPATIBLE_STATE_SCHEMA``, ...). The Spark
+    exception that carried it, with the whole chain, is ``__cause__``. Nothing was rewritten."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(f"[{error_class}] {message}")
+        self.error_class = error_class
+
+
+def refusal_in(error: BaseException) -> Optional[StateSchemaError]:
+    """The statesnap refusal ``error`` carries (through Spark's and PySpark's layers: a task failure, a Python
+    worker's error, a query's termination), or None."""
+    found = _MESSAGE.search(str(error))
+    return StateSchemaError(found.group(1), found.group(2).strip()) if found else None
+
+
+@contextlib.contextmanager
+def refusals() -> Iterator[None]:
+    """Raises, in place of the exception Spark raises in the block, the statesnap refusal it carries, as a
+    :class:`StateSchemaError` whose first line is statesnap's message; any other exception passes unchanged::
+
+        with statesnap.refusals():
+            query.awaitTermination()   # or query.processAllAvailable()
+    """
+    try:
+        yield
+    except Exception as e:
+        refusal = refusal_in(e)
+        if refusal is None:
+            raise
+        raise refusal from e
