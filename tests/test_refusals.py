@@ -63,3 +63,23 @@ def test_any_other_error_passes_through_unchanged():
     with pytest.raises(ZeroDivisionError):
         with statesnap.refusals():
             1 / 0
+
+
+def test_a_refusals_fix_is_a_registration_that_works_as_pasted(spark, app_dirs, registrations):
+    """The fix names the version the rule needs (the recorded one is 0: nothing was registered), so pasting it is
+    the whole fix, on every minor (group state runs on statesnap's provider everywhere)."""
+    import re
+
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 7, "set")])
+    run_group_state_app(spark, source, checkpoint, "total bigint")
+    write_input(source, [("a", 0, "read")])
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        with statesnap.refusals():
+            run_group_state_app(spark, source, checkpoint, "total int")
+    fix = re.search(r"register (statesnap\.RowSnapshot\(.*?\))(?: |$)", str(refused.value), re.MULTILINE)
+    assert fix and fix.group(1) == "statesnap.RowSnapshot(version=1, derived={'total': 'CAST(total AS INT)'})", \
+        str(refused.value)
+    statesnap.register_snapshot(spark, "groupState", eval(fix.group(1), {"statesnap": statesnap}),
+                                checkpoint=checkpoint)
+    assert run_group_state_app(spark, source, checkpoint, "total int").seen == {"a": [[7]]}

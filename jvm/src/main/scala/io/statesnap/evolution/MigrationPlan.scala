@@ -107,6 +107,20 @@ object Change {
  */
 final case class SchemaProblem(fieldPath: String, oldType: String, newType: String, reason: String, fix: String) {
   def describe: String = s"field '$fieldPath': $oldType -> $newType: $reason. Fix: $fix"
+
+  /** The fix with the version its registration needs filled in (see [[SchemaProblem.register]]). */
+  def atVersion(version: Int): SchemaProblem = copy(fix = fix.replace(SchemaProblem.NextVersion, s"version=$version"))
+}
+
+object SchemaProblem {
+  /**
+   * Where a fix's registration names its version, until the resolution, which knows the recorded version, fills it
+   * in: a rule applies only to a state recorded at a lower version.
+   */
+  val NextVersion = "version=<next>"
+
+  /** The registration that applies `rules` (`RowSnapshot` keyword arguments), written to be pasted as it is. */
+  def register(rules: String): String = s"statesnap.RowSnapshot($NextVersion, $rules)"
 }
 
 /** The outcome of planning: the plan of the top-level struct, what it does, and what stops it. */

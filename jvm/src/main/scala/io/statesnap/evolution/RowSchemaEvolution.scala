@@ -116,7 +116,7 @@ object RowSchemaEvolution {
     case _ => false
   }
 
-  private def exampleLiteral(dt: DataType): String = dt match {
+  private[evolution] def exampleLiteral(dt: DataType): String = dt match {
     case StringType => "\"'EUR'\""
     case BooleanType => "'false'"
     case _: NumericType => "'0'"
@@ -236,7 +236,8 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       if (nf.nullable) changes += Change.Added(path, nf.dataType, None)
       else problem(path, "<absent>", nf.dataType.simpleString, "a non-nullable field was added, and entries " +
         "written before it existed have no value for it",
-        s"declare '$path' nullable, or give it a default (defaults={'$path': ...})")
+        s"declare '$path' nullable, or give it a default: register ${SchemaProblem.register(
+          s"defaults={'$path': ${RowSchemaEvolution.exampleLiteral(nf.dataType)}}")}")
       FieldSource.Null
     }
   }
@@ -272,8 +273,8 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     case _ =>
       val fix = if (scope.inCollection) {
         s"keep '$path' as ${ot.simpleString}, or derive the whole top-level field that contains it with SQL"
-      } else s"keep '$path' as ${ot.simpleString}, or convert it explicitly: derived={'$path': " +
-        s"'CAST($oldPath AS ${nt.sql})'}"
+      } else s"keep '$path' as ${ot.simpleString}, or convert it explicitly: register " +
+        SchemaProblem.register(s"derived={'$path': 'CAST($oldPath AS ${nt.sql})'}")
       problem(path, ot.simpleString, nt.simpleString, Conversions.whyNot(ot, nt), fix)
       Conversion.Identity
   }
@@ -333,8 +334,8 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
             val why = if (caseOnly.isDefined) s"only the case of its name changed, to '${likely.field.name}'"
               else s"'${likely.path}' ${likely.field.dataType.simpleString} was added in its place"
             problem(path, of.dataType.simpleString, "<removed>", s"$why: a likely rename, which would drop every " +
-              "value of it", s"renamed={'${likely.path}': '$path'} keeps its values; dropped=['$path'] confirms that " +
-              "they go")
+              "value of it", s"register ${SchemaProblem.register(s"renamed={'${likely.path}': '$path'}")} to keep " +
+              s"its values, or ${SchemaProblem.register(s"dropped=['$path']")} to confirm that they go")
           case _ => changes += Change.Removed(path, confirmed)
         }
       }

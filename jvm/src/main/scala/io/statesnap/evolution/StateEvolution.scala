@@ -71,8 +71,9 @@ object StateEvolution {
     // Only a step's rules run SQL, so only an upgrade's plans can depend on the settings they run under.
     val onAssumedSettings = if (direction <= 0) Nil
       else SqlDependence.problems(sql => chain(recorded, planned.copy(sql = sql)), declared.sql)
-    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1)) } ++ unvalued ++
-      readdedWithoutValues ++ onAssumedSettings
+    // A rule of a step's fix belongs to that step's version; a state is never recorded above it here.
+    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1))
+      .map(_.atVersion(math.max(v, recorded.version + 1))) } ++ unvalued ++ readdedWithoutValues ++ onAssumedSettings
     lazy val identical = plans.forall(_._2.identical)
     lazy val dropped = plans.flatMap(_._2.dropped)
     lazy val earlierSchema = history.exists(h => RowSchemaEvolution.sameLayout(h.schema, declared.schema)) &&
@@ -86,7 +87,7 @@ object StateEvolution {
         Seq(rollback(recorded, declared, dropped, direction < 0))
       } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans)
       else Nil
-    if (refusals.nonEmpty) Resolution.Refused(refusals)
+    if (refusals.nonEmpty) Resolution.Refused(refusals.map(_.atVersion(math.max(declared.version, recorded.version + 1))))
     else if (plans.forall(_._2.sameLayout)) {
       if (identical && direction <= 0) Resolution.AsIs
       else Resolution.Reconfigured
@@ -112,14 +113,14 @@ object StateEvolution {
   private def noValue(path: String, dataType: DataType): SchemaProblem =
     SchemaProblem(path, "<absent>", dataType.simpleString, "an aggregate's buffer field was added, and existing " +
       "groups have no value for it: statesnap starts a new aggregate for them only from a value you give",
-      s"give its starting buffer value: defaults={'$path': ...} (for example 0 for a count, NULL for max, min or " +
-        "sum: docs/evolution-rules.md says what each means for existing groups)")
+      s"give its starting buffer value: register ${SchemaProblem.register(s"defaults={'$path': '0'}")} for a " +
+        "count, or 'NULL' for max, min or sum (docs/evolution-rules.md says what each means for existing groups)")
 
   private def readded(recorded: RecordedSchema, confirmAt: Int, path: String, dataType: DataType): SchemaProblem =
     SchemaProblem(path, "<dropped>", dataType.simpleString, s"the state had values for '$path' until application " +
       s"version ${recorded.version} was restarted on it (a rollback) and dropped them; adding the field back " +
       "would read no value for any entry written before, with no word",
-      s"deploy with RowSnapshot(version=$confirmAt, dropped=['$path']) to confirm that those values " +
+      s"register statesnap.RowSnapshot(version=$confirmAt, dropped=['$path']) to confirm that those values " +
         "are gone (a default or derived expression for the field still applies)")
 
   private def inStep(version: Int, several: Boolean)(p: SchemaProblem): SchemaProblem =
@@ -135,12 +136,14 @@ object StateEvolution {
 
   private def rollback(recorded: RecordedSchema, declared: Declaration, dropped: Seq[String],
       byVersion: Boolean): SchemaProblem = {
-    val why = if (byVersion) s"the state was written by application version ${recorded.version} and version " +
-      s"${declared.version} is older" else "the declared schema is one the state had before (a likely rollback)"
+    val why = if (byVersion && declared.version == 0) s"the state was written by application version " +
+      s"${recorded.version} (its registered RowSnapshot), and this application version registers none, which counts " +
+      "as version 0" else if (byVersion) s"the state was written by application version ${recorded.version} and " +
+      s"version ${declared.version} is older" else "the declared schema is one the state had before (a likely rollback)"
     SchemaProblem("<state>", s"version ${recorded.version} ${recorded.schema.simpleString}",
       s"version ${declared.version} ${declared.schema.simpleString}", s"$why, and reading the state with it " +
         s"would drop the values of ${dropped.map(d => s"'$d'").mkString(", ")}",
-      s"deploy the application version that declares them; or, to drop them, register RowSnapshot(version=" +
+      s"deploy the application version that declares them; or, to drop them, register statesnap.RowSnapshot(version=" +
         s"${recorded.version + 1}, dropped=[${dropped.map(d => s"'$d'").mkString(", ")}]); or make such " +
         "rollbacks safe with a FORWARD or FULL compatibility mode before the next deploy")
   }

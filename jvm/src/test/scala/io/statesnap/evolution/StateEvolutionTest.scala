@@ -92,6 +92,21 @@ class StateEvolutionTest {
     assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2), Forward).isInstanceOf[Resolution.Migrate])
   }
 
+  @Test def anApplicationThatRegistersNothingAfterAVersionIsToldItCountsAsVersionZero(): Unit = {
+    val p = refusal(resolve(RecordedSchema(2, schema("a INT, note STRING")), declare(schema("a INT"), 0))).head
+    assertTrue(p.reason, p.reason.contains("this application version registers none, which counts as version 0"))
+    assertTrue(p.fix, p.fix.contains("register statesnap.RowSnapshot(version=3, dropped=['note'])"))
+  }
+
+  @Test def aFixNamesTheVersionItsRuleNeeds(): Unit = {
+    val narrowed = schema("amount_eur DOUBLE, qty INT")
+    // Recorded at 2, declared at 2: a rule needs version 3; declared at 3 already, it goes into version 3.
+    for (declared <- Seq(2, 3)) {
+      val p = refusal(resolve(RecordedSchema(2, v1), declare(narrowed, declared))).head
+      assertTrue(p.fix, p.fix.contains("register statesnap.RowSnapshot(version=3, derived={'qty': 'CAST(qty AS INT)'})"))
+    }
+  }
+
   @Test def rollingForwardAgainIsRefusedUntilTheLossIsConfirmed(): Unit = {
     val withNote = schema("a INT, note STRING")
     val plain = schema("a INT")
