@@ -44,8 +44,9 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
 
     before = offsets_bytes(checkpoint)
     code, out = cli("adopt", checkpoint, "--dry-run")
-    assert code == 3 and f"would offsets/0 (the latest batch, committed): {PROVIDER} {STOCK} -> " \
+    assert code == 3 and f"would set {PROVIDER} in offsets/0 (the latest batch, committed): {STOCK} -> " \
                           f"{statesnap.PROVIDER_CLASS}" in out and "nothing was changed" in out, out
+    assert "would back up the file to " in out and "would state" not in out, out  # findings are not actions
     assert offsets_bytes(checkpoint) == before
     code, out = cli("adopt", checkpoint)
     assert code == 3 and "done: restart the query" in out, out

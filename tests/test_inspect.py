@@ -29,7 +29,7 @@ def test_inspect_shows_each_state_its_schemas_and_history(spark, app_dirs, capsy
 def test_inspect_of_a_directory_without_state_is_an_error(tmp_path):
     run = subprocess.run([sys.executable, "-m", "statesnap", "inspect", str(tmp_path)], capture_output=True,
                          text=True)
-    assert run.returncode == 2 and "no statesnap snapshots" in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2 and "not a streaming query's checkpointLocation" in run.stderr, run.stderr[-2000:]
 
 
 def test_the_python_decoder_checks_magic_and_checksum(spark, app_dirs):
@@ -77,7 +77,8 @@ def test_the_tools_read_the_latest_committed_version_in_every_checkpoint_format(
 
 @pytest.mark.parametrize("argv, words", [
     (["inspect", "nope://bucket/checkpoint"], "no Hadoop FileSystem for its scheme 'nope'"),
-    (["check", "/tmp/statesnap-no-such-checkpoint", "--state", "s", "--schema", "n int"], "no snapshot of state 's'"),
+    (["check", "/tmp/statesnap-no-such-checkpoint", "--state", "s", "--schema", "n int"],
+     "no checkpoint at /tmp/statesnap-no-such-checkpoint: the path does not exist"),
 ])
 def test_every_failure_is_one_line_and_exit_code_2(spark, capsys, argv, words):
     assert main(argv) == 2

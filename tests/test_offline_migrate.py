@@ -435,7 +435,7 @@ def test_a_query_with_another_stateful_operator_is_migrated_and_both_carry_on(sp
 
     code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint, note string")
     assert code == 3 and "rewrote 2 entries" in out, out
-    assert f"the 2 stores of operator {other} committed as they are as state version 2" in out, out
+    assert f"done: commit the 2 stores of operator {other} as they are, as state version 2" in out, out
     # rocksdict: the other operator's version 2 holds exactly its version 1; transformWithState's is migrated.
     for partition in (0, 1):
         assert read_store(checkpoint, other, partition, version=2) == read_store(checkpoint, other, partition,

@@ -80,3 +80,41 @@ def test_inspect_names_the_states_a_checkpoint_holds_when_asked_for_another(spar
     assert code == 2 and "no state 'groupstate'" in said["error"] and "its states: 'groupState'" in said["error"]
     code, said = as_json(cli, "inspect", checkpoint)
     assert code == 0 and {r["state"] for r in said["records"]} == {"groupState"}
+
+
+def test_the_command_line_answers_each_first_mistake_plainly(stock_checkpoint, cli, tmp_path):
+    """What a new user tries first: a mistyped path, a directory that is no checkpoint, inspect right after adopt,
+    a snapshot whose SQL would need shell quoting (given as @file.json)."""
+    code, out = cli("inspect", str(tmp_path / "nowhere"))
+    assert code == 2 and "no checkpoint at" in out and "the path does not exist" in out, out
+    (tmp_path / "not-a-checkpoint").mkdir()
+    code, out = cli("check", str(tmp_path / "not-a-checkpoint"), "--state", "groupState", "--schema", "n int")
+    assert code == 2 and "not a streaming query's checkpointLocation: it has no offsets/ directory" in out, out
+
+    checkpoint = stock_checkpoint
+    assert cli("adopt", checkpoint)[0] == 3
+    code, out = cli("inspect", checkpoint)
+    assert code == 0 and "runs on statesnap's provider (adopted) and has not run a batch on it since" in out, out
+
+    snapshot = tmp_path / "v2.json"
+    snapshot.write_text(json.dumps({"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}))
+    code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n smallint", "--snapshot",
+                    f"@{snapshot}", "--sql-conf", "spark.sql.ansi.enabled=true")
+    assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out, out
+    code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n int", "--snapshot",
+                    f"@{tmp_path / 'missing.json'}")
+    assert code == 2 and "--snapshot @" in out and "No such file" in out, out
+
+
+def test_a_tool_prints_its_answer_without_sparks_start_up_banner(stock_checkpoint, tmp_path):
+    """In a process of its own (its own Spark session), only the answer: no log4j banner, no start-up warnings."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "statesnap", "check", stock_checkpoint, "--state", "groupState",
+                           "--schema", "n int", "--no-scan"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("state 'groupState'"), done.stdout
+    # (The JVM's own "WARNING: Using incubator modules" comes before any logging: Spark's launcher asks for them.)
+    for noise in ("log4j", "Setting default log level", " WARN "):
+        assert noise not in done.stderr, done.stderr

@@ -49,9 +49,15 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
 
 
 def _snapshot(snapshot_json: Optional[str]) -> Optional[RowSnapshot]:
-    """The RowSnapshot a ``--snapshot`` JSON describes (None without one)."""
+    """The RowSnapshot a ``--snapshot`` JSON describes, given inline or as ``@file.json`` (None without one)."""
     if not snapshot_json:
         return None
+    if snapshot_json.startswith("@"):
+        try:
+            with open(snapshot_json[1:], encoding="utf-8") as f:
+                snapshot_json = f.read()
+        except OSError as e:
+            raise tools.ToolError(f"--snapshot {snapshot_json}: {e.strerror}: {e.filename}") from None
     try:
         snapshot = json.loads(snapshot_json)
         snapshot["earlier"] = [RowSnapshot(**step) for step in snapshot.get("earlier", [])]
@@ -87,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--key", help="the grouping key schema it declares (DDL; default: as recorded)")
     check.add_argument("--user-key", help="for map state, the user key schema it declares (DDL; default: as recorded)")
     check.add_argument("--snapshot", help='the RowSnapshot it will register, as JSON: \'{"version": 2, '
-                                          '"renamed": {"amount": "amount_eur"}}\'')
+                                          '"renamed": {"amount": "amount_eur"}}\', or @file.json (no shell quoting '
+                                          'for SQL strings)')
     check.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                        help="the compatibility mode it will set for the query (statesnap.set_compatibility)")
     _sql_conf_argument(check)

@@ -59,6 +59,9 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
     builder = (builder.appName("statesnap-tools")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
+    if "spark.driver.extraJavaOptions" not in confs:  # no banner or start-up warnings before the tool's answer
+        quiet = os.path.join(os.path.dirname(statesnap.__file__), "log4j2-tools.properties")
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={quiet}")
     for key, value in confs.items():
         builder = builder.config(key, value)
     spark = statesnap.configure(builder).getOrCreate()

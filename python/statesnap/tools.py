@@ -30,6 +30,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from py4j.protocol import Py4JJavaError
 
+from statesnap._config import PROVIDER_CLASS
 from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
@@ -100,11 +101,18 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
     """The snapshot records a checkpoint holds at its latest committed batch (read-only), optionally of ``states``
     only. A checkpoint without any, or a state it does not hold, is an error naming what it does hold."""
     with spark_session(dict(conf or {}), master) as spark:
+        _require_checkpoint(spark, checkpoint)
         found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
+        adopted = not found and _pinned_provider(spark, checkpoint) == PROVIDER_CLASS
+    if adopted:
+        return ToolResult("inspect", Outcome.NOTHING, [
+            f"{checkpoint} runs on statesnap's provider (adopted) and has not run a batch on it since: statesnap "
+            "records each state's snapshot in the query's first batch there. Until then `python -m statesnap check` "
+            "reads what Spark's own files record for a state"], {"records": []})
     if not found:
         raise ToolError(f"no statesnap snapshots under {checkpoint}/state: not a checkpoint statesnap has run on "
-                        "(adopted and not restarted yet, on Spark's provider, or no committed batch); `check` reads "
-                        "what Spark's own files record")
+                        "(it runs on Spark's provider, or has no committed batch); `check` reads what Spark's own "
+                        "files record")
     missing = sorted(set(states or ()) - {r.state for _, r in found})
     if missing:
         raise ToolError(f"no state {', '.join(repr(s) for s in missing)} under {checkpoint}; its states: "
@@ -133,6 +141,7 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
     depend on; each one not given is taken from statesnap's record of the state, and a rule that depends on a setting
     known neither way is refused."""
     with spark_session(dict(conf or {}), master) as spark:
+        _require_checkpoint(spark, checkpoint)
         result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
             spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
             _schema_json(schema), snapshot.to_json() if snapshot else None, compatibility, dict(sql_conf or {}), scan)
@@ -221,6 +230,20 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
             [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names], compatibility,
             dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
+
+
+def _require_checkpoint(spark: Any, checkpoint: str) -> None:
+    """A path that does not exist, or is no query's checkpointLocation, is an error naming it (read-only tools:
+    the query may be running)."""
+    spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader \
+        .requireCheckpoint(checkpoint, spark._jsc.hadoopConfiguration())
+
+
+def _pinned_provider(spark: Any, checkpoint: str) -> str:
+    """The state store provider the stopped checkpoint's latest batch pins."""
+    stopped = spark.sparkContext._jvm.io.statesnap.tools.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
+                                                                                 "inspect")
+    return str(stopped.pinnedProvider(stopped.latestBatch()))
 
 
 def _report(command: str, report: Any) -> ToolResult:

@@ -127,9 +127,9 @@ object OfflineMigration {
       val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): " +
         s"${quoted(migrating.map(_.target.name))} rewritten in the ${target.partitions.size} partitions of operator " +
         s"${target.operator}, each committed as state version ${next + 1}") ++ target.carried.map {
-          case (o, partitions) => s"the ${partitions.size} stores of operator $o committed as they are as state " +
-            s"version ${next + 1}" } ++ migrating.map(d => s"Spark's schema file for batch $next says the value " +
-          s"schema of '${d.target.name}' " + StateDecision.schemaOf(d.declared.valueSnapshot).simpleString) ++
+          case (o, partitions) => s"commit the ${partitions.size} stores of operator $o as they are, as state " +
+            s"version ${next + 1}" } ++ migrating.map(d => s"write Spark's schema file for batch $next, saying the " +
+          s"value schema of '${d.target.name}' " + StateDecision.schemaOf(d.declared.valueSnapshot).simpleString) ++
         sink.says(next)
       if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
       else ToolReport(decided ++ plan.map("done: " + _) ++ append(spark, checkpoint, target, migrating, sink),

@@ -71,9 +71,11 @@ object ProviderSwitch {
       s"provider $current in a form statesnap does not rewrite; the file is left as it is"))
     val backup = new Path(new Path(checkpoint.root, "_statesnap/provider-switch"), s"offsets-$batch-before-$verb-" +
       System.currentTimeMillis())
-    val plan = scanned ++ layouts.map(_.says) ++ Seq(s"offsets/$batch (the latest batch, committed): " +
-      s"$ProviderConf $current -> $to", s"backup of the file: $backup")
-    if (dryRun) return ToolReport(plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
+    // What the scan found, then what is done (on a dry run: would be), each worded after "would " or "done: ".
+    val actions = layouts.map(_.says) ++ Seq(s"set $ProviderConf in offsets/$batch (the latest batch, committed): " +
+      s"$current -> $to", s"back up the file to $backup")
+    if (dryRun) return ToolReport(scanned ++ actions.map("would " + _) :+ "dry run: nothing was changed",
+      ToolReport.Change)
     if (to == Statesnap) {
       // What an earlier adopt recorded is replaced by what this scan found.
       val stateRoot = new Path(checkpoint.root, "state").toString
@@ -88,7 +90,7 @@ object ProviderSwitch {
         "what was written, so the original was put back")
     }
     log.info(s"statesnap $verb: $location now runs on $to (offsets/$batch; backup $backup)")
-    ToolReport(plan :+ s"done: restart the query on $to", ToolReport.Change)
+    ToolReport(scanned ++ actions.map("done: " + _) :+ s"done: restart the query on $to", ToolReport.Change)
   }
 
   /**

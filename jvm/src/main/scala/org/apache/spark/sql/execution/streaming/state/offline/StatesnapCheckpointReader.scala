@@ -45,6 +45,19 @@ object StatesnapCheckpointReader {
   private val DefaultStore = StateStore.DEFAULT_COL_FAMILY_NAME
 
   /**
+   * Refuses, naming it, a location that is no query's checkpoint: a path that does not exist (or whose scheme has no
+   * FileSystem here), or one without the offset log every checkpoint has.
+   * @throws IllegalArgumentException saying which
+   */
+  def requireCheckpoint(checkpoint: String, hadoopConf: Configuration): Unit = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    if (!fs.exists(root)) throw new IllegalArgumentException(s"no checkpoint at $checkpoint: the path does not exist")
+    if (!fs.exists(new Path(root, "offsets"))) throw new IllegalArgumentException(s"$checkpoint is not a " +
+      "streaming query's checkpointLocation: it has no offsets/ directory")
+  }
+
+  /**
    * The entries of `columnFamily` in every store of `checkpoint` that has it, at the latest committed batch.
    * @throws IllegalArgumentException with a one-line reason when the checkpoint cannot be read
    */
