@@ -100,7 +100,7 @@ def test_the_command_line_answers_each_first_mistake_plainly(stock_checkpoint, c
     snapshot.write_text(json.dumps({"version": 2, "derived": {"n": "CAST(n AS SMALLINT)"}}))
     code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n smallint", "--snapshot",
                     f"@{snapshot}", "--sql-conf", "spark.sql.ansi.enabled=true")
-    assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out, out
+    assert code == 3 and "derive 'n' as CAST(n AS SMALLINT)" in out and "remove 'n'" not in out, out
     code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n int", "--snapshot",
                     f"@{tmp_path / 'missing.json'}")
     assert code == 2 and "--snapshot @" in out and "No such file" in out, out

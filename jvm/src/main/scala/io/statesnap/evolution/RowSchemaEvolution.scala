@@ -320,7 +320,9 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       val path = FieldPath.child(oldPrefix, of.name)
       val partly = consumed.exists(c => c.startsWith(path + ".") || c.startsWith(path + FieldPath.Element) ||
         c.startsWith(path + FieldPath.MapValue))
-      if (!consumed(path)) {
+      // A field derived under its own name replaces the old value: its change says so, it is not also removed.
+      val replaced = plans.exists(fp => fp.field.name == of.name && fp.source.isInstanceOf[FieldSource.Derived])
+      if (!consumed(path) && !replaced) {
         val confirmed = dropped(path)
         if (confirmed) used += s"dropped:$path"
         def unread(fp: FieldPlan) = fp.source == FieldSource.Null || fp.source.isInstanceOf[FieldSource.Default]

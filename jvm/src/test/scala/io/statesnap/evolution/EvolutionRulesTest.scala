@@ -25,6 +25,13 @@ class EvolutionRulesTest {
     assertEquals(Seq(str("o1"), 12.5, 3L, null), out)
   }
 
+  @Test def aFieldDerivedUnderItsOwnNameIsReplacedNotAlsoRemoved(): Unit = {
+    val p = plan("id STRING, amount DOUBLE, qty INT, address STRUCT<zip: STRING, city: STRING>",
+      Rules(derived = Map("qty" -> "CAST(qty AS INT)")))
+    assertEquals(Seq("derive 'qty' as CAST(qty AS INT)"), p.changes.map(_.describe))
+    assertEquals(Seq(str("o1"), 12.5, 3), migrate(p, order: _*).take(3))
+  }
+
   @Test def renameInPlaceRewritesNothing(): Unit = {
     val p = plan("id STRING, amount_eur DOUBLE, qty BIGINT, address STRUCT<zip: STRING, city: STRING>",
       Rules(renamed = Map("amount_eur" -> "amount")))
