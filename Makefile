@@ -14,7 +14,7 @@ TEST_SOURCES := $(shell find jvm/src/test -name '*.scala' 2>/dev/null)
 OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py tests/test_adopt.py \
   tests/test_offline_migrate.py tests/test_change_feed_single_state.py tests/test_one_decision.py \
   tests/test_committed_state.py tests/test_stop_during_migration.py tests/test_checkpoint_files.py \
-  tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py
+  tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)

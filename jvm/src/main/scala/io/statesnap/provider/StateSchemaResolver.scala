@@ -55,7 +55,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       case StateKind.List => StateMigrator.migrateLists(rewriter, sources, describe(state), gate)
       case _ => StateMigrator.migrateValues(rewriter, sources, describe(state), gate)
     }
-    counters.recordMigration(migrated, System.nanoTime() - start)
+    counters.recordMigration(state, sources.head.migration.changes, migrated, System.nanoTime() - start)
   }
 
   /** Entries already in the layout `record` says, which is the declared one: each written back unchanged. */

@@ -8,25 +8,35 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, S
 private[statesnap] object StatesnapMetrics {
   val MigratedEntries = StateStoreCustomSumMetric("statesnapMigratedEntries",
     "number of state entries statesnap migrated to a new schema")
+  // Counted by partition 0's store alone (every partition migrates the same states), so the sum counts states.
   val MigratedStates = StateStoreCustomSumMetric("statesnapMigratedStates",
-    "number of states (per partition) statesnap migrated to a new schema")
+    "number of states statesnap migrated to a new schema")
   val MigrationTimeMs = StateStoreCustomTimingMetric("statesnapMigrationTimeMs",
     "time statesnap spent migrating state entries")
 
   val all: Seq[StateStoreCustomMetric] = Seq(MigratedEntries, MigratedStates, MigrationTimeMs)
 }
 
-/** What one store version migrated; reported through that store's metrics. */
-private[provider] final class MigrationCounters {
+/**
+ * What one store version migrated; reported through that store's metrics, and by state to the driver
+ * ([[MigrationSummaries]]).
+ * @param countsStates whether this store counts the states it migrated (partition 0's alone)
+ */
+private[provider] final class MigrationCounters(countsStates: Boolean) {
   val entries = new AtomicLong
   val states = new AtomicLong
   val millis = new AtomicLong
+  @volatile private var migrated = Vector.empty[MigrationSummaries.Migrated]
 
-  def recordMigration(migratedEntries: Long, nanos: Long): Unit = {
+  def recordMigration(state: String, changes: Seq[String], migratedEntries: Long, nanos: Long): Unit = synchronized {
     entries.addAndGet(migratedEntries)
-    states.incrementAndGet()
+    if (countsStates) states.incrementAndGet()
     millis.addAndGet(nanos / 1000000)
+    migrated :+= MigrationSummaries.Migrated(state, migratedEntries, nanos / 1000000, changes)
   }
+
+  /** Every state this store version migrated. */
+  def summaries: Seq[MigrationSummaries.Migrated] = migrated
 
   def asMetrics: Map[StateStoreCustomMetric, Long] = Map(
     StatesnapMetrics.MigratedEntries -> entries.get,

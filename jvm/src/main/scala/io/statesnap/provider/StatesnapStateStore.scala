@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.StructType
 private[provider] final class StatesnapStateStore(val inner: StateStore, provider: StatesnapStateStoreProvider)
   extends WriteStoreGlue with ForwardingReads {
 
-  private val counters = new MigrationCounters
+  private val counters = new MigrationCounters(countsStates = inner.id.partitionId == 0)
   /** Opened on the task's thread: a migration (maybe on another thread) stops when this task ends. */
   private val gate = provider.migrationGate(Option(TaskContext.get()))
   private lazy val catalog = new SnapshotCatalog(inner, provider.describeState)
@@ -59,8 +59,9 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
       rewriter: => StatesnapValueRewriter): Unit =
     try {
       val start = System.nanoTime()
-      counters.recordMigration(StateMigrator.migrateValues(rewriter, Seq(StateMigrator.Source(m.oldValueSchema,
-        m.migration)), provider.describeState(m.state), gate), System.nanoTime() - start)
+      counters.recordMigration(m.state, m.migration.changes, StateMigrator.migrateValues(rewriter,
+        Seq(StateMigrator.Source(m.oldValueSchema, m.migration)), provider.describeState(m.state), gate),
+        System.nanoTime() - start)
     } catch {
       case e: Throwable => inner.abort(); throw e
     }
@@ -83,6 +84,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     provider.beforeCommit(version, families.values.toSeq)
     val committed = inner.commit()
     provider.remember(resolved, committed)
+    provider.summarize(committed, counters.summaries)
     committed
   }
 

@@ -2,6 +2,8 @@ package io.statesnap.provider
 
 import java.util.concurrent.ConcurrentHashMap
 
+import scala.util.control.NonFatal
+
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.query.{QueryRegistrations, QueryStates}
 import io.statesnap.snapshot.StateSnapshotRecord
@@ -272,6 +274,15 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    * and operator metadata for this batch must say the schemas the bytes have now, since Spark, with its check off,
    * keeps the ones it recorded before (see [[StatesnapSparkSchemaFiles.updateTransformWithState]]).
    */
+  /**
+   * Tells the driver what this store migrated in the version it committed ([[MigrationSummaries]]). Only a
+   * message: a failure to write it is logged, never fails the committed batch.
+   */
+  private[provider] def summarize(committed: Long, migrated: Seq[MigrationSummaries.Migrated]): Unit =
+    if (migrated.nonEmpty) try MigrationSummaries.write(stateStoreId, committed, migrated, hadoopConf) catch {
+      case NonFatal(e) => log.warn(s"statesnap: could not tell the driver what $describeStore migrated: $e")
+    }
+
   private[provider] def beforeCommit(loadedVersion: Long, families: Seq[StatesnapSparkSchemaFiles.Family]): Unit =
     if (keepsSparkFiles) {
       StatesnapSparkSchemaFiles.updateTransformWithState(stateStoreId, loadedVersion, families, hadoopConf)

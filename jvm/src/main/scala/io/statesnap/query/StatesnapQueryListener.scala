@@ -1,8 +1,14 @@
 package io.statesnap.query
 
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+
 import scala.util.control.NonFatal
 
 import io.statesnap.{ProviderClasses, StatesnapException}
+import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
 import org.apache.spark.sql.streaming.StreamingQueryListener
@@ -23,14 +29,44 @@ import org.slf4j.LoggerFactory
  * A query that ends on a statesnap refusal has it said once, at ERROR, when it terminates.
  */
 class StatesnapQueryListener extends StreamingQueryListener {
+  /** The queries started in this session, by id: a query may be gone when its last progress event arrives. */
+  private val started = new ConcurrentHashMap[UUID, (String, String, Configuration)]
+
   override def onQueryStarted(event: QueryStartedEvent): Unit =
-    StatesnapRunningQueries.find(event.id).foreach(StatesnapQueryListener.prepare)
-  override def onQueryProgress(event: QueryProgressEvent): Unit = ()
+    StatesnapRunningQueries.find(event.id).foreach { query =>
+      started.put(event.id, (query.describe, query.checkpoint, query.hadoopConf))
+      StatesnapQueryListener.prepare(query)
+    }
+
+  /**
+   * One line per state statesnap migrated in the batch, on the driver, at WARN so that Spark's default level shows
+   * it: the stores said what they migrated beside the state ([[MigrationSummaries]]).
+   */
+  override def onQueryProgress(event: QueryProgressEvent): Unit = {
+    val progress = event.progress
+    val migrated = progress.stateOperators.exists(o =>
+      Option(o.customMetrics.get(StatesnapMetrics.MigratedEntries.name)).exists(_ > 0))
+    if (migrated) Option(started.get(progress.id)).foreach { case (describe, checkpoint, hadoopConf) =>
+      try {
+        MigrationSummaries.read(new Path(checkpoint, "state").toString, progress.batchId + 1, hadoopConf).foreach {
+          case (operator, m) => StatesnapQueryListener.log.warn(s"statesnap migrated state '${m.state}' of operator " +
+            s"$operator in batch ${progress.batchId} of $describe: ${m.entries} entries in ${m.stores} partitions " +
+            s"in ${m.millis} ms: ${m.changes.mkString("; ")}")
+        }
+      } catch {
+        case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap migrated state in batch ${progress.batchId} " +
+          s"of $describe (see the executors' logs): ${e.getMessage}")
+      }
+    }
+  }
+
   /** A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it. */
-  override def onQueryTerminated(event: QueryTerminatedEvent): Unit =
+  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
+    started.remove(event.id)
     event.exception.flatMap(StatesnapException.inText).foreach { message =>
       StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
     }
+  }
 }
 
 object StatesnapQueryListener {

@@ -4,6 +4,7 @@ import java.util.UUID
 
 import scala.jdk.CollectionConverters._
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
@@ -18,6 +19,8 @@ object StatesnapRunningQueries {
     def id: UUID = execution.id
     def checkpoint: String = execution.resolvedCheckpointRoot
     def name: Option[String] = Option(execution.name)
+    /** The Hadoop conf the query's own session reaches its checkpoint with. */
+    def hadoopConf: Configuration = execution.sparkSessionForStream.sessionState.newHadoopConf()
     def conf(key: String): Option[String] = execution.sparkSessionForStream.conf.getOption(key)
     def setConf(key: String, value: String): Unit = execution.sparkSessionForStream.conf.set(key, value)
 
