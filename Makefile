@@ -5,28 +5,30 @@ SHELL := /bin/bash
 # its own requirements-spark<minor>.txt and .venv-spark<minor>, and runs the stateful-operator suites.
 VENV := .venv
 PY := $(VENV)/bin/python
-SPARK := 4.1
+PINNED := 4.1
 OTHER_SPARKS := 4.2 4.3
-JAR := python/statesnap/jars/statesnap-spark$(SPARK).jar
-CLASSES := build/spark$(SPARK)
+JAR := python/statesnap/jars/statesnap-spark$(PINNED).jar
+CLASSES := build/spark$(PINNED)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
 TEST_SOURCES := $(shell find jvm/src/test -name '*.scala' 2>/dev/null)
 OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py tests/test_adopt.py \
   tests/test_offline_migrate.py tests/test_change_feed_single_state.py tests/test_one_decision.py \
   tests/test_committed_state.py tests/test_stop_during_migration.py tests/test_checkpoint_files.py \
-  tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py
+  tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py \
+  tests/test_wheel.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all setup jar demo test test-fast test-jvm test-python test-other-sparks bench clean
+.PHONY: all setup jar wheel demo test test-fast test-jvm test-python test-other-sparks bench clean
 
 all: jar
 
 # Debian packages: a JDK to compile and run Scala, JUnit 4 for the JVM unit tests.
 build/.apt-stamp:
 	@if ! command -v javac >/dev/null || [ ! -f /usr/share/java/junit4.jar ]; then \
-	  echo "installing apt packages (JDK 17, junit4)"; \
+	  echo "statesnap needs Debian packages openjdk-17-jdk-headless and junit4: installing them with apt-get," \
+	    "which needs root (or install them yourself and run make again)"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless junit4; \
 	fi
 	@mkdir -p build && touch $@
@@ -51,8 +53,17 @@ $(JAR): $(MAIN_SOURCES) scripts/build_jar.sh | setup
 python/statesnap/jars/statesnap-spark%.jar: $(MAIN_SOURCES) scripts/build_jar.sh .venv-spark%/.stamp | build/.apt-stamp
 	PYTHON=.venv-spark$*/bin/python scripts/build_jar.sh main
 
-# One jar per Spark minor; the package (pip install .) bundles them all.
-jar: $(JAR) $(OTHER_SPARKS:%=python/statesnap/jars/statesnap-spark%.jar)
+# One jar per Spark minor: `make jar` builds them all (the package needs every one), `make jar SPARK=4.2` one.
+jar: $(if $(SPARK),$(if $(filter $(PINNED),$(SPARK)),$(JAR),python/statesnap/jars/statesnap-spark$(SPARK).jar),\
+  $(JAR) $(OTHER_SPARKS:%=python/statesnap/jars/statesnap-spark%.jar))
+
+# The wheel, with every minor's jar (its build refuses without one): dist/statesnap-<version>-py3-none-any.whl.
+wheel: jar $(VENV)/.wheel-stamp
+	rm -rf dist && $(PY) -m build --wheel --no-isolation --outdir dist .
+
+$(VENV)/.wheel-stamp: requirements-build.txt $(VENV)/.stamp
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-build.txt
+	@touch $@
 
 $(CLASSES)/test-classes/.stamp: $(TEST_SOURCES) $(JAR)
 	scripts/build_jar.sh test
@@ -69,13 +80,14 @@ junit = java -Xmx512m -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.pr
 	  -cp "$(1)/*:build/spark$(2)/classes:build/spark$(2)/test-classes:$(JUNIT_CP)" org.junit.runner.JUnitCore \
 	  $$(cd build/spark$(2)/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
 test-jvm: $(CLASSES)/test-classes/.stamp
-	$(call junit,$(SPARK_JARS),$(SPARK))
+	$(call junit,$(SPARK_JARS),$(PINNED))
 
-test-python: $(CLASSES)/test-classes/.stamp
+# The end-to-end suites also install the wheel (tests/test_wheel.py) into a fresh venv.
+test-python: $(CLASSES)/test-classes/.stamp wheel
 	$(PY) -m pytest tests
 
 # The JUnit suite and the stateful-operator suites on every other Spark minor, each with its own venv and jar.
-test-other-sparks: $(OTHER_SPARKS:%=build/spark%/test-classes/.stamp)
+test-other-sparks: $(OTHER_SPARKS:%=build/spark%/test-classes/.stamp) wheel
 	for minor in $(OTHER_SPARKS); do \
 	  jars=$$(.venv-spark$$minor/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
 	  $(call junit,$$jars,$$minor) && .venv-spark$$minor/bin/python -m pytest $(OPERATOR_SUITES) || exit 1; \
@@ -105,4 +117,4 @@ bench: $(JAR) $(VENV)/.bench-stamp python/statesnap/jars/statesnap-spark$(BENCH_
 	.venv-spark$(BENCH_SPARK)/bin/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf build python/statesnap/jars
+	rm -rf build dist python/statesnap/jars
