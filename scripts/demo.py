@@ -2,6 +2,10 @@
 
     make demo                      # checkpoint in a fresh temporary directory
     make demo DEMO_DIR=/tmp/x      # or in a directory you choose (reusing one continues its history)
+    .venv/bin/python scripts/demo.py --verbose   # with Spark's own output as it comes
+
+Only the demo's steps reach the terminal: Spark's log lines and its Python workers' prints go to demo.log beside the
+checkpoint.
 
 App v1 keeps, per customer, ``struct<orders int, total int>``. App v2 widens both to bigint/double and adds
 ``last_item string``. On restart statesnap migrates every entry before v2's first batch reads the state.
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -75,22 +80,49 @@ def add_orders(source: str, orders: list[tuple[str, str, int]]) -> None:
         f.writelines(json.dumps({"customer": c, "item": i, "amount": a}) + "\n" for c, i, a in orders)
 
 
+# A line of the demo's own, among Spark's output on the same stream: the quiet parent shows only these.
+MARK = "\u00a7 "
+
+
+def say(text: str = "") -> None:
+    print(MARK + text, flush=True)
+
+
 def show(title: str, rows: list, migrated: int) -> None:
-    print(f"\n== {title} (statesnapMigratedEntries = {migrated})")
+    say()
+    say(f"== {title} (statesnapMigratedEntries = {migrated})")
     for r in rows:
-        print(f"  {r.customer:6} read {r.read_from_state:24} wrote {r.written}")
+        say(f"  {r.customer:6} read {r.read_from_state:24} wrote {r.written}")
+
+
+def quietly(work: str) -> int:
+    """Runs the demo in a child process, showing its own lines and sending everything else (Spark's logs, its Python
+    workers' prints, which no log level reaches) to demo.log in `work`."""
+    log_path = os.path.join(work, "demo.log")
+    print(f"Spark's own output goes to {log_path}", flush=True)
+    with open(log_path, "w") as log:
+        child = subprocess.Popen([sys.executable, __file__, "--verbose"], stdout=subprocess.PIPE, stderr=log, text=True,
+                                 env={**os.environ, "DEMO_DIR": work})
+        for line in child.stdout:
+            if line.startswith(MARK):
+                print(line[len(MARK):], end="", flush=True)
+            else:
+                log.write(line)
+        return child.wait()
 
 
 def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = os.environ.get("DEMO_DIR") or tempfile.mkdtemp(prefix="statesnap-demo-")
+    if "--verbose" not in sys.argv:
+        sys.exit(quietly(work))
     source, checkpoint = os.path.join(work, "orders"), os.path.join(work, "checkpoint")
     builder = (SparkSession.builder.master("local[2]").appName("statesnap-demo")
                .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
     spark = statesnap.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print(f"checkpoint: {checkpoint}")
+    say(f"checkpoint: {checkpoint}")
 
     add_orders(source, [("alice", "book", 12), ("bob", "pen", 3), ("alice", "lamp", 40), ("carol", "tea", 2147483000)])
     show(f"app v1, state struct<{V1_STATE}>", *run(spark, source, checkpoint, V1_STATE))
@@ -98,9 +130,12 @@ def main() -> None:
     add_orders(source, [("alice", "desk", 250), ("bob", "ink", 7), ("carol", "cup", 5)])
     rows, migrated = run(spark, source, checkpoint, V2_STATE)
     show(f"app v2 restarted on the same checkpoint, state struct<{V2_STATE}>", rows, migrated)
-    print(f"\nstatesnap migrated {migrated} entries before v2 read them; v2 read v1's values exactly "
-          "(carol's total stays 2147483000, the new last_item reads null).")
+    say()
+    say(f"statesnap migrated {migrated} entries before v2 read them; v2 read v1's values exactly "
+        "(carol's total stays 2147483000, the new last_item reads null).")
     spark.stop()
+    say(f"Next: `python -m statesnap inspect {checkpoint}` shows the state's snapshot and its history "
+        f"(PYTHONPATH=python .venv/bin/python -m statesnap ... in this checkout); delete {work} when done.")
 
 
 if __name__ == "__main__":
