@@ -122,6 +122,7 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     # inspect and check read that record too.
     code, out = cli("inspect", checkpoint, "--state", "last")
     assert code == 0 and "map state 'last'" in out and "amount" in out and "recorded in version 4" in out, out
+    assert "operator 0 every partition (version 5): transformWithState map state 'last'" in out, out  # one record
     code, out = cli("check", checkpoint, "--state", "last", "--schema", "amount bigint",
                     "--snapshot", '{"version": 2, "renamed": {"amount": "n"}}')
     assert code == 0 and "as-is" in out, out

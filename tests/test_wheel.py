@@ -55,7 +55,8 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_a_query_and_the_tools(tmp_path
     assert counts == "[('a', 2), ('b', 1)]", run.stdout
     inspect = subprocess.run([python, "-m", "statesnap", "inspect", checkpoint], cwd=tmp_path, capture_output=True,
                              text=True, timeout=600, env=clean_env())
-    assert inspect.returncode == 0 and "partition 1 store default (version 1)" in inspect.stdout, inspect.stdout
+    assert inspect.returncode == 0 and "operator 0 partition 1 (version 1): state of store 'default', guarded" in \
+        inspect.stdout, inspect.stdout
 
 
 @pytest.mark.skipif(not pyspark.__version__.startswith("4.1."), reason="the wheel is built in the pinned venv "

@@ -152,7 +152,3 @@ def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersio
     beside them, and those ``python -m statesnap migrate`` kept for transformWithState on Spark's own provider)."""
     return records(spark, checkpoint)
 
-
-def read_snapshots(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, StateSnapshotRecord]]:
-    """Every state snapshot record of ``checkpoint``, decoded, at its latest committed version."""
-    return [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]

@@ -255,11 +255,22 @@ def _first_line(message: str) -> str:
     return next((line.strip() for line in message.splitlines() if line.strip()), message)
 
 
+# What a record is of, by the operator kind it names (statesnap.snapshot.OperatorKind).
+_WHAT = {
+    "transformWithState": "transformWithState {kind} state '{state}'",
+    "arbitraryState": "group state '{state}' (applyInPandasWithState / (flat)MapGroupsWithState)",
+    "aggregation": "aggregation buffers '{state}'",
+    "guarded": "state of store '{store}', guarded: checked, never migrated (dropDuplicates, a join, or an "
+               "aggregation without a registration)",
+}
+
+
 def _describe(store, record: StateSnapshotRecord) -> list[str]:
     at = datetime.datetime.fromtimestamp(record.recorded_at_ms / 1000, datetime.timezone.utc)
-    lines = [f"operator {store.operator} partition {store.partition} store {store.store_name} "
-             f"(version {store.version}): {record.kind} state '{record.state}'"
-             + (f" of {record.operator}" if record.operator else ""),
+    where = "every partition" if store.partition < 0 else f"partition {store.partition}"
+    what = _WHAT.get(record.operator or "", "{kind} state '{state}'").format(
+        kind=record.kind, state=record.state, store=store.store_name)
+    lines = [f"operator {store.operator} {where} (version {store.version}): {what}",
              f"  key:   {record.key.describe()}",
              f"  value: {record.value.describe()}",
              f"  recorded in version {record.recorded_at_version} at {at:%Y-%m-%d %H:%M:%S} UTC, compatibility "

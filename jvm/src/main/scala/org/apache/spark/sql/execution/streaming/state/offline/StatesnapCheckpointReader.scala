@@ -152,10 +152,13 @@ object StatesnapCheckpointReader {
     inStores ++ beside ++ migrated
   }
 
-  /** For py4j: [[records]], one row each, `[operator, partition, store, version, record bytes]`. */
+  /**
+   * For py4j: [[records]], one row each, `[operator, partition, store, version, record bytes]`; partition -1 for a
+   * record of the whole operator (one `migrate` kept for every partition).
+   */
   def recordRows(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
-    records(checkpoint, hadoopConf).map { case (store, _, bytes) =>
-      Array[Any](store.operator, store.partition, store.storeName, store.version, bytes)
+    records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
+      Array[Any](store.operator, if (kept == Migrated) -1 else store.partition, store.storeName, store.version, bytes)
     }.asJava
 
   /** [[records]], each parsed as input: a record that does not parse fails naming where it is kept. */
