@@ -89,13 +89,15 @@ object SnapshotRegistration {
   private def standalone(rules: Rules, target: Option[StructType], sql: SqlSettings): Seq[SchemaProblem] = {
     val derived = rules.derived.toSeq.flatMap { case (path, text) =>
       SqlExpressions.checkWithoutInput(text).left.toOption.map(why => SchemaProblem(path, "<derived>", "?",
-        s"its derived expression `$text` is invalid: $why", s"fix derived['$path']"))
+        s"its derived expression `$text` is invalid: $why", s"write derived['$path'] as one deterministic SQL " +
+          "expression over the previous version's fields (Spark SQL syntax), e.g. 'CAST(amount * 100 AS BIGINT)'"))
     }
     val defaults = rules.defaults.toSeq.flatMap { case (path, text) =>
       target.flatMap(RowSchemaEvolution.fieldAt(_, path)) match {
         case Some(field) => RowSchemaEvolution.defaultValue(field, path, text, sql).left.toOption
         case None => SqlExpressions.resolve(text, new StructType(), sql).left.toOption.map(why =>
-          SchemaProblem(path, "<default>", "?", s"its default `$text` is invalid: $why", s"fix defaults['$path']"))
+          SchemaProblem(path, "<default>", "?", s"its default `$text` is invalid: $why", s"give defaults['$path'] a " +
+            "SQL literal (a string in quotes inside the Python string: \"'EUR'\"; a number as is: '0')"))
       }
     }
     val unknown = for (t <- target.toSeq; (kind, paths) <- Seq("renamed" -> rules.renamed.keys,
