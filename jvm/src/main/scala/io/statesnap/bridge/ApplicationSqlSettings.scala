@@ -41,10 +41,8 @@ object ApplicationSqlSettings {
       IllegalArgumentException(s"--sql-conf $conf: SQL rules depend on ${SqlSetting.all.map(_.conf).mkString(", ")} " +
       "only; give those the application runs with")) -> value
     }
-    val known = userRow(recorded.valueSnapshot).map(_.snapshotDefinition.sql).getOrElse(SqlSettings.Unknown)
-    val fromRecord = SqlSetting.all.filter(known.known.contains).foldLeft(SqlSettings.Unknown) { (s, setting) =>
-      s.withValue(setting, known.valueOf(setting))
-    }
+    // The record's settings as they were pinned: what it only assumed stays assumed.
+    val fromRecord = userRow(recorded.valueSnapshot).map(_.snapshotDefinition.sql).getOrElse(SqlSettings.Unknown)
     val pinned = settings.foldLeft(fromRecord) { case (s, (setting, value)) => s.withValue(setting, value) }
     ApplicationSqlSettings(pinned, SqlSetting.all.map { s =>
       s -> (if (settings.contains(s)) Given else if (pinned.assumed(s)) Assumed else Recorded)

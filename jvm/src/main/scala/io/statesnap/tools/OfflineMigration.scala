@@ -161,13 +161,14 @@ object OfflineMigration {
     if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
       s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
     checkpoint.requireUnsafeRowState(batch)
-    val (op, family) = checkpoint.operators match {
-      case (Seq(op), _) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
+    val (transformWithState, others) = checkpoint.operators
+    val (op, family) = transformWithState match {
+      case Seq(op) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
         StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)
-      case (Seq(), _) => refuse("it has no transformWithState operator (no state/<operator>/_metadata/v2)")
+      case Seq() => refuse("it has no transformWithState operator (no state/<operator>/_metadata/v2)")
       // Each writes its own operator metadata and schema files per batch, which batch N+1 would need too.
-      case (transformWithState, _) => refuse(s"its transformWithState operators are " +
-        s"${transformWithState.mkString(", ")}; migrate appends a batch to queries with one")
+      case _ => refuse(s"its transformWithState operators are ${transformWithState.mkString(", ")}; migrate " +
+        "appends a batch to queries with one")
     }
     val stateRoot = new Path(checkpoint.root, "state").toString
     val families = family.filterNot { case (name, _) => name.startsWith("$") || name == DefaultStore }
@@ -181,7 +182,7 @@ object OfflineMigration {
         s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
       partitions
     }
-    val carried = checkpoint.operators._2.map { o =>
+    val carried = others.map { o =>
       val partitions = partitionsOfOperator(o)
       // A stream-stream join keeps four stores per partition, each under its own name.
       partitions.flatMap(p => namedStores(checkpoint, o, p)).headOption.foreach { store => refuse(s"operator $o " +
