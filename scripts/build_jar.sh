@@ -3,7 +3,8 @@
 # the Scala compiler that ships inside that pyspark's jars/, and packages
 # python/statesnap/jars/statesnap-spark<minor>.jar. No Maven, no sbt: nothing is downloaded.
 # Sources: jvm/src/main/scala (every Spark minor) plus jvm/src/main/shims/spark-<minor> (what differs between
-# minors: the same file names in every minor's folder).
+# minors: the same file names in every minor's folder) and every jvm/src/main/shims/spark-<from>-<to> whose range
+# holds the minor (what a run of minors shares, written once).
 # Classes go to build/spark<minor>/.
 # Usage: [PYTHON=...] scripts/build_jar.sh [main|test|bench]
 #   test:  compiles jvm/src/test against JUnit 4 into build/spark<minor>/test-classes
@@ -16,6 +17,12 @@ SPARK_JARS="$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(p
 MINOR="$("$PY" -c 'import pyspark; print(".".join(pyspark.__version__.split(".")[:2]))')"
 SHIMS="jvm/src/main/shims/spark-$MINOR"
 [ -d "$SHIMS" ] || { echo "statesnap has no build for Spark $MINOR (no $SHIMS)" >&2; exit 2; }
+version_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$1" ]; }
+for range in jvm/src/main/shims/spark-*-*; do
+  [ -d "$range" ] || continue
+  bounds="${range##*/spark-}"
+  if version_le "${bounds%-*}" "$MINOR" && version_le "$MINOR" "${bounds#*-}"; then SHIMS="$SHIMS $range"; fi
+done
 OUT="build/spark$MINOR"
 # Glob, never hard-code: the Scala version is whatever that pyspark ships.
 scala_jar() { ls "$SPARK_JARS"/scala-"$1"-2.13.*.jar | head -n 1; }
@@ -28,7 +35,7 @@ case "$what" in
   main)
     jar="python/statesnap/jars/statesnap-spark$MINOR.jar"
     rm -rf "$OUT/classes" && mkdir -p "$OUT/classes" python/statesnap/jars
-    scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find jvm/src/main/scala "$SHIMS" -name '*.scala')
+    scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find jvm/src/main/scala $SHIMS -name '*.scala')
     jar --create --file "$jar" -C "$OUT/classes" .
     echo "built $jar"
     ;;

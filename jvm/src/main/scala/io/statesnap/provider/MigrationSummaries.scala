@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 import io.statesnap.CheckpointFile
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.json4s._
 import org.json4s.jackson.JsonMethods

@@ -8,7 +8,7 @@ import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory

@@ -95,13 +95,9 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
 
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
     inner.put(key, value, colFamilyName)
-  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
-    inner.putList(key, values, colFamilyName)
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = inner.remove(key, colFamilyName)
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
     inner.merge(key, value, colFamilyName)
-  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
-    inner.mergeList(key, values, colFamilyName)
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = inner.getStateStoreCheckpointInfo()
 
   // Spark aborts a store when its task fails or is killed (a stopped query), and may then close the RocksDB handle
@@ -110,10 +106,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     stopMigration("its store was aborted (the task failed or was killed, or the query stopped)")
     inner.abort()
   }
-  override def release(): Unit = {
-    stopMigration("its store was released")
-    inner.release()
-  }
+  override protected def releasing(): Unit = stopMigration("its store was released")
 
   /** Stops a migration of this store, if one runs, and returns once it has stopped writing. */
   private[provider] def stopMigration(why: String): Unit = gate.stopAndWait(why)
@@ -172,5 +165,7 @@ private[provider] trait ForwardingReads extends ReadStoreGlue {
     inner.prefixScan(prefixKey, colFamilyName)
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = inner.iterator(colFamilyName)
   override def abort(): Unit = inner.abort()
-  override def release(): Unit = inner.release()
+
+  /** What must happen before Spark 4.1+ releases a store it only read (Spark 4.0 never releases one). */
+  protected def releasing(): Unit = ()
 }

@@ -11,7 +11,7 @@ import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import io.statesnap.SparkClasses.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -27,7 +27,7 @@ import org.apache.spark.sql.types.StructType
  * Enable with `spark.sql.streaming.stateStore.providerClass=io.statesnap.provider.StatesnapStateStoreProvider`
  * (the Python helper `statesnap.configure` does it). Instances are per (operator, partition, store, query run).
  */
-class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedReplay {
+class StatesnapStateStoreProvider extends ProviderGlue {
   private val log = LoggerFactory.getLogger(getClass)
   // Cheap: Spark's provider allocates nothing before init. The driver also builds an un-initialized instance
   // just to ask for supportedCustomMetrics.
@@ -102,7 +102,6 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   override def doMaintenance(): Unit = inner.doMaintenance()
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] =
     inner.supportedCustomMetrics ++ StatesnapMetrics.all
-  override def supportedInstanceMetrics: Seq[StateStoreInstanceMetric] = inner.supportedInstanceMetrics
 
   protected def opened(version: Long, open: => StateStore): StateStore =
     migrated(beforeLoading(version), wrap(open))
@@ -164,19 +163,15 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     }
 
   // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
-  override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
-      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore = {
+  protected def replayed(endVersion: Long, readOnly: Boolean, replay: => StateStore): StateStore = {
     val migration = beforeLoading(endVersion)
     if (readOnly) refuseMigrationOnRead(migration, endVersion)
-    migrated(migration, wrap(replaying.replayStateFromSnapshot(snapshotVersion, endVersion,
-      readOnly, snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId)))
+    migrated(migration, wrap(replay))
   }
 
-  override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
-      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore = {
+  protected def replayedRead(endVersion: Long, replay: => ReadStateStore): ReadStateStore = {
     refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
-    new StatesnapReadStateStore(replaying.replayReadStateFromSnapshot(snapshotVersion, endVersion,
-      snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId))
+    new StatesnapReadStateStore(replay)
   }
 
   /**
@@ -185,8 +180,8 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
    * The single state of other operators is decoded with Spark's one schema file of the operator, which statesnap
    * rewrites after a migration: a feed ending in a version whose bytes have an older layout is refused too.
    */
-  override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
-      endVersionStateStoreCkptId: Option[String]) = {
+  protected def checkChangeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
+      endVersionStateStoreCkptId: Option[String]): Unit = {
     if (operatorGuard.isDefined) refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
     val records: Option[(String, StateRecords)] =
       if (transformWithState) colFamilyNameOpt.map(state => state -> columnFamilyRecords(state,
@@ -195,7 +190,6 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     records.foreach { case (state, r) =>
       ChangeFeedRange.check(state, startVersion, endVersion, r.schemaChanges(endVersion), describeState(state))
     }
-    replaying.getStateStoreChangeDataReader(startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId)
   }
 
   /** The records of transformWithState variable `state`, read from the store version asked for. */
@@ -204,7 +198,7 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
     try new SnapshotCatalog(store, describeState).records(state).inForce(version) finally store.abort()
   }
 
-  private def replaying: SupportsFineGrainedReplay = inner.asInstanceOf[SupportsFineGrainedReplay]
+  protected def replaying: SupportsFineGrainedReplay = inner.asInstanceOf[SupportsFineGrainedReplay]
 
   private[provider] def declaredSnapshots: DeclaredSnapshots = declared
 
@@ -270,11 +264,6 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
   private[provider] def forget(state: String): Unit = known.remove(state)
 
   /**
-   * Before a transformWithState store's commit (one partition does it for the operator): Spark's own schema files
-   * and operator metadata for this batch must say the schemas the bytes have now, since Spark, with its check off,
-   * keeps the ones it recorded before (see [[StatesnapSparkSchemaFiles.updateTransformWithState]]).
-   */
-  /**
    * Tells the driver what this store migrated in the version it committed ([[MigrationSummaries]]). Only a
    * message: a failure to write it is logged, never fails the committed batch.
    */
@@ -283,6 +272,11 @@ class StatesnapStateStoreProvider extends ProviderGlue with SupportsFineGrainedR
       case NonFatal(e) => log.warn(s"statesnap: could not tell the driver what $describeStore migrated: $e")
     }
 
+  /**
+   * Before a transformWithState store's commit (one partition does it for the operator): Spark's own schema files
+   * and operator metadata for this batch must say the schemas the bytes have now, since Spark, with its check off,
+   * keeps the ones it recorded before (see [[StatesnapSparkSchemaFiles.updateTransformWithState]]).
+   */
   private[provider] def beforeCommit(loadedVersion: Long, families: Seq[StatesnapSparkSchemaFiles.Family]): Unit =
     if (keepsSparkFiles) {
       StatesnapSparkSchemaFiles.updateTransformWithState(stateStoreId, loadedVersion, families, hadoopConf)

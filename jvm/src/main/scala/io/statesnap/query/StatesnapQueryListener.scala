@@ -166,7 +166,8 @@ object StatesnapQueryListener {
       s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply."
     if (pinned) {
       log.error(s"statesnap cannot serve ${query.describe}: $why, and its checkpoint pins statesnap's provider " +
-        "(it was created on Spark 4.1), so Spark refuses it. Run it on Spark 4.1 with statesnap." + unregistered)
+        "(it was created on Spark 4.0 or 4.1), so Spark refuses it. Run it on Spark 4.0 or 4.1 with statesnap, or " +
+        "release the checkpoint to Spark's provider there first." + unregistered)
     } else {
       query.setConf(ProviderConf, ProviderClasses.SparkRocksDB)
       log.warn(s"statesnap does not serve ${query.describe}: $why. It runs on Spark's RocksDB provider, which its " +

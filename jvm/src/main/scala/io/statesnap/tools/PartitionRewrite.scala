@@ -8,7 +8,7 @@ import io.statesnap.ProviderClasses
 import io.statesnap.provider.{MigrationGate, MigrationInterruption, StateDecision, StateMigrator}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.TaskContext
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import io.statesnap.SparkClasses.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.{BinaryType, StructType}
 import org.apache.spark.util.SerializableConfiguration

@@ -3,7 +3,7 @@ package io.statesnap.tools
 import io.statesnap.CheckpointFile
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.sinks.{FileStreamSink, FileStreamSinkLog, SinkFileStatus}
+import io.statesnap.SparkClasses.{FileStreamSink, FileStreamSinkLog, SinkFileStatus}
 
 /**
  * The sink of a query `migrate` appends a batch to, as the user names it: a checkpoint does not say where its query

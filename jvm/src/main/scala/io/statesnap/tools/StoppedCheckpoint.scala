@@ -8,7 +8,7 @@ import io.statesnap.{CheckpointFile, CommitStateIds}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
+import io.statesnap.SparkClasses.{CheckpointFileManager, CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
 
 /**

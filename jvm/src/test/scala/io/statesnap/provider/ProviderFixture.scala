@@ -8,7 +8,7 @@ import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistra
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import io.statesnap.SparkClasses.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType

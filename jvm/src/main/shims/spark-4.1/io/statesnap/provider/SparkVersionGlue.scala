@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStor
  * The provider and store methods whose signatures differ between Spark minors, for Spark 4.1: each forwards to
  * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/shims`).
  */
-private[provider] trait ProviderGlue extends StateStoreProvider {
+private[provider] trait ProviderGlue extends ReplayGlue with InstanceMetricsGlue {
   protected def inner: StateStoreProvider
 
   /** `open`ed on Spark's provider, wrapped, after what must happen before `version` is used. */
@@ -23,8 +23,8 @@ private[provider] trait ProviderGlue extends StateStoreProvider {
     upgraded(readStore, inner.upgradeReadStoreToWriteStore(_, version, uniqueId))
 }
 
-/** Spark 4.1's read store has nothing beyond what every version forwards. */
-private[provider] trait ReadStoreGlue extends ReadStateStore
+/** Spark 4.1's read store: `release` (4.1+, [[ReleaseGlue]]) beside what every version forwards. */
+private[provider] trait ReadStoreGlue extends ReleaseGlue
 
-/** Spark 4.1's write store has nothing beyond what every version forwards. */
-private[provider] trait WriteStoreGlue extends StateStore
+/** Spark 4.1's write store: list writes (4.1+, [[ListWritesGlue]]) beside what every version forwards. */
+private[provider] trait WriteStoreGlue extends ListWritesGlue

@@ -7,7 +7,7 @@ import org.apache.spark.sql.execution.streaming.state._
  * The provider and store methods whose signatures differ between Spark minors, for Spark 4.2: each forwards to
  * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/shims`).
  */
-private[provider] trait ProviderGlue extends StateStoreProvider {
+private[provider] trait ProviderGlue extends ReplayGlue with InstanceMetricsGlue {
   protected def inner: StateStoreProvider
 
   /** `open`ed on Spark's provider, wrapped, after what must happen before `version` is used. */
@@ -26,7 +26,7 @@ private[provider] trait ProviderGlue extends StateStoreProvider {
 }
 
 /** The read methods of Spark 4.2+, abstract or defaulting to "unsupported": all straight to Spark's store. */
-private[provider] trait ReadStoreGlue extends ReadStateStore {
+private[provider] trait ReadStoreGlue extends ReleaseGlue {
   def inner: ReadStateStore
 
   /** Throws if this store cannot give `read` values in the declared layout (a migration is pending). */
@@ -60,7 +60,7 @@ private[provider] trait ReadStoreGlue extends ReadStateStore {
 }
 
 /** The write methods of Spark 4.2+ beyond what every version forwards. */
-private[provider] trait WriteStoreGlue extends StateStore {
+private[provider] trait WriteStoreGlue extends ListWritesGlue {
   def inner: StateStore
 
   override def deleteRange(startKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit =

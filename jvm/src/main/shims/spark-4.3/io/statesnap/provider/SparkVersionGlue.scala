@@ -8,7 +8,7 @@ import org.apache.spark.sql.types.StructType
  * The provider and store methods whose signatures differ between Spark minors, for Spark 4.3: each forwards to
  * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/shims`).
  */
-private[provider] trait ProviderGlue extends MaintenanceGlue {
+private[provider] trait ProviderGlue extends MaintenanceGlue with ReplayGlue with InstanceMetricsGlue {
   protected def inner: StateStoreProvider
 
   /** `open`ed on Spark's provider, wrapped, after what must happen before `version` is used. */
@@ -27,7 +27,7 @@ private[provider] trait ProviderGlue extends MaintenanceGlue {
 }
 
 /** The read methods of Spark 4.2+, abstract or defaulting to "unsupported": all straight to Spark's store. */
-private[provider] trait ReadStoreGlue extends ColumnFamilyRegistrationGlue {
+private[provider] trait ReadStoreGlue extends ColumnFamilyRegistrationGlue with ReleaseGlue {
   def inner: ReadStateStore
 
   /** Throws if this store cannot give `read` values in the declared layout (a migration is pending). */
@@ -61,7 +61,7 @@ private[provider] trait ReadStoreGlue extends ColumnFamilyRegistrationGlue {
 }
 
 /** The write methods of Spark 4.2+ beyond what every version forwards. */
-private[provider] trait WriteStoreGlue extends StateStore {
+private[provider] trait WriteStoreGlue extends ListWritesGlue {
   def inner: StateStore
 
   override def deleteRange(startKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit =

@@ -4,10 +4,10 @@ import java.util.UUID
 
 import scala.jdk.CollectionConverters._
 
+import io.statesnap.SparkClasses.StreamExecution
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.classic.SparkSession
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 
 /**
  * The streaming queries running in this JVM, as statesnap's driver side needs to see them: a query's checkpoint,
@@ -19,10 +19,11 @@ object StatesnapRunningQueries {
     def id: UUID = execution.id
     def checkpoint: String = execution.resolvedCheckpointRoot
     def name: Option[String] = Option(execution.name)
+    private def session: SparkSession = StatesnapSparkGlue.streamSession(execution)
     /** The Hadoop conf the query's own session reaches its checkpoint with. */
-    def hadoopConf: Configuration = execution.sparkSessionForStream.sessionState.newHadoopConf()
-    def conf(key: String): Option[String] = execution.sparkSessionForStream.conf.getOption(key)
-    def setConf(key: String, value: String): Unit = execution.sparkSessionForStream.conf.set(key, value)
+    def hadoopConf: Configuration = session.sessionState.newHadoopConf()
+    def conf(key: String): Option[String] = session.conf.getOption(key)
+    def setConf(key: String, value: String): Unit = session.conf.set(key, value)
 
     /** The value of `key` pinned in the latest entry of the offset log, if the query ran before. */
     def pinned(key: String): Option[String] = StatesnapSparkGlue.pinnedConfs(execution).get(key)

@@ -5,7 +5,7 @@ import java.util.UUID
 import io.statesnap.CheckpointFile
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.json4s._
 import org.json4s.jackson.JsonMethods
@@ -98,11 +98,9 @@ object StatesnapSparkSchemaFiles {
     if (updated == recorded && !always) return None
     val newFile = new Path(new Path(new Path(operatorDir, "_stateSchema"), id.storeName),
       s"${toBatch}_${UUID.randomUUID()}")
-    val providerId = StateStoreProviderId(StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName),
-      UUID.randomUUID())
-    new StateSchemaCompatibilityChecker(providerId, hadoopConf, paths.map(new Path(_)), Some(newFile))
-      .createSchemaFile(updated.sortBy(_.colFamilyName), SchemaHelper.SchemaWriter.createSchemaWriter(
-        StateSchemaCompatibilityChecker.SCHEMA_FORMAT_V3))
+    fm.mkdirs(newFile.getParent)
+    writeSchemaFile(fm, newFile, updated.sortBy(_.colFamilyName), StateSchemaCompatibilityChecker.SCHEMA_FORMAT_V3,
+      overwrite = false)
     val named = metadata.copy(stateStoreInfo = metadata.stateStoreInfo.map { s =>
       if (s.storeName == id.storeName) s.copy(stateSchemaFilePaths = s.stateSchemaFilePaths :+ newFile.toString) else s
     })
@@ -171,12 +169,16 @@ object StatesnapSparkSchemaFiles {
    * families, at `state/<operator>/0/[<store>/]_metadata/schema`: written by the driver in the query's first
    * batch, and never rewritten by Spark for these operators. None when there is no such file.
    */
-  def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] =
-    CheckpointFile.read(StateSchemaCompatibilityChecker.schemaFile(partitionZero(id).storeId.storeCheckpointLocation()),
-        "Spark's state schema file") {
-      new StateSchemaCompatibilityChecker(partitionZero(id), hadoopConf, Nil, None).readSchemaFiles().values.flatten
-        .headOption.map(s => (s.keySchema, s.valueSchema))
+  def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
+    val file = singleStateFile(id)
+    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+    CheckpointFile.read(file, "Spark's state schema file") {
+      Option.when(fm.exists(file)) {
+        val in = fm.open(file)
+        try StateSchemaCompatibilityChecker.readSchemaFile(in) finally in.close()
+      }.flatMap(_.headOption).map(s => (s.keySchema, s.valueSchema))
     }
+  }
 
   /**
    * Makes that schema file say `keySchema` and `valueSchema` (after statesnap migrated the state), written as
@@ -185,18 +187,27 @@ object StatesnapSparkSchemaFiles {
   def updateSingleState(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
       hadoopConf: Configuration): Option[Path] =
     if (singleState(id, hadoopConf).contains((keySchema, valueSchema))) None else {
-      val file = StateSchemaCompatibilityChecker.schemaFile(partitionZero(id).storeId.storeCheckpointLocation())
+      val file = singleStateFile(id)
       val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
       fm.mkdirs(file.getParent)
-      val out = fm.createAtomic(file, overwriteIfPossible = true)
-      try SchemaHelper.SchemaWriter.createSchemaWriter(2).write(List(StateStoreColFamilySchema(
-        StateStore.DEFAULT_COL_FAMILY_NAME, 0, keySchema, 0, valueSchema)), out) catch {
-        case e: Throwable => out.cancel(); throw e
-      }
-      out.close()
+      writeSchemaFile(fm, file, List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0, keySchema, 0,
+        valueSchema)), 2, overwrite = true)
       Some(file)
     }
 
-  private def partitionZero(id: StateStoreId) =
-    StateStoreProviderId(StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName), UUID.randomUUID())
+  private def singleStateFile(id: StateStoreId): Path = StatesnapRocksDBGlue.schemaFile(
+    StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName).storeCheckpointLocation())
+
+  /**
+   * Writes `schemas` to `file` in schema format `version`, as Spark's `StateSchemaCompatibilityChecker` does (whose
+   * constructor needs the thread's active session on Spark 4.0, which neither a listener nor an executor has).
+   */
+  private def writeSchemaFile(fm: CheckpointFileManager, file: Path, schemas: List[StateStoreColFamilySchema],
+      version: Int, overwrite: Boolean): Unit = {
+    val out = fm.createAtomic(file, overwriteIfPossible = overwrite)
+    try SchemaHelper.SchemaWriter.createSchemaWriter(version).write(schemas, out) catch {
+      case e: Throwable => out.cancel(); throw e
+    }
+    out.close()
+  }
 }

@@ -117,7 +117,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, members: Statesnap
 
   /** What `RocksDB.put` does, without the read before it: the native put, then the changelog. */
   private def overwrite(key: Array[Byte], value: Array[Byte]): Unit = {
-    rocksDB.updateMemoryUsageIfNeeded()
+    StatesnapRocksDBGlue.beforeOverwrite(rocksDB)
     db.put(writeOptions, key, value)
     changelog.foreach(_.put(key, value))
   }

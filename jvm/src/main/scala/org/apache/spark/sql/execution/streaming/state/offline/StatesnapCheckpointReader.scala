@@ -311,8 +311,8 @@ object StatesnapCheckpointReader {
   private def visitStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], commit: Commit,
       columnFamily: Option[String], hadoopConf: Configuration)(visit: (Array[Byte], Array[Byte]) => Unit): Boolean = {
     val local = Files.createTempDirectory("statesnap-read-").toFile
-    val files = new RocksDBFileManager(dir.toString, new File(local, "tmp"), hadoopConf, commit.codec, "statesnap-read",
-      StateStoreConf.empty, false, None)
+    val files = StatesnapRocksDBGlue.fileManager(dir.toString, new File(local, "tmp"), hadoopConf, commit.codec,
+      "statesnap-read")
     try {
       val (base, replay) = plan(fs, dir, files, store.version, id)
       if (base.isEmpty && replay.isEmpty) return false
@@ -336,7 +336,7 @@ object StatesnapCheckpointReader {
         prefix.isDefined
       } finally opened.foreach(_._1.close())
     } finally {
-      files.close()
+      StatesnapRocksDBGlue.close(files)
       FileUtils.deleteQuietly(local)
     }
   }

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state
 
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import io.statesnap.SparkClasses.StreamExecution
+import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.types.StructType
 
 /** Spark internals whose shape differs between Spark minors, for Spark 4.1 (see `jvm/src/main/shims`). */
@@ -8,6 +9,9 @@ object StatesnapSparkGlue {
   /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
   def pinnedConfs(execution: StreamExecution): Map[String, String] =
     execution.offsetLog.getLatest().flatMap(_._2.metadata).map(_.conf).getOrElse(Map.empty)
+
+  /** The query's own session (the clone Spark made at `start()`). */
+  def streamSession(execution: StreamExecution): SparkSession = execution.sparkSessionForStream
 
   /** Whether transformWithState runs on a custom state store provider: yes in 4.1. */
   val transformWithStateTakesCustomProviders: Boolean = true

@@ -2,7 +2,8 @@ package org.apache.spark.sql.execution.streaming.state
 
 import java.nio.charset.StandardCharsets
 
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import io.statesnap.SparkClasses.StreamExecution
+import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
 
@@ -11,6 +12,9 @@ object StatesnapSparkGlue {
   /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
   def pinnedConfs(execution: StreamExecution): Map[String, String] =
     execution.offsetLog.getLatest().flatMap(_._2.metadataOpt).map(_.conf).getOrElse(Map.empty)
+
+  /** The query's own session (the clone Spark made at `start()`). */
+  def streamSession(execution: StreamExecution): SparkSession = execution.sparkSessionForStream
 
   /**
    * Whether transformWithState runs on a custom state store provider: not since 4.2 (SPARK-54117, an exact

@@ -1,0 +1,18 @@
+package io.statesnap
+
+/**
+ * Spark's streaming classes that Spark 4.1 moved out of `o.a.s.sql.execution.streaming` into subpackages, under one
+ * name for every minor (`jvm/src/main/shims/spark-4.0` has the same names at their 4.0 places).
+ */
+object SparkClasses {
+  type StreamExecution = org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+  val StreamExecution = org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+  type CheckpointFileManager = org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+  val CheckpointFileManager = org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+  type CommitLog = org.apache.spark.sql.execution.streaming.checkpointing.CommitLog
+  type OffsetSeqLog = org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqLog
+  val FileStreamSink = org.apache.spark.sql.execution.streaming.sinks.FileStreamSink
+  type FileStreamSinkLog = org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog
+  val FileStreamSinkLog = org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog
+  type SinkFileStatus = org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus
+}
