@@ -98,9 +98,12 @@ class StatesApp(StatefulProcessor):
 
 
 def _jsonable(value: Any) -> Any:
-    """Rows are tuples (JSON lists); binary values are shown as text so tests can compare them."""
+    """Rows are tuples (JSON lists); binary values are shown as text so tests can compare them; numpy scalars (which
+    Spark 4.0's Python state client returns for some reads) as the Python values they hold."""
     if isinstance(value, (bytes, bytearray)):
         return "b:" + bytes(value).decode()
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return value.item()
     raise TypeError(f"cannot show {type(value).__name__} in test output")
 
 

@@ -7,16 +7,15 @@ import json
 import os
 from pathlib import Path
 
-import pyspark
 import pytest
 
 import statesnap
 from apps import (PROVIDER_CONF as PROVIDER, STOCK_PROVIDER as STOCK, StateSpec, run_app, run_group_state_app,
                   write_input)
 from committed_state import read_store
+from minors import TWS_ONLINE
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-ON_41 = pyspark.__version__.startswith("4.1.")
 
 
 def pinned_provider(checkpoint: str) -> str:
@@ -33,7 +32,7 @@ def offsets_bytes(checkpoint: str) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ON_41, reason="transformWithState runs on statesnap on Spark 4.1 only (SPARK-54117)")
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap before Spark 4.2 only (SPARK-54117)")
 def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app_dirs, on_provider, cli):
     source, checkpoint = app_dirs
     by_sign = lambda v: {("neg" if v < 0 else "pos",): (v,)}  # noqa: E731
@@ -181,7 +180,7 @@ def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, o
     assert offsets_bytes(checkpoint) == before
 
 
-@pytest.mark.skipif(ON_41, reason="on Spark 4.1 transformWithState runs on statesnap")
+@pytest.mark.skipif(TWS_ONLINE, reason="on Spark 4.0/4.1 transformWithState runs on statesnap")
 def test_a_transform_with_state_checkpoint_is_not_adopted_where_spark_runs_it_on_its_own_provider(
         spark, app_dirs, cli):
     source, checkpoint = app_dirs

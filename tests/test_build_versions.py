@@ -5,11 +5,15 @@ import re
 from pathlib import Path
 
 import pyspark
+import pytest
 
 import statesnap
+from minors import PINNED
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
+# build.sbt and requirements.txt name the pinned Spark; the other minors' requirements are their own files.
+ON_THE_PINNED_SPARK = pytest.mark.skipif(not PINNED, reason="build.sbt names the pinned Spark")
 
 
 def sbt_setting(pattern: str) -> str:
@@ -18,11 +22,13 @@ def sbt_setting(pattern: str) -> str:
     return match.group(1)
 
 
+@ON_THE_PINNED_SPARK
 def test_sbt_scala_version_is_the_one_pyspark_ships():
     scala = sbt_setting(r'scalaVersion := "([^"]+)"')
     assert (SPARK_JARS / f"scala-library-{scala}.jar").is_file(), sorted(p.name for p in SPARK_JARS.glob("scala-library*"))
 
 
+@ON_THE_PINNED_SPARK
 def test_sbt_spark_version_is_the_pinned_pyspark():
     spark = sbt_setting(r'val sparkVersion = "([^"]+)"')
     assert spark == pyspark.__version__

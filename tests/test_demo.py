@@ -6,14 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyspark
 import pytest
+from minors import PINNED
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not pyspark.__version__.startswith("4.1."), reason="the demo runs on the pinned Spark")
+@pytest.mark.skipif(not PINNED, reason="the demo runs on the pinned Spark")
 def test_the_demo_shows_its_steps_only_and_ends_with_how_to_inspect_its_checkpoint(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo.py")], capture_output=True, text=True,
                          timeout=600, env={**os.environ, "DEMO_DIR": str(tmp_path)})

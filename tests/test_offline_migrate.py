@@ -17,8 +17,8 @@ from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, States
                   run_two_operator_app, write_input)
 from committed_state import read_store
 from migration_evidence import assert_migrated
+from minors import TWS_ONLINE
 
-ON_41 = pyspark.__version__.startswith("4.1.")
 ON_43 = pyspark.__version__.startswith("4.3.")
 ONLY_ON_43 = pytest.mark.skipif(not ON_43, reason="runs on the newest Spark minor (4.2 shares its code path)")
 INTERRUPTED = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
@@ -33,7 +33,7 @@ COUNT_V2 = [StateSpec("count", "n bigint, note string")] + V1[1:]
 COUNT_V2_SEEN = {"a": [{"count": [3, None], "events": [[-7], [3]], "last": {'["neg"]': [-7], '["pos"]': [3]}}],
                  "b": [{"count": [5, None], "events": [[5]], "last": {'["pos"]': [5]}}]}
 
-SPARK_42_ON = pytest.mark.skipif(ON_41, reason="on Spark 4.1 transformWithState runs on statesnap's provider, which "
+SPARK_42_ON = pytest.mark.skipif(TWS_ONLINE, reason="on Spark 4.0/4.1 transformWithState runs on statesnap's provider, which "
                                                "migrates online")
 
 
@@ -256,8 +256,8 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
     assert restarted.seen == COUNT_V2_SEEN
 
 
-@pytest.mark.skipif(not ON_41, reason="Spark 4.1 only")
-def test_migrate_on_spark_41_points_to_online_migration(tmp_path, cli):
+@pytest.mark.skipif(not TWS_ONLINE, reason="Spark 4.0/4.1 only")
+def test_migrate_before_spark_42_points_to_online_migration(tmp_path, cli):
     (tmp_path / "offsets").mkdir()
     code, out = cli("migrate", str(tmp_path), "--no-file-sink", "--state", "count", "--schema", "n bigint")
     assert code == 4 and "transformWithState runs on statesnap's provider" in out and "adopt" in out, out

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 import statesnap
 from apps import StateSpec, run_app, run_group_state_app, write_input
 from test_other_operators import run_aggregation
+from minors import TWS_ONLINE
 
 EXIT_MIGRATE, EXIT_INCOMPATIBLE = 3, 4
 NO_START = {"version": 2}
@@ -50,7 +51,7 @@ def declared_aggregation_buffers(spark, checkpoint: str) -> str:
 
 
 @pytest.mark.parametrize("state", [pytest.param(state, marks=pytest.mark.skipif(
-    state == "testState" and not pyspark.__version__.startswith("4.1."),
+    state == "testState" and not TWS_ONLINE,
     reason="on Spark 4.2+ transformWithState runs on Spark's provider: migrate's own tests cover it")) for state in APPS])
 def test_check_gives_the_verdict_the_store_carries_out(spark, app_dirs, cli, registrations, state):
     source, checkpoint = app_dirs

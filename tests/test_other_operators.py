@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 import statesnap
 from apps import INPUT_SCHEMA, write_input
 from migration_evidence import assert_migrated
+from minors import MINOR
 
 
 def run_to_end(stateful, checkpoint: str, output_mode: str = "append", sink_fails: bool = False) -> list:
@@ -143,6 +144,7 @@ def run_join(spark, left: str, right: str, checkpoint: str, left_columns: str) -
     return {tuple(r) for r in run_to_end(lhs.join(rhs, "id"), checkpoint)}
 
 
+@pytest.mark.skipif(MINOR == "4.0", reason="Spark 4.0 has join state formats 1 and 2 only")
 def test_join_state_format_3_is_guarded_family_by_family_not_migrated(spark, tmp_path):
     left, right, checkpoint = str(tmp_path / "l"), str(tmp_path / "r"), str(tmp_path / "ck")
     spark.conf.set("spark.sql.streaming.join.stateFormatVersion", "3")

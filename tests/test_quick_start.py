@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyspark
 import pytest
+from minors import TWS_ONLINE
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not pyspark.__version__.startswith("4.1."), reason="transformWithState migrates online on 4.1")
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState migrates online on 4.0/4.1")
 def test_the_quick_start_runs_as_written_and_reads_v1s_values_migrated(tmp_path):
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     [code] = re.findall(r"```python\n(.*?)```", section, re.DOTALL)

@@ -10,8 +10,8 @@ from pyspark.errors import StreamingQueryException
 
 import statesnap
 from apps import run_app, run_group_state_app, write_input
+from minors import TWS_ONLINE
 
-ON_41 = pyspark.__version__.startswith("4.1.")
 
 
 def refused_restart(driver_log, run) -> statesnap.StateSchemaError:
@@ -37,7 +37,7 @@ def assert_read_first(error: statesnap.StateSchemaError, first_line: str, fix: s
     assert message.splitlines()[0] in logged[0]
 
 
-@pytest.mark.skipif(not ON_41, reason="transformWithState runs on statesnap's provider on Spark 4.1")
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1")
 def test_a_refused_transform_with_state_restart_raises_statesnaps_message_first(spark, app_dirs, driver_log):
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set")])

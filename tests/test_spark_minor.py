@@ -8,19 +8,20 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from apps import run_app, write_input
+from minors import TWS_ONLINE
 
 STOCK = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 def test_transform_with_state_runs_where_spark_lets_it_and_is_never_misread(spark, app_dirs, driver_log):
-    """On 4.1 statesnap serves transformWithState. On 4.2+ Spark runs it only on its own provider: a new query in a
+    """On 4.0/4.1 statesnap serves transformWithState. On 4.2+ Spark runs it only on its own provider: a new query in a
     configured session gets that provider, keeps Spark's own schema check, and the driver log says why."""
     source, checkpoint = app_dirs
     write_input(source, [("a", -7, "set")])
     first = run_app(spark, source, checkpoint, "value1 int")
     pinned = open(sorted(glob.glob(os.path.join(checkpoint, "offsets", "[0-9]*")))[0]).read()
     write_input(source, [("a", 0, "read")])
-    if spark.version.startswith("4.1"):
+    if TWS_ONLINE:
         assert first.migrated_entries == 0 and STOCK not in pinned
         assert run_app(spark, source, checkpoint, "value1 bigint").seen == {"a": [[-7]]}
         return

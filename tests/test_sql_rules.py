@@ -8,6 +8,7 @@ from pyspark.errors import StreamingQueryException
 
 import statesnap
 from apps import run_app, write_input
+from minors import MINOR
 
 
 def read(source: str, *keys: str) -> None:
@@ -52,6 +53,8 @@ def test_the_session_settings_at_registration_are_the_ones_executors_use(spark, 
     assert run_app(spark, source, checkpoint, "n int").seen == {"a": [[7]], "b": [[None]]}
 
 
+@pytest.mark.skipif(MINOR == "4.0", reason="Spark 4.0's Python state server answers no call after one failed in it, so "
+                    "an application that swallows the error waits for ever (its task can be killed; nothing commits)")
 def test_an_application_that_swallows_the_error_commits_nothing(spark, words, registrations):
     """Python's state client cannot carry on after the error (its state server connection is gone); the JVM side,
     where an application can, is pinned by ProviderTest.aStoreWhoseMigrationFailedNeverCommits."""

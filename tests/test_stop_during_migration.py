@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import pyspark
 import pytest
 
 import statesnap
 from apps import run_app, run_group_state_app, start_app, start_group_state_app, write_input
 from committed_state import read_store
 from migration_evidence import assert_migrated
+from minors import TWS_ONLINE
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +84,7 @@ def stop_inside_migration(spark, app: App, source: str, checkpoint: str, after_e
 
 
 @pytest.mark.parametrize("kind", [pytest.param(kind, marks=pytest.mark.skipif(
-    kind == "transformWithState" and not pyspark.__version__.startswith("4.1."),
+    kind == "transformWithState" and not TWS_ONLINE,
     reason="on Spark 4.2+ transformWithState runs on Spark's provider: migrate's crash tests cover it"))
     for kind in APPS])
 def test_a_query_stopped_inside_a_migration_restarts_to_a_clean_migration(spark, tmp_path, driver_log,

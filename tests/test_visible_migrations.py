@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import time
 
-import pyspark
 import pytest
 
 from apps import StateSpec, run_app, run_group_state_app, write_input
+from minors import TWS_ONLINE
 
-ON_41 = pyspark.__version__.startswith("4.1.")
 
 
 def migration_lines(driver_log, count: int) -> list[str]:
@@ -39,7 +38,7 @@ def test_a_group_state_migration_is_one_warn_line_on_the_driver(spark, app_dirs,
     assert states == [1], states  # one state, counted once for its 2 partitions
 
 
-@pytest.mark.skipif(not ON_41, reason="transformWithState migrates online on Spark 4.1")
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState migrates online on Spark 4.0/4.1")
 def test_each_migrated_transform_with_state_variable_gets_its_own_line(spark, app_dirs, driver_log):
     source, checkpoint = app_dirs
     v1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list"), StateSpec("label", "s string",

@@ -1,0 +1,9 @@
+"""The Spark minor the tests run on, and what statesnap does there (the README's version table)."""
+import pyspark
+
+MINOR = ".".join(pyspark.__version__.split(".")[:2])
+# The minor `make demo` and the wheel's build run on (requirements.txt).
+PINNED = MINOR == "4.1"
+# transformWithState takes a custom state store provider before Spark 4.2 (SPARK-54117), so statesnap migrates its
+# state online there; on 4.2+ it runs on Spark's own provider and statesnap migrates it offline.
+TWS_ONLINE = MINOR in ("4.0", "4.1")
