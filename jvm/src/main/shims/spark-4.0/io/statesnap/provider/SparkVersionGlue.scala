@@ -24,19 +24,7 @@ private[provider] trait ProviderGlue extends StateStoreProvider with ReplayGlue 
  * Spark 4.0's state reader replays versions without a read-only flag or checkpoint ids; it reads through
  * `replayReadStateFromSnapshot`, and opens a write store only where it must create column families, never to write.
  */
-private[provider] trait ReplayGlue extends SupportsFineGrainedReplay {
-  protected def replaying: SupportsFineGrainedReplay
-
-  /** A write store Spark's state reader replays up to `endVersion`, after what must happen before it opens. */
-  protected def replayed(endVersion: Long, readOnly: Boolean, replay: => StateStore): StateStore
-
-  /** A read store Spark's state reader replays up to `endVersion`, after what must happen before it opens. */
-  protected def replayedRead(endVersion: Long, replay: => ReadStateStore): ReadStateStore
-
-  /** Refuses a change feed that would decode some of its versions under the wrong schema. */
-  protected def checkChangeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
-      endVersionStateStoreCkptId: Option[String]): Unit
-
+private[provider] trait ReplayGlue extends SupportsFineGrainedReplay with ReplayHooks {
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long): StateStore =
     replayed(endVersion, readOnly = true, replaying.replayStateFromSnapshot(snapshotVersion, endVersion))
 

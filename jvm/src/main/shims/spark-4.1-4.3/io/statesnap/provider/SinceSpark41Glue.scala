@@ -7,19 +7,7 @@ import org.apache.spark.sql.execution.streaming.state._
  * The provider and store members Spark 4.1 added and 4.2 and 4.3 keep, forwarded to Spark's provider and store:
  * each minor's `SparkVersionGlue` mixes them in (Spark 4.0, `shims/spark-4.0`, has none of them).
  */
-private[provider] trait ReplayGlue extends SupportsFineGrainedReplay {
-  protected def replaying: SupportsFineGrainedReplay
-
-  /** A write store Spark's state reader replays up to `endVersion`, after what must happen before it opens. */
-  protected def replayed(endVersion: Long, readOnly: Boolean, replay: => StateStore): StateStore
-
-  /** A read store Spark's state reader replays up to `endVersion`, after what must happen before it opens. */
-  protected def replayedRead(endVersion: Long, replay: => ReadStateStore): ReadStateStore
-
-  /** Refuses a change feed that would decode some of its versions under the wrong schema. */
-  protected def checkChangeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
-      endVersionStateStoreCkptId: Option[String]): Unit
-
+private[provider] trait ReplayGlue extends SupportsFineGrainedReplay with ReplayHooks {
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
     replayed(endVersion, readOnly, replaying.replayStateFromSnapshot(snapshotVersion, endVersion, readOnly,
