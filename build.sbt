@@ -10,8 +10,10 @@ lazy val statesnap = (project in file("."))
   .settings(
     name := "statesnap",
     version := "0.1.0",
+    // The folders scripts/build_jar.sh compiles for this minor: the shared sources, the minor's shims and every
+    // range folder holding it (tests/test_build_versions.py checks the list).
     Compile / unmanagedSourceDirectories :=
-      Seq("scala", "shims/spark-4.1").map(baseDirectory.value / "jvm" / "src" / "main" / _),
+      Seq("scala", "shims/spark-4.1", "shims/spark-4.1-4.3").map(baseDirectory.value / "jvm" / "src" / "main" / _),
     Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature"),

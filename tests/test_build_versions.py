@@ -8,7 +8,7 @@ import pyspark
 import pytest
 
 import statesnap
-from minors import PINNED
+from minors import MINOR, PINNED
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
@@ -26,6 +26,21 @@ def sbt_setting(pattern: str) -> str:
 def test_sbt_scala_version_is_the_one_pyspark_ships():
     scala = sbt_setting(r'scalaVersion := "([^"]+)"')
     assert (SPARK_JARS / f"scala-library-{scala}.jar").is_file(), sorted(p.name for p in SPARK_JARS.glob("scala-library*"))
+
+
+@ON_THE_PINNED_SPARK
+def test_sbt_compiles_the_folders_build_jar_compiles_for_the_pinned_minor():
+    listed = re.search(r'unmanagedSourceDirectories :=\s*Seq\(([^)]*)\)', (ROOT / "build.sbt").read_text())
+    assert listed, "build.sbt lists no source folders"
+    folders = set(re.findall(r'"([^"]+)"', listed.group(1)))
+
+    def minor(version: str) -> tuple:
+        return tuple(int(part) for part in version.split("."))
+
+    shims = ROOT / "jvm" / "src" / "main" / "shims"
+    ranges = {f"shims/{d.name}" for d in shims.glob("spark-*-*")
+              if minor(d.name[len("spark-"):].split("-")[0]) <= minor(MINOR) <= minor(d.name.split("-")[-1])}
+    assert folders == {"scala", f"shims/spark-{MINOR}"} | ranges
 
 
 @ON_THE_PINNED_SPARK
