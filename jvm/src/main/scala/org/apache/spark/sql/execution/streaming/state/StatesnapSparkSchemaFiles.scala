@@ -144,9 +144,7 @@ object StatesnapSparkSchemaFiles {
     metadata.stateStoreInfo.find(_.storeName == storeName).map(_.stateSchemaFilePaths).getOrElse(Nil)
 
   private def lastSchemaFile(fm: CheckpointFileManager, paths: List[String]): List[StateStoreColFamilySchema] =
-    paths.lastOption.map(p => CheckpointFile.read(p, "Spark's state schema file") {
-      StateSchemaCompatibilityChecker.readSchemaFile(fm.open(new Path(p)))
-    }).getOrElse(Nil)
+    paths.lastOption.map(p => readSchemaFile(fm, new Path(p))).getOrElse(Nil)
 
   /** `schemas` with `family`'s value schema as declared, or `family` added as Spark's driver would list it. */
   private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] =
@@ -172,12 +170,7 @@ object StatesnapSparkSchemaFiles {
   def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
     val file = singleStateFile(id)
     val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-    CheckpointFile.read(file, "Spark's state schema file") {
-      Option.when(fm.exists(file)) {
-        val in = fm.open(file)
-        try StateSchemaCompatibilityChecker.readSchemaFile(in) finally in.close()
-      }.flatMap(_.headOption).map(s => (s.keySchema, s.valueSchema))
-    }
+    Option.when(fm.exists(file))(readSchemaFile(fm, file)).flatMap(_.headOption).map(s => (s.keySchema, s.valueSchema))
   }
 
   /**
@@ -197,6 +190,13 @@ object StatesnapSparkSchemaFiles {
 
   private def singleStateFile(id: StateStoreId): Path = StatesnapRocksDBGlue.schemaFile(
     StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName).storeCheckpointLocation())
+
+  /** The schemas in Spark's schema file `file` (any format), read with Spark's reader and closed after. */
+  private def readSchemaFile(fm: CheckpointFileManager, file: Path): List[StateStoreColFamilySchema] =
+    CheckpointFile.read(file, "Spark's state schema file") {
+      val in = fm.open(file)
+      try StateSchemaCompatibilityChecker.readSchemaFile(in) finally in.close()
+    }
 
   /**
    * Writes `schemas` to `file` in schema format `version`, as Spark's `StateSchemaCompatibilityChecker` does (whose
