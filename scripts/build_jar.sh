@@ -24,9 +24,11 @@ for range in jvm/src/main/shims/spark-*-*; do
   if version_le "${bounds%-*}" "$MINOR" && version_le "$MINOR" "${bounds#*-}"; then SHIMS="$SHIMS $range"; fi
 done
 OUT="build/spark$MINOR"
-# Glob, never hard-code: the Scala version is whatever that pyspark ships.
-scala_jar() { ls "$SPARK_JARS"/scala-"$1"-2.13.*.jar | head -n 1; }
+# Glob, never hard-code: the Scala version is whatever that pyspark ships (2.12 for Spark 3.5, 2.13 for 4.x).
+scala_jar() { ls "$SPARK_JARS"/scala-"$1"-2.1[23].*.jar | head -n 1; }
 SCALAC_CP="$(scala_jar compiler):$(scala_jar library):$(scala_jar reflect)"
+# -release 17 compiles against the JDK 17 API on both Scala versions (2.12 still writes Java 8 bytecode, which
+# Java 17 runs).
 scalac() {
   java -Xss8m -XX:TieredStopAtLevel=1 -cp "$SCALAC_CP" scala.tools.nsc.Main -release 17 -deprecation -feature "$@"
 }
