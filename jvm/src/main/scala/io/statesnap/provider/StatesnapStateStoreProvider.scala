@@ -53,7 +53,7 @@ class StatesnapStateStoreProvider extends ProviderGlue {
   @volatile private var keepsSparkFiles = false
   @volatile private var hadoopConf: Configuration = _
   /** Checks, once per provider (per query run), that every registration names a state of the query. */
-  @volatile private var verifyRegistrations: Long => Unit = _ => ()
+  @volatile private var verifyRegistrations: Long => Unit = (_: Long) => ()
 
   override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,

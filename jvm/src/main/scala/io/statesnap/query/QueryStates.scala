@@ -2,6 +2,7 @@ package io.statesnap.query
 
 import java.util.concurrent.ConcurrentHashMap
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, StatesnapException}
 import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.hadoop.conf.Configuration

@@ -5,6 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
 import org.apache.hadoop.conf.Configuration

@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import io.statesnap.SparkClasses.StreamExecution
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.classic.SparkSession
+import io.statesnap.SparkClasses.SparkSession
 
 /**
  * The streaming queries running in this JVM, as statesnap's driver side needs to see them: a query's checkpoint,
