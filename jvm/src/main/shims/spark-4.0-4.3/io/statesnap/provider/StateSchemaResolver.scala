@@ -52,7 +52,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     val start = System.nanoTime()
     val rewriter = provider.valueRewriter(state, keySpec, schemaOf(current.valueSnapshot))
     val migrated = current.kind match {
-      case StateKind.List => StateMigrator.migrateLists(rewriter, sources, describe(state), gate)
+      case StateKind.List => StateMigrator.migrate(sources, describe(state), gate)(rewriter.rewriteAllLists)
       case _ => StateMigrator.migrateValues(rewriter, sources, describe(state), gate)
     }
     counters.recordMigration(state, sources.head.migration.changes, migrated, System.nanoTime() - start)
