@@ -9,7 +9,7 @@ import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import io.statesnap.SparkClasses.CheckpointFileManager
-import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -134,12 +134,12 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     matchedFrom = Some(version)
     log.info(s"statesnap: recorded the state schema of $describe in $path")
     if (id.partitionId == 0) {
-      StatesnapSparkSchemaFiles.updateSingleState(id, keySchema, valueSchema, hadoopConf)
+      SparkSingleStateSchemaFile.update(id, keySchema, valueSchema, hadoopConf)
         .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describe"))
     }
   }
 
-  private def sparkSchemaFile: Option[StateSnapshotRecord] = StatesnapSparkSchemaFiles.singleState(id, hadoopConf)
+  private def sparkSchemaFile: Option[StateSnapshotRecord] = SparkSingleStateSchemaFile.read(id, hadoopConf)
     .map { case (key, value) => SparkSchemaRecords.singleState(id.storeName, key, value) }
 
   private def describe: String = {

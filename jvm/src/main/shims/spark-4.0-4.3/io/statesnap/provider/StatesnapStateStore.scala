@@ -21,7 +21,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
   private val gate = provider.migrationGate(Option(TaskContext.get()))
   private lazy val catalog = new SnapshotCatalog(inner, provider.describeState)
   private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider, gate)
-  private lazy val guard = new GuardedState.ColumnFamilies(inner, catalog, provider.describeState)
+  private lazy val guard = new GuardedColumnFamilies(inner, catalog, provider.describeState)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
   /** Why this store must not commit: a resolution or migration that failed part-way. */
