@@ -89,7 +89,8 @@ object StatesnapQueryListener {
     }
     if (provider == statesnap) {
       query.setConf(SchemaCheckConf, "false")
-      query.setConf(QueryRegistrations.Conf, QueryRegistrations(query.checkpoint, registrations, errors).toJson)
+      query.setConf(QueryRegistrations.Conf,
+        QueryRegistrations(query.checkpoint, registrations, errors, query.runId).toJson)
       log.info(s"statesnap serves ${query.describe}" + (if (registrations.states.isEmpty) "" else
         s"; snapshots registered for ${registrations.states.keys.toSeq.sorted.mkString(", ")}"))
     } else if (query.conf(ProviderConf).contains(ProviderClasses.Statesnap) ||

@@ -11,7 +11,6 @@ import org.slf4j.LoggerFactory
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
-import io.statesnap.SparkClasses.StreamExecution
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -75,7 +74,7 @@ class StatesnapStateStoreProvider extends ProviderGlue {
     interruption = MigrationInterruption.fromConfs(storeConfs.sqlConfs)
     verifyRegistrations = version => {
       QueryStates.verify(query.registrations.states.keySet, stateStoreId.checkpointRootLocation,
-        hadoopConf.get(StreamExecution.RUN_ID_KEY, ""), version, hadoopConf, query.checkpoint)
+        query.runId, version, hadoopConf, query.checkpoint)
       verifyRegistrations = _ => ()
     }
     // Spark hands a schema provider to the column-family stores of transformWithState only (a state broadcast

@@ -17,6 +17,7 @@ import io.statesnap.SparkClasses.SparkSession
 object StatesnapRunningQueries {
   final class RunningQuery private[StatesnapRunningQueries] (execution: StreamExecution) {
     def id: UUID = execution.id
+    def runId: String = execution.runId.toString
     def checkpoint: String = execution.resolvedCheckpointRoot
     def name: Option[String] = Option(execution.name)
     private def session: SparkSession = StatesnapSparkGlue.streamSession(execution)
