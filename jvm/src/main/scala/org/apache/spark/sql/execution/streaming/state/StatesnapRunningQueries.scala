@@ -29,6 +29,9 @@ object StatesnapRunningQueries {
     /** The value of `key` pinned in the latest entry of the offset log, if the query ran before. */
     def pinned(key: String): Option[String] = StatesnapSparkGlue.pinnedConfs(execution).get(key)
 
+    /** Its stateful operators whose names Spark records nowhere (Spark 3.5), by id, once a batch has run. */
+    def operatorsWithoutMetadata: Map[Long, String] = StatesnapSparkGlue.operatorsWithoutMetadata(execution)
+
     /** Whether the query runs a transformWithState operator (Scala or Python). */
     def runsTransformWithState: Boolean = execution.analyzedPlan.exists(_.nodeName.startsWith("TransformWithState"))
 
