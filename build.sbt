@@ -10,9 +10,12 @@ lazy val statesnap = (project in file("."))
   .settings(
     name := "statesnap",
     version := "0.1.0",
+    // The pinned minor's folders, as scripts/build_jar.sh picks them: its own and the ranges that hold it.
     Compile / unmanagedSourceDirectories :=
-      Seq("scala", "shims/spark-4.1").map(baseDirectory.value / "jvm" / "src" / "main" / _),
-    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
+      Seq("scala", "shims/spark-4.1", "shims/spark-4.0-4.3", "shims/spark-4.1-4.3")
+        .map(baseDirectory.value / "jvm" / "src" / "main" / _),
+    Test / unmanagedSourceDirectories :=
+      Seq("scala", "shims/spark-4.0-4.3").map(baseDirectory.value / "jvm" / "src" / "test" / _),
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature"),
     libraryDependencies ++= Seq(
