@@ -10,11 +10,13 @@ lazy val statesnap = (project in file("."))
   .settings(
     name := "statesnap",
     version := "0.1.0",
-    // The folders scripts/build_jar.sh compiles for this minor: the shared sources, the minor's shims and every
-    // range folder holding it (tests/test_build_versions.py checks the list).
+    // The pinned minor's folders, as scripts/build_jar.sh picks them: its own and the ranges that hold it
+    // (tests/test_build_versions.py checks the list).
     Compile / unmanagedSourceDirectories :=
-      Seq("scala", "shims/spark-4.1", "shims/spark-4.1-4.3").map(baseDirectory.value / "jvm" / "src" / "main" / _),
-    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
+      Seq("scala", "shims/spark-4.1", "shims/spark-4.0-4.3", "shims/spark-4.1-4.3")
+        .map(baseDirectory.value / "jvm" / "src" / "main" / _),
+    Test / unmanagedSourceDirectories :=
+      Seq("scala", "shims/spark-4.0-4.3").map(baseDirectory.value / "jvm" / "src" / "test" / _),
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature"),
     libraryDependencies ++= Seq(

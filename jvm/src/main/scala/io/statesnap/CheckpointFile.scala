@@ -2,6 +2,8 @@ package io.statesnap
 
 import scala.util.control.NonFatal
 
+import io.statesnap.ScalaCompat._
+
 /**
  * Every file of a checkpoint that statesnap reads and did not write byte by byte itself (Spark's offset and commit
  * logs, schema files and operator metadata; statesnap's own record files) is input: whatever is wrong with it, a

@@ -5,7 +5,7 @@ import io.statesnap.StatesnapException.InvalidSnapshotDefinition
 import io.statesnap.evolution._
 import io.statesnap.query._
 import io.statesnap.snapshot.SnapshotDefinition
-import org.apache.spark.sql.classic.SparkSession
+import io.statesnap.SparkClasses.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
 import org.apache.spark.sql.types.{DataType, StructType}
 

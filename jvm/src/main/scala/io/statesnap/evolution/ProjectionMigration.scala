@@ -2,6 +2,7 @@ package io.statesnap.evolution
 
 import scala.util.control.NonFatal
 
+import io.statesnap.ScalaCompat._
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types.{DataType, StructType}
 

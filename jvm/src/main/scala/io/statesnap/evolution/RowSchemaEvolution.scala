@@ -172,7 +172,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       case Left(why) => ruleProblem(to, "renamed", why, "name the old field as a path: a.b, items[].c"); None
     }
   }
-  private val dropped = canonicalKeys("dropped", rawRules.dropped.map(_ -> ()).toMap).keySet
+  private val dropped = canonicalKeys("dropped", rawRules.dropped.map((_, ())).toMap).keySet
 
   def run(): EvolutionPlan = {
     // Identical schemas need no match by name (a state recorded before statesnap refused duplicate names).

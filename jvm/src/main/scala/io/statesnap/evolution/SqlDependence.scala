@@ -1,5 +1,6 @@
 package io.statesnap.evolution
 
+import io.statesnap.ScalaCompat._
 import org.apache.spark.sql.catalyst.expressions.{Cast, EvalMode, Expression}
 import org.apache.spark.sql.types.{DataType, DateType, StringType, TimestampNTZType, TimestampType}
 

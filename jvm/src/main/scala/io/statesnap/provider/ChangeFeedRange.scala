@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.StatesnapException
 
 /** Which change feeds of a state read under one schema. */

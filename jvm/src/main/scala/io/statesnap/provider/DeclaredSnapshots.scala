@@ -4,7 +4,6 @@ import io.statesnap.StatesnapException
 import io.statesnap.evolution.CompatibilityMode
 import io.statesnap.query.{QueryRegistrations, StateRegistration}
 import io.statesnap.snapshot._
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -15,13 +14,6 @@ import org.apache.spark.sql.types.StructType
  * [[GroupStateSnapshot]].
  */
 private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
-  def kindOf(keySpec: KeyStateEncoderSpec, multipleValuesPerKey: Boolean): StateKind =
-    if (multipleValuesPerKey) StateKind.List
-    else keySpec match {
-      case _: PrefixKeyScanStateEncoderSpec => StateKind.Map
-      case _ => StateKind.Value
-    }
-
   def keySnapshot(keySchema: StructType): StateSerializerSnapshot = new RowSchemaSnapshot().configure(keySchema)
 
   /** What the application declares now for `state`, as the record it gets if store version `version` commits. */

@@ -2,15 +2,15 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.snapshot._
-import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.types.StructType
 
 /**
  * State statesnap guards but does not migrate: the single state of dropDuplicates, stream-stream joins and
- * aggregations whose query registers no snapshot for them, and every column family of a store
- * that is not transformWithState (stream-stream join state format 3). Spark's own check is off for a query
- * statesnap serves, so statesnap compares these schemas exactly as that check would ([[StatesnapSparkSchemaCheck]]:
- * names and a tightened nullability are accepted, anything else is refused) instead of letting Spark misread.
+ * aggregations whose query registers no snapshot for them, and every column family of a store that is not
+ * transformWithState (stream-stream join state format 3, [[GuardedColumnFamilies]] on Spark 4.x). Spark's own
+ * check is off for a query statesnap serves, so statesnap compares these schemas exactly as that check would
+ * ([[StatesnapSparkSchemaCheck]]: names and a tightened nullability are accepted, anything else is refused) instead
+ * of letting Spark misread.
  */
 private[provider] object GuardedState {
   /** A record of a guarded state's schemas (its key and value). */
@@ -38,24 +38,4 @@ private[provider] object GuardedState {
           "with the same types, in the same order." + hint)
       case _ =>
     }
-
-  /**
-   * Guards each column family of a store that is not transformWithState, with a record per family in the
-   * store's own snapshot catalog (committed with the version it describes).
-   */
-  final class ColumnFamilies(store: StateStore, catalog: SnapshotCatalog, describe: String => String) {
-    def check(family: String, keySchema: StructType, valueSchema: StructType): Unit = {
-      val records = catalog.records(family)
-      records.inForce(store.version) match {
-        case Some(recorded) => GuardedState.check(recorded, keySchema, valueSchema, describe(family))
-        case None =>
-          val entries = store.iterator(family)
-          val empty = try !entries.hasNext finally entries.close()
-          if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
-            "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
-            "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
-          records.write(record(family, keySchema, valueSchema, store.version + 1))
-      }
-    }
-  }
 }

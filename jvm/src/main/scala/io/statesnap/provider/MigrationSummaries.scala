@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.control.NonFatal
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.CheckpointFile
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path

@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.CheckpointFile
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.fs.{FileSystem, Path}

@@ -2,7 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
-import org.apache.spark.sql.execution.streaming.state.StatesnapValueRewriter
+import org.apache.spark.sql.execution.streaming.state.{StatesnapRewrite, StatesnapValueRewriter}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -20,28 +20,22 @@ private[statesnap] object StateMigrator {
 
   /**
    * Migrates a state with one value per key, overwriting each value in place without Spark's read before every
-   * put (see [[StatesnapValueRewriter]]): the keys are the ones already there. @return the number of values
+   * put (see [[StatesnapRewrite]]): the keys are the ones already there. @return the number of values
    */
   def migrateValues(rewriter: StatesnapValueRewriter, sources: Seq[Source], describe: String,
-      gate: MigrationGate): Long = gate.run(describe) {
-    val progress = new Progress(describe, sources.head.migration, gate)
-    try rewriter.rewriteAll(sources.map(_.toRewrite), () => progress.advance(1)) catch {
-      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, sources(f.source).migration, f)
-      case f: StatesnapValueRewriter.LayoutFailure => throw notInLayout(describe, f)
-    }
-    progress.finish()
-  }
+      gate: MigrationGate): Long =
+    migrate(sources, describe, gate)((rewrites, advance) => rewriter.rewriteAll(rewrites, () => advance(1)))
 
   /**
-   * Migrates a list state the same way: each key's list is rewritten whole, so only one key's elements are in
-   * memory at a time. @return the number of elements migrated
+   * Migrates a state by `rewrite`, one of a [[StatesnapValueRewriter]]'s rewrites, which calls `advance` with the
+   * number of values it rewrote after each entry (a list state's entry holds many). @return the number of values
    */
-  def migrateLists(rewriter: StatesnapValueRewriter, sources: Seq[Source], describe: String,
-      gate: MigrationGate): Long = gate.run(describe) {
+  def migrate(sources: Seq[Source], describe: String, gate: MigrationGate)(
+      rewrite: (Seq[StatesnapRewrite.Source], Int => Unit) => Unit): Long = gate.run(describe) {
     val progress = new Progress(describe, sources.head.migration, gate)
-    try rewriter.rewriteAllLists(sources.map(_.toRewrite), elements => progress.advance(elements)) catch {
-      case f: StatesnapValueRewriter.EntryFailure => throw failed(describe, sources(f.source).migration, f)
-      case f: StatesnapValueRewriter.LayoutFailure => throw notInLayout(describe, f)
+    try rewrite(sources.map(_.toRewrite), n => progress.advance(n)) catch {
+      case f: StatesnapRewrite.EntryFailure => throw failed(describe, sources(f.source).migration, f)
+      case f: StatesnapRewrite.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
   }
@@ -51,10 +45,10 @@ private[statesnap] object StateMigrator {
    * `adopt` found some entries written in ([[WrittenAsRecordFiles]]).
    */
   final case class Source(layout: StructType, migration: RowMigration) {
-    private[StateMigrator] def toRewrite = StatesnapValueRewriter.Source(layout, migration.migrate)
+    private[StateMigrator] def toRewrite = StatesnapRewrite.Source(layout, migration.migrate)
   }
 
-  private def notInLayout(describe: String, f: StatesnapValueRewriter.LayoutFailure): StatesnapException =
+  private def notInLayout(describe: String, f: StatesnapRewrite.LayoutFailure): StatesnapException =
     new StatesnapException(StatesnapException.StateLayoutMismatch, s"$describe holds an entry that is not in the " +
       s"layout recorded for it, so statesnap will not read or convert it: the entry with key ${f.key}: ${f.problem}. " +
       "Nothing was committed: this batch fails and the checkpoint keeps its previous version. A state written with " +
@@ -63,7 +57,7 @@ private[statesnap] object StateMigrator {
       "start from a new checkpoint.")
 
   private def failed(describe: String, migration: RowMigration,
-      f: StatesnapValueRewriter.EntryFailure): StatesnapException = {
+      f: StatesnapRewrite.EntryFailure): StatesnapException = {
     val failure = migration.diagnose(f.oldRow)
     new StatesnapException(StatesnapException.MigrationFailed, s"$describe could not be migrated: the entry with " +
       s"key ${f.key} fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +

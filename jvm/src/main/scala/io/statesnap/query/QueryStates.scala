@@ -1,8 +1,11 @@
 package io.statesnap.query
 
+import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, StatesnapException}
+import io.statesnap.SparkClasses.CheckpointFileManager
 import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -16,6 +19,12 @@ import org.json4s.jackson.JsonMethods
  * arbitrary-state operator (`groupState`) or a streaming aggregation (`aggregation`), found by the operator's name
  * in `state/<operator>/_metadata/metadata`. A registration is checked against them on the executors: one naming no
  * state of its query (a typo, a state of another query) fails the query instead of silently not applying.
+ *
+ * Spark 3.5 writes no operator metadata. There statesnap's listener records each stateful operator's name after a
+ * run's first batch (`state/<operator>/_statesnap/operator`, from the executed plan), which tells a later run's
+ * stores which operator is a streaming aggregation; and a registration can only be checked to name one of the
+ * single states (`groupState`, `aggregation`), since a new operator of a run has no name recorded before its stores
+ * open.
  */
 private[statesnap] object QueryStates {
   /** The name a registration gives the buffers of a streaming aggregation. */
@@ -25,8 +34,11 @@ private[statesnap] object QueryStates {
   /** The one state of an operator without column families that a registration can name, by Spark's name for it. */
   private val SingleStates = Map("applyInPandasWithState" -> GroupStateSnapshot.StateField,
     "flatMapGroupsWithState" -> GroupStateSnapshot.StateField, AggregationOperator -> Aggregation)
-  /** Per checkpoint and query run: every state store of the run asks, the files are read once per JVM. */
-  private val known = new ConcurrentHashMap[(String, String), Set[String]]
+  /**
+   * Per checkpoint and query run, the states of the query, and whether Spark wrote operator metadata for every
+   * operator (never on Spark 3.5): every state store of the run asks, the files are read once per JVM.
+   */
+  private val known = new ConcurrentHashMap[(String, String), (Set[String], Boolean)]
 
   /**
    * Refuses registrations for states the query does not have.
@@ -34,8 +46,9 @@ private[statesnap] object QueryStates {
    */
   def verify(registered: Set[String], stateRoot: String, runId: String, version: Long, hadoopConf: Configuration,
       checkpoint: String): Unit = if (registered.nonEmpty) {
-    val states = known.computeIfAbsent((stateRoot, runId), _ => read(new Path(stateRoot), version, hadoopConf))
-    val unknown = registered -- states
+    val (states, everyOperatorDescribed) =
+      known.computeIfAbsent((stateRoot, runId), _ => read(new Path(stateRoot), version, hadoopConf))
+    val unknown = registered -- states -- (if (everyOperatorDescribed) Nil else SingleStates.values)
     if (unknown.nonEmpty) {
       throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"snapshots are registered for " +
         s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
@@ -45,17 +58,23 @@ private[statesnap] object QueryStates {
     }
   }
 
-  /** The states of every operator: TWS variables from its latest operator metadata <= `version`, single states. */
-  private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): Set[String] = {
+  /**
+   * The states of every operator (TWS variables from its latest operator metadata <= `version`, single states), and
+   * whether Spark wrote operator metadata (`state/<operator>/_metadata`) for every operator: on Spark 4.x, before
+   * any task of a run's first batch runs.
+   */
+  private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): (Set[String], Boolean) = {
     val fs = stateRoot.getFileSystem(hadoopConf)
-    if (!fs.exists(stateRoot)) return Set.empty
-    fs.listStatus(stateRoot).filter(_.isDirectory).flatMap { operator =>
-      val dir = new Path(operator.getPath, "_metadata/v2")
+    val operators = if (fs.exists(stateRoot)) fs.listStatus(stateRoot).filter(_.isDirectory).map(_.getPath).toSeq
+      else Nil
+    val states = operators.flatMap { operator =>
+      val dir = new Path(operator, "_metadata/v2")
       val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
         else Array.empty[Long]
       batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
-        operatorName(fs, operator.getPath).flatMap(SingleStates.get)
+        sparkOperatorName(fs, operator).flatMap(SingleStates.get)
     }.toSet
+    (states, operators.nonEmpty && operators.forall(operator => fs.exists(new Path(operator, "_metadata"))))
   }
 
   private def stateVariables(fs: FileSystem, file: Path): Seq[String] = {
@@ -67,13 +86,44 @@ private[statesnap] object QueryStates {
       (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
   }
 
-  /** Spark's name of the operator whose state is in `state/<operatorId>`, from its operator metadata. */
+  /**
+   * Spark's name of the operator whose state is in `state/<operatorId>`, from its operator metadata, or from the
+   * name statesnap's listener recorded where Spark writes no metadata (Spark 3.5).
+   */
   def operatorName(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[String] = {
     val root = new Path(stateRoot)
-    operatorName(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString))
+    val fs = root.getFileSystem(hadoopConf)
+    val operatorDir = new Path(root, operatorId.toString)
+    sparkOperatorName(fs, operatorDir).orElse {
+      val file = recordedNameFile(operatorDir)
+      if (!fs.exists(file)) None else CheckpointFile.read(file, "statesnap's record of the operator's name") {
+        val in = fs.open(file)
+        try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
+      }
+    }
   }
 
-  private def operatorName(fs: FileSystem, operatorDir: Path): Option[String] = {
+  /**
+   * Records the names of `operators` (by id, as Spark's `shortName` says them) where Spark's metadata does not
+   * (Spark 3.5), for the stores of the query's later runs: each file is written once, atomically.
+   */
+  def recordOperatorNames(stateRoot: String, operators: Map[Long, String], hadoopConf: Configuration): Unit =
+    operators.foreach { case (operatorId, name) =>
+      val file = recordedNameFile(new Path(stateRoot, operatorId.toString))
+      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+      if (!fm.exists(file)) {
+        fm.mkdirs(file.getParent)
+        val out = fm.createAtomic(file, overwriteIfPossible = true)
+        try out.write(name.getBytes(UTF_8)) catch {
+          case e: Throwable => out.cancel(); throw e
+        }
+        out.close()
+      }
+    }
+
+  private def recordedNameFile(operatorDir: Path): Path = new Path(operatorDir, "_statesnap/operator")
+
+  private def sparkOperatorName(fs: FileSystem, operatorDir: Path): Option[String] = {
     val file = new Path(operatorDir, "_metadata/metadata")
     if (!fs.exists(file)) None
     else (metadataJson(fs, file) \ "operatorInfo" \ "operatorName") match {

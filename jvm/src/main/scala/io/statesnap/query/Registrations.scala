@@ -107,12 +107,14 @@ object Registrations {
 /**
  * What one query run's state stores get, in the conf `spark.sql.streaming.stateStore.statesnap.query` of the
  * query's own session (set by [[StatesnapQueryListener]] when the query starts): its checkpoint, the
- * registrations for it, and the errors the listener found (they fail the query at its first state access,
- * since a listener cannot fail a query itself).
+ * registrations for it, the errors the listener found (they fail the query at its first state access,
+ * since a listener cannot fail a query itself), and the id of the run (Spark 3.5 hands the stores none).
  */
-final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegistrations, errors: Seq[String]) {
+final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegistrations, errors: Seq[String],
+    runId: String = "") {
   def toJson: String = JsonMethods.compact(JsonMethods.render(JObject(
     "checkpoint" -> JString(checkpoint),
+    "runId" -> JString(runId),
     "registrations" -> Registrations.scopeJson(registrations),
     "errors" -> JArray(errors.toList.map(JString(_))))))
 }
@@ -133,6 +135,7 @@ object QueryRegistrations {
     QueryRegistrations(
       fields.get("checkpoint").collect { case JString(s) => s }.getOrElse(""),
       fields.get("registrations").map(Registrations.scope(Conf, _)).getOrElse(ScopeRegistrations()),
-      fields.get("errors").collect { case JArray(items) => items.collect { case JString(s) => s } }.getOrElse(Nil))
+      fields.get("errors").collect { case JArray(items) => items.collect { case JString(s) => s } }.getOrElse(Nil),
+      fields.get("runId").collect { case JString(s) => s }.getOrElse(""))
   }
 }

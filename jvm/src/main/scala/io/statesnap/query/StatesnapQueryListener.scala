@@ -5,6 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
 import org.apache.hadoop.conf.Configuration
@@ -31,6 +32,8 @@ import org.slf4j.LoggerFactory
 class StatesnapQueryListener extends StreamingQueryListener {
   /** The queries started in this session, by id: a query may be gone when its last progress event arrives. */
   private val started = new ConcurrentHashMap[UUID, (String, String, Configuration)]
+  /** The runs whose operator names [[recordOperatorNames]] recorded (or tried to, once per run). */
+  private val operatorsNamed = ConcurrentHashMap.newKeySet[UUID]()
 
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     StatesnapRunningQueries.find(event.id).foreach { query =>
@@ -44,6 +47,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
    */
   override def onQueryProgress(event: QueryProgressEvent): Unit = {
     val progress = event.progress
+    if (operatorsNamed.add(progress.runId)) recordOperatorNames(progress.id)
     val migrated = progress.stateOperators.exists(o =>
       Option(o.customMetrics.get(StatesnapMetrics.MigratedEntries.name)).exists(_ > 0))
     if (migrated) Option(started.get(progress.id)).foreach { case (describe, checkpoint, hadoopConf) =>
@@ -60,9 +64,29 @@ class StatesnapQueryListener extends StreamingQueryListener {
     }
   }
 
+  /**
+   * After a run's first batch of a query statesnap serves, records the names of its stateful operators that Spark
+   * records nowhere (Spark 3.5 writes no operator metadata), so that the stores of its later runs know which one is
+   * a streaming aggregation ([[QueryStates.operatorName]]). A failure is logged: without the names, a registered
+   * aggregation is guarded, not migrated.
+   */
+  private def recordOperatorNames(id: UUID): Unit =
+    StatesnapRunningQueries.find(id).filter(_.conf(QueryRegistrations.Conf).isDefined).foreach { query =>
+      try {
+        val operators = query.operatorsWithoutMetadata
+        if (operators.nonEmpty) {
+          QueryStates.recordOperatorNames(new Path(query.checkpoint, "state").toString, operators, query.hadoopConf)
+        }
+      } catch {
+        case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not record the names of the stateful " +
+          s"operators of ${query.describe}; a streaming aggregation's registered snapshot will not apply to it: $e")
+      }
+    }
+
   /** A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it. */
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     started.remove(event.id)
+    operatorsNamed.remove(event.runId)
     event.exception.flatMap(StatesnapException.inText).foreach { message =>
       StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
     }
@@ -88,7 +112,8 @@ object StatesnapQueryListener {
     }
     if (provider == statesnap) {
       query.setConf(SchemaCheckConf, "false")
-      query.setConf(QueryRegistrations.Conf, QueryRegistrations(query.checkpoint, registrations, errors).toJson)
+      query.setConf(QueryRegistrations.Conf,
+        QueryRegistrations(query.checkpoint, registrations, errors, query.runId).toJson)
       log.info(s"statesnap serves ${query.describe}" + (if (registrations.states.isEmpty) "" else
         s"; snapshots registered for ${registrations.states.keys.toSeq.sorted.mkString(", ")}"))
     } else if (query.conf(ProviderConf).contains(ProviderClasses.Statesnap) ||

@@ -5,6 +5,9 @@ package io.statesnap
  * the names every minor's shim gives them.
  */
 object SparkClasses {
+  /** The session class Spark 4 runs queries in (its API's `SparkSession` is abstract since 4.0). */
+  type SparkSession = org.apache.spark.sql.classic.SparkSession
+  val SparkSession = org.apache.spark.sql.classic.SparkSession
   type StreamExecution = org.apache.spark.sql.execution.streaming.StreamExecution
   val StreamExecution = org.apache.spark.sql.execution.streaming.StreamExecution
   type CheckpointFileManager = org.apache.spark.sql.execution.streaming.CheckpointFileManager

@@ -5,6 +5,9 @@ package io.statesnap
  * name for every minor (`jvm/src/main/shims/spark-4.0` has the same names at their 4.0 places).
  */
 object SparkClasses {
+  /** The session class Spark 4 runs queries in (its API's `SparkSession` is abstract since 4.0). */
+  type SparkSession = org.apache.spark.sql.classic.SparkSession
+  val SparkSession = org.apache.spark.sql.classic.SparkSession
   type StreamExecution = org.apache.spark.sql.execution.streaming.runtime.StreamExecution
   val StreamExecution = org.apache.spark.sql.execution.streaming.runtime.StreamExecution
   type CheckpointFileManager = org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager

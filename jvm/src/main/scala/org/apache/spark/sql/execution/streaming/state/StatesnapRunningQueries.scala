@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import io.statesnap.SparkClasses.StreamExecution
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.classic.SparkSession
+import io.statesnap.SparkClasses.SparkSession
 
 /**
  * The streaming queries running in this JVM, as statesnap's driver side needs to see them: a query's checkpoint,
@@ -17,6 +17,7 @@ import org.apache.spark.sql.classic.SparkSession
 object StatesnapRunningQueries {
   final class RunningQuery private[StatesnapRunningQueries] (execution: StreamExecution) {
     def id: UUID = execution.id
+    def runId: String = execution.runId.toString
     def checkpoint: String = execution.resolvedCheckpointRoot
     def name: Option[String] = Option(execution.name)
     private def session: SparkSession = StatesnapSparkGlue.streamSession(execution)
@@ -27,6 +28,9 @@ object StatesnapRunningQueries {
 
     /** The value of `key` pinned in the latest entry of the offset log, if the query ran before. */
     def pinned(key: String): Option[String] = StatesnapSparkGlue.pinnedConfs(execution).get(key)
+
+    /** Its stateful operators whose names Spark records nowhere (Spark 3.5), by id, once a batch has run. */
+    def operatorsWithoutMetadata: Map[Long, String] = StatesnapSparkGlue.operatorsWithoutMetadata(execution)
 
     /** Whether the query runs a transformWithState operator (Scala or Python). */
     def runsTransformWithState: Boolean = execution.analyzedPlan.exists(_.nodeName.startsWith("TransformWithState"))

@@ -17,6 +17,9 @@ object StatesnapSparkGlue {
   def streamSession(execution: StreamExecution): SparkSession =
     classOf[StreamExecution].getMethod("sparkSessionForStream").invoke(execution).asInstanceOf[SparkSession]
 
+  /** The stateful operators whose names Spark records nowhere: none, Spark 4 writes operator metadata. */
+  def operatorsWithoutMetadata(execution: StreamExecution): Map[Long, String] = Map.empty
+
   /** Whether transformWithState runs on a custom state store provider: yes in 4.0 (4.2 is the first to refuse). */
   val transformWithStateTakesCustomProviders: Boolean = true
 

@@ -16,6 +16,9 @@ object StatesnapSparkGlue {
   /** The query's own session (the clone Spark made at `start()`). */
   def streamSession(execution: StreamExecution): SparkSession = execution.sparkSessionForStream
 
+  /** The stateful operators whose names Spark records nowhere: none, Spark 4 writes operator metadata. */
+  def operatorsWithoutMetadata(execution: StreamExecution): Map[Long, String] = Map.empty
+
   /**
    * Whether transformWithState runs on a custom state store provider: not since 4.2 (SPARK-54117, an exact
    * class-name check in TransformWithStateExec on the driver, every batch).

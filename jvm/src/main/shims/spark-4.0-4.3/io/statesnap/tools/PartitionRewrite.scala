@@ -87,7 +87,7 @@ private[tools] object PartitionRewrite {
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.interruption)
     val sources = Seq(StateMigrator.Source(oldValue, migration))
-    if (list) StateMigrator.migrateLists(rewriter, sources, describe, gate)
+    if (list) StateMigrator.migrate(sources, describe, gate)(rewriter.rewriteAllLists)
     else StateMigrator.migrateValues(rewriter, sources, describe, gate)
   }
 }

@@ -3,7 +3,7 @@ package io.statesnap.tools
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{SparkSchemaRecords, StateDecision, WrittenAsRecordFiles}
+import io.statesnap.provider.{StateDecision, TransformWithStateSchemaRecords, WrittenAsRecordFiles}
 import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -129,7 +129,7 @@ object ProviderSwitch {
     val stateRoot = new Path(checkpoint.root, "state").toString
     (lines, scan.counted.filter(_.inWrittenAs > 0).map { c =>
       val recorded = trusted.collectFirst { case (s, r) if s.operator == c.operator && r.stateName == c.state => r }.get
-      val record = SparkSchemaRecords.transformWithState(c.state, recorded.kind,
+      val record = TransformWithStateSchemaRecords.transformWithState(c.state, recorded.kind,
         StateDecision.schemaOf(recorded.keySnapshot), c.writtenAs.get).copy(recordedAtVersion = batch + 1)
       val file = WrittenAsRecordFiles.file(stateRoot, c.operator, c.state, batch + 1)
       WrittenAs(s"record that ${c.inWrittenAs} entries of state '${c.state}' are in ${c.writtenAs.get.simpleString} " +

@@ -2,30 +2,24 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.SqlExpressions
-import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
 /**
- * Spark's RocksDB store, with every user state's schema resolved against its snapshot on first access (or, for
- * a column-family store that is not transformWithState, every family guarded). All reads and writes go straight
- * to the inner store: statesnap costs nothing once a state is resolved. A store in which a resolution or
- * migration failed never commits, even if the application caught the error.
+ * Spark 4.x's RocksDB store, with every user state's schema resolved against its snapshot on first access (or, for
+ * a column-family store that is not transformWithState, every family guarded), and the single state of a store
+ * without column families migrated as on every minor ([[SingleStateStore]]). All reads and writes go straight
+ * to the inner store: statesnap costs nothing once a state is resolved.
  */
-private[provider] final class StatesnapStateStore(val inner: StateStore, provider: StatesnapStateStoreProvider)
-  extends WriteStoreGlue with ForwardingReads {
+private[provider] final class StatesnapStateStore(store: StateStore, provider: StatesnapStateStoreProvider)
+  extends SingleStateStore(store, provider) with WriteStoreGlue with ForwardingReads {
 
-  private val counters = new MigrationCounters(countsStates = inner.id.partitionId == 0)
-  /** Opened on the task's thread: a migration (maybe on another thread) stops when this task ends. */
-  private val gate = provider.migrationGate(Option(TaskContext.get()))
   private lazy val catalog = new SnapshotCatalog(inner, provider.describeState)
   private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider, gate)
-  private lazy val guard = new GuardedState.ColumnFamilies(inner, catalog, provider.describeState)
+  private lazy val guard = new GuardedColumnFamilies(inner, catalog, provider.describeState)
   /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
-  /** Why this store must not commit: a resolution or migration that failed part-way. */
-  @volatile private var poisoned: Option[String] = None
   /** Every column family opened in this version, as declared: what Spark's own schema files must say. */
   @volatile private var families = Map.empty[String, StatesnapSparkSchemaFiles.Family]
 
@@ -44,27 +38,12 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
         }
       } catch {
         case e: Throwable =>
-          poisoned = Some(s"${provider.describeState(colFamilyName)}: ${SqlExpressions.firstLine(e)}")
+          poison(s"${provider.describeState(colFamilyName)}: ${SqlExpressions.firstLine(e)}")
           throw e
       }
       resolved += colFamilyName -> (keySchema, valueSchema)
     }
   }
-
-  /**
-   * Migrates every value of the single state of an operator other than transformWithState, before the store is
-   * handed out: the migration lands in the version this store commits. A failure aborts the store.
-   */
-  private[provider] def migrateSingleState(m: OperatorStateGuard.SingleStateMigration,
-      rewriter: => StatesnapValueRewriter): Unit =
-    try {
-      val start = System.nanoTime()
-      counters.recordMigration(m.state, m.migration.changes, StateMigrator.migrateValues(rewriter,
-        Seq(StateMigrator.Source(m.oldValueSchema, m.migration)), provider.describeState(m.state), gate),
-        System.nanoTime() - start)
-    } catch {
-      case e: Throwable => inner.abort(); throw e
-    }
 
   override def removeColFamilyIfExists(colFamilyName: String): Boolean = synchronized {
     val removed = inner.removeColFamilyIfExists(colFamilyName)
@@ -74,24 +53,9 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     removed
   }
 
-  override def commit(): Long = {
-    poisoned.foreach { why =>
-      inner.abort()
-      throw new StatesnapException(StatesnapException.MigrationFailed, s"statesnap refuses to commit version " +
-        s"${version + 1} of ${provider.describeStore}: resolving or migrating a state failed in this batch ($why). " +
-        "The store was aborted, so the checkpoint keeps its previous version.")
-    }
-    provider.beforeCommit(version, families.values.toSeq)
-    val committed = inner.commit()
-    provider.remember(resolved, committed)
-    provider.summarize(committed, counters.summaries)
-    committed
-  }
+  override protected def beforeCommit(): Unit = provider.beforeCommit(version, families.values.toSeq)
 
-  override def metrics: StateStoreMetrics = {
-    val m = inner.metrics
-    m.copy(customMetrics = m.customMetrics ++ counters.asMetrics)
-  }
+  override protected def afterCommit(committed: Long): Unit = provider.remember(resolved, committed)
 
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
     inner.put(key, value, colFamilyName)
@@ -100,17 +64,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
     inner.merge(key, value, colFamilyName)
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = inner.getStateStoreCheckpointInfo()
 
-  // Spark aborts a store when its task fails or is killed (a stopped query), and may then close the RocksDB handle
-  // that a migration on another thread (Python's state server) still writes through: stop it first.
-  override def abort(): Unit = {
-    stopMigration("its store was aborted (the task failed or was killed, or the query stopped)")
-    inner.abort()
-  }
   override protected def releasing(): Unit = stopMigration("its store was released")
-
-  /** Stops a migration of this store, if one runs, and returns once it has stopped writing. */
-  private[provider] def stopMigration(why: String): Unit = gate.stopAndWait(why)
-  override def hasCommitted: Boolean = inner.hasCommitted
 }
 
 /**
@@ -120,14 +74,7 @@ private[provider] final class StatesnapStateStore(val inner: StateStore, provide
  */
 private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore,
     val pendingMigration: Option[OperatorStateGuard.SingleStateMigration] = None) extends ForwardingReads {
-  private val convert: Option[UnsafeRow => UnsafeRow] = pendingMigration.map { m =>
-    val oldRow = new UnsafeRow(m.migration.oldFieldCount)
-    stored => if (stored == null) null else {
-      // The store decodes with the declared field count: read the same bytes as an old-layout row.
-      oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
-      m.migration.migrate(oldRow).copy()
-    }
-  }
+  private val convert: Option[UnsafeRow => UnsafeRow] = pendingMigration.map(_.readAsMigrated)
 
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow =
     convert.fold(inner.get(key, colFamilyName))(_(inner.get(key, colFamilyName)))
@@ -147,9 +94,11 @@ private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore,
     convert.fold(pairs) { c =>
       new StateStoreIterator[UnsafeRowPair](pairs.map(p => new UnsafeRowPair(p.key, c(p.value))), () => pairs.close())
     }
+
+  override def abort(): Unit = inner.abort()
 }
 
-/** Every read, and the end of a store's life, go straight to Spark's store. */
+/** Every read goes straight to Spark's store. */
 private[provider] trait ForwardingReads extends ReadStoreGlue {
   def inner: ReadStateStore
 
@@ -164,7 +113,6 @@ private[provider] trait ForwardingReads extends ReadStoreGlue {
   override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
     inner.prefixScan(prefixKey, colFamilyName)
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = inner.iterator(colFamilyName)
-  override def abort(): Unit = inner.abort()
 
   /** What must happen before Spark 4.1+ releases a store it only read (Spark 4.0 never releases one). */
   protected def releasing(): Unit = ()

@@ -9,7 +9,8 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import io.statesnap.{CheckpointFile, CommitStateIds}
-import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords}
+import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords,
+  TransformWithStateSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
@@ -146,7 +147,8 @@ object StatesnapCheckpointReader {
     }
     val migrated = perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
       if (partition != 0 || name != DefaultStore) Nil
-      else SparkSchemaRecords.migratedAt(stateRoot.toString, operator, commit.batch, hadoopConf).toSeq.sortBy(_._1)
+      else TransformWithStateSchemaRecords.migratedAt(stateRoot.toString, operator, commit.batch, hadoopConf).toSeq
+        .sortBy(_._1)
         .map { case (_, r) => (Store(operator, 0, name, commit.batch + 1), Migrated: Kept, r.toBytes) }
     }
     inStores ++ beside ++ migrated
@@ -181,9 +183,10 @@ object StatesnapCheckpointReader {
       // Spark's schema files are per operator and store: partition 0 stands for all.
       if (partition != 0) Nil else {
         val id = StateStoreId(stateRoot.toString, operator, 0, name)
-        val states = SparkSchemaRecords.transformWithStateAt(stateRoot.toString, operator, commit.batch, hadoopConf)
+        val states =
+          TransformWithStateSchemaRecords.transformWithStateAt(stateRoot.toString, operator, commit.batch, hadoopConf)
         val records = if (states.nonEmpty) states.toSeq.sortBy(_._1).map(_._2)
-        else StatesnapSparkSchemaFiles.singleState(id, hadoopConf).toSeq.flatMap { case (key, value) =>
+        else SparkSingleStateSchemaFile.read(id, hadoopConf).toSeq.flatMap { case (key, value) =>
           SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
         }
         records.map(Store(operator, 0, name, commit.batch + 1) -> _)
@@ -213,7 +216,7 @@ object StatesnapCheckpointReader {
     val sparkFamilies = memo { (store: Store) => StatesnapSparkSchemaFiles.transformWithStateFamilies(
       StateStoreId(stateRoot, store.operator, 0, store.storeName), store.version - 1, hadoopConf) }
     val sparkSingle = memo { (store: Store) =>
-      StatesnapSparkSchemaFiles.singleState(StateStoreId(stateRoot, store.operator, 0, store.storeName), hadoopConf)
+      SparkSingleStateSchemaFile.read(StateStoreId(stateRoot, store.operator, 0, store.storeName), hadoopConf)
         .map(_._2)
     }
     // `migrate`'s records belong to checkpoints on Spark's provider already, whose files it keeps true itself.

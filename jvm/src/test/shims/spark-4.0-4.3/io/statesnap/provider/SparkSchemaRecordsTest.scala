@@ -8,7 +8,7 @@ import org.junit.Test
 /** The one rule by which a statesnap record and Spark's schema files agree (`release`, `migrate`'s kept records). */
 class SparkSchemaRecordsTest {
   private val key = StructType.fromDDL("k STRING")
-  private def recorded(value: String) = SparkSchemaRecords.transformWithState("s", StateKind.Value, key,
+  private def recorded(value: String) = TransformWithStateSchemaRecords.transformWithState("s", StateKind.Value, key,
     StructType.fromDDL(value))
 
   @Test def sparksFilesAgreeWhenTheyReadTheSameBytesAsTheRecordSays(): Unit = {

@@ -8,7 +8,8 @@ import scala.util.control.NonFatal
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
-import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, SparkSchemaRecords, StateDecision}
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, StateDecision,
+  TransformWithStateSchemaRecords}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
@@ -22,7 +23,7 @@ import org.slf4j.LoggerFactory
  * `python -m statesnap migrate`: the eager migration of one transformWithState state of a stopped query that runs
  * on Spark's own RocksDB provider (Spark 4.2+, where transformWithState takes no other provider), decided by the
  * rules a statesnap store applies online, against the schemas Spark's own files record (and the snapshot an
- * earlier migrate kept, [[SparkSchemaRecords.transformWithStateAt]]).
+ * earlier migrate kept, [[TransformWithStateSchemaRecords.transformWithStateAt]]).
  *
  * It appends one batch N+1 to the query, as a run's first batch would look, copying batch N's offsets:
  *  1. `offsets/N+1`, pinning a provider class that does not exist ([[InterruptedProvider]]), so that until the
@@ -190,7 +191,7 @@ object OfflineMigration {
         "carries the stores of other stateful operators into the appended batch only when each partition has one") }
       o -> partitions
     }
-    val recorded = SparkSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
+    val recorded = TransformWithStateSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
     val partitions = partitionsOfOperator(op)
     Target(batch, stateRoot, op, partitions, states.map(s => TargetState(families(s), recorded(s))), carried,
       loadIds(checkpoint, batch, (op -> partitions) +: carried))

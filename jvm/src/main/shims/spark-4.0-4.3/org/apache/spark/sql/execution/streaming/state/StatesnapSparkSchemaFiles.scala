@@ -11,7 +11,8 @@ import org.json4s._
 import org.json4s.jackson.JsonMethods
 
 /**
- * Spark's own state schema files and operator metadata, read and written with Spark's own readers and writers:
+ * Spark's own state schema files and operator metadata of transformWithState operators (of the others:
+ * [[SparkSingleStateSchemaFile]]), read and written with Spark's own readers and writers:
  * what Spark's driver recorded for a state before statesnap kept a record of its own (or after it was lost),
  * and, after statesnap changed a state's layout, what Spark's own tools (`format("statestore")`, the state
  * schema check) must read instead of the stale schema Spark recorded with its check off.
@@ -163,35 +164,8 @@ object StatesnapSparkSchemaFiles {
           Some(family.keySpec), userKey)
     }
   /**
-   * The key and value schemas in the schema file (format v2) Spark keeps for an operator without column
-   * families, at `state/<operator>/0/[<store>/]_metadata/schema`: written by the driver in the query's first
-   * batch, and never rewritten by Spark for these operators. None when there is no such file.
+   * The schemas in Spark's schema file `file` (any format), read with Spark's reader and closed after.
    */
-  def singleState(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
-    val file = singleStateFile(id)
-    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-    Option.when(fm.exists(file))(readSchemaFile(fm, file)).flatMap(_.headOption).map(s => (s.keySchema, s.valueSchema))
-  }
-
-  /**
-   * Makes that schema file say `keySchema` and `valueSchema` (after statesnap migrated the state), written as
-   * Spark writes it but replacing the one there. @return the file, if it changed
-   */
-  def updateSingleState(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      hadoopConf: Configuration): Option[Path] =
-    if (singleState(id, hadoopConf).contains((keySchema, valueSchema))) None else {
-      val file = singleStateFile(id)
-      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-      fm.mkdirs(file.getParent)
-      writeSchemaFile(fm, file, List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0, keySchema, 0,
-        valueSchema)), 2, overwrite = true)
-      Some(file)
-    }
-
-  private def singleStateFile(id: StateStoreId): Path = StatesnapRocksDBGlue.schemaFile(
-    StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName).storeCheckpointLocation())
-
-  /** The schemas in Spark's schema file `file` (any format), read with Spark's reader and closed after. */
   private def readSchemaFile(fm: CheckpointFileManager, file: Path): List[StateStoreColFamilySchema] =
     CheckpointFile.read(file, "Spark's state schema file") {
       val in = fm.open(file)
@@ -199,8 +173,8 @@ object StatesnapSparkSchemaFiles {
     }
 
   /**
-   * Writes `schemas` to `file` in schema format `version`, as Spark's `StateSchemaCompatibilityChecker` does (whose
-   * constructor needs the thread's active session on Spark 4.0, which neither a listener nor an executor has).
+   * Writes `schemas` to `file` in schema format `version`, as Spark's `StateSchemaCompatibilityChecker` does (see
+   * [[SingleStateSchemaFormat.write]]).
    */
   private def writeSchemaFile(fm: CheckpointFileManager, file: Path, schemas: List[StateStoreColFamilySchema],
       version: Int, overwrite: Boolean): Unit = {

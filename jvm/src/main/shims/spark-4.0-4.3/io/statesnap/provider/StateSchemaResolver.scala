@@ -4,7 +4,7 @@ import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
 import io.statesnap.evolution.RowMigration
 import io.statesnap.snapshot._
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStore}
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -22,7 +22,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
-    val current = declared.record(state, declared.kindOf(keySpec, multipleValuesPerKey),
+    val current = declared.record(state, kindOf(keySpec, multipleValuesPerKey),
       OperatorKind.TransformWithState, keySchema, declared.valueSnapshot(state, valueSchema), store.version + 1)
     val records = catalog.records(state)
     val ours = records.inForce(store.version)
@@ -46,13 +46,21 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     }
   }
 
+  /** A variable's kind, as its column family was created: a list has many values per key, a map a composite key. */
+  private def kindOf(keySpec: KeyStateEncoderSpec, multipleValuesPerKey: Boolean): StateKind =
+    if (multipleValuesPerKey) StateKind.List
+    else keySpec match {
+      case _: PrefixKeyScanStateEncoderSpec => StateKind.Map
+      case _ => StateKind.Value
+    }
+
   /** Rewrites every entry of `state` to the `current` layout from the one of `sources` it is in. */
   private def migrate(state: String, keySpec: KeyStateEncoderSpec, current: StateSnapshotRecord,
       sources: Seq[StateMigrator.Source]): Unit = {
     val start = System.nanoTime()
     val rewriter = provider.valueRewriter(state, keySpec, schemaOf(current.valueSnapshot))
     val migrated = current.kind match {
-      case StateKind.List => StateMigrator.migrateLists(rewriter, sources, describe(state), gate)
+      case StateKind.List => StateMigrator.migrate(sources, describe(state), gate)(rewriter.rewriteAllLists)
       case _ => StateMigrator.migrateValues(rewriter, sources, describe(state), gate)
     }
     counters.recordMigration(state, sources.head.migration.changes, migrated, System.nanoTime() - start)
@@ -85,7 +93,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
         "new checkpoint."))
     log.info(s"statesnap: ${describe(state)} has no statesnap snapshot yet; its bytes are read as Spark's schema " +
       s"files say: key ${key.simpleString}, value ${value.simpleString}")
-    SparkSchemaRecords.transformWithState(state, current.kind, key, value)
+    TransformWithStateSchemaRecords.transformWithState(state, current.kind, key, value)
   }
 
   private def schemaOf(snapshot: StateSerializerSnapshot): StructType = StateDecision.schemaOf(snapshot)

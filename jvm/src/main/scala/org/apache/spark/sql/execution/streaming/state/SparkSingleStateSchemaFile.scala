@@ -1,0 +1,47 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import io.statesnap.CheckpointFile
+import io.statesnap.SparkClasses.CheckpointFileManager
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The schema file (format v2) Spark keeps for an operator without column families, at
+ * `state/<operator>/0/[<store>/]_metadata/schema`: written in the query's first batch, and never rewritten by Spark
+ * for these operators. Read and written with Spark's own reader and writer ([[SingleStateSchemaFormat]]).
+ */
+object SparkSingleStateSchemaFile {
+  /** The key and value schemas the file records for the operator of `id`; None when there is no such file. */
+  def read(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
+    val file = path(id)
+    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+    CheckpointFile.read(file, "Spark's state schema file") {
+      if (!fm.exists(file)) None else {
+        val in = fm.open(file)
+        try SingleStateSchemaFormat.read(in) finally in.close()
+      }
+    }
+  }
+
+  /**
+   * Makes the file say `keySchema` and `valueSchema` (after statesnap migrated the state), written as Spark writes
+   * it but replacing the one there. @return the file, if it changed
+   */
+  def update(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      hadoopConf: Configuration): Option[Path] =
+    if (read(id, hadoopConf).contains((keySchema, valueSchema))) None else {
+      val file = path(id)
+      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+      fm.mkdirs(file.getParent)
+      val out = fm.createAtomic(file, overwriteIfPossible = true)
+      try SingleStateSchemaFormat.write(keySchema, valueSchema, out) catch {
+        case e: Throwable => out.cancel(); throw e
+      }
+      out.close()
+      Some(file)
+    }
+
+  private def path(id: StateStoreId): Path = StatesnapRocksDBGlue.schemaFile(
+    StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName).storeCheckpointLocation())
+}

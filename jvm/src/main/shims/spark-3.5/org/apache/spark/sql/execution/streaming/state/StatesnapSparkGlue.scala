@@ -1,0 +1,37 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import io.statesnap.SparkClasses.{SparkSession, StreamExecution}
+import org.apache.spark.sql.execution.streaming.StateStoreWriter
+
+/** Spark internals whose shape differs between Spark minors, for Spark 3.5 (see `jvm/src/main/shims`). */
+object StatesnapSparkGlue {
+  /** The SQL confs pinned in the latest entry of a query's offset log (empty before its first batch). */
+  def pinnedConfs(execution: StreamExecution): Map[String, String] =
+    execution.offsetLog.getLatest().flatMap(_._2.metadata).map(_.conf).getOrElse(Map.empty)
+
+  /**
+   * The query's own session (the clone Spark made at `start()`): a private field of 3.5's StreamExecution, with a
+   * private accessor, so read reflectively.
+   */
+  def streamSession(execution: StreamExecution): SparkSession = {
+    val field = classOf[StreamExecution].getDeclaredField("sparkSessionForStream")
+    field.setAccessible(true)
+    field.get(execution).asInstanceOf[SparkSession]
+  }
+
+  /**
+   * The stateful operators whose names Spark records nowhere, by id, as Spark's `shortName` says them: all of them on
+   * 3.5, which writes no operator metadata, read from the plan of the query's last batch (empty before one ran).
+   */
+  def operatorsWithoutMetadata(execution: StreamExecution): Map[Long, String] =
+    Option(execution.lastExecution).toSeq.flatMap(_.executedPlan.collect {
+      case operator: StateStoreWriter => operator.stateInfo.map(_.operatorId -> shortName(operator))
+    }.flatten).toMap
+
+  // `shortName` is protected in Scala, public in the bytecode: the name Spark 4's operator metadata records.
+  private def shortName(operator: StateStoreWriter): String =
+    classOf[StateStoreWriter].getMethod("shortName").invoke(operator).asInstanceOf[String]
+
+  /** Spark 3.5 has no transformWithState, so no query asks: no provider runs it. */
+  val transformWithStateTakesCustomProviders: Boolean = false
+}
