@@ -22,9 +22,9 @@ import org.json4s.jackson.JsonMethods
  *
  * Spark 3.5 writes no operator metadata. There statesnap's listener records each stateful operator's name after a
  * run's first batch (`state/<operator>/_statesnap/operator`, from the executed plan), which tells a later run's
- * stores which operator is a streaming aggregation; and a registration can only be checked to name one of the
- * single states (`groupState`, `aggregation`), since a new operator of a run has no name recorded before its stores
- * open.
+ * stores which operator is a streaming aggregation; and until every operator has its name recorded, a registration can
+ * only be checked to name one of the single states (`groupState`, `aggregation`), since a new operator of a run has
+ * no name recorded before its stores open.
  */
 private[statesnap] object QueryStates {
   /** The name a registration gives the buffers of a streaming aggregation. */
@@ -35,8 +35,8 @@ private[statesnap] object QueryStates {
   private val SingleStates = Map("applyInPandasWithState" -> GroupStateSnapshot.StateField,
     "flatMapGroupsWithState" -> GroupStateSnapshot.StateField, AggregationOperator -> Aggregation)
   /**
-   * Per checkpoint and query run, the states of the query, and whether Spark wrote operator metadata for every
-   * operator (never on Spark 3.5): every state store of the run asks, the files are read once per JVM.
+   * Per checkpoint and query run, the states of the query, and whether every operator is described (see `read`):
+   * every state store of the run asks, the files are read once per JVM.
    */
   private val known = new ConcurrentHashMap[(String, String), (Set[String], Boolean)]
 
@@ -60,8 +60,9 @@ private[statesnap] object QueryStates {
 
   /**
    * The states of every operator (TWS variables from its latest operator metadata <= `version`, single states), and
-   * whether Spark wrote operator metadata (`state/<operator>/_metadata`) for every operator: on Spark 4.x, before
-   * any task of a run's first batch runs.
+   * whether every operator is described, by Spark's operator metadata (`state/<operator>/_metadata`, on Spark 4.x
+   * before any task of a run's first batch runs) or by the name statesnap's listener recorded (Spark 3.5, from a
+   * query's second run on).
    */
   private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): (Set[String], Boolean) = {
     val fs = stateRoot.getFileSystem(hadoopConf)
@@ -72,9 +73,10 @@ private[statesnap] object QueryStates {
       val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
         else Array.empty[Long]
       batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
-        sparkOperatorName(fs, operator).flatMap(SingleStates.get)
+        name(fs, operator).flatMap(SingleStates.get)
     }.toSet
-    (states, operators.nonEmpty && operators.forall(operator => fs.exists(new Path(operator, "_metadata"))))
+    (states, operators.nonEmpty && operators.forall(operator =>
+      fs.exists(new Path(operator, "_metadata")) || fs.exists(recordedNameFile(operator))))
   }
 
   private def stateVariables(fs: FileSystem, file: Path): Seq[String] = {
@@ -92,14 +94,14 @@ private[statesnap] object QueryStates {
    */
   def operatorName(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[String] = {
     val root = new Path(stateRoot)
-    val fs = root.getFileSystem(hadoopConf)
-    val operatorDir = new Path(root, operatorId.toString)
-    sparkOperatorName(fs, operatorDir).orElse {
-      val file = recordedNameFile(operatorDir)
-      if (!fs.exists(file)) None else CheckpointFile.read(file, "statesnap's record of the operator's name") {
-        val in = fs.open(file)
-        try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
-      }
+    name(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString))
+  }
+
+  private def name(fs: FileSystem, operatorDir: Path): Option[String] = sparkOperatorName(fs, operatorDir).orElse {
+    val file = recordedNameFile(operatorDir)
+    if (!fs.exists(file)) None else CheckpointFile.read(file, "statesnap's record of the operator's name") {
+      val in = fs.open(file)
+      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
     }
   }
 
