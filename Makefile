@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PINNED := 4.1
-OTHER_SPARKS := 4.0 4.2 4.3
+OTHER_SPARKS := 3.5 4.0 4.2 4.3
 JAR := python/statesnap/jars/statesnap-spark$(PINNED).jar
 CLASSES := build/spark$(PINNED)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
@@ -18,6 +18,12 @@ OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests
   tests/test_wheel.py
 # The other minors where transformWithState takes statesnap's provider (before Spark 4.2): they run every suite.
 TWS_ONLINE_SPARKS := 4.0
+# Spark 3.5 has no transformWithState, no column families and no state data source: it runs the suites of the
+# single-state operators (group state, aggregations, the guarded others) and of the tools that read them.
+SINGLE_STATE_SPARKS := 3.5
+SINGLE_STATE_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_refusals.py \
+  tests/test_stop_during_migration.py tests/test_format_properties.py tests/test_visible_migrations.py \
+  tests/test_wheel.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
@@ -93,6 +99,7 @@ test-other-sparks: $(OTHER_SPARKS:%=build/spark%/test-classes/.stamp) wheel
 	for minor in $(OTHER_SPARKS); do \
 	  jars=$$(.venv-spark$$minor/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
 	  case " $(TWS_ONLINE_SPARKS) " in *" $$minor "*) suites=tests;; *) suites="$(OPERATOR_SUITES)";; esac; \
+	  case " $(SINGLE_STATE_SPARKS) " in *" $$minor "*) suites="$(SINGLE_STATE_SUITES)";; esac; \
 	  $(call junit,$$jars,$$minor) && .venv-spark$$minor/bin/python -m pytest $$suites || exit 1; \
 	done
 

@@ -16,7 +16,13 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 import pandas as pd
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from minors import TRANSFORM_WITH_STATE
+
+if TRANSFORM_WITH_STATE:
+    from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+else:  # Spark 3.5 has no transformWithState: its suites run the applyInPandasWithState and SQL apps only.
+    StatefulProcessor = StatefulProcessorHandle = object
 
 STOCK_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"

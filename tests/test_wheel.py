@@ -73,7 +73,7 @@ def test_the_wheel_is_not_built_without_every_minors_jar(tmp_path):
     jars.mkdir(exist_ok=True)
     for jar in jars.glob("*.jar"):
         jar.unlink()
-    for minor in ("4.0", "4.1", "4.3"):
+    for minor in ("3.5", "4.0", "4.1", "4.3"):
         (jars / f"statesnap-spark{minor}.jar").write_bytes(b"")
     built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
                             str(tmp_path / "dist"), str(source)], capture_output=True, text=True, timeout=600)

@@ -26,7 +26,7 @@ _SQL_CONFS = {
 Target = TypeVar("Target", bound=Union[SparkSession.Builder, SparkSession])
 
 
-SPARK_MINORS = ("4.0", "4.1", "4.2", "4.3")
+SPARK_MINORS = ("3.5", "4.0", "4.1", "4.2", "4.3")
 """The Spark minors statesnap ships a jar for (``jars/statesnap-spark<minor>.jar``). transformWithState takes a
 custom state store provider on 4.0 and 4.1 only: on 4.2 and 4.3 statesnap serves the other stateful operators."""
 
