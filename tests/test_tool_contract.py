@@ -4,20 +4,30 @@ typed result (``statesnap.tools``) that the command line itself runs."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+import pyspark
 import pytest
 
 import statesnap.tools as tools
 from apps import STOCK_PROVIDER as STOCK, run_group_state_app, write_input
+from minors import MINOR
 
 
 @pytest.fixture
 def stock_checkpoint(spark, app_dirs, on_provider) -> str:
-    """An applyInPandasWithState query's checkpoint on Spark's provider (every minor adopts it)."""
+    """An applyInPandasWithState query's checkpoint on Spark's provider (every 4.x minor adopts it)."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set"), ("b", 2, "set")])
     on_provider(STOCK, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
     return checkpoint
+
+
+def offsets(checkpoint: str) -> dict[str, bytes]:
+    """The offset log's files, where adopt and release would pin the provider."""
+    return {name: (Path(checkpoint) / "offsets" / name).read_bytes()
+            for name in os.listdir(Path(checkpoint) / "offsets")}
 
 
 def as_json(cli, *args: str) -> tuple[int, dict]:
@@ -48,6 +58,27 @@ def test_every_verb_answers_each_outcome_with_the_same_exit_code_and_json(stock_
     _, said = as_json(cli, "check", checkpoint, "--state", "groupState", "--schema", "n bigint")
     assert said["verdicts"][0]["decision"] == "migrate" and said["entries_not_in_layout"] == 0
     assert said["verdicts"][0]["changes"] and said["scan"][0].startswith("state 'groupState' of operator 0: 2 entries")
+
+
+@pytest.mark.skipif(MINOR != "3.5", reason="the tools that change a checkpoint run on Spark 4")
+def test_on_spark_3_5_the_tools_that_change_a_checkpoint_refuse_in_one_line_and_the_read_only_ones_answer(
+        stock_checkpoint, cli):
+    checkpoint = stock_checkpoint
+    before = offsets(checkpoint)
+    for args in [("adopt", checkpoint), ("adopt", checkpoint, "--dry-run"), ("release", checkpoint),
+                 ("migrate", checkpoint, "--state", "groupState", "--schema", "n bigint", "--no-file-sink")]:
+        got, said = as_json(cli, *args)
+        assert (got, said["outcome"]) == (4, "refused"), said
+        assert said["lines"] == [f"cannot {args[0]} {checkpoint}: `{args[0]}` is not available on Spark "
+                                 f"{pyspark.__version__} yet (statesnap runs `inspect` and `check` on Spark 3.5; the "
+                                 "tools that change a checkpoint need Spark 4). Nothing was changed."], said
+    assert offsets(checkpoint) == before
+    assert tools.adopt(checkpoint).outcome is tools.Outcome.REFUSED  # the Python API as well, no py4j error
+    # check reads the stock checkpoint's state as Spark's schema file records it, and scans every entry.
+    got, said = as_json(cli, "check", checkpoint, "--state", "groupState", "--schema", "n bigint")
+    assert (got, said["verdicts"][0]["decision"], said["entries_not_in_layout"]) == (3, "migrate", 0), said
+    assert said["scan"][0].startswith("state 'groupState' of operator 0: 2 entries in the layout Spark's schema "
+                                      "files record"), said
 
 
 def test_the_python_api_returns_typed_results_and_raises_only_for_errors(stock_checkpoint):

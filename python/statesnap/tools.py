@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+import pyspark
 from py4j.protocol import Py4JJavaError
 
 from statesnap._config import PROVIDER_CLASS
@@ -186,6 +187,9 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dr
     """Moves a stopped query's checkpoint from Spark's RocksDB provider to statesnap's, after scanning every entry of
     the states it is about to trust; ``written_as``: by state, the value schema (DDL) of the application version
     that wrote, with Spark's schema check off, the entries not in the layout Spark's files record."""
+    refused = _not_on_spark_3_5("adopt", checkpoint)
+    if refused:
+        return refused
     with spark_session(dict(conf or {}), master) as spark:
         jvm = spark.sparkContext._jvm
         return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
@@ -197,6 +201,9 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dr
 def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
             master: Optional[str] = None) -> ToolResult:
     """Moves a stopped query's checkpoint from statesnap's provider back to Spark's RocksDB provider."""
+    refused = _not_on_spark_3_5("release", checkpoint)
+    if refused:
+        return refused
     with spark_session(dict(conf or {}), master) as spark:
         return _report("release", spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch.release(
             spark._jsparkSession, checkpoint, dry_run))
@@ -222,6 +229,9 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
     settings the rules ran under are recorded with each migrated state.
 
     Example: ``migrate(checkpoint, {"orders": StateChange("amount bigint, note string")}, no_file_sink=True)``."""
+    refused = _not_on_spark_3_5("migrate", checkpoint)
+    if refused:
+        return refused
     if not changes or not all(isinstance(c, StateChange) for c in changes.values()):
         raise ToolError(f"migrate takes a StateChange per state name, not {changes!r}")
     names = list(changes)
@@ -230,6 +240,18 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
             [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names], compatibility,
             dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
+
+
+def _not_on_spark_3_5(command: str, checkpoint: str) -> Optional[ToolResult]:
+    """The refusal of a tool that changes a checkpoint, on Spark 3.5, before any session starts: statesnap's Spark 3.5
+    jar has the read-only tools only (``inspect``, ``check``); adopt, release and migrate are Spark 4.x code
+    (``shims/spark-4.0-4.3``), which the 3.5 jar does not hold. None on Spark 4."""
+    if not pyspark.__version__.startswith("3."):
+        return None
+    return ToolResult(command, Outcome.REFUSED, [
+        f"cannot {command} {checkpoint}: `{command}` is not available on Spark {pyspark.__version__} yet (statesnap "
+        "runs `inspect` and `check` on Spark 3.5; the tools that change a checkpoint need Spark 4). Nothing was "
+        "changed."])
 
 
 def _require_checkpoint(spark: Any, checkpoint: str) -> None:

@@ -10,6 +10,10 @@ object ScalaCompat {
     def toLongOption: Option[Long] = try Some(s.toLong) catch { case _: NumberFormatException => None }
   }
 
+  implicit class OptionCompanionCompat(private val o: Option.type) extends AnyVal {
+    def when[A](condition: Boolean)(a: => A): Option[A] = if (condition) Some(a) else None
+  }
+
   implicit class IteratorCompat[A](private val it: Iterator[A]) extends AnyVal {
     def nextOption(): Option[A] = if (it.hasNext) Some(it.next()) else None
   }

@@ -1,5 +1,8 @@
 package org.apache.spark.sql.execution.streaming.state
 
+import java.io.File
+
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 /** Spark's RocksDB and schema-file internals as Spark 3.5 shapes them. */
@@ -13,4 +16,12 @@ object StatesnapRocksDBGlue {
    */
   def schemaFile(storeCheckpointLocation: Path): Path =
     new Path(new Path(storeCheckpointLocation, "_metadata"), "schema")
+
+  /** A file manager that reads one store's checkpoint files (snapshots and changelogs) into `localTempDir`. */
+  def fileManager(dfsRootDir: String, localTempDir: File, hadoopConf: Configuration, codec: String,
+      loggingId: String): RocksDBFileManager =
+    new RocksDBFileManager(dfsRootDir, localTempDir, hadoopConf, codec, loggingId)
+
+  /** Releases what a file manager holds (3.5's holds nothing to release). */
+  def close(files: RocksDBFileManager): Unit = ()
 }

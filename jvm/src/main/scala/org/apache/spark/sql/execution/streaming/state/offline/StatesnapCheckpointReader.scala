@@ -1,6 +1,6 @@
 package org.apache.spark.sql.execution.streaming.state.offline
 
-import java.io.{File, FileNotFoundException}
+import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Paths}
 import java.util.{Arrays, Comparator, TreeMap}
@@ -8,17 +8,14 @@ import java.util.{Arrays, Comparator, TreeMap}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, CommitStateIds}
-import io.statesnap.provider.{OperatorRecordFiles, SnapshotCatalog, SparkSchemaRecords,
-  TransformWithStateSchemaRecords}
+import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.types.StructType
-import org.apache.spark.unsafe.Platform
 import org.apache.spark.util.Utils
 import org.json4s._
 import org.json4s.jackson.JsonMethods
@@ -34,6 +31,10 @@ import org.rocksdb.{Options, RocksDB => NativeRocksDB, StringAppendOperator}
  *
  * [[read]] collects a column family in memory (statesnap's records, small test states); [[foreachEntry]] streams a
  * state through, holding only what the changelogs after the snapshot touched.
+ *
+ * The same reader on every Spark minor: what only Spark 4.x checkpoints have (column families, checkpoint format v2,
+ * transformWithState's files) is read through [[StatesnapStoreFiles]] and [[ColumnFamilyRecords]], which on Spark 3.5
+ * find none of it (and refuse by name a checkpoint that has it).
  */
 object StatesnapCheckpointReader {
   /** One store at the version read: `state/<operator>/<partition>[/<store>]`. */
@@ -43,7 +44,14 @@ object StatesnapCheckpointReader {
   final case class Entries(store: Store, entries: Seq[(Array[Byte], Array[Byte])])
 
   private val CommitName = """(\d+)""".r
-  private val DefaultStore = StateStore.DEFAULT_COL_FAMILY_NAME
+  val DefaultStore: String = StateStoreId.DEFAULT_STORE_NAME
+
+  /** One record of a changelog, as RocksDB's replay applies it. */
+  private[offline] sealed trait Change
+  private[offline] final case class Put(value: Array[Byte]) extends Change
+  private[offline] case object Delete extends Change
+  /** Appended to the key's value after the merge operator's delimiter (list state; Spark 4.x only). */
+  private[offline] final case class Merge(value: Array[Byte]) extends Change
 
   /**
    * Refuses, naming it, a location that is no query's checkpoint: a path that does not exist (or whose scheme has no
@@ -101,8 +109,8 @@ object StatesnapCheckpointReader {
    */
   def mergeDelimiter(checkpoint: String, hadoopConf: Configuration): Array[Byte] = {
     val root = new Path(checkpoint)
-    latestCommit(fileSystem(root, hadoopConf), root).fold(StatesnapSparkGlue.mergeDelimiter(Map.empty[String, String]))(
-      _.mergeDelimiter)
+    latestCommit(fileSystem(root, hadoopConf), root)
+      .fold(ColumnFamilyRecords.mergeDelimiter(Map.empty[String, String]))(_.mergeDelimiter)
   }
 
   /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
@@ -124,18 +132,14 @@ object StatesnapCheckpointReader {
 
   /**
    * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
-   * of a store with column families ([[SnapshotCatalog]]), the files beside the stores of other operators
+   * of a store with column families ([[ColumnFamilyRecords.inStores]]), the files beside the stores of other operators
    * ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState states on
    * Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records: `inspect`,
    * `check` and `release` read it.
    */
   def records(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, Array[Byte])] = {
-    val inStores = read(checkpoint, SnapshotCatalog.ColumnFamily, hadoopConf).flatMap { e =>
-      e.entries.map { case (_, stored) =>
-        val row = new UnsafeRow(1)
-        row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
-        (e.store, InStore: Kept, row.getBinary(0))
-      }
+    val inStores = ColumnFamilyRecords.inStores(checkpoint, hadoopConf).map { case (store, bytes) =>
+      (store, InStore: Kept, bytes)
     }
     val beside = perStore(checkpoint, hadoopConf) { (fs, stateRoot, commit, operator, partition, name) =>
       val version = commit.batch + 1
@@ -147,9 +151,8 @@ object StatesnapCheckpointReader {
     }
     val migrated = perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
       if (partition != 0 || name != DefaultStore) Nil
-      else TransformWithStateSchemaRecords.migratedAt(stateRoot.toString, operator, commit.batch, hadoopConf).toSeq
-        .sortBy(_._1)
-        .map { case (_, r) => (Store(operator, 0, name, commit.batch + 1), Migrated: Kept, r.toBytes) }
+      else ColumnFamilyRecords.migrated(stateRoot.toString, operator, commit.batch, hadoopConf)
+        .map(r => (Store(operator, 0, name, commit.batch + 1), Migrated: Kept, r.toBytes))
     }
     inStores ++ beside ++ migrated
   }
@@ -183,9 +186,8 @@ object StatesnapCheckpointReader {
       // Spark's schema files are per operator and store: partition 0 stands for all.
       if (partition != 0) Nil else {
         val id = StateStoreId(stateRoot.toString, operator, 0, name)
-        val states =
-          TransformWithStateSchemaRecords.transformWithStateAt(stateRoot.toString, operator, commit.batch, hadoopConf)
-        val records = if (states.nonEmpty) states.toSeq.sortBy(_._1).map(_._2)
+        val states = ColumnFamilyRecords.sparkRecords(stateRoot.toString, operator, commit.batch, hadoopConf)
+        val records = if (states.nonEmpty) states
         else SparkSingleStateSchemaFile.read(id, hadoopConf).toSeq.flatMap { case (key, value) =>
           SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
         }
@@ -213,7 +215,7 @@ object StatesnapCheckpointReader {
   def disagreements(checkpoint: String, hadoopConf: Configuration): Seq[String] = {
     val stateRoot = new Path(new Path(checkpoint), "state").toString
     // Spark's files are per operator and store: read once for all partitions.
-    val sparkFamilies = memo { (store: Store) => StatesnapSparkSchemaFiles.transformWithStateFamilies(
+    val sparkFamilies = memo { (store: Store) => ColumnFamilyRecords.sparkValueSchemas(
       StateStoreId(stateRoot, store.operator, 0, store.storeName), store.version - 1, hadoopConf) }
     val sparkSingle = memo { (store: Store) =>
       SparkSingleStateSchemaFile.read(StateStoreId(stateRoot, store.operator, 0, store.storeName), hadoopConf)
@@ -222,7 +224,7 @@ object StatesnapCheckpointReader {
     // `migrate`'s records belong to checkpoints on Spark's provider already, whose files it keeps true itself.
     parsedRecords(checkpoint, hadoopConf).filter(_._2 != Migrated).map { case (store, kept, record) =>
       (store, record, if (kept == BesideStore) sparkSingle(store.copy(partition = 0))
-        else sparkFamilies(store.copy(partition = 0)).get(record.stateName).map(_.valueSchema))
+        else sparkFamilies(store.copy(partition = 0)).get(record.stateName))
     }.flatMap { case (store, record, spark) =>
       Option.when(!spark.exists(SparkSchemaRecords.readsAs(record, _)))(s"state '${record.stateName}' of operator " +
         s"${store.operator}: statesnap recorded ${record.valueSnapshot.restoreSerializer().schema.catalogString}, " +
@@ -254,7 +256,7 @@ object StatesnapCheckpointReader {
     /** The codec of the state files: the one the query pinned, not this JVM's default. */
     def codec: String = pinned.getOrElse("spark.sql.streaming.stateStore.compression.codec", "lz4")
     /** What RocksDB's merge operator put between the values merged into one key (list state's elements). */
-    def mergeDelimiter: Array[Byte] = StatesnapSparkGlue.mergeDelimiter(pinned)
+    def mergeDelimiter: Array[Byte] = ColumnFamilyRecords.mergeDelimiter(pinned)
   }
 
   private def latestCommit(fs: FileSystem, root: Path): Option[Commit] = {
@@ -323,9 +325,9 @@ object StatesnapCheckpointReader {
       try {
         // A store without column families keeps its keys unprefixed (and changelogs alone cannot name families,
         // which is why Spark snapshots every version that creates one): the whole database is its one state.
-        val families = opened.fold(Map.empty[String, Short])(_._2)
+        val families = opened.fold(Map.empty[String, Array[Byte]])(_._2)
         val prefix = columnFamily match {
-          case Some(cf) => families.get(cf).map(RocksDBStateStoreProvider.getColumnFamilyIdAsBytes)
+          case Some(cf) => families.get(cf)
           case None => Option.when(families.isEmpty)(Array.emptyByteArray)
         }
         prefix.foreach { p =>
@@ -377,26 +379,19 @@ object StatesnapCheckpointReader {
     case None =>
       val snapshot = files.getLatestSnapshotVersion(version)
       (Some(snapshot).filter(_ > 0).map(_ -> None), (snapshot + 1 to version).map(_ -> None))
-    case Some(uid) if fs.exists(new Path(dir, s"${version}_$uid.zip")) => (Some(version -> id), Nil)
-    case Some(uid) =>
-      val reader = files.getChangelogReader(version, id)
-      val lineage = try reader.lineage finally reader.closeIfNeeded()
-      val full = (lineage :+ LineageItem(version, uid)).sortBy(_.version)
-      val base = files.getLatestSnapshotVersionAndUniqueIdFromLineage(full)
-      if (base.isEmpty && full.head.version != 1) throw new FileNotFoundException(s"no snapshot of $dir that " +
-        s"version $version builds on (lineage ${full.map(_.version).mkString(", ")}): the checkpoint is incomplete")
-      val from = base.map(_._1).getOrElse(0L)
-      (base.map { case (v, u) => v -> Some(u) }, full.filter(i => i.version > from && i.version <= version)
-        .map(i => i.version -> Option(i.checkpointUniqueId)).toSeq)
+    case Some(uid) => StatesnapStoreFiles.planFromLineage(fs, dir, files, version, uid)
   }
 
-  /** Opens a snapshot read-only over its SST files, linked where they are local. @return it and its families */
+  /**
+   * Opens a snapshot read-only over its SST files, linked where they are local.
+   * @return it, and the key prefix of each of its column families
+   */
   private def open(fs: FileSystem, dir: Path, version: Long, id: Option[String],
-      local: File): (NativeRocksDB, Map[String, Short]) = {
+      local: File): (NativeRocksDB, Map[String, Array[Byte]]) = {
     local.mkdirs()
     Utils.unzipFilesFromFile(fs, new Path(dir, id.map(u => s"${version}_$u.zip").getOrElse(s"$version.zip")), local)
     val metadataFile = new File(local, "metadata")
-    val metadata = RocksDBCheckpointMetadata.readFromFile(metadataFile)
+    val (metadata, families) = StatesnapStoreFiles.metadata(metadataFile)
     metadataFile.delete()
     val localFs = fs.isInstanceOf[LocalFileSystem] || fs.isInstanceOf[RawLocalFileSystem]
     def place(dfs: Path, to: File): Unit =
@@ -409,9 +404,6 @@ object StatesnapCheckpointReader {
     }
     RocksDBLoader.loadLibrary()
     val rocks = NativeRocksDB.openReadOnly(new Options().setMergeOperator(new StringAppendOperator()), local.toString)
-    val families = metadata.columnFamilyMapping.getOrElse(Map.empty).map { case (name, cfId) =>
-      name -> cfId.asInstanceOf[Number].shortValue()
-    }.toMap
     (rocks, families)
   }
 
@@ -424,15 +416,13 @@ object StatesnapCheckpointReader {
       overlay: TreeMap[Array[Byte], Option[Array[Byte]]]): Unit = {
     def current(key: Array[Byte]): Option[Array[Byte]] =
       if (overlay.containsKey(key)) overlay.get(key) else rocks.flatMap(db => Option(db.get(key)))
-    val reader = files.getChangelogReader(version, id)
-    try reader.foreach { case (recordType, key, value) =>
-      if (startsWith(key, prefix)) recordType match {
-        case RecordType.PUT_RECORD => overlay.put(key, Some(value))
-        case RecordType.DELETE_RECORD => overlay.put(key, None)
-        case RecordType.MERGE_RECORD => overlay.put(key, Some(current(key).fold(value)(_ ++ delimiter ++ value)))
-        case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
+    StatesnapStoreFiles.foreachChange(files, version, id) { (key, change) =>
+      if (startsWith(key, prefix)) change match {
+        case Put(value) => overlay.put(key, Some(value))
+        case Delete => overlay.put(key, None)
+        case Merge(value) => overlay.put(key, Some(current(key).fold(value)(_ ++ delimiter ++ value)))
       }
-    } finally reader.closeIfNeeded()
+    }
   }
 
   private def fileSystem(path: Path, hadoopConf: Configuration): FileSystem =

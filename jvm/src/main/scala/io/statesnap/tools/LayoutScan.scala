@@ -3,13 +3,13 @@ package io.statesnap.tools
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.Arrays
 
+import io.statesnap.ScalaCompat._
 import io.statesnap.evolution.UnsafeRowLayout
 import io.statesnap.provider.StateDecision
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{BesideStore, InStore, Kept,
   Migrated, SparkFiles, Store}
@@ -38,9 +38,10 @@ object LayoutScan {
 
     /** One line, as `adopt` and `check` print it. */
     def says: String = s"state '$state' of operator $operator" +
-      (if (storeName == StateStore.DEFAULT_COL_FAMILY_NAME) "" else s" (store $storeName)") + s": $inLayout entries in the layout " +
-      s"$recordedBy (${layout.simpleString}), " + writtenAs.fold("")(w => s"$inWrittenAs in the layout named " +
-      s"(${w.simpleString}), $inBoth that fit both, ") + s"$inNeither in " +
+      (if (storeName == StatesnapCheckpointReader.DefaultStore) "" else s" (store $storeName)") +
+      s": $inLayout entries in the layout $recordedBy (${layout.simpleString}), " +
+      writtenAs.fold("")(w => s"$inWrittenAs in the layout named (${w.simpleString}), $inBoth that fit both, ") +
+      s"$inNeither in " +
       (if (writtenAs.isEmpty) "another" else "neither") + example.fold("")(e => s" (first: $e)")
   }
 
