@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 import statesnap
 from apps import StateSpec, run_app, run_group_state_app, write_input
 from test_other_operators import run_aggregation
-from minors import MINOR, TWS_ONLINE
+from minors import SPARK_STATE_READER, TWS_ONLINE
 
 EXIT_MIGRATE, EXIT_INCOMPATIBLE = 3, 4
 NO_START = {"version": 2}
@@ -49,7 +49,7 @@ APPS = {
 def declared_aggregation_buffers(spark, checkpoint: str) -> str:
     """The buffer schema v2's aggregation keeps: v1's buffer (as Spark's reader shows it; Spark 3.5 has no state
     reader, so as its schema file of the operator records it) plus `min`'s."""
-    if MINOR == "3.5":
+    if not SPARK_STATE_READER:
         jvm = spark.sparkContext._jvm
         state = jvm.org.apache.spark.sql.execution.streaming.state
         store = state.StateStoreId(os.path.join(checkpoint, "state"), 0, 0, "default")
