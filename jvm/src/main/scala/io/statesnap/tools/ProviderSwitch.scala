@@ -3,11 +3,11 @@ package io.statesnap.tools
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{StateDecision, TransformWithStateSchemaRecords, WrittenAsRecordFiles}
+import io.statesnap.provider.WrittenAsRecordFiles
+import io.statesnap.query.QueryStates
 import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.StatesnapSparkGlue
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.slf4j.LoggerFactory
@@ -52,11 +52,7 @@ object ProviderSwitch {
       ToolReport.Nothing)
     if (current != from) refuse(s"offsets/$batch pins the provider $current; $verb moves a checkpoint from $from")
     checkpoint.requireUnsafeRowState(batch)
-    if (to == Statesnap && !StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
-      checkpoint.operators._1.headOption.foreach { op => refuse(s"operator $op is a transformWithState operator, " +
-        s"which Spark ${org.apache.spark.SPARK_VERSION} runs on its own provider only (SPARK-54117); `python -m " +
-        "statesnap migrate` migrates its state offline instead") }
-    }
+    if (to == Statesnap) TransformWithStateAdoption.refuseWhereSparkKeepsIt(checkpoint)
 
     if (to == Spark) {
       val disagree = StatesnapCheckpointReader.disagreements(location, checkpoint.hadoopConf)
@@ -107,7 +103,8 @@ object ProviderSwitch {
     val named = trusted.collect { case (_, r) if r.operator == OperatorKind.TransformWithState => r.stateName }
     writtenAs.keySet.diff(named.toSet).toSeq.sorted.foreach { state =>
       checkpoint.refuse(s"--written-as names state '$state', which no transformWithState operator of the checkpoint " +
-        s"holds (its states: ${named.distinct.map(s => s"'$s'").mkString(", ")})")
+        s"holds (its states: ${if (named.isEmpty) "none; --written-as is for transformWithState states, and a group " +
+          "state in two layouts is refused" else named.distinct.map(s => s"'$s'").mkString(", ")})")
     }
     val scan = LayoutScan(spark, checkpoint.location, checkpoint.hadoopConf, trusted.map { case (store, record) =>
       LayoutScan.Scanned(store, StatesnapCheckpointReader.SparkFiles, record,
@@ -127,15 +124,31 @@ object ProviderSwitch {
       "no reader can tell which wrote them; statesnap will not guess. Restart the application version that wrote the " +
       "files' layout, or start from a new checkpoint")
     val stateRoot = new Path(checkpoint.root, "state").toString
-    (lines, scan.counted.filter(_.inWrittenAs > 0).map { c =>
+    (lines ++ unnamed(checkpoint, stateRoot, trusted.map(_._1.operator).toSet), scan.counted.filter(_.inWrittenAs > 0).map { c =>
       val recorded = trusted.collectFirst { case (s, r) if s.operator == c.operator && r.stateName == c.state => r }.get
-      val record = TransformWithStateSchemaRecords.transformWithState(c.state, recorded.kind,
-        StateDecision.schemaOf(recorded.keySnapshot), c.writtenAs.get).copy(recordedAtVersion = batch + 1)
+      val record = TransformWithStateAdoption.writtenAsRecord(recorded, c.writtenAs.get, batch + 1)
       val file = WrittenAsRecordFiles.file(stateRoot, c.operator, c.state, batch + 1)
       WrittenAs(s"record that ${c.inWrittenAs} entries of state '${c.state}' are in ${c.writtenAs.get.simpleString} " +
         s"($file): statesnap's first run migrates each entry from the layout it is in", file, record)
     })
   }
+
+  /**
+   * A line for each stateful operator whose name is recorded nowhere yet (Spark 3.5 writes no operator metadata;
+   * statesnap's listener records the names after a run's first batch on its provider) and whose state is not a
+   * group state: whether its state is a streaming aggregation's buffers cannot be known, so it is not scanned, and
+   * statesnap's first run guards it as Spark's own check does; a registered aggregation migrates from the next run
+   * ([[QueryStates]]), every entry checked against its layout as it is converted.
+   */
+  private def unnamed(checkpoint: StoppedCheckpoint, stateRoot: String, scanned: Set[Int]): Seq[String] =
+    checkpoint.operators._2.filter(op => !scanned(op) &&
+      QueryStates.operatorName(stateRoot, op, checkpoint.hadoopConf).isEmpty).map { op =>
+      s"the state of operator $op is not scanned: no name of the operator is recorded yet (Spark " +
+        s"${org.apache.spark.SPARK_VERSION} writes none; statesnap records it in its first run), so statesnap cannot " +
+        "tell a streaming aggregation's buffers from other state. Its first run on statesnap refuses a changed " +
+        "schema of it, as Spark's own check does; a streaming aggregation registered for 'aggregation' migrates from " +
+        "the run after"
+    }
 
   /** A layout `adopt` records beside a state: what it says, where, and the record. */
   private final case class WrittenAs(says: String, file: Path, record: StateSnapshotRecord)
