@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import functions as F
 
 import statesnap
 from apps import (PROVIDER_CONF as PROVIDER, STOCK_PROVIDER as STOCK, StateSpec, run_app, run_group_state_app,
                   write_input)
 from committed_state import read_store
-from minors import TWS_ONLINE
+from minors import OPERATOR_METADATA, TRANSFORM_WITH_STATE, TWS_ONLINE
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
@@ -33,6 +35,7 @@ def offsets_bytes(checkpoint: str) -> dict[str, bytes]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap before Spark 4.2 only (SPARK-54117)")
+@pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app_dirs, on_provider, cli):
     source, checkpoint = app_dirs
     by_sign = lambda v: {("neg" if v < 0 else "pos",): (v,)}  # noqa: E731
@@ -129,6 +132,35 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     assert released.seen == adopted.seen and released.migrated_entries is None
 
 
+def test_an_adopted_aggregation_migrates_once_its_operator_is_known(spark, app_dirs, on_provider, cli,
+                                                                   registrations):
+    """A streaming aggregation made on Spark's provider. Spark 4.x names the operator in its metadata: adopt scans
+    the buffers and the first run migrates them. Spark 3.5 names it nowhere and a stock checkpoint has no name
+    statesnap recorded: adopt says the state is not scanned, the first run refuses the changed buffers as Spark's
+    own check does (nothing written), an unchanged run records the name, and the next one migrates."""
+    from test_other_operators import run_aggregation
+
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("b", 3, "set")])
+    assert on_provider(STOCK, lambda: run_aggregation(spark, source, checkpoint, F.max("value"))) == {
+        "a": (5,), "b": (3,)}
+    code, out = cli("adopt", checkpoint)
+    unnamed = "the state of operator 0 is not scanned: no name of the operator is recorded yet"
+    assert code == 3 and (unnamed in out) != OPERATOR_METADATA, out
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(
+        version=2, defaults={"min": "NULL"}), checkpoint=checkpoint)
+    gained = (F.max("value"), F.min("value"))
+    write_input(source, [("a", 9, "set")])
+    if not OPERATOR_METADATA:
+        with pytest.raises(StreamingQueryException, match="STATESNAP_INCOMPATIBLE_STATE_SCHEMA"):
+            run_aggregation(spark, source, checkpoint, *gained)
+        assert run_aggregation(spark, source, checkpoint, F.max("value")) == {"a": (9,)}  # records the name
+        write_input(source, [("b", 1, "set")])
+        assert run_aggregation(spark, source, checkpoint, *gained) == {"b": (3, 1)}
+    else:
+        assert run_aggregation(spark, source, checkpoint, *gained) == {"a": (9, 9)}
+
+
 @pytest.mark.parametrize("changelog", ["false", "true"])
 def test_group_state_left_in_two_layouts_is_refused_by_adopt_and_check(spark, app_dirs, on_provider, cli, changelog):
     """Group state that a deploy with Spark's schema check off wrote in its own layout for one key: adopt and check
@@ -153,6 +185,9 @@ def test_group_state_left_in_two_layouts_is_refused_by_adopt_and_check(spark, ap
         code, out = cli("adopt", checkpoint, *dry_run)
         assert code == 4 and counted in out and "1 in another (first: partition" in out, out
         assert "key [a]: the nested row 'groupState'" in out and "stateSchemaCheck=false" in out
+    code, out = cli("adopt", checkpoint, "--written-as", "groupState=n int, tag string")
+    assert code == 4 and "its states: none; --written-as is for transformWithState states, and a group state in " \
+        "two layouts is refused" in out, out
     code, out = cli("check", checkpoint, "--state", "groupState", "--schema", "n int, tag string")
     assert code == 4 and "scan: " + counted in out and "refused: 1 entries of state 'groupState'" in out, out
     assert {str(p): p.read_bytes() for p in sorted(Path(checkpoint).rglob("*")) if p.is_file()} == before
@@ -180,6 +215,7 @@ def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, o
     assert offsets_bytes(checkpoint) == before
 
 
+@pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 @pytest.mark.skipif(TWS_ONLINE, reason="on Spark 4.0/4.1 transformWithState runs on statesnap")
 def test_a_transform_with_state_checkpoint_is_not_adopted_where_spark_runs_it_on_its_own_provider(
         spark, app_dirs, cli):

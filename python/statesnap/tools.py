@@ -187,9 +187,6 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dr
     """Moves a stopped query's checkpoint from Spark's RocksDB provider to statesnap's, after scanning every entry of
     the states it is about to trust; ``written_as``: by state, the value schema (DDL) of the application version
     that wrote, with Spark's schema check off, the entries not in the layout Spark's files record."""
-    refused = _not_on_spark_3_5("adopt", checkpoint)
-    if refused:
-        return refused
     with spark_session(dict(conf or {}), master) as spark:
         jvm = spark.sparkContext._jvm
         return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
@@ -201,9 +198,6 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dr
 def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
             master: Optional[str] = None) -> ToolResult:
     """Moves a stopped query's checkpoint from statesnap's provider back to Spark's RocksDB provider."""
-    refused = _not_on_spark_3_5("release", checkpoint)
-    if refused:
-        return refused
     with spark_session(dict(conf or {}), master) as spark:
         return _report("release", spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch.release(
             spark._jsparkSession, checkpoint, dry_run))
@@ -229,7 +223,7 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
     settings the rules ran under are recorded with each migrated state.
 
     Example: ``migrate(checkpoint, {"orders": StateChange("amount bigint, note string")}, no_file_sink=True)``."""
-    refused = _not_on_spark_3_5("migrate", checkpoint)
+    refused = _migrate_not_on_spark_3_5(checkpoint)
     if refused:
         return refused
     if not changes or not all(isinstance(c, StateChange) for c in changes.values()):
@@ -242,16 +236,16 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
             dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
 
 
-def _not_on_spark_3_5(command: str, checkpoint: str) -> Optional[ToolResult]:
-    """The refusal of a tool that changes a checkpoint, on Spark 3.5, before any session starts: statesnap's Spark 3.5
-    jar has the read-only tools only (``inspect``, ``check``); adopt, release and migrate are Spark 4.x code
-    (``shims/spark-4.0-4.3``), which the 3.5 jar does not hold. None on Spark 4."""
+def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:
+    """The refusal of ``migrate`` on Spark 3.5, before any session starts: it migrates transformWithState state
+    offline, which Spark 3.5 does not have (its group state and aggregations migrate online, as the query restarts
+    on statesnap), and its code is Spark 4.x's (``shims/spark-4.0-4.3``). None on Spark 4."""
     if not pyspark.__version__.startswith("3."):
         return None
-    return ToolResult(command, Outcome.REFUSED, [
-        f"cannot {command} {checkpoint}: `{command}` is not available on Spark {pyspark.__version__} yet (statesnap "
-        "runs `inspect` and `check` on Spark 3.5; the tools that change a checkpoint need Spark 4). Nothing was "
-        "changed."])
+    return ToolResult("migrate", Outcome.REFUSED, [
+        f"cannot migrate {checkpoint}: `migrate` rewrites transformWithState state offline, and Spark "
+        f"{pyspark.__version__} has no transformWithState (statesnap migrates its group state and aggregations online, "
+        "as the query restarts on statesnap: `adopt` a checkpoint of Spark's provider first). Nothing was changed."])
 
 
 def _require_checkpoint(spark: Any, checkpoint: str) -> None:
