@@ -239,6 +239,13 @@ def _start(stateful, checkpoint: str, name: Optional[str], collected: list):
     return (writer.queryName(name) if name else writer).start()
 
 
+def await_listeners(query) -> None:
+    """Waits until the session's listeners handled every event of the run, as a restart a moment later would find
+    it: statesnap's listener logs migrations and, on Spark 3.5, records the stateful operators' names from a run's
+    progress, which the next run's stores and the tools read."""
+    query._jsq.sparkSession().sparkContext().listenerBus().waitUntilEmpty()
+
+
 def _run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[list, RunResult]:
     """Runs a stateful streaming DataFrame over the input not yet processed (availableNow) and returns its output
     rows, with a result whose ``seen`` is left for the caller to fill."""
@@ -248,6 +255,7 @@ def _run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[
         query.awaitTermination()
     finally:
         query.stop()
+        await_listeners(query)
     progress = [p for p in query.recentProgress if p["stateOperators"]]
     migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
     return collected, RunResult({}, None if None in migrated else sum(migrated), progress)

@@ -10,7 +10,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 import statesnap
-from apps import INPUT_SCHEMA, write_input
+from apps import INPUT_SCHEMA, await_listeners, write_input
 from migration_evidence import assert_migrated
 from minors import MINOR, SPARK_STATE_READER
 
@@ -30,6 +30,7 @@ def run_to_end(stateful, checkpoint: str, output_mode: str = "append", sink_fail
         query.awaitTermination()
     finally:
         query.stop()
+        await_listeners(query)
     return rows
 
 

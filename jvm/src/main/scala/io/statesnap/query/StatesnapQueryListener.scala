@@ -8,7 +8,6 @@ import scala.util.control.NonFatal
 import io.statesnap.ScalaCompat._
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
-import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
@@ -30,14 +29,17 @@ import org.slf4j.LoggerFactory
  * A query that ends on a statesnap refusal has it said once, at ERROR, when it terminates.
  */
 class StatesnapQueryListener extends StreamingQueryListener {
-  /** The queries started in this session, by id: a query may be gone when its last progress event arrives. */
-  private val started = new ConcurrentHashMap[UUID, (String, String, Configuration)]
+  /**
+   * The queries started in this session, by id, kept until they terminate: a short run (availableNow) has often
+   * ended, and left Spark's active queries, when the listener bus hands over its progress events.
+   */
+  private val started = new ConcurrentHashMap[UUID, RunningQuery]
   /** The runs whose operator names [[recordOperatorNames]] recorded (or tried to, once per run). */
   private val operatorsNamed = ConcurrentHashMap.newKeySet[UUID]()
 
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     StatesnapRunningQueries.find(event.id).foreach { query =>
-      started.put(event.id, (query.describe, query.checkpoint, query.hadoopConf))
+      started.put(event.id, query)
       StatesnapQueryListener.prepare(query)
     }
 
@@ -47,12 +49,15 @@ class StatesnapQueryListener extends StreamingQueryListener {
    */
   override def onQueryProgress(event: QueryProgressEvent): Unit = {
     val progress = event.progress
-    if (operatorsNamed.add(progress.runId)) recordOperatorNames(progress.id)
+    val query = Option(started.get(progress.id))
+    if (operatorsNamed.add(progress.runId)) query.foreach(recordOperatorNames)
     val migrated = progress.stateOperators.exists(o =>
       Option(o.customMetrics.get(StatesnapMetrics.MigratedEntries.name)).exists(_ > 0))
-    if (migrated) Option(started.get(progress.id)).foreach { case (describe, checkpoint, hadoopConf) =>
+    if (migrated) query.foreach { query =>
+      val describe = query.describe
       try {
-        MigrationSummaries.read(new Path(checkpoint, "state").toString, progress.batchId + 1, hadoopConf).foreach {
+        val stateRoot = new Path(query.checkpoint, "state").toString
+        MigrationSummaries.read(stateRoot, progress.batchId + 1, query.hadoopConf).foreach {
           case (operator, m) => StatesnapQueryListener.log.warn(s"statesnap migrated state '${m.state}' of operator " +
             s"$operator in batch ${progress.batchId} of $describe: ${m.entries} entries in ${m.stores} partitions " +
             s"in ${m.millis} ms: ${m.changes.mkString("; ")}")
@@ -70,8 +75,8 @@ class StatesnapQueryListener extends StreamingQueryListener {
    * a streaming aggregation ([[QueryStates.operatorName]]). A failure is logged: without the names, a registered
    * aggregation is guarded, not migrated.
    */
-  private def recordOperatorNames(id: UUID): Unit =
-    StatesnapRunningQueries.find(id).filter(_.conf(QueryRegistrations.Conf).isDefined).foreach { query =>
+  private def recordOperatorNames(query: RunningQuery): Unit =
+    if (query.conf(QueryRegistrations.Conf).isDefined) {
       try {
         val operators = query.operatorsWithoutMetadata
         if (operators.nonEmpty) {
