@@ -38,7 +38,7 @@ def test_each_spark_minor_gets_its_own_jar_and_an_unsupported_one_is_refused(mon
     assert statesnap.jar_path().endswith(f"statesnap-spark{minor}.jar")
     monkeypatch.setattr(pyspark, "__version__", "3.4.4")
     with pytest.raises(RuntimeError, match=r"no jar for Spark 3\.4 \(pyspark 3\.4\.4\); it ships jars for "
-                                           r"Spark 4\.0, 4\.1, 4\.2, 4\.3"):
+                                           r"Spark 3\.5, 4\.0, 4\.1, 4\.2, 4\.3"):
         statesnap.jar_path()
 
 
