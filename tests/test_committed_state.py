@@ -231,7 +231,7 @@ def test_a_version_that_cannot_be_rebuilt_raises_with_the_reason(apps, tmp_path)
 
 
 def test_the_reader_loads_nothing_of_spark_py4j_or_statesnap():
-    code = ("import sys, committed_state; loaded = [m for m in sys.modules if m.split('.')[0] in "
+    code = ("import sys, committed_state, committed_avro; loaded = [m for m in sys.modules if m.split('.')[0] in "
             "('pyspark', 'py4j', 'statesnap')]; assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent,
                    env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
