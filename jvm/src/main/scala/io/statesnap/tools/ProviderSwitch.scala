@@ -51,8 +51,10 @@ object ProviderSwitch {
     if (current == to) return ToolReport(Seq(s"$location already runs on $to (offsets/$batch): nothing to do"),
       ToolReport.Nothing)
     if (current != from) refuse(s"offsets/$batch pins the provider $current; $verb moves a checkpoint from $from")
-    checkpoint.requireUnsafeRowState(batch)
+    val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
     if (to == Statesnap) TransformWithStateAdoption.refuseWhereSparkKeepsIt(checkpoint)
+    if (avro && writtenAs.nonEmpty) refuse("--written-as names the layout of UnsafeRow entries, and this " +
+      "checkpoint's state is Avro-encoded: each entry names the schema id that wrote it")
 
     if (to == Spark) {
       val disagree = StatesnapCheckpointReader.disagreements(location, checkpoint.hadoopConf)
@@ -60,7 +62,10 @@ object ProviderSwitch {
         s"say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
         "first batch writes them), then release")
     }
-    val (scanned, layouts) = if (to == Statesnap) layoutScan(spark, checkpoint, batch, writtenAs) else (Nil, Nil)
+    val (scanned, layouts) =
+      if (to != Statesnap) (Nil, Nil)
+      else if (avro) (Seq(AvroNotScanned), Nil)
+      else layoutScan(spark, checkpoint, batch, writtenAs)
     val file = checkpoint.offsetsFile(batch)
     val before = checkpoint.read(file)
     val after = StoppedCheckpoint.withProvider(before, current, to).getOrElse(refuse(s"offsets/$batch names the " +
@@ -149,6 +154,16 @@ object ProviderSwitch {
         "schema of it, as Spark's own check does; a streaming aggregation registered for 'aggregation' migrates from " +
         "the run after"
     }
+
+  /**
+   * What `adopt` says of Avro-encoded state instead of a layout scan: an Avro entry is not read under a layout it
+   * might not be in, it names the schema id that wrote it.
+   */
+  private val AvroNotScanned = "the state is Avro-encoded: every entry names the schema id that wrote it, and " +
+    "Spark's schema files map each id to its schema. statesnap decodes each entry under its own id when its first " +
+    "run rewrites the state to the declared schema (a state Spark evolved lazily, with entries under older ids, is " +
+    "rewritten in that run even if its schema does not change); an entry under an id the files do not list fails " +
+    "that batch, and nothing is committed"
 
   /** A layout `adopt` records beside a state: what it says, where, and the record. */
   private final case class WrittenAs(says: String, file: Path, record: StateSnapshotRecord)

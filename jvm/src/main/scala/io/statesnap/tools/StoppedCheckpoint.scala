@@ -71,13 +71,23 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   def pinnedProvider(batch: Long): String = pinnedConfs(batch).getOrElse(StoppedCheckpoint.ProviderConf,
     refuse(s"offsets/$batch pins no state store provider"))
 
-  /** Refuses state statesnap cannot rewrite: encoded other than as UnsafeRow, or with a checksum per value. */
-  def requireUnsafeRowState(batch: Long): Unit = {
+  /**
+   * Refuses state statesnap cannot rewrite: with a checksum per value, or encoded other than as UnsafeRow, except
+   * Avro-encoded transformWithState state where `avroTransformWithState` (statesnap's provider serves it; `migrate`
+   * does not rewrite it yet). @return whether the state is Avro-encoded
+   */
+  def requireRewritableState(batch: Long, avroTransformWithState: Boolean): Boolean = {
     val confs = pinnedConfs(batch)
-    confs.get(StoppedCheckpoint.EncodingConf).filter(_ != "unsaferow").foreach(e => refuse(s"its state is encoded " +
-      s"as $e (${StoppedCheckpoint.EncodingConf}, pinned): statesnap reads and migrates UnsafeRow state only"))
+    val encoding = confs.getOrElse(StoppedCheckpoint.EncodingConf, "unsaferow")
+    val avro = encoding == "avro" && avroTransformWithState
+    if (encoding != "unsaferow" && !avro) refuse(s"its state is encoded as $encoding " +
+      s"(${StoppedCheckpoint.EncodingConf}, pinned): statesnap's $verb rewrites UnsafeRow state only")
+    if (avro && operators._2.nonEmpty) refuse(s"its state is encoded as avro (${StoppedCheckpoint.EncodingConf}, " +
+      s"pinned) and operators ${operators._2.mkString(", ")} are not transformWithState: statesnap serves the " +
+      "Avro-encoded state of transformWithState only")
     if (confs.get(StoppedCheckpoint.RowChecksumConf).contains("true")) refuse(s"its stores keep a checksum with " +
       s"every value (${StoppedCheckpoint.RowChecksumConf}=true, pinned), which statesnap's migration does not write")
+    avro
   }
 
   /** The operators Spark wrote transformWithState operator metadata (v2) for, and the other stateful ones. */

@@ -35,27 +35,31 @@ class StatesnapStateStoreProvider extends SingleStateProvider with ProviderGlue 
    * operator, until its first commit (Spark's driver writes the files in the first batch of a run only).
    */
   @volatile private var keepsSparkFiles = false
+  /** The schema ids of an Avro-encoded store (`encodingFormat=avro`), which Spark's provider encodes with. */
+  @volatile private[provider] var avroSchemas: Option[StatesnapAvroSchemas] = None
 
   override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
       hadoopConf: Configuration, useMultipleValuesPerKey: Boolean,
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
     val encoding = storeConfs.stateStoreEncodingFormat
-    if (encoding != "unsaferow") {
-      throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"statesnap migrates state " +
-        s"encoded as UnsafeRow, but operator ${stateStoreId.operatorId} uses encodingFormat=$encoding. Set " +
-        "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
-        "keeps the encoding it was created with).")
-    }
-    setUp(stateStoreId, keySchema, valueSchema, storeConfs, hadoopConf, singleState = !useColumnFamilies)
     // Spark hands a schema provider to the column-family stores of transformWithState only (a state broadcast
     // to the operator, or Spark's state reader's in-memory one); stream-stream join state format 3 gets none.
     transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
+    if (encoding != "unsaferow" && !(encoding == "avro" && transformWithState)) {
+      throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"statesnap migrates state " +
+        s"encoded as UnsafeRow, and the Avro-encoded state of transformWithState, but operator " +
+        s"${stateStoreId.operatorId} is another operator and uses encodingFormat=$encoding. Set " +
+        "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
+        "keeps the encoding it was created with).")
+    }
+    avroSchemas = if (encoding == "avro") stateSchemaProvider.map(new StatesnapAvroSchemas(_)) else None
+    setUp(stateStoreId, keySchema, valueSchema, storeConfs, hadoopConf, singleState = !useColumnFamilies)
     keepsSparkFiles = transformWithState && stateStoreId.partitionId == 0 &&
       stateSchemaProvider.exists(_.isInstanceOf[StateSchemaBroadcast])
     if (!useColumnFamilies) singleStateKeySpec = keyStateEncoderSpec
     inner.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies, storeConfs,
-      hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
+      hadoopConf, useMultipleValuesPerKey, avroSchemas.orElse(stateSchemaProvider))
   }
 
   override protected def wrap(store: StateStore): SingleStateStore = new StatesnapStateStore(store, this)

@@ -161,7 +161,7 @@ object OfflineMigration {
     val provider = checkpoint.pinnedProvider(batch)
     if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
       s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
-    checkpoint.requireUnsafeRowState(batch)
+    checkpoint.requireRewritableState(batch, avroTransformWithState = false)
     val (transformWithState, others) = checkpoint.operators
     val (op, family) = transformWithState match {
       case Seq(op) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(

@@ -40,8 +40,11 @@ object StatesnapCheckpointReader {
   /** One store at the version read: `state/<operator>/<partition>[/<store>]`. */
   final case class Store(operator: Int, partition: Int, storeName: String, version: Long)
 
-  /** The entries (key, value) of one column family of one store, without the family's 2-byte key prefix. */
-  final case class Entries(store: Store, entries: Seq[(Array[Byte], Array[Byte])])
+  /**
+   * The entries (key, value) of one column family of one store, without the family's 2-byte key prefix, and whether
+   * the store is Avro-encoded (`encodingFormat=avro`, as the batch pins it) rather than in UnsafeRows.
+   */
+  final case class Entries(store: Store, entries: Seq[(Array[Byte], Array[Byte])], avroEncoded: Boolean)
 
   private val CommitName = """(\d+)""".r
   val DefaultStore: String = StateStoreId.DEFAULT_STORE_NAME
@@ -78,7 +81,8 @@ object StatesnapCheckpointReader {
         val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
           .flatMap(ids => ids.lift(storeIndex(name, ids.length)))
         val store = Store(operator, partition, name, commit.batch + 1)
-        readStore(fs, dir, store, id, commit, Some(columnFamily), hadoopConf).map(Entries(store, _))
+        readStore(fs, dir, store, id, commit, Some(columnFamily), hadoopConf)
+          .map(Entries(store, _, commit.avroEncoded))
       }
     }
   }
@@ -255,6 +259,7 @@ object StatesnapCheckpointReader {
       pinned: Map[String, String]) {
     /** The codec of the state files: the one the query pinned, not this JVM's default. */
     def codec: String = pinned.getOrElse("spark.sql.streaming.stateStore.compression.codec", "lz4")
+    def avroEncoded: Boolean = pinned.get("spark.sql.streaming.stateStore.encodingFormat").contains("avro")
     /** What RocksDB's merge operator put between the values merged into one key (list state's elements). */
     def mergeDelimiter: Array[Byte] = ColumnFamilyRecords.mergeDelimiter(pinned)
   }

@@ -8,7 +8,9 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.UnsafeRowLayout
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.Platform
 
 /**
  * Rewrites every value of one column family (or of a store without them) in the RocksDB instance behind Spark's
@@ -19,8 +21,8 @@ import org.apache.spark.sql.types.StructType
  */
 final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapRewrite.RocksDBWrites,
     keyPrefix: Method, columnFamily: Option[String], keySpec: KeyStateEncoderSpec, newValueSchema: StructType) {
-  import StatesnapRewrite.{InSource, Source}
-  import StatesnapValueRewriter.{hasPrefix, join}
+  import StatesnapRewrite.{EntryFailure, InSource, LayoutFailure, Source}
+  import StatesnapValueRewriter.{hasPrefix, hex, join, listElements}
 
   /**
    * Streams through a point-in-time view of the column family, replacing each value by the `convert` of the one
@@ -31,7 +33,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
   def rewriteAll(sources: Seq[Source], afterEach: () => Unit): Unit = {
     val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
-    val in = new InSource(sources, describeKey)
+    val in = new InSource(sources, describeKey(_))
     forEachEntry { (key, value) =>
       writes.overwrite(key, encoder.encodeValue(in.converted(key, decoder.decodeValue(value))))
       afterEach()
@@ -50,12 +52,59 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
       newValueSchema, rocksDB)
     val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
     val elements = new ArrayBuffer[Array[Byte]]
-    val in = new InSource(sources, describeKey)
+    val in = new InSource(sources, describeKey(_))
     forEachEntry { (key, value) =>
       elements.clear()
       decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(in.converted(key, old)))
       writes.overwrite(key, join(elements, delimiter))
       afterEach(elements.length)
+    }
+  }
+
+  /**
+   * The same for the Avro-encoded state of transformWithState (`encodingFormat=avro`), whose every value, and every
+   * element of a list, starts with the schema id it was written under: each is decoded by Spark's own Avro decoder
+   * in the schema Spark's files give that id (`sources(i)` for `ids(i)`), converted by that id's source, and encoded
+   * by Spark's own encoder in the new schema, under the id `schemas` gives the state now. An entry under an id in
+   * `refused` stops the rewrite with that refusal; one under an id Spark's files do not list, or whose bytes do not
+   * decode, with a [[StatesnapRewrite.LayoutFailure]].
+   */
+  def rewriteAllAvro(schemas: StatesnapAvroSchemas, ids: Seq[Short], refused: Map[Short, RuntimeException],
+      list: Boolean)(sources: Seq[Source], afterEach: Int => Unit): Unit = {
+    val state = columnFamily.getOrElse(throw new IllegalStateException("Avro state lives in column families"))
+    val decoders = ids.zip(sources).zipWithIndex.map { case ((id, source), i) =>
+      id -> (i, new AvroStateEncoder(keySpec, source.layout, Some(schemas), state))
+    }.toMap
+    val encoder = new AvroStateEncoder(keySpec, newValueSchema, Some(schemas), state)
+    def converted(key: Array[Byte], value: Array[Byte]): UnsafeRow = {
+      val id = StatesnapAvroSchemas.schemaIdOf(value).getOrElse(throw new LayoutFailure(describeKey(key, encoder),
+        s"its value has no Avro format version byte 0 and schema id (${hex(value)})"))
+      refused.get(id).foreach(refusal => throw refusal)
+      val (index, decoder) = decoders.getOrElse(id, throw new LayoutFailure(describeKey(key, encoder), s"its " +
+        s"value was written under schema id $id, which Spark's schema files do not list for the state (they list " +
+        s"${(ids ++ refused.keys).sorted.mkString(", ")})"))
+      val old = try decoder.decodeValue(value) catch {
+        case NonFatal(e) => throw new LayoutFailure(describeKey(key, encoder), s"its value does not decode as the " +
+          s"Avro record of schema id $id (${sources(index).layout.simpleString}): $e")
+      }
+      try sources(index).convert(old) catch {
+        case NonFatal(e) => throw new EntryFailure(describeKey(key, encoder), old.copy(), index, e)
+      }
+    }
+    if (!list) forEachEntry { (key, value) =>
+      writes.overwrite(key, encoder.encodeValue(converted(key, value)))
+      afterEach(1)
+    } else {
+      val elementEncoder = StatesnapSparkGlue.listValueEncoder(encoder, newValueSchema, rocksDB)
+      val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
+      val elements = new ArrayBuffer[Array[Byte]]
+      forEachEntry { (key, value) =>
+        elements.clear()
+        listElements(value, delimiter, describeKey(key, encoder))
+          .foreach(e => elements += elementEncoder.encodeValue(converted(key, e)))
+        writes.overwrite(key, join(elements, delimiter))
+        afterEach(elements.length)
+      }
     }
   }
 
@@ -82,18 +131,20 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
   }
 
   /**
-   * A stored key as the application sees it (for errors), or its bytes when it does not decode. A plain key (a
-   * version byte, then a row) is checked against its layout before any field is read ([[UnsafeRowLayout.describe]]);
-   * the composite key of a map state is decoded by Spark's own encoder.
+   * A stored key as the application sees it (for errors), or its bytes when it does not decode. A plain UnsafeRow key
+   * (a version byte, then a row) is checked against its layout before any field is read
+   * ([[UnsafeRowLayout.describe]]); an Avro key (`avro`, the state's Avro encoder) and the composite key of a map
+   * state are decoded by Spark's own encoder.
    */
-  private def describeKey(key: Array[Byte]): String = {
+  private def describeKey(key: Array[Byte], avro: RocksDBDataEncoder = null): String = {
     val stored = if (columnFamily.isDefined) RocksDBStateStoreProvider.decodeStateRowWithPrefix(key) else key
     keySpec match {
-      case NoPrefixKeyStateEncoderSpec(keySchema) =>
+      case NoPrefixKeyStateEncoderSpec(keySchema) if avro == null =>
         UnsafeRowLayout.describe(stored, 1, stored.length - 1, Some(keySchema))
       case _ => try {
-        RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(keySpec, newValueSchema), keySpec,
-          columnFamily.isDefined).decodeKey(stored).toSeq(keySpec.keySchema).mkString("[", ", ", "]")
+        val data = Option(avro).getOrElse(new UnsafeRowDataEncoder(keySpec, newValueSchema))
+        RocksDBStateEncoder.getKeyEncoder(data, keySpec, columnFamily.isDefined).decodeKey(stored)
+          .toSeq(keySpec.keySchema).mkString("[", ", ", "]")
       } catch {
         case NonFatal(_) => UnsafeRowLayout.describe(key, 0, key.length, None)
       }
@@ -146,6 +197,33 @@ object StatesnapValueRewriter {
     }
     joined
   }
+
+  /**
+   * The elements of a list state's value, `[int32 length, native order][element]` each, joined by `delimiter`, each
+   * checked to lie within the value. @throws LayoutFailure naming `key` where the bytes are not that
+   */
+  private def listElements(value: Array[Byte], delimiter: Array[Byte], key: => String): Seq[Array[Byte]] = {
+    val elements = new ArrayBuffer[Array[Byte]]
+    var at = 0
+    while (at < value.length) {
+      if (at > 0) {
+        if (!Arrays.equals(value, at, math.min(value.length, at + delimiter.length), delimiter, 0, delimiter.length)) {
+          throw new StatesnapRewrite.LayoutFailure(key, s"its list value has no delimiter after the element ending " +
+            s"at byte $at (${hex(value)})")
+        }
+        at += delimiter.length
+      }
+      val length = if (at + 4 <= value.length) Platform.getInt(value, Platform.BYTE_ARRAY_OFFSET + at) else -1
+      if (length < 0 || at + 4 + length > value.length) throw new StatesnapRewrite.LayoutFailure(key, s"its list " +
+        s"value has no element length within its ${value.length} bytes at byte $at (${hex(value)})")
+      elements += Arrays.copyOfRange(value, at + 4, at + 4 + length)
+      at += 4 + length
+    }
+    elements.toSeq
+  }
+
+  private def hex(bytes: Array[Byte]): String = bytes.take(64).map("%02x".format(_)).mkString +
+    (if (bytes.length > 64) "..." else "")
 
   private def hasPrefix(key: Array[Byte], prefix: Array[Byte]): Boolean =
     key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)

@@ -4,7 +4,8 @@ import io.statesnap.provider.{SnapshotCatalog, TransformWithStateSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSparkGlue, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapAvroSchemas, StatesnapSparkGlue,
+  StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.Store
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
@@ -16,13 +17,19 @@ import org.apache.spark.unsafe.Platform
  * (`shims/spark-3.5`: a 3.5 store has none of these).
  */
 object ColumnFamilyRecords {
-  /** statesnap's record bytes in the catalog family of every store at the latest committed batch. */
+  /**
+   * statesnap's record bytes in the catalog family of every store at the latest committed batch (in an Avro-encoded
+   * store, an Avro record of them: [[StatesnapAvroSchemas.catalogRecord]]).
+   */
   def inStores(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Array[Byte])] =
     StatesnapCheckpointReader.read(checkpoint, SnapshotCatalog.ColumnFamily, hadoopConf).flatMap { e =>
       e.entries.map { case (_, stored) =>
-        val row = new UnsafeRow(1)
-        row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
-        e.store -> row.getBinary(0)
+        if (e.avroEncoded) e.store -> StatesnapAvroSchemas.catalogRecord(stored)
+        else {
+          val row = new UnsafeRow(1)
+          row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + 1, stored.length - 1) // after the encoding version byte
+          e.store -> row.getBinary(0)
+        }
       }
     }
 
