@@ -13,9 +13,9 @@ and bytes as a long length then the bytes, a union as a long branch index then t
 from __future__ import annotations
 
 import struct
-from typing import Any, Union
+from typing import Any, Optional, Union
 
-from committed_state import LayoutError, Schema, parse_schema
+from committed_state import LayoutError, Schema, list_delimiter, parse_schema, partitions, read_store, split_list
 
 # Spark's integral types all become Avro int (32 bits) but for bigint (long); each is range-checked as its type.
 _INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
@@ -26,6 +26,55 @@ def avro_entry(encoded: bytes, where: str = "entry") -> tuple[int, bytes]:
     if len(encoded) < 3 or encoded[0] != 0:
         raise LayoutError(f"{where}: no format version byte 0 and schema id before the Avro row ({encoded[:16].hex()})")
     return struct.unpack_from("<h", encoded, 1)[0], encoded[3:]
+
+
+def committed_entries(checkpoint: str, family: str, schemas: dict[int, str], kind: str = "value",
+                      key_schema: str = "id string", user_key_schema: str = "k string",
+                      version: Optional[int] = None) -> dict[Any, Any]:
+    """Every entry of transformWithState state ``family`` (operator 0) at a committed version (the latest by
+    default), by grouping key (one field): ``(schema id, values)`` of a value state, a list of them for a list state's
+    elements, ``{user key: (schema id, values)}`` for a map state (a one-field user key). Each value is decoded
+    exactly under the schema its own id names in ``schemas``; an id not in it is a LayoutError."""
+    entries: dict[Any, Any] = {}
+    for partition in partitions(checkpoint):
+        delimiter = list_delimiter(checkpoint, 0, partition, version)
+        for key, value in read_store(checkpoint, partition=partition, version=version).get(family, {}).items():
+            where = f"{family} entry {key.hex()}"
+            if kind == "map":
+                group, user_key = _map_key(key, key_schema, user_key_schema, where)
+                entries.setdefault(group, {})[user_key] = _decoded(value, schemas, where)
+                continue
+            key_id, key_row = avro_entry(key, where)
+            if key_id != 0:
+                raise LayoutError(f"{where}: key schema id {key_id}; Spark never evolves a key schema")
+            (group,) = decode_avro(key_row, key_schema, where)
+            entries[group] = ([_decoded(e, schemas, where) for e in split_list(value, delimiter, where)]
+                              if kind == "list" else _decoded(value, schemas, where))
+    return entries
+
+
+def _map_key(key: bytes, key_schema: str, user_key_schema: str, where: str) -> tuple[Any, Any]:
+    """A map state's key, Spark's composite ``struct<key, userKey>``: ``[int32 LE prefix length][0][Avro record of
+    the grouping key][0][schema id][Avro record of the user key]`` (the prefix has no schema id)."""
+    if len(key) < 4:
+        raise LayoutError(f"{where}: no prefix length")
+    length = struct.unpack_from("<i", key, 0)[0]
+    prefix, rest = key[4:4 + length], key[4 + length:]
+    if length < 1 or len(prefix) != length or prefix[0] != 0:
+        raise LayoutError(f"{where}: no grouping key prefix of {length} bytes starting with version byte 0")
+    ((group,),) = decode_avro(prefix[1:], f"key struct<{key_schema.replace(' ', ': ', 1)}>", where)
+    key_id, user_row = avro_entry(rest, where)
+    if key_id != 0:
+        raise LayoutError(f"{where}: user key schema id {key_id}; Spark never evolves a key schema")
+    ((user_key,),) = decode_avro(user_row, f"userKey struct<{user_key_schema.replace(' ', ': ', 1)}>", where)
+    return group, user_key
+
+
+def _decoded(encoded: bytes, schemas: dict[int, str], where: str) -> tuple[int, tuple]:
+    schema_id, row = avro_entry(encoded, where)
+    if schema_id not in schemas:
+        raise LayoutError(f"{where}: schema id {schema_id}, not one of {sorted(schemas)}")
+    return schema_id, decode_avro(row, schemas[schema_id], where)
 
 
 def decode_avro(data: bytes, schema: Union[str, Schema], where: str = "row") -> tuple:

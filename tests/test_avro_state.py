@@ -6,7 +6,6 @@ bytes with rocksdict and the standard-library Avro decoder of tests/committed_av
 Spark or statesnap."""
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,15 @@ from pyspark.errors import StreamingQueryException
 
 import statesnap
 from apps import STOCK_PROVIDER, StateSpec, run_app, write_input
-from committed_avro import avro_entry, decode_avro
-from committed_state import list_delimiter, partitions, read_store, split_list
+from committed_avro import committed_entries
+from committed_state import partitions, read_store
 from minors import TWS_ONLINE
 
 pytestmark = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark "
                                                        "4.0/4.1 only (SPARK-54117)")
 
 ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
+KINDS = {"events": "list", "last": "map"}
 INTERRUPT = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
 V1 = "n int, label string"
 V2 = "n bigint, label string, note string"
@@ -43,44 +43,9 @@ def avro(spark):
     spark.conf.set(ENCODING, "unsaferow")  # as statesnap.configure() set it
 
 
-def committed(checkpoint: str, family: str, schemas: dict[int, str], version: int = None) -> dict[str, Any]:
-    """Every entry of ``family`` at a committed version, by grouping key: (schema id, values) of a value, a list
-    of them for a list state's elements, {user key: (schema id, values)} for a map state; each decoded exactly
-    under the schema its own id names in ``schemas``."""
-    entries: dict[str, Any] = {}
-    for partition in partitions(checkpoint):
-        delimiter = list_delimiter(checkpoint, 0, partition, version)
-        for key, value in read_store(checkpoint, partition=partition, version=version).get(family, {}).items():
-            where = f"{family} entry {key.hex()}"
-            if family == "last":
-                group, user_key = map_key(key, where)
-                entries.setdefault(group, {})[user_key] = decoded(value, schemas, where)
-                continue
-            key_id, key_row = avro_entry(key, where)
-            assert key_id == 0, where  # Spark never evolves a key schema
-            (group,) = decode_avro(key_row, "id string", where)
-            entries[group] = ([decoded(e, schemas, where) for e in split_list(value, delimiter, where)]
-                              if family == "events" else decoded(value, schemas, where))
-    return entries
-
-
-def map_key(key: bytes, where: str) -> tuple[str, str]:
-    """A map state's key, Spark's composite ``struct<key, userKey>``: ``[int32 LE prefix length][0][Avro of the
-    grouping key][0][schema id][Avro of the user key]``, each part a record of its one field (no id in the prefix)."""
-    length = struct.unpack_from("<i", key, 0)[0]
-    prefix, rest = key[4:4 + length], key[4 + length:]
-    assert prefix[0] == 0, where
-    ((group,),) = decode_avro(prefix[1:], "key struct<id: string>", where)
-    key_id, user_row = avro_entry(rest, where)
-    assert key_id == 0, where
-    ((user_key,),) = decode_avro(user_row, "userKey struct<k: string>", where)
-    return group, user_key
-
-
-def decoded(encoded: bytes, schemas: dict[int, str], where: str) -> tuple[int, tuple]:
-    schema_id, row = avro_entry(encoded, where)
-    assert schema_id in schemas, f"{where}: schema id {schema_id}, not one of {sorted(schemas)}"
-    return schema_id, decode_avro(row, schemas[schema_id], where)
+def committed(checkpoint: str, family: str, schemas: dict[int, str]) -> dict[str, Any]:
+    """The committed entries of one of :func:`specs`' states (see :func:`committed_entries`)."""
+    return committed_entries(checkpoint, family, schemas, KINDS.get(family, "value"))
 
 
 def read_back(spark, source: str, checkpoint: str, states: list[StateSpec], keys=("a", "b")) -> dict:

@@ -58,48 +58,18 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   /**
    * An Avro-encoded state (`encodingFormat=avro`): its entries are written under the schema id
-   * [[StatesnapAvroSchemas.target]] gives it from now on, and rewritten to the declared schema when that differs from
-   * the recorded one (a migration, or a reconfiguration such as a rename: Avro names every field), or when statesnap
-   * adopts it (no record of its own yet) from Spark's lazy evolution, whose entries keep the schema id that wrote them. Each entry is converted from the schema of its own id as the one decision
-   * says for that schema: the recorded schema's migration, or that of Spark's files for an older id (an entry under
-   * an id whose schema the decision refuses stops the migration with that refusal, and nothing is committed).
-   * Afterwards every entry has the declared schema, whatever Spark's evolutions wrote before.
+   * [[StatesnapAvroSchemas.target]] gives it from now on, and rewritten where [[AvroStateMigration]] says.
    */
   private def rewriteAvro(state: String, keySpec: KeyStateEncoderSpec, current: StateSnapshotRecord,
       recorded: Option[StateSnapshotRecord], decided: StateDecision, avro: StatesnapAvroSchemas,
       adopted: Boolean): Unit = {
     val declared = schemaOf(current.valueSnapshot)
-    val written = avro.valueSchemas(state)
-    val target = avro.target(state, declared)
-    // Avro resolves fields by name: a rename the decision only records (same UnsafeRow layout) is a rewrite here.
-    val rewrite = recorded.exists(r => schemaOf(r.valueSnapshot) != declared) ||
-      (adopted && written.exists(_._2 != declared))
-    if (rewrite && hasEntries(state)) {
-      val decisions = written.map { case (id, schema) => id -> avroSource(state, schema, current, recorded, decided) }
-      val sources = decisions.collect { case (id, Right(source)) => id -> source }
-      val refused = decisions.collect { case (id, Left(refusal)) => id -> refusal }.toMap
-      if (sources.isEmpty) throw refused.values.head
-      log.info(s"statesnap: ${describe(state)} is Avro-encoded under schema ids ${written.map(_._1).mkString(", ")}; " +
-        s"its entries are rewritten to ${declared.simpleString} under schema id $target")
+    avro.target(state, declared)
+    if (AvroStateMigration.needed(state, avro, recorded, current, adopted) && hasEntries(state)) {
       val start = System.nanoTime()
-      val rewriter = provider.valueRewriter(state, keySpec, declared)
-      val migrated = StateMigrator.migrate(sources.map(_._2), describe(state), gate)(
-        rewriter.rewriteAllAvro(avro, sources.map(_._1), refused, list = current.kind == StateKind.List))
-      counters.recordMigration(state, sources.head._2.migration.changes, migrated, System.nanoTime() - start)
-    }
-  }
-
-  /** How entries Spark's files say were written with `schema` become the `current` layout, or why they cannot. */
-  private def avroSource(state: String, schema: StructType, current: StateSnapshotRecord,
-      recorded: Option[StateSnapshotRecord], decided: StateDecision): Either[RuntimeException, StateMigrator.Source] = {
-    val from = recorded.filter(r => schemaOf(r.valueSnapshot) == schema)
-      .getOrElse(TransformWithStateSchemaRecords.transformWithState(state, current.kind, schemaOf(current.keySnapshot),
-        schema))
-    (if (recorded.contains(from)) decided else StateDecision.decide(Some(from), current)) match {
-      case StateDecision.Migrate(migration, _) => Right(StateMigrator.Source(schema, migration))
-      case refuse: StateDecision.Refuse => Left(refuse.error(s"${describe(state)} holds entries Spark wrote with " +
-        s"${schema.simpleString}, and", Some(from), current))
-      case _ => Right(sourceAsIs(from))
+      val (migrated, changes) = AvroStateMigration.migrate(state, describe(state),
+        provider.valueRewriter(state, keySpec, declared), avro, recorded, current, decided, gate)
+      counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
   }
 

@@ -54,7 +54,7 @@ object OfflineMigration {
 
   /** The operator a migrate rewrites states of, found in the checkpoint's latest committed batch. */
   private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
-      states: Seq[TargetState], carried: Seq[(Int, Seq[Int])], loadIds: Option[CommitStateIds.Ids]) {
+      states: Seq[TargetState], carried: Seq[(Int, Seq[Int])], loadIds: Option[CommitStateIds.Ids], avro: Boolean) {
     def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
 
     /** One task per store: the target operator's, then the other operators' (carried). */
@@ -69,13 +69,19 @@ object OfflineMigration {
     def name: String = family.colFamilyName
   }
 
-  /** A state with its decision: `record` (the one committed beside it) when it migrates. */
+  /**
+   * A state with its decision: `record` (the one committed beside it) when it migrates. An Avro-encoded state
+   * (`avro`) also migrates when the decision only records a new schema (a rename): Avro names every field.
+   */
   private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
-      verdict: CompatibilityCheck.Verdict) {
+      verdict: CompatibilityCheck.Verdict, avro: Boolean) {
     def record: Option[StateSnapshotRecord] = verdict.decided match {
       case StateDecision.Migrate(_, r) => Some(r)
+      case StateDecision.Record(r) if avro && rewritesAvro => Some(r)
       case _ => None
     }
+    def rewritesAvro: Boolean = avro &&
+      StateDecision.schemaOf(target.recorded.valueSnapshot) != StateDecision.schemaOf(declared.valueSnapshot)
   }
 
   /**
@@ -112,7 +118,7 @@ object OfflineMigration {
         val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
         val declared = CompatibilityCheck.declare(t.recorded, None, None, None,
           DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
-        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared))
+        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared), target.avro)
         decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
     }
     val decided = recovered ++ decisions.flatMap(_._2)
@@ -144,6 +150,7 @@ object OfflineMigration {
       s"${target.partitions.size} partitions, batch ${target.batch}): ${d.verdict.headline}"
     val after = d.verdict.decided match {
       case StateDecision.AsIs => Seq("  no entry needs rewriting: the state already has that schema")
+      case _: StateDecision.Record if d.rewritesAvro => Nil
       case _: StateDecision.Record => Seq("  no entry needs rewriting (the bytes keep their layout): restart the new " +
         "application version, whose schema Spark's own check judges")
       case _ => Nil
@@ -161,7 +168,7 @@ object OfflineMigration {
     val provider = checkpoint.pinnedProvider(batch)
     if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
       s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
-    checkpoint.requireRewritableState(batch, avroTransformWithState = false)
+    val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
     val (transformWithState, others) = checkpoint.operators
     val (op, family) = transformWithState match {
       case Seq(op) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
@@ -194,7 +201,7 @@ object OfflineMigration {
     val recorded = TransformWithStateSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
     val partitions = partitionsOfOperator(op)
     Target(batch, stateRoot, op, partitions, states.map(s => TargetState(families(s), recorded(s))), carried,
-      loadIds(checkpoint, batch, (op -> partitions) +: carried))
+      loadIds(checkpoint, batch, (op -> partitions) +: carried), avro)
   }
 
   /**

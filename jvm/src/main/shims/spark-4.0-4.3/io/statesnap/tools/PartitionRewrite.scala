@@ -5,7 +5,8 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{MigrationGate, MigrationInterruption, StateDecision, StateMigrator}
+import io.statesnap.provider.{AvroStateMigration, MigrationGate, MigrationInterruption, StateDecision,
+  StateMigrator}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.TaskContext
 import io.statesnap.SparkClasses.StreamExecution
@@ -57,27 +58,29 @@ private[tools] object PartitionRewrite {
     val hadoopConf = job.hadoopConf.value
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     val provider = StateStoreProvider.create(ProviderClasses.SparkRocksDB)
-    provider.init(StateStoreId(job.stateRoot, task.operator, task.partition), Placeholder, Placeholder,
-      NoPrefixKeyStateEncoderSpec(Placeholder), useColumnFamilies = !task.carried, job.storeConf, hadoopConf,
-      useMultipleValuesPerKey = false, None)
+    val id = StateStoreId(job.stateRoot, task.operator, task.partition)
+    // An Avro store's encoders ask for each column family's schema ids, as Spark's driver gives them to a query.
+    val avro = if (task.carried || job.storeConf.stateStoreEncodingFormat != "avro") None
+      else Some(new StatesnapAvroSchemas(StatesnapSparkSchemaFiles.avroSchemaProvider(id, job.loadVersion - 1,
+        hadoopConf)))
+    provider.init(id, Placeholder, Placeholder, NoPrefixKeyStateEncoderSpec(Placeholder),
+      useColumnFamilies = !task.carried, job.storeConf, hadoopConf, useMultipleValuesPerKey = false, avro)
     try {
       val store = provider.getStore(job.loadVersion, task.loadId)
       try {
-        val rewritten = if (task.carried) 0L else job.rewrites.map(migrate(job, _, task, provider, store)).sum
+        val rewritten = if (task.carried) 0L else job.rewrites.map(migrate(job, _, task, provider, store, avro)).sum
         store.commit()
         Committed(rewritten, store.getStateStoreCheckpointInfo().stateStoreCkptId)
       } catch { case NonFatal(e) => store.abort(); throw e }
     } finally provider.close()
   }
 
-  private def migrate(job: Job, rewrite: Rewrite, task: Task, provider: StateStoreProvider, store: StateStore): Long = {
+  private def migrate(job: Job, rewrite: Rewrite, task: Task, provider: StateStoreProvider, store: StateStore,
+      avro: Option[StatesnapAvroSchemas]): Long = {
     val recorded = StateSnapshotRecord.fromBytes(rewrite.recorded)
     val declared = StateSnapshotRecord.fromBytes(rewrite.declared)
     val describe = s"state '${rewrite.state}' (operator ${task.operator}, partition ${task.partition})"
-    val migration = StateDecision.decide(Some(recorded), declared) match {
-      case StateDecision.Migrate(m, _) => m
-      case other => throw new IllegalStateException(s"$describe: the driver decided to migrate, this task $other")
-    }
+    val decided = StateDecision.decide(Some(recorded), declared)
     val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, oldValue, rewrite.keySpec,
@@ -86,8 +89,17 @@ private[tools] object PartitionRewrite {
       StateDecision.schemaOf(declared.valueSnapshot), describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.interruption)
-    val sources = Seq(StateMigrator.Source(oldValue, migration))
-    if (list) StateMigrator.migrate(sources, describe, gate)(rewriter.rewriteAllLists)
-    else StateMigrator.migrateValues(rewriter, sources, describe, gate)
+    def unexpected = new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided")
+    (decided, avro) match {
+      case (_: StateDecision.Migrate | _: StateDecision.Record, Some(schemas))
+          if AvroStateMigration.needed(rewrite.state, schemas, Some(recorded), declared, adopted = false) =>
+        AvroStateMigration.migrate(rewrite.state, describe, rewriter, schemas, Some(recorded), declared, decided,
+          gate)._1
+      case (StateDecision.Migrate(migration, _), None) =>
+        val sources = Seq(StateMigrator.Source(oldValue, migration))
+        if (list) StateMigrator.migrate(sources, describe, gate)(rewriter.rewriteAllLists)
+        else StateMigrator.migrateValues(rewriter, sources, describe, gate)
+      case _ => throw unexpected
+    }
   }
 }

@@ -133,6 +133,26 @@ object StatesnapSparkSchemaFiles {
     }.map(s => s.colFamilyName -> s).toMap
   }
 
+  /**
+   * The schema of every id Spark's files give each column family of a transformWithState store in batch `batchId`
+   * (every schema file the newest operator metadata up to that batch names, a later file's id overriding an earlier
+   * one's), as Spark's driver builds them for its Avro encoders: for a store loaded outside a query (`migrate`).
+   */
+  def avroSchemaProvider(id: StateStoreId, batchId: Long, hadoopConf: Configuration): StateSchemaProvider = {
+    val operatorDir = new Path(id.checkpointRootLocation, id.operatorId.toString)
+    val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
+    val files = metadataBatches(fm, operatorDir).filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
+      schemaFilePaths(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b)), id.storeName)
+    }
+    val schemas = files.flatMap(f => readSchemaFile(fm, new Path(f))).flatMap { s =>
+      Seq(StateSchemaMetadataKey(s.colFamilyName, s.keySchemaId, isKey = true) ->
+        StatesnapAvroSchemas.metadata(s.keySchema),
+        StateSchemaMetadataKey(s.colFamilyName, s.valueSchemaId, isKey = false) ->
+          StatesnapAvroSchemas.metadata(s.valueSchema))
+    }
+    new InMemoryStateSchemaProvider(StateSchemaMetadata(schemas.toMap))
+  }
+
   private def readMetadataV2(fm: CheckpointFileManager, path: Path): OperatorStateMetadataV2 =
     CheckpointFile.read(path, "Spark's operator metadata") {
       OperatorStateMetadataUtils.readMetadata(fm.open(path), 2) match {

@@ -1,0 +1,71 @@
+"""`python -m statesnap migrate` of Avro-encoded transformWithState state (``encodingFormat=avro``) on Spark 4.2+,
+where transformWithState runs on Spark's own provider only (issue 22): a checkpoint Spark evolved lazily (entries
+under two schema ids) is migrated offline with a rename Spark's own evolution cannot do, every entry rewritten under
+the id Spark's files give the new schema, and Spark's provider (its check on) and Spark's state reader read exactly
+what was written. The committed bytes are read with rocksdict and tests/committed_avro.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apps import StateSpec, run_app, write_input
+from committed_avro import committed_entries
+from minors import TWS_ONLINE
+
+pytestmark = pytest.mark.skipif(TWS_ONLINE, reason="on Spark 4.0/4.1 transformWithState runs on statesnap's provider, "
+                                                   "which migrates Avro state online (tests/test_avro_state.py)")
+
+ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
+V1 = "n int, label string"
+V2 = "n int, label string, note string"
+V3 = "total bigint, label string, note string"
+RENAME = '{"version": 2, "renamed": {"total": "n"}}'
+
+
+@pytest.fixture
+def avro(spark):
+    spark.conf.set(ENCODING, "avro")
+    yield
+    spark.conf.set(ENCODING, "unsaferow")
+
+
+def files(checkpoint: str) -> dict[str, bytes]:
+    root = Path(checkpoint)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and "SSTs" not in p.parts}
+
+
+def test_a_lazily_evolved_avro_checkpoint_is_migrated_offline_with_a_rename(spark, app_dirs, avro, cli):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 3, "set"), ("b", 5, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("count", V1, lambda v: (v, f"l{v}")),
+                                        StateSpec("events", "n int", kind="list")])
+    write_input(source, [("a", 4, "set")])  # Spark's lazy evolution: a is rewritten under id 1, b stays under id 0
+    run_app(spark, source, checkpoint, [StateSpec("count", V2, lambda v: (v, f"l{v}", f"n{v}")),
+                                        StateSpec("events", "n int", kind="list")])
+    assert committed_entries(checkpoint, "count", {0: V1, 1: V2}) == {"a": (1, (4, "l4", "n4")), "b": (0, (5, "l5"))}
+
+    # A narrowing is refused and changes nothing.
+    before = files(checkpoint)
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "events", "--schema", "n smallint")
+    assert code == 4 and "'n'" in out and "smallint" in out and "nothing was changed" in out, out
+    assert files(checkpoint) == before
+
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", V3, "--snapshot", RENAME)
+    assert code == 3 and "rewrote 2 entries" in out, out
+    # Every entry, whichever id wrote it, is now the new schema under the id Spark's files give it (2).
+    assert committed_entries(checkpoint, "count", {2: V3}) == {"a": (2, (4, "l4", "n4")), "b": (2, (5, "l5", None))}
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "events", "--schema", "n bigint")
+    assert code == 3 and "rewrote 3 entries" in out, out
+    assert committed_entries(checkpoint, "events", {1: "n bigint"}, kind="list") == {
+        "a": [(1, (3,)), (1, (4,))], "b": [(1, (5,))]}
+
+    # Spark's state reader and Spark's provider, its schema check on, read the renamed values.
+    rows = spark.read.format("statestore").option("stateVarName", "count").load(checkpoint).collect()
+    assert sorted((r.key.id, tuple(r.value)) for r in rows) == [("a", (4, "l4", "n4")), ("b", (5, "l5", None))]
+    assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
+    write_input(source, [("a", 0, "read"), ("b", 0, "read")])
+    seen = run_app(spark, source, checkpoint, [StateSpec("count", V3), StateSpec("events", "n bigint", kind="list")])
+    assert seen.migrated_entries is None and seen.seen == {
+        "a": [{"count": [4, "l4", "n4"], "events": [[3], [4]]}], "b": [{"count": [5, "l5", None], "events": [[5]]}]}
