@@ -20,6 +20,7 @@ ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 V1 = "n int, label string"
 V2 = "n int, label string, note string"
 V3 = "total bigint, label string, note string"
+V4 = "sum bigint, label string, note string"
 RENAME = '{"version": 2, "renamed": {"total": "n"}}'
 
 
@@ -61,11 +62,20 @@ def test_a_lazily_evolved_avro_checkpoint_is_migrated_offline_with_a_rename(spar
     assert committed_entries(checkpoint, "events", {1: "n bigint"}, kind="list") == {
         "a": [(1, (3,)), (1, (4,))], "b": [(1, (5,))]}
 
+    # A rename alone keeps the UnsafeRow layout, but not Avro's: check and migrate say it is a rewrite, and do it.
+    renamed_again = ["--state", "count", "--schema", V4, "--snapshot", '{"version": 3, "renamed": {"sum": "total"}}']
+    code, out = cli("check", checkpoint, *renamed_again)
+    assert code == 3 and "rewrite every entry" in out and "an Avro-encoded entry names every field" in out, out
+    assert "the state is Avro-encoded" in out, out  # no UnsafeRow layout scan of Avro bytes
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *renamed_again)
+    assert code == 3 and "rewrote 2 entries" in out, out
+    assert committed_entries(checkpoint, "count", {3: V4}) == {"a": (3, (4, "l4", "n4")), "b": (3, (5, "l5", None))}
+
     # Spark's state reader and Spark's provider, its schema check on, read the renamed values.
     rows = spark.read.format("statestore").option("stateVarName", "count").load(checkpoint).collect()
     assert sorted((r.key.id, tuple(r.value)) for r in rows) == [("a", (4, "l4", "n4")), ("b", (5, "l5", None))]
     assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
-    seen = run_app(spark, source, checkpoint, [StateSpec("count", V3), StateSpec("events", "n bigint", kind="list")])
+    seen = run_app(spark, source, checkpoint, [StateSpec("count", V4), StateSpec("events", "n bigint", kind="list")])
     assert seen.migrated_entries is None and seen.seen == {
         "a": [{"count": [4, "l4", "n4"], "events": [[3], [4]]}], "b": [{"count": [5, "l5", None], "events": [[5]]}]}

@@ -82,7 +82,7 @@ def test_a_widened_and_added_field_is_migrated_eagerly_under_one_schema_id(spark
 
 
 def test_a_rename_on_avro_state_keeps_the_values_spark_alone_would_read_as_null(spark, app_dirs, avro, registrations,
-                                                                              on_provider, tmp_path):
+                                                                              on_provider, tmp_path, cli):
     renamed = [StateSpec("count", "total int, label string")]
     for provider, checkpoint in ((STOCK_PROVIDER, str(tmp_path / "stock")), (statesnap.PROVIDER_CLASS,
                                                                              str(tmp_path / "ours"))):
@@ -99,6 +99,10 @@ def test_a_rename_on_avro_state_keeps_the_values_spark_alone_would_read_as_null(
         assert read_back(spark, source, checkpoint, renamed, ["a"]) == {"a": [{"count": [4, "l4"]}]}
         assert committed(checkpoint, "count", {1: "total int, label string"}) == {"a": (1, (4, "l4"))}
         assert spark_reads(spark, checkpoint, "count") == {"a": (4, "l4")}
+        # A dry run of the next rename says it rewrites every entry (the same UnsafeRow layout, not Avro's).
+        code, out = cli("check", checkpoint, "--state", "count", "--schema", "sum int, label string", "--snapshot",
+                        '{"version": 3, "renamed": {"sum": "total"}}')
+        assert code == 3 and "rewrite every entry" in out and "the state is Avro-encoded" in out, out
 
 
 def test_a_narrowing_is_refused_naming_state_field_and_fix_and_nothing_is_written(spark, app_dirs, avro):

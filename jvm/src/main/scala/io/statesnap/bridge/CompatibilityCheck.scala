@@ -58,8 +58,12 @@ object CompatibilityCheck {
       keySchema(recorded, key, userKey), valueSnapshot, recorded.recordedAtVersion + 1)
   }
 
-  /** The decision for `current` over `recorded`, as tools report it. */
-  private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord): Verdict = {
+  /**
+   * The decision for `current` over `recorded`, as tools report it; for Avro-encoded state (`avro`), a reconfiguration
+   * that changes the schema is reported as the migration it is there ([[StateDecision.rewritesAvro]]).
+   */
+  private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
+      avro: Boolean): Verdict = {
     import scala.jdk.CollectionConverters._
     val mode = current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default).name
     val decided = StateDecision.decide(Some(recorded), current)
@@ -67,6 +71,9 @@ object CompatibilityCheck {
       Verdict(decision, mode, current.operator.name, changes.asJava, problems.asJava)(decided)
     decided match {
       case StateDecision.AsIs => reported("as-is")
+      case StateDecision.Record(_) if avro && StateDecision.rewritesAvro(recorded, current) => reported("migrate",
+        changes = Seq(s"rewrite every entry as ${StateDecision.schemaOf(current.valueSnapshot).simpleString} (the " +
+          "same layout, other names: an Avro-encoded entry names every field)"))
       case StateDecision.Record(_) => reported("reconfigured")
       case StateDecision.Migrate(migration, _) => reported("migrate", changes = migration.changes)
       case StateDecision.Refuse(errorClass, problems, message) => reported("incompatible", problems =

@@ -80,5 +80,13 @@ private[statesnap] object StateDecision {
       }
   }
 
+  /**
+   * Whether the entries of an Avro-encoded state (`encodingFormat=avro`) are rewritten when `current` follows
+   * `recorded`: whenever the value schema changes, even where the UnsafeRow layout does not (a rename, which the
+   * decision only records: Avro names every field).
+   */
+  def rewritesAvro(recorded: StateSnapshotRecord, current: StateSnapshotRecord): Boolean =
+    schemaOf(recorded.valueSnapshot) != schemaOf(current.valueSnapshot)
+
   def schemaOf(snapshot: StateSerializerSnapshot): StructType = snapshot.restoreSerializer().schema
 }

@@ -46,6 +46,16 @@ object LayoutScan {
   }
 
   /** Every state's count, and a line saying how fast the scan ran (empty when nothing was scanned). */
+  /**
+   * What `adopt` and `check` say of Avro-encoded state (`encodingFormat=avro`) instead of a layout scan: an Avro entry
+   * is not read under a layout it might not be in, it names the schema id that wrote it.
+   */
+  val AvroNotScanned: String = "the state is Avro-encoded: every entry names the schema id that wrote it, and " +
+    "Spark's schema files map each id to its schema. statesnap decodes each entry under its own id when it rewrites " +
+    "the state to the declared schema (a state Spark evolved lazily, with entries under older ids, is rewritten in " +
+    "statesnap's first run even if its schema does not change); an entry under an id the files do not list fails " +
+    "that batch, and nothing is committed"
+
   final case class Scan(counted: Seq[Counted], speed: String) {
     def lines: Seq[String] = counted.map(_.says) ++ Option(speed).filter(_.nonEmpty)
   }

@@ -16,7 +16,8 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * `python -m statesnap check`: what a new application version would do to one state of a checkpoint, decided by
  * the code a store runs ([[CompatibilityCheck]]) over the records the state is read with at the latest committed
  * batch (statesnap's, else Spark's files'), and every entry of the state scanned against those records
- * ([[LayoutScan]]), since a decision about bytes that are not in the recorded layout says nothing. Read-only:
+ * ([[LayoutScan]]; not Avro-encoded state, whose entries name their schema), since a decision about bytes that are
+ * not in the recorded layout says nothing. Read-only:
  * it may run beside the live query.
  */
 object OfflineCheck {
@@ -51,14 +52,16 @@ object OfflineCheck {
     if (records.isEmpty) throw new IllegalArgumentException(s"no snapshot of state '$state' under $checkpoint (at " +
       "its latest committed batch), and Spark's schema files name no such state" + known(checkpoint, hadoopConf))
     val settings = records.map(r => ApplicationSqlSettings(r._3, sqlConf.asScala.toMap))
+    val avro = StatesnapCheckpointReader.avroEncoded(checkpoint, hadoopConf)
     val judged = records.zip(settings).map { case ((store, kept, recorded), sql) =>
       val declared = CompatibilityCheck.declare(recorded, Option(kind).map(StateKind.named), Option(keyJson)
         .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),
         sql.settings)
-      (CompatibilityCheck.verdict(recorded, declared), if (kept == SparkFiles) -1 else store.partition)
+      (CompatibilityCheck.verdict(recorded, declared, avro), if (kept == SparkFiles) -1 else store.partition)
     }.groupBy(v => (v._1.decision, v._1.mode, v._1.operator, v._1.details)).values.toSeq
       .map(vs => Judged(vs.head._1, vs.map(_._2).distinct.sorted.asJava)).sortBy(_.partitions.asScala.headOption)
-    val scanned = if (!scan) LayoutScan.Scan(Nil, "") else LayoutScan(spark, checkpoint, hadoopConf, records.map {
+    val scanned = if (!scan) LayoutScan.Scan(Nil, "") else if (avro) LayoutScan.Scan(Nil, LayoutScan.AvroNotScanned)
+      else LayoutScan(spark, checkpoint, hadoopConf, records.map {
       case (store, kept, record) => LayoutScan.Scanned(store, kept, record,
         writtenAs(checkpoint, store.operator, record, store.version, kept == SparkFiles, hadoopConf))
     })

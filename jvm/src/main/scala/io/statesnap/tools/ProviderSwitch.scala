@@ -64,7 +64,7 @@ object ProviderSwitch {
     }
     val (scanned, layouts) =
       if (to != Statesnap) (Nil, Nil)
-      else if (avro) (Seq(AvroNotScanned), Nil)
+      else if (avro) (Seq(LayoutScan.AvroNotScanned), Nil)
       else layoutScan(spark, checkpoint, batch, writtenAs)
     val file = checkpoint.offsetsFile(batch)
     val before = checkpoint.read(file)
@@ -154,16 +154,6 @@ object ProviderSwitch {
         "schema of it, as Spark's own check does; a streaming aggregation registered for 'aggregation' migrates from " +
         "the run after"
     }
-
-  /**
-   * What `adopt` says of Avro-encoded state instead of a layout scan: an Avro entry is not read under a layout it
-   * might not be in, it names the schema id that wrote it.
-   */
-  private val AvroNotScanned = "the state is Avro-encoded: every entry names the schema id that wrote it, and " +
-    "Spark's schema files map each id to its schema. statesnap decodes each entry under its own id when its first " +
-    "run rewrites the state to the declared schema (a state Spark evolved lazily, with entries under older ids, is " +
-    "rewritten in that run even if its schema does not change); an entry under an id the files do not list fails " +
-    "that batch, and nothing is committed"
 
   /** A layout `adopt` records beside a state: what it says, where, and the record. */
   private final case class WrittenAs(says: String, file: Path, record: StateSnapshotRecord)

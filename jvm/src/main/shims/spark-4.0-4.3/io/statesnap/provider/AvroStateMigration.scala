@@ -28,7 +28,7 @@ private[statesnap] object AvroStateMigration {
   def needed(state: String, avro: StatesnapAvroSchemas, recorded: Option[StateSnapshotRecord],
       current: StateSnapshotRecord, adopted: Boolean): Boolean = {
     val declared = StateDecision.schemaOf(current.valueSnapshot)
-    recorded.exists(r => StateDecision.schemaOf(r.valueSnapshot) != declared) ||
+    recorded.exists(StateDecision.rewritesAvro(_, current)) ||
       (adopted && avro.valueSchemas(state).exists(_._2 != declared))
   }
 

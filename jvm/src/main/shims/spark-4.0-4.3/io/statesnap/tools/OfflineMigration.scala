@@ -70,18 +70,16 @@ object OfflineMigration {
   }
 
   /**
-   * A state with its decision: `record` (the one committed beside it) when it migrates. An Avro-encoded state
-   * (`avro`) also migrates when the decision only records a new schema (a rename): Avro names every field.
+   * A state with its decision: `record` (the one committed beside it) when it migrates, as the verdict says (for
+   * Avro-encoded state, also a reconfiguration that renames: [[StateDecision.rewritesAvro]]).
    */
   private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
-      verdict: CompatibilityCheck.Verdict, avro: Boolean) {
+      verdict: CompatibilityCheck.Verdict) {
     def record: Option[StateSnapshotRecord] = verdict.decided match {
       case StateDecision.Migrate(_, r) => Some(r)
-      case StateDecision.Record(r) if avro && rewritesAvro => Some(r)
+      case StateDecision.Record(r) if verdict.decision == "migrate" => Some(r)
       case _ => None
     }
-    def rewritesAvro: Boolean = avro &&
-      StateDecision.schemaOf(target.recorded.valueSnapshot) != StateDecision.schemaOf(declared.valueSnapshot)
   }
 
   /**
@@ -118,7 +116,7 @@ object OfflineMigration {
         val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
         val declared = CompatibilityCheck.declare(t.recorded, None, None, None,
           DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
-        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared), target.avro)
+        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared, target.avro))
         decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
     }
     val decided = recovered ++ decisions.flatMap(_._2)
@@ -150,7 +148,7 @@ object OfflineMigration {
       s"${target.partitions.size} partitions, batch ${target.batch}): ${d.verdict.headline}"
     val after = d.verdict.decided match {
       case StateDecision.AsIs => Seq("  no entry needs rewriting: the state already has that schema")
-      case _: StateDecision.Record if d.rewritesAvro => Nil
+      case _: StateDecision.Record if d.record.isDefined => Nil
       case _: StateDecision.Record => Seq("  no entry needs rewriting (the bytes keep their layout): restart the new " +
         "application version, whose schema Spark's own check judges")
       case _ => Nil

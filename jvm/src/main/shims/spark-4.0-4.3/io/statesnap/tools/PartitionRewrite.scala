@@ -92,7 +92,7 @@ private[tools] object PartitionRewrite {
     def unexpected = new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided")
     (decided, avro) match {
       case (_: StateDecision.Migrate | _: StateDecision.Record, Some(schemas))
-          if AvroStateMigration.needed(rewrite.state, schemas, Some(recorded), declared, adopted = false) =>
+          if StateDecision.rewritesAvro(recorded, declared) =>
         AvroStateMigration.migrate(rewrite.state, describe, rewriter, schemas, Some(recorded), declared, decided,
           gate)._1
       case (StateDecision.Migrate(migration, _), None) =>

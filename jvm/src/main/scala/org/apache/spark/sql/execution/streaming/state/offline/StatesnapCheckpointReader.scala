@@ -117,6 +117,12 @@ object StatesnapCheckpointReader {
       .fold(ColumnFamilyRecords.mergeDelimiter(Map.empty[String, String]))(_.mergeDelimiter)
   }
 
+  /** Whether the checkpoint's state is Avro-encoded (`encodingFormat=avro`), as its latest committed batch pins it. */
+  def avroEncoded(checkpoint: String, hadoopConf: Configuration): Boolean = {
+    val root = new Path(checkpoint)
+    latestCommit(fileSystem(root, hadoopConf), root).exists(_.avroEncoded)
+  }
+
   /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
   def rows(checkpoint: String, columnFamily: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
     read(checkpoint, columnFamily, hadoopConf).flatMap { e =>
