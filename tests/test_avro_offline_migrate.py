@@ -22,6 +22,8 @@ V2 = "n int, label string, note string"
 V3 = "total bigint, label string, note string"
 V4 = "sum bigint, label string, note string"
 RENAME = '{"version": 2, "renamed": {"total": "n"}}'
+RECENT = StateSpec("recent", "n int", ttl_ms=3_600_000)  # a value with a TTL (an hour: it never expires here)
+WRAPPED = "value struct<n: {}>, ttlExpirationMs bigint"
 
 
 @pytest.fixture
@@ -41,10 +43,10 @@ def test_a_lazily_evolved_avro_checkpoint_is_migrated_offline_with_a_rename(spar
     source, checkpoint = app_dirs
     write_input(source, [("a", 3, "set"), ("b", 5, "set")])
     run_app(spark, source, checkpoint, [StateSpec("count", V1, lambda v: (v, f"l{v}")),
-                                        StateSpec("events", "n int", kind="list")])
+                                        StateSpec("events", "n int", kind="list"), RECENT])
     write_input(source, [("a", 4, "set")])  # Spark's lazy evolution: a is rewritten under id 1, b stays under id 0
     run_app(spark, source, checkpoint, [StateSpec("count", V2, lambda v: (v, f"l{v}", f"n{v}")),
-                                        StateSpec("events", "n int", kind="list")])
+                                        StateSpec("events", "n int", kind="list"), RECENT])
     assert committed_entries(checkpoint, "count", {0: V1, 1: V2}) == {"a": (1, (4, "l4", "n4")), "b": (0, (5, "l5"))}
 
     # A narrowing is refused and changes nothing.
@@ -62,6 +64,13 @@ def test_a_lazily_evolved_avro_checkpoint_is_migrated_offline_with_a_rename(spar
     assert committed_entries(checkpoint, "events", {1: "n bigint"}, kind="list") == {
         "a": [(1, (3,)), (1, (4,))], "b": [(1, (5,))]}
 
+    # A value with a TTL: Spark's wrapper around it keeps each entry's expiry.
+    before = committed_entries(checkpoint, "recent", {0: WRAPPED.format("int")})
+    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "recent", "--schema", "n bigint")
+    assert code == 3 and "rewrote 2 entries" in out, out
+    assert committed_entries(checkpoint, "recent", {1: WRAPPED.format("bigint")}) == {
+        k: (1, v) for k, (_, v) in before.items()}
+
     # A rename alone keeps the UnsafeRow layout, but not Avro's: check and migrate say it is a rewrite, and do it.
     renamed_again = ["--state", "count", "--schema", V4, "--snapshot", '{"version": 3, "renamed": {"sum": "total"}}']
     code, out = cli("check", checkpoint, *renamed_again)
@@ -76,6 +85,8 @@ def test_a_lazily_evolved_avro_checkpoint_is_migrated_offline_with_a_rename(spar
     assert sorted((r.key.id, tuple(r.value)) for r in rows) == [("a", (4, "l4", "n4")), ("b", (5, "l5", None))]
     assert spark.conf.get("spark.sql.streaming.stateStore.stateSchemaCheck") == "true"
     write_input(source, [("a", 0, "read"), ("b", 0, "read")])
-    seen = run_app(spark, source, checkpoint, [StateSpec("count", V4), StateSpec("events", "n bigint", kind="list")])
+    seen = run_app(spark, source, checkpoint, [StateSpec("count", V4), StateSpec("events", "n bigint", kind="list"),
+                                               StateSpec("recent", "n bigint", ttl_ms=3_600_000)])
     assert seen.migrated_entries is None and seen.seen == {
-        "a": [{"count": [4, "l4", "n4"], "events": [[3], [4]]}], "b": [{"count": [5, "l5", None], "events": [[5]]}]}
+        "a": [{"count": [4, "l4", "n4"], "events": [[3], [4]], "recent": [4]}],
+        "b": [{"count": [5, "l5", None], "events": [[5]], "recent": [5]}]}

@@ -81,6 +81,22 @@ def test_a_widened_and_added_field_is_migrated_eagerly_under_one_schema_id(spark
     assert committed(checkpoint, "count", schemas)["b"] == (1, (2**40, f"l{2**40}", "x"))
 
 
+def test_a_value_with_a_ttl_keeps_its_expiry_through_an_avro_migration(spark, app_dirs, avro):
+    """Spark's driver records a TTL state's wrapper with every field nullable, its executors declare the user value
+    non-nullable: the same Avro records, so one schema id, not two."""
+    source, checkpoint = app_dirs
+    wrapped = "value struct<{}>, ttlExpirationMs bigint"
+    write_input(source, [("a", 3, "set"), ("b", 5, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("recent", "n int", ttl_ms=3_600_000)])
+    before = committed_entries(checkpoint, "recent", {0: wrapped.format("n: int")})
+    assert {k: v[1][0] for k, v in before.items()} == {"a": (3,), "b": (5,)}
+    seen = read_back(spark, source, checkpoint, [StateSpec("recent", V2, lambda v: (v, f"l{v}", None),
+                                                           ttl_ms=3_600_000)])
+    assert seen == {"a": [{"recent": [3, None, None]}], "b": [{"recent": [5, None, None]}]}
+    after = committed_entries(checkpoint, "recent", {1: wrapped.format("n: bigint, label: string, note: string")})
+    assert after == {k: (1, ((v[1][0][0], None, None), v[1][1])) for k, v in before.items()}  # expiry kept
+
+
 def test_a_rename_on_avro_state_keeps_the_values_spark_alone_would_read_as_null(spark, app_dirs, avro, registrations,
                                                                               on_provider, tmp_path, cli):
     renamed = [StateSpec("count", "total int, label string")]

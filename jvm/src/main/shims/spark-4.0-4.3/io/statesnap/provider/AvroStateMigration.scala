@@ -25,24 +25,22 @@ private[statesnap] object AvroStateMigration {
    * every field), or statesnap adopts it (`adopted`: no record of its own yet) with entries Spark wrote under another
    * schema than the declared one.
    */
-  def needed(state: String, avro: StatesnapAvroSchemas, recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord, adopted: Boolean): Boolean = {
-    val declared = StateDecision.schemaOf(current.valueSnapshot)
+  def needed(state: String, avro: StatesnapAvroSchemas, valueSchema: StructType, recorded: Option[StateSnapshotRecord],
+      current: StateSnapshotRecord, adopted: Boolean): Boolean =
     recorded.exists(StateDecision.rewritesAvro(_, current)) ||
-      (adopted && avro.valueSchemas(state).exists(_._2 != declared))
-  }
+      (adopted && avro.valueSchemas(state).exists(s => !StatesnapAvroSchemas.sameAvro(s._2, valueSchema)))
 
   /**
-   * Rewrites every entry of `state` through `rewriter` (for its declared schema), as the class comment says.
+   * Rewrites every entry of `state` through `rewriter` (for its declared schema `valueSchema`, as its column family
+   * is created: Spark's encoder's schema), as the class comment says.
    * `decided` is the decision on `recorded`, already known not to refuse. @return the values rewritten, and the
    * changes of the recorded schema's migration (for metrics and logs)
    */
   def migrate(state: String, describe: String, rewriter: StatesnapValueRewriter, avro: StatesnapAvroSchemas,
-      recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord, decided: StateDecision,
-      gate: MigrationGate): (Long, Seq[String]) = {
-    val declared = StateDecision.schemaOf(current.valueSnapshot)
+      valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+      decided: StateDecision, gate: MigrationGate): (Long, Seq[String]) = {
     val written = avro.valueSchemas(state)
-    val target = avro.target(state, declared)
+    val target = avro.target(state, valueSchema)
     val decisions = written.map { case (id, schema) => id -> source(state, describe, schema, current, recorded,
       decided) }
     val sources = decisions.collect { case (id, Right(s)) => id -> s }
@@ -50,7 +48,7 @@ private[statesnap] object AvroStateMigration {
     if (sources.isEmpty) throw refused.values.headOption.getOrElse(new IllegalStateException(s"$describe: Spark's " +
       "schema files list no value schema for it"))
     log.info(s"statesnap: $describe is Avro-encoded under schema ids ${written.map(_._1).mkString(", ")}; its " +
-      s"entries are rewritten to ${declared.simpleString} under schema id $target")
+      s"entries are rewritten to ${valueSchema.simpleString} under schema id $target")
     val count = StateMigrator.migrate(sources.map(_._2), describe, gate)(
       rewriter.rewriteAllAvro(avro, sources.map(_._1), refused, list = current.kind == StateKind.List))
     (count, sources.head._2.migration.changes)
@@ -59,7 +57,8 @@ private[statesnap] object AvroStateMigration {
   /** How entries Spark's files say were written with `schema` become the `current` layout, or why they cannot. */
   private def source(state: String, describe: String, schema: StructType, current: StateSnapshotRecord,
       recorded: Option[StateSnapshotRecord], decided: StateDecision): Either[RuntimeException, StateMigrator.Source] = {
-    val from = recorded.filter(r => StateDecision.schemaOf(r.valueSnapshot) == schema).getOrElse(
+    val from = recorded.filter(r => StatesnapAvroSchemas.sameAvro(StateDecision.schemaOf(r.valueSnapshot), schema))
+      .getOrElse(
       TransformWithStateSchemaRecords.transformWithState(state, current.kind,
         StateDecision.schemaOf(current.keySnapshot), schema))
     (if (recorded.contains(from)) decided else StateDecision.decide(Some(from), current)) match {

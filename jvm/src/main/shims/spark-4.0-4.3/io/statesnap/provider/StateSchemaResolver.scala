@@ -37,7 +37,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       case _ =>
     }
     provider.avroSchemas match {
-      case Some(avro) => rewriteAvro(state, keySpec, current, recorded, decided, avro, adopted = ours.isEmpty)
+      case Some(avro) =>
+        rewriteAvro(state, keySpec, valueSchema, current, recorded, decided, avro, adopted = ours.isEmpty)
       case None =>
         val sources = decided match {
           case StateDecision.Migrate(migration, _) => Seq(StateMigrator.Source(schemaOf(recorded.get.valueSnapshot),
@@ -58,17 +59,17 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   /**
    * An Avro-encoded state (`encodingFormat=avro`): its entries are written under the schema id
-   * [[StatesnapAvroSchemas.target]] gives it from now on, and rewritten where [[AvroStateMigration]] says.
+   * [[StatesnapAvroSchemas.target]] gives `valueSchema` (as the column family was created: Spark's encoder's schema)
+   * from now on, and rewritten where [[AvroStateMigration]] says.
    */
-  private def rewriteAvro(state: String, keySpec: KeyStateEncoderSpec, current: StateSnapshotRecord,
-      recorded: Option[StateSnapshotRecord], decided: StateDecision, avro: StatesnapAvroSchemas,
-      adopted: Boolean): Unit = {
-    val declared = schemaOf(current.valueSnapshot)
-    avro.target(state, declared)
-    if (AvroStateMigration.needed(state, avro, recorded, current, adopted) && hasEntries(state)) {
+  private def rewriteAvro(state: String, keySpec: KeyStateEncoderSpec, valueSchema: StructType,
+      current: StateSnapshotRecord, recorded: Option[StateSnapshotRecord], decided: StateDecision,
+      avro: StatesnapAvroSchemas, adopted: Boolean): Unit = {
+    avro.target(state, valueSchema)
+    if (AvroStateMigration.needed(state, avro, valueSchema, recorded, current, adopted) && hasEntries(state)) {
       val start = System.nanoTime()
       val (migrated, changes) = AvroStateMigration.migrate(state, describe(state),
-        provider.valueRewriter(state, keySpec, declared), avro, recorded, current, decided, gate)
+        provider.valueRewriter(state, keySpec, valueSchema), avro, valueSchema, recorded, current, decided, gate)
       counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
   }

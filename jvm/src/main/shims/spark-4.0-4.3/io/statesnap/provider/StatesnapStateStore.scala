@@ -42,6 +42,10 @@ private[provider] final class StatesnapStateStore(store: StateStore, provider: S
           throw e
       }
       resolved += colFamilyName -> (keySchema, valueSchema)
+      // In an Avro store, Spark's files must give the value schema the id its entries are now written under.
+      provider.avroSchemas.flatMap(_.targetOf(colFamilyName)).foreach { id =>
+        families += colFamilyName -> families(colFamilyName).copy(avroSchemaId = Some(id))
+      }
     }
   }
 

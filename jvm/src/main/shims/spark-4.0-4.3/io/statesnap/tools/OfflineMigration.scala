@@ -14,7 +14,7 @@ import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreColFamilySchema, StateStoreConf, StateStoreId,
-  StatesnapSparkGlue, StatesnapSparkSchemaFiles}
+  StatesnapAvroSchemas, StatesnapSparkGlue, StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 import org.slf4j.LoggerFactory
@@ -75,6 +75,9 @@ object OfflineMigration {
    */
   private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
       verdict: CompatibilityCheck.Verdict) {
+    /** The new value schema as Spark's files say it: Spark's own wrapper around the user value (a TTL's) kept. */
+    def newValueSchema: StructType = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
+      StateDecision.schemaOf(declared.valueSnapshot))
     def record: Option[StateSnapshotRecord] = verdict.decided match {
       case StateDecision.Migrate(_, r) => Some(r)
       case StateDecision.Record(r) if verdict.decision == "migrate" => Some(r)
@@ -241,7 +244,7 @@ object OfflineMigration {
       storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
         (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
       migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
-        d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes)),
+        d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes, d.newValueSchema)),
       crashAt.filter(_ == "partition").map(_ => MigrationInterruption(1, "halt", None)))
     val (rewritten, committedIds) = try {
       val (count, ids) = runJob(spark, job, target.tasks)
@@ -255,11 +258,13 @@ object OfflineMigration {
         rollBack(checkpoint, next)
         throw e
     }
-    // Spark's file keeps Spark's own wrapper around the user value (a TTL's), exactly as its driver declares it.
+    // An Avro-encoded state's new schema gets the id the tasks wrote its entries under, as they computed it.
+    val avroIds = if (!target.avro) None else Some(new StatesnapAvroSchemas(
+      StatesnapSparkSchemaFiles.avroSchemaProvider(target.storeId, target.batch, checkpoint.hadoopConf)))
     val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, migrating.map { d =>
       val family = d.target.family
-      StatesnapSparkSchemaFiles.Family(d.target.name, family.keySchema, TtlValueSnapshot.inWrapperOf(
-        family.valueSchema, StateDecision.schemaOf(d.declared.valueSnapshot)), family.keyStateEncoderSpec.get)
+      StatesnapSparkSchemaFiles.Family(d.target.name, family.keySchema, d.newValueSchema,
+        family.keyStateEncoderSpec.get, avroIds.map(_.target(d.target.name, d.newValueSchema)))
     }, checkpoint.hadoopConf)
     crashPoint("schema")
     // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.

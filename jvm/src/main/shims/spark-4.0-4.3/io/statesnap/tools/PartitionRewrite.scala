@@ -44,11 +44,11 @@ private[tools] object PartitionRewrite {
       hadoopConf: SerializableConfiguration, rewrites: Seq[Rewrite], interruption: Option[MigrationInterruption])
 
   /**
-   * One migrated column family, and the records its migration is decided from (decided again in each task, as a
-   * store does).
+   * One migrated column family, the records its migration is decided from (decided again in each task, as a
+   * store does), and its new value schema as Spark's files will say it (a TTL's wrapper around the user's).
    */
   final case class Rewrite(state: String, keySchema: StructType, keySpec: KeyStateEncoderSpec,
-      recorded: Array[Byte], declared: Array[Byte])
+      recorded: Array[Byte], declared: Array[Byte], newValueSchema: StructType)
 
   // Spark's transformWithState gives its store's default column family a placeholder schema too: it never uses it.
   private val Placeholder = new StructType().add("key", BinaryType)
@@ -85,16 +85,16 @@ private[tools] object PartitionRewrite {
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, oldValue, rewrite.keySpec,
       useMultipleValuesPerKey = list)
-    val rewriter = StatesnapValueRewriter(provider, Some(rewrite.state), rewrite.keySpec,
-      StateDecision.schemaOf(declared.valueSnapshot), describe)
+    val rewriter = StatesnapValueRewriter(provider, Some(rewrite.state), rewrite.keySpec, rewrite.newValueSchema,
+      describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.interruption)
     def unexpected = new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided")
     (decided, avro) match {
       case (_: StateDecision.Migrate | _: StateDecision.Record, Some(schemas))
           if StateDecision.rewritesAvro(recorded, declared) =>
-        AvroStateMigration.migrate(rewrite.state, describe, rewriter, schemas, Some(recorded), declared, decided,
-          gate)._1
+        AvroStateMigration.migrate(rewrite.state, describe, rewriter, schemas, rewrite.newValueSchema, Some(recorded),
+          declared, decided, gate)._1
       case (StateDecision.Migrate(migration, _), None) =>
         val sources = Seq(StateMigrator.Source(oldValue, migration))
         if (list) StateMigrator.migrate(sources, describe, gate)(rewriter.rewriteAllLists)

@@ -16,8 +16,8 @@ import org.apache.spark.sql.types.StructType
  *
  * statesnap's decision, not Spark's check (off for the query), says what a state's schema is now. So the id new and
  * migrated entries are written under ([[target]]) is the one Spark's schema files name last for the state if it says
- * the declared schema, else one up from it: exactly the id statesnap's commit then records in Spark's files
- * ([[StatesnapSparkSchemaFiles.updateTransformWithState]]), so that Spark's reader and Spark's provider after
+ * the declared schema, else one up from it; statesnap's commit then records that id in Spark's files
+ * ([[StatesnapSparkSchemaFiles.Family.avroSchemaId]]), so that Spark's reader and Spark's provider after
  * `release` decode every entry under the schema it was written with. statesnap's own record family, which Spark's
  * driver does not know, has id 0 with its fixed schemas.
  */
@@ -35,13 +35,16 @@ final class StatesnapAvroSchemas(spark: StateSchemaProvider) extends StateSchema
   def target(state: String, valueSchema: StructType): Short = {
     val latest = latestValueId(state)
     val id = latest match {
-      case Some(id) if writtenWith(state, id).contains(valueSchema) => id
+      case Some(id) if writtenWith(state, id).exists(sameAvro(_, valueSchema)) => id
       case Some(id) => (id + 1).toShort
       case None => 0.toShort
     }
     targets.put(state, (id, metadata(valueSchema)))
     id
   }
+
+  /** The id [[target]] fixed for `state` in this query run, if it did. */
+  def targetOf(state: String): Option[Short] = Option(targets.get(state)).map(_._1)
 
   /** The highest value schema id Spark's files give `state`, if they list it. */
   def latestValueId(state: String): Option[Short] =
@@ -83,6 +86,13 @@ object StatesnapAvroSchemas {
     require(key.schemaId == 0, s"statesnap's record family has schema id 0 only, not ${key.schemaId}")
     if (key.isKey) catalogKey else catalogValue
   }
+
+  /**
+   * Whether entries of `a` and of `b` are the same Avro records: Spark's driver records a state's schema with every
+   * field nullable, which its Avro form (every field a `[null, T]` union) is anyway.
+   */
+  def sameAvro(a: StructType, b: StructType): Boolean =
+    SchemaConverters.toAvroTypeWithDefaults(a) == SchemaConverters.toAvroTypeWithDefaults(b)
 
   /** The schema id an Avro-encoded value (or list element) `[0][id: int16, native order][Avro]` was written under. */
   def schemaIdOf(encoded: Array[Byte]): Option[Short] =

@@ -18,8 +18,13 @@ import org.json4s.jackson.JsonMethods
  * schema check) must read instead of the stale schema Spark recorded with its check off.
  */
 object StatesnapSparkSchemaFiles {
-  /** A column family as a transformWithState store was asked to create it in this version. */
-  final case class Family(name: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec)
+  /**
+   * A column family as a transformWithState store was asked to create it in this version; in an Avro-encoded store,
+   * with the value schema id its entries are written under ([[StatesnapAvroSchemas.target]]), which Spark's files
+   * must give `valueSchema`.
+   */
+  final case class Family(name: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
+      avroSchemaId: Option[Short] = None)
 
   /**
    * Makes Spark's files for a transformWithState operator say the schemas the families have in batch `batchId`,
@@ -167,12 +172,15 @@ object StatesnapSparkSchemaFiles {
   private def lastSchemaFile(fm: CheckpointFileManager, paths: List[String]): List[StateStoreColFamilySchema] =
     paths.lastOption.map(p => readSchemaFile(fm, new Path(p))).getOrElse(Nil)
 
-  /** `schemas` with `family`'s value schema as declared, or `family` added as Spark's driver would list it. */
+  /**
+   * `schemas` with `family`'s value schema as declared (under its Avro schema id, or one up as Spark's evolution
+   * counts), or `family` added as Spark's driver would list it.
+   */
   private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] =
     schemas.find(_.colFamilyName == family.name) match {
-      case Some(s) if s.valueSchema == family.valueSchema => schemas
-      case Some(s) => schemas.map(x => if (x eq s) s.copy(valueSchemaId = (s.valueSchemaId + 1).toShort,
-        valueSchema = family.valueSchema) else x)
+      case Some(s) if family.avroSchemaId.fold(s.valueSchema == family.valueSchema)(_ == s.valueSchemaId) => schemas
+      case Some(s) => schemas.map(x => if (x eq s) s.copy(valueSchemaId = family.avroSchemaId.getOrElse(
+        (s.valueSchemaId + 1).toShort), valueSchema = family.valueSchema) else x)
       case None =>
         // A map state's key is the store's composite struct<key, userKey>; Spark's file also names the user key.
         val userKey = (family.keySpec, family.keySchema.fields) match {
@@ -180,8 +188,8 @@ object StatesnapSparkSchemaFiles {
               StructField("userKey", u: StructType, _, _))) => Some(u)
           case _ => None
         }
-        schemas :+ StateStoreColFamilySchema(family.name, 0, family.keySchema, 0, family.valueSchema,
-          Some(family.keySpec), userKey)
+        schemas :+ StateStoreColFamilySchema(family.name, 0, family.keySchema, family.avroSchemaId.getOrElse(0),
+          family.valueSchema, Some(family.keySpec), userKey)
     }
   /**
    * The schemas in Spark's schema file `file` (any format), read with Spark's reader and closed after.
