@@ -89,6 +89,10 @@ class EvolutionProcessor(StatefulProcessor):
     def step(self, id_val: int) -> dict:
         raise NotImplementedError
 
+    def read_or(self, initial: dict) -> dict:
+        """The state as a dict by field name, or ``initial`` for a key without one."""
+        return dict(zip(self.state_schema.fieldNames(), self.state.get())) if self.state.exists() else initial
+
     def close(self) -> None:
         pass
 
@@ -112,11 +116,7 @@ class AddFieldsProcessor(EvolutionProcessor):
                                _field("score", FloatType())])
 
     def step(self, id_val: int) -> dict:
-        if self.state.exists():
-            read = self.state.get()
-            value = {"id": read[0], "name": read[1], "count": read[2], "active": read[3], "score": read[4]}
-        else:
-            value = {"id": id_val, "name": f"name-{id_val}", "count": 100, "active": True, "score": 99.9}
+        value = self.read_or({"id": id_val, "name": f"name-{id_val}", "count": 100, "active": True, "score": 99.9})
         self.state.update((value["id"], value["name"] + "0", value["count"], value["active"], value["score"]))
         return value
 
@@ -136,12 +136,8 @@ class ReorderedFieldsProcessor(EvolutionProcessor):
                                _field("active", BooleanType())])
 
     def step(self, id_val: int) -> dict:
-        if self.state.exists():
-            read = self.state.get()
-            value = {"name": read[0], "id": read[1], "score": read[2], "count": read[3], "active": read[4]}
-        else:
-            value = {"name": f"name-{id_val}", "id": id_val, "score": 99.9, "count": 100, "active": True}
-        self.state.update((value["name"], value["id"], value["score"], value["count"], value["active"]))
+        value = self.read_or({"name": f"name-{id_val}", "id": id_val, "score": 99.9, "count": 100, "active": True})
+        self.state.update(tuple(value.values()))
         return value
 
 
