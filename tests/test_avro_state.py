@@ -121,6 +121,27 @@ def test_a_rename_on_avro_state_keeps_the_values_spark_alone_would_read_as_null(
         assert code == 3 and "rewrite every entry" in out and "the state is Avro-encoded" in out, out
 
 
+def test_statesnaps_versioned_rules_and_modes_apply_to_avro_state(spark, app_dirs, avro, registrations):
+    """What Spark's Avro evolution cannot do: an explicit narrowing, a derived field, a default, a rename, in two
+    versioned steps run in one pass, under a transitive compatibility mode."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 7, "set"), ("b", -300, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("count", "amount bigint, label string", lambda v: (v, f"l{v}"))])
+    v2 = "amount int, label string, currency string, cents bigint"
+    v3 = "amount int, tag string, currency string, cents bigint"
+    statesnap.set_compatibility(spark, "BACKWARD_TRANSITIVE", checkpoint=checkpoint)
+    statesnap.register_snapshot(spark, "count", statesnap.RowSnapshot(
+        version=3, schema=v3, renamed={"tag": "label"}, earlier=[statesnap.RowSnapshot(
+            version=2, schema=v2, defaults={"currency": "'EUR'"},
+            derived={"amount": "CAST(amount AS INT)", "cents": "amount * 100"})]), checkpoint=checkpoint)
+    seen = read_back(spark, source, checkpoint, [StateSpec("count", v3)])
+    assert seen == {"a": [{"count": [7, "l7", "EUR", 700]}], "b": [{"count": [-300, "l-300", "EUR", -30000]}]}
+    assert committed(checkpoint, "count", {1: v3}) == {"a": (1, (7, "l7", "EUR", 700)),
+                                                       "b": (1, (-300, "l-300", "EUR", -30000))}
+    assert spark_reads(spark, checkpoint, "count") == {"a": (7, "l7", "EUR", 700), "b": (-300, "l-300", "EUR", -30000)}
+    statesnap.set_compatibility(spark, None, checkpoint=checkpoint)
+
+
 def test_a_narrowing_is_refused_naming_state_field_and_fix_and_nothing_is_written(spark, app_dirs, avro):
     source, checkpoint = app_dirs
     write_input(source, [("a", 2**40, "set"), ("b", 5, "set")])
