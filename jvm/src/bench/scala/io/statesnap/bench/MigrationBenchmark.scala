@@ -23,7 +23,11 @@ import org.apache.spark.unsafe.types.UTF8String
  *  - `list`: the same change on a list state, 4 elements per key (entries = elements);
  *  - `groupState`: an applyInPandasWithState / flatMapGroupsWithState state (no column families; Spark's
  *    `struct<groupState, timeoutTimestamp>` wrapper around the same user fields);
- *  - `partitions`: the `value` migration of 4 partitions at once vs one partition, each of entries / 4 values.
+ *  - `partitions`: the `value` migration of 4 partitions at once vs one partition, each of entries / 4 values;
+ *  - `avroValue`: the `value` state in an Avro-encoded store (`encodingFormat=avro`), Spark's schema ids as its
+ *    driver numbers them after the change (id 0 the old schema, id 1 the new one, current). Spark's copies here open
+ *    the state under the new schema, so each re-put entry is read through Avro resolution from id 0 and written
+ *    under id 1: what Spark's lazy path does to an entry it updates, for every entry.
  * The first three compare, on the same committed version of one partition: `stock-copy`, Spark's stock store
  * iterating and re-putting the same rows with its default settings; `stock-copy-untracked`, the same with
  * `trackTotalNumberOfRows=false` (no read before each put); and `statesnap-migration`, statesnap migrating every
@@ -46,6 +50,7 @@ object MigrationBenchmark {
       case "list" => ListState
       case "groupState" => GroupState
       case "partitions" => ValueState
+      case "avroValue" => AvroValueState
       case other => throw new IllegalArgumentException(s"unknown workload $other")
     }
     val entries = args(1).toLong
@@ -100,6 +105,10 @@ object MigrationBenchmark {
   /** The layout of one kind of state, written, copied and opened the way its operator does. */
   private sealed trait Workload {
     def columnFamilies: Boolean = true
+    /** An Avro-encoded store: Spark's encoder writes each value under the current schema id of its column family. */
+    def avro: Boolean = false
+    /** The schema Spark's copy opens the state under: the old one (a raw copy), or the new one (Avro resolution). */
+    def copySchema: StructType = v1
     def v1: StructType
     def v2: StructType
     /** Declares the state in a store opened for `schema` (a column family's first access; nothing otherwise). */
@@ -113,7 +122,7 @@ object MigrationBenchmark {
     def perKey: Int = 1
 
     def write(checkpoint: String, partition: Int, entries: Long): Unit = {
-      val p = provider(this, checkpoint, partition, statesnap = true, v1)
+      val p = provider(this, checkpoint, partition, statesnap = true, v1, avroIds = Map(0 -> v1))
       val store = p.getStore(0, None)
       open(store, v1)
       val key = UnsafeProjection.create(keySchema)
@@ -131,7 +140,13 @@ object MigrationBenchmark {
     def copy(store: StateStore): Unit
   }
 
-  private object ValueState extends Workload {
+  private object ValueState extends ValueStateWorkload
+  private object AvroValueState extends ValueStateWorkload {
+    override def avro: Boolean = true
+    override def copySchema: StructType = v2
+  }
+
+  private class ValueStateWorkload extends Workload {
     val v1: StructType = user1
     val v2: StructType = user2
     def open(store: StateStore, schema: StructType): Unit =
@@ -203,12 +218,15 @@ object MigrationBenchmark {
 
   /**
    * A provider of one partition, initialized the way its operator does: statesnap or Spark's stock provider. A
-   * column-family store gets a schema provider, as transformWithState's do: statesnap migrates only those.
+   * column-family store gets a schema provider, as transformWithState's do: statesnap migrates only those. An Avro
+   * store's value schema ids are `avroIds`, by default the old schema under id 0 and the new one under id 1, the
+   * current id: what Spark's driver hands the stores after an evolution its Avro check accepts.
    */
   private def provider(w: Workload, checkpoint: String, partition: Int, statesnap: Boolean, schema: StructType,
-      trackRows: Boolean = true): StateStoreProvider = {
+      trackRows: Boolean = true, avroIds: Map[Int, StructType] = Map.empty): StateStoreProvider = {
     val sqlConf = new SQLConf
     sqlConf.setConfString("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", trackRows.toString)
+    if (w.avro) sqlConf.setConfString("spark.sql.streaming.stateStore.encodingFormat", "avro")
     val hadoopConf = new Configuration
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     val p = if (statesnap) new StatesnapStateStoreProvider
@@ -216,8 +234,23 @@ object MigrationBenchmark {
     val valueSchema = if (w.columnFamilies) StructType.fromDDL("value BINARY") else schema
     p.init(StateStoreId(checkpoint, 0, partition), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies = w.columnFamilies, new StateStoreConf(sqlConf), hadoopConf, useMultipleValuesPerKey = false,
-      Some(new InMemoryStateSchemaProvider(StateSchemaMetadata(Map.empty))).filter(_ => w.columnFamilies))
+      Some(if (w.avro) new AvroSchemaIds(if (avroIds.nonEmpty) avroIds else Map(0 -> w.v1, 1 -> w.v2))
+        else new InMemoryStateSchemaProvider(StateSchemaMetadata(Map.empty))).filter(_ => w.columnFamilies))
     p
+  }
+
+  /**
+   * Schema ids of the state's column family: its key under id 0, each value schema under its id, the highest one
+   * current. Spark's decoder fails on a value written under an id not listed.
+   */
+  private final class AvroSchemaIds(values: Map[Int, StructType]) extends StateSchemaProvider {
+    private val key = StatesnapAvroSchemas.metadata(keySchema)
+    private val byId = values.map { case (id, schema) => id -> StatesnapAvroSchemas.metadata(schema) }
+    override def getCurrentStateSchemaId(colFamilyName: String, isKey: Boolean): Short =
+      if (isKey) 0 else values.keys.max.toShort
+    override def getSchemaMetadataValue(k: StateSchemaMetadataKey): StateSchemaMetadataValue =
+      if (k.isKey) key else byId.getOrElse(k.schemaId, throw new IllegalStateException(s"a value of " +
+        s"${k.colFamilyName} was written under schema id ${k.schemaId}, not one of ${values.keys.mkString(", ")}"))
   }
 
   /**
@@ -233,10 +266,10 @@ object MigrationBenchmark {
     }
 
   private def copyPass(w: Workload, checkpoint: String, trackRows: Boolean): Pass = {
-    val p = provider(w, checkpoint, 0, statesnap = false, w.v1, trackRows)
+    val p = provider(w, checkpoint, 0, statesnap = false, w.copySchema, trackRows)
     var store: StateStore = null
     try {
-      val (opened, pass) = loadAndRun(w, p) { s => store = s; w.open(s, w.v1); w.copy(s) }
+      val (opened, pass) = loadAndRun(w, p) { s => store = s; w.open(s, w.copySchema); w.copy(s) }
       store = opened
       pass
     } finally { if (store != null) store.abort(); p.close() }
@@ -282,9 +315,13 @@ object MigrationBenchmark {
     } finally { pool.shutdown(); providers.foreach(_.close()) }
   }
 
-  /** Reads every 997th key of version 2 through Spark's own provider and compares it with what it must be. */
+  /**
+   * Reads every 997th key of version 2 through Spark's own provider and compares it with what it must be. An Avro
+   * store's is told the new schema's id only, so the iteration over every entry fails on one left under the old id
+   * (which Spark would otherwise resolve to the same values).
+   */
   private def verify(w: Workload, checkpoint: String, partition: Int): Unit = {
-    val p = provider(w, checkpoint, partition, statesnap = false, w.v2)
+    val p = provider(w, checkpoint, partition, statesnap = false, w.v2, avroIds = Map(1 -> w.v2))
     val store = p.getStore(2, None)
     w.open(store, w.v2)
     val key = UnsafeProjection.create(keySchema)

@@ -67,7 +67,16 @@ class ProfileAppV2 extends StatefulProcessor[Long, Event, (Long, Long)] {
  *    `stock-unevolved`: the ceiling: Spark's store with UnsafeRow and v2 from the start (nothing to convert).
  *  - mode `steady` (v2 from the start, no schema change): `stock` vs `statesnap`, both UnsafeRow, and
  *    `stock-check-off`: Spark's provider with `stateSchemaCheck=false`, as statesnap runs (isolates that conf).
- * Prints `RESULT {json}`. Usage: TransformWithStateBenchmark <evolved|steady> <keys> <v2 batches> <repeats>
+ *  - mode `avro-evolved`: the wide nested state of [[WideAppV1]] / [[WideAppV2]], Avro-encoded on both sides:
+ *    `stock-avro`: Spark's RocksDB provider, `encodingFormat=avro`, its schema check on: v1 entries stay under
+ *    their schema id and are resolved v1 -> v2 on read until an update rewrites them;
+ *    `statesnap-avro`: statesnap's provider, `encodingFormat=avro`, `stateSchemaCheck=false` as statesnap runs:
+ *    the first v2 batch rewrites every entry to v2 before the state is read;
+ *    `stock-avro-unevolved`: the ceiling: Spark's Avro store with v2 from the start (no v1 entry ever).
+ * Each setup also reports its first v2 batch (where the conversion or migration happens), its later batches, and
+ * statesnap's `statesnapMigrationTimeMs` (summed over partitions).
+ * Prints `RESULT {json}`. Usage: TransformWithStateBenchmark <evolved|steady|avro-evolved> <keys> <v2 batches>
+ * <repeats>
  */
 object TransformWithStateBenchmark {
   private val stock = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -87,32 +96,50 @@ object TransformWithStateBenchmark {
     val ours = "statesnap" -> Map("providerClass" -> statesnap, "encodingFormat" -> "unsaferow",
       "stateSchemaCheck" -> "false")
     val stockUnsafeRow = Map("providerClass" -> stock, "encodingFormat" -> "unsaferow", "stateSchemaCheck" -> "true")
+    val stockAvro = Map("providerClass" -> stock, "encodingFormat" -> "avro", "stateSchemaCheck" -> "true")
     val setups = mode match {
-      case "evolved" => Seq("stock-avro" -> Map("providerClass" -> stock, "encodingFormat" -> "avro",
-        "stateSchemaCheck" -> "true"), ours, "stock-unevolved" -> stockUnsafeRow)
+      case "evolved" => Seq("stock-avro" -> stockAvro, ours, "stock-unevolved" -> stockUnsafeRow)
       case "steady" => Seq("stock" -> stockUnsafeRow, ours,
         "stock-check-off" -> (stockUnsafeRow + ("stateSchemaCheck" -> "false")))
+      case "avro-evolved" => Seq("stock-avro" -> stockAvro, "statesnap-avro" -> (ours._2 + ("encodingFormat" ->
+        "avro")), "stock-avro-unevolved" -> stockAvro)
     }
-    val evolve = mode == "evolved"
-    def timed(name: String, confs: Map[String, String], v2Batches: Int): Double = {
+    val (v1App, v2App): (() => StatefulProcessor[Long, Event, (Long, Long)],
+        () => StatefulProcessor[Long, Event, (Long, Long)]) =
+      if (mode == "avro-evolved") (() => new WideAppV1, () => new WideAppV2)
+      else (() => new ProfileAppV1, () => new ProfileAppV2)
+    def timed(name: String, confs: Map[String, String], v2Batches: Int): Run = {
       confs.foreach { case (k, v) => spark.conf.set(s"spark.sql.streaming.stateStore.$k", v) }
-      run(spark, input, v2Batches, evolve && name != "stock-unevolved")
+      val evolve = mode != "steady" && !name.endsWith("unevolved")
+      run(spark, input, v2Batches, if (evolve) v1App else v2App, v2App)
     }
     // Untimed warm-up of every setup: each has code paths of its own (Avro, statesnap) for the JIT to compile.
     setups.foreach { case (name, confs) => timed(name, confs, 2) }
     val times = (0 until repeats).flatMap { i =>
       (if (i % 2 == 0) setups else setups.reverse).map { case (name, confs) => name -> timed(name, confs, batches) }
     }
-    val json = times.groupBy(_._1).map { case (name, runs) =>
-      val sorted = runs.map(_._2).sorted
-      s""""$name": {"median": ${sorted(sorted.size / 2)}, "runs": [${runs.map(_._2).mkString(", ")}]}"""
+    def median[T: Ordering](values: Seq[T]): T = values.sorted.apply(values.size / 2)
+    val json = times.groupBy(_._1).map { case (name, named) =>
+      val runs = named.map(_._2)
+      s""""$name": {"median": ${median(runs.map(_.seconds))}, "runs": [${runs.map(_.seconds).mkString(", ")}], """ +
+        s""""firstBatchMs": ${median(runs.map(_.batchMs.head))}, "laterBatchMs": """ +
+        s"""${median(runs.map(r => r.batchMs.tail.sum / math.max(1, r.batchMs.size - 1)))}, """ +
+        s""""migrationMs": ${median(runs.map(_.migrationMs))}, "migratedEntries": ${runs.map(_.migrated).max}}"""
     }.mkString(", ")
     println(s"""RESULT {"mode": "$mode", "keys": $keys, "batches": $batches, $json}""")
     spark.stop()
   }
 
-  /** Seconds of the v2 run, on a fresh checkpoint and source directory that v1 filled first. */
-  private def run(spark: SparkSession, input: String, batches: Int, evolve: Boolean): Double = {
+  /**
+   * One v2 run: its seconds, each of its batches' `triggerExecution` time, and what statesnap's metrics say it
+   * migrated (summed over partitions; 0 on Spark's provider).
+   */
+  private final case class Run(seconds: Double, batchMs: Seq[Long], migrationMs: Long, migrated: Long)
+
+  /** The v2 run, on a fresh checkpoint and source directory that `first` (one batch) filled first. */
+  private def run(spark: SparkSession, input: String, batches: Int,
+      first: () => StatefulProcessor[Long, Event, (Long, Long)],
+      second: () => StatefulProcessor[Long, Event, (Long, Long)]): Run = {
     import spark.implicits._
     val checkpoint = Files.createTempDirectory("statesnap-bench-ck").toString
     val source = Files.createTempDirectory("statesnap-bench-in")
@@ -121,16 +148,25 @@ object TransformWithStateBenchmark {
         .find(_.getFileName.toString.startsWith("part-")).get
       Files.copy(part, source.resolve(f"batch$batch%03d.parquet"))
     }
-    def query(app: StatefulProcessor[Long, Event, (Long, Long)]): Unit =
-      spark.readStream.schema("key BIGINT, amount INT").option("maxFilesPerTrigger", 1).parquet(source.toString)
-        .as[Event].groupByKey(_.key).transformWithState(app, TimeMode.None(), OutputMode.Update())
+    def query(app: StatefulProcessor[Long, Event, (Long, Long)]): StreamingQuery = {
+      val q = spark.readStream.schema("key BIGINT, amount INT").option("maxFilesPerTrigger", 1)
+        .parquet(source.toString).as[Event].groupByKey(_.key)
+        .transformWithState(app, TimeMode.None(), OutputMode.Update())
         .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
-        .trigger(Trigger.AvailableNow()).start().awaitTermination()
+        .trigger(Trigger.AvailableNow()).start()
+      q.awaitTermination()
+      q
+    }
     add(0)
-    query(if (evolve) new ProfileAppV1 else new ProfileAppV2)
+    query(first())
     (1 to batches).foreach(add)
     val start = System.nanoTime()
-    query(new ProfileAppV2)
-    (System.nanoTime() - start) / 1e9
+    val q = query(second())
+    val seconds = (System.nanoTime() - start) / 1e9
+    val progress = q.recentProgress.filter(_.stateOperators.nonEmpty).toSeq
+    def metric(name: String): Long = progress.map(p => Option(p.stateOperators.head.customMetrics.get(name))
+      .map(_.longValue).getOrElse(0L)).sum
+    Run(seconds, progress.map(_.durationMs.get("triggerExecution").longValue),
+      metric("statesnapMigrationTimeMs"), metric("statesnapMigratedEntries"))
   }
 }
