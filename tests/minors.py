@@ -10,3 +10,6 @@ TRANSFORM_WITH_STATE = SPARK_STATE_READER = OPERATOR_METADATA = MINOR != "3.5"
 # transformWithState takes a custom state store provider before Spark 4.2 (SPARK-54117), so statesnap migrates its
 # state online there; on 4.2+ it runs on Spark's own provider and statesnap migrates it offline.
 TWS_ONLINE = MINOR in ("4.0", "4.1")
+# The fresh-venv wheel test installs pyspark anew (about a minute each): it runs on the oldest, the pinned and the
+# newest minor, which bound the jar the wheel picks; the other minors' jars are picked by the same code.
+WHEEL_INSTALL = MINOR in ("3.5", "4.1", "4.3")
