@@ -15,7 +15,7 @@ OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests
   tests/test_offline_migrate.py tests/test_change_feed_single_state.py tests/test_one_decision.py \
   tests/test_committed_state.py tests/test_stop_during_migration.py tests/test_checkpoint_files.py \
   tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py \
-  tests/test_committed_avro.py tests/test_avro_offline_migrate.py tests/test_wheel.py
+  tests/test_committed_avro.py tests/test_avro_offline_migrate.py tests/test_wheel.py tests/test_differential.py
 # The other minors where transformWithState takes statesnap's provider (before Spark 4.2): they run every suite.
 TWS_ONLINE_SPARKS := 4.0
 # Spark 3.5 has no transformWithState, no column families and no state data source: it runs the suites of the
@@ -23,7 +23,7 @@ TWS_ONLINE_SPARKS := 4.0
 SINGLE_STATE_SPARKS := 3.5
 SINGLE_STATE_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_refusals.py \
   tests/test_stop_during_migration.py tests/test_format_properties.py tests/test_visible_migrations.py \
-  tests/test_one_decision.py tests/test_tool_contract.py tests/test_adopt.py tests/test_wheel.py
+  tests/test_one_decision.py tests/test_tool_contract.py tests/test_adopt.py tests/test_wheel.py tests/test_differential.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Union
 
 import pandas as pd
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
 
 from minors import TRANSFORM_WITH_STATE
 
@@ -73,7 +75,7 @@ class StatesApp(StatefulProcessor):
         if spec.kind == "value":
             return list(state.get()) if state.exists() else None
         if spec.kind == "list":
-            return [list(v) for v in state.get()] if state.exists() else None
+            return [_plain(list(v)) for v in state.get()] if state.exists() else None
         if not state.exists():
             return None
         return {json.dumps(list(k)): list(v) for k, v in sorted(state.iterator(), key=lambda kv: str(kv[0]))}
@@ -103,6 +105,18 @@ class StatesApp(StatefulProcessor):
         pass
 
 
+def _plain(value: Any) -> Any:
+    """A list state's element as the other reads give it: Spark 4.0's Python state client hands list elements over
+    through pandas, where a nested struct is a dict (of its fields, in order) and a null number NaN."""
+    if isinstance(value, dict):
+        return [_plain(v) for v in value.values()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 def _jsonable(value: Any) -> Any:
     """Rows are tuples (JSON lists); binary values are shown as text so tests can compare them; numpy scalars (which
     Spark 4.0's Python state client returns for some reads) as the Python values they hold."""
@@ -113,13 +127,27 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot show {type(value).__name__} in test output")
 
 
+_last_written = [0.0]
+
+
 def write_input(source_dir: str, rows: list[tuple[str, int, str]]) -> None:
-    """Adds one JSON file of input rows; the next run of the query picks it up (and only it)."""
+    """Adds one JSON file of input rows; the next run of the query picks it up (and only it). Each file is given a
+    modification time after the one before, the order Spark's file source takes files in: an app run with
+    ``file_per_batch`` makes one micro-batch of each, in the order they were written."""
     os.makedirs(source_dir, exist_ok=True)
     path = os.path.join(source_dir, f"{uuid.uuid4().hex}.json")
     with open(path, "w") as f:
         for id_, value, op in rows:
             f.write(json.dumps({"id": id_, "value": value, "op": op}) + "\n")
+    _last_written[0] = max(time.time(), _last_written[0] + 1)
+    os.utime(path, (_last_written[0], _last_written[0]))
+
+
+def read_input(spark: SparkSession, source_dir: str, file_per_batch: bool = False):
+    """The streaming input of the test apps: every file not yet processed in one micro-batch, or with
+    ``file_per_batch`` one micro-batch per file, in the order :func:`write_input` wrote them."""
+    reader = spark.readStream.schema(INPUT_SCHEMA)
+    return (reader.option("maxFilesPerTrigger", 1) if file_per_batch else reader).json(source_dir)
 
 
 @dataclass
@@ -134,16 +162,17 @@ class RunResult:
 
 def run_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Union[str, list[StateSpec]],
             to_state: Callable[[int], tuple] = lambda v: (v,), delete: tuple[str, ...] = (),
-            name: Optional[str] = None, swallow_errors: bool = False) -> RunResult:
+            name: Optional[str] = None, swallow_errors: bool = False, file_per_batch: bool = False) -> RunResult:
     """Runs one app version over the input not yet processed (availableNow, so it stops by itself).
 
     ``states`` is either the schema of a single value state ``testState`` (then ``seen`` holds its values
     directly) or the app's state variables. ``name`` is the query's name (``queryName``). With
-    ``swallow_errors`` the app ignores errors opening its states and carries on without them.
+    ``swallow_errors`` the app ignores errors opening its states and carries on without them. With
+    ``file_per_batch``, each input file is a micro-batch of its own (:func:`read_input`).
     """
     single = isinstance(states, str)
-    rows, result = _run_to_end(_states_app(spark, source_dir, states, to_state, delete, swallow_errors), checkpoint,
-                               name)
+    rows, result = run_to_end(_states_app(spark, source_dir, states, to_state, delete, swallow_errors,
+                                           file_per_batch), checkpoint, name)
     for row in rows:
         states_seen = json.loads(row.seen)
         result.seen.setdefault(row.id, []).append(states_seen["testState"] if single else states_seen)
@@ -157,10 +186,11 @@ def start_app(spark: SparkSession, source_dir: str, checkpoint: str, states: Uni
 
 
 def _states_app(spark: SparkSession, source_dir: str, states: Union[str, list[StateSpec]],
-                to_state: Callable[[int], tuple], delete: tuple[str, ...], swallow_errors: bool):
+                to_state: Callable[[int], tuple], delete: tuple[str, ...], swallow_errors: bool,
+                file_per_batch: bool = False):
     """The streaming DataFrame of one transformWithState app version (see :func:`run_app`)."""
     specs = [StateSpec("testState", states, to_state)] if isinstance(states, str) else states
-    return _states_app_over(spark.readStream.schema(INPUT_SCHEMA).json(source_dir), specs, delete, swallow_errors)
+    return _states_app_over(read_input(spark, source_dir, file_per_batch), specs, delete, swallow_errors)
 
 
 def _states_app_over(rows, specs: list[StateSpec], delete: tuple[str, ...] = (), swallow_errors: bool = False):
@@ -179,24 +209,27 @@ def run_two_operator_app(spark: SparkSession, source_dir: str, checkpoint: str, 
     """Runs one version of a query with a second stateful operator beside its transformWithState (the app of
     :func:`run_app`): ``"dedup"`` drops input rows seen before (``dropDuplicates``) ahead of it, ``"count"`` counts
     its output rows per id (a streaming aggregation) after it. Returns the query's output rows, sorted."""
-    rows = spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
+    rows = read_input(spark, source_dir)
     if shape == "dedup":
         app = _states_app_over(rows.dropDuplicates(), states)
     elif shape == "count":
         app = _states_app_over(rows, states).groupBy("id").count()
     else:
         raise ValueError(shape)
-    rows, _ = _run_to_end(app, checkpoint)
+    rows, _ = run_to_end(app, checkpoint)
     return sorted(tuple(r) for r in rows)
 
 
-def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: str,
-                        to_state: Callable[[int], tuple] = lambda v: (v,), timeout: bool = False) -> RunResult:
+def run_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str, schema: Union[str, StructType],
+                        to_state: Callable[[int], tuple] = lambda v: (v,), timeout: bool = False,
+                        file_per_batch: bool = False) -> RunResult:
     """Runs one version of an applyInPandasWithState app whose state has ``schema`` (Spark names it
     ``groupState``). As :func:`run_app`, each input row first records what the state held (a list, or None), then
     ``op == "set"`` writes ``to_state(value)``. With ``timeout``, each key's state gets a processing-time timeout an
-    hour out (so the state carries Spark's timeoutTimestamp, and it never fires within a test)."""
-    rows, result = _run_to_end(_group_state_app(spark, source_dir, schema, to_state, timeout), checkpoint)
+    hour out (so the state carries Spark's timeoutTimestamp, and it never fires within a test). With
+    ``file_per_batch``, each input file is a micro-batch of its own (:func:`read_input`)."""
+    rows, result = run_to_end(_group_state_app(spark, source_dir, schema, to_state, timeout, file_per_batch),
+                               checkpoint)
     for row in rows:
         result.seen.setdefault(row.id, []).extend(json.loads(row.seen))
     return result
@@ -208,8 +241,8 @@ def start_group_state_app(spark: SparkSession, source_dir: str, checkpoint: str,
     return _start(_group_state_app(spark, source_dir, schema, to_state, False), checkpoint, None, [])
 
 
-def _group_state_app(spark: SparkSession, source_dir: str, schema: str, to_state: Callable[[int], tuple],
-                     timeout: bool):
+def _group_state_app(spark: SparkSession, source_dir: str, schema: Union[str, StructType],
+                     to_state: Callable[[int], tuple], timeout: bool, file_per_batch: bool = False):
     """The streaming DataFrame of one applyInPandasWithState app version (see :func:`run_group_state_app`)."""
     def update(key, frames, state):
         seen = []
@@ -223,7 +256,7 @@ def _group_state_app(spark: SparkSession, source_dir: str, schema: str, to_state
         yield pd.DataFrame({"id": [key[0]], "seen": [json.dumps(seen, default=_jsonable)]})
 
     return (
-        spark.readStream.schema(INPUT_SCHEMA).json(source_dir)
+        read_input(spark, source_dir, file_per_batch)
         .groupBy("id")
         .applyInPandasWithState(update, OUTPUT_SCHEMA, schema, "update",
                                 "ProcessingTimeTimeout" if timeout else "NoTimeout")
@@ -246,7 +279,7 @@ def await_listeners(query) -> None:
     query._jsq.sparkSession().sparkContext().listenerBus().waitUntilEmpty()
 
 
-def _run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[list, RunResult]:
+def run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[list, RunResult]:
     """Runs a stateful streaming DataFrame over the input not yet processed (availableNow) and returns its output
     rows, with a result whose ``seen`` is left for the caller to fill."""
     collected: list = []

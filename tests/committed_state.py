@@ -24,6 +24,7 @@ import shutil
 import struct
 import tempfile
 import zipfile
+from decimal import Decimal
 from typing import Any, Optional, Union
 
 import lz4.block
@@ -357,6 +358,7 @@ def read_store(checkpoint: str, operator: int = 0, partition: int = 0, version: 
 
 # ------------------------------------------------------------------------------------------- UnsafeRow
 Schema = list[tuple[str, Any]]  # (name, type): a type name of _FIXED or "string"/"binary", or a nested Schema
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _FIXED = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "float": 4, "bigint": 8, "double": 8}
 _ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float"}
 
@@ -364,7 +366,7 @@ _ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "ti
 def _split_top(text: str) -> list[str]:
     parts, depth, current = [], 0, ""
     for ch in text:
-        depth += (ch == "<") - (ch == ">")
+        depth += (ch in "<(") - (ch in ">)")
         if ch == "," and depth == 0:
             parts, current = parts + [current], ""
         else:
@@ -380,8 +382,8 @@ def parse_schema(ddl: str) -> Schema:
         typ = _ALIASES.get(typ.strip().lower(), typ.strip().lower())
         if typ.startswith("struct<") and typ.endswith(">"):
             fields.append((name, parse_schema(typ[7:-1])))
-        elif typ in _FIXED or typ in ("string", "binary"):
-            fields.append((name, typ))
+        elif typ in _FIXED or typ in ("string", "binary") or _DECIMAL.fullmatch(typ):
+            fields.append((name, typ.replace(" ", "")))
         else:
             raise ValueError(f"type {typ!r} of {name!r} not supported by this reader")
     return fields
@@ -410,10 +412,25 @@ def decode_row(data: bytes, schema: Union[str, Schema], where: str = "row") -> t
     values: list[Any] = []
     for i, (name, typ) in enumerate(fields):
         slot = data[bitset + 8 * i:bitset + 8 * i + 8]
-        if nulls >> i & 1:
+        decimal = _DECIMAL.fullmatch(typ) if isinstance(typ, str) else None
+        if decimal and int(decimal.group(1)) > 18:  # Spark reserves 16 bytes for it, even while it is null
+            offset, size = struct.unpack("<Q", slot)[0] >> 32, struct.unpack("<Q", slot)[0] & _M32
+            if offset != cursor or size > 16 or cursor + 16 > len(data) or any(data[cursor + size:cursor + 16]):
+                raise bad(f"field {name!r} ({typ}) is not a 16-byte region at offset {cursor}: slot {slot.hex()}")
+            if nulls >> i & 1:
+                if size:
+                    raise bad(f"field {name!r} ({typ}) is null but has {size} bytes")
+                values.append(None)
+            else:
+                unscaled = int.from_bytes(data[cursor:cursor + size], "big", signed=True)
+                values.append(Decimal(unscaled).scaleb(-int(decimal.group(2))))
+            cursor += 16
+        elif nulls >> i & 1:
             if any(slot):
                 raise bad(f"field {name!r} is null but its slot is {slot.hex()}")
             values.append(None)
+        elif decimal:  # up to 18 digits: the unscaled value in the slot, as a long
+            values.append(Decimal(struct.unpack("<q", slot)[0]).scaleb(-int(decimal.group(2))))
         elif isinstance(typ, str) and typ in _FIXED:
             if any(slot[_FIXED[typ]:]):
                 raise bad(f"field {name!r} ({typ}) has non-zero bytes beyond its {_FIXED[typ]} in slot {slot.hex()}")

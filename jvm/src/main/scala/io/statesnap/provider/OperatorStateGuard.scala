@@ -8,7 +8,6 @@ import io.statesnap.query.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
 import org.apache.spark.sql.types.StructType
@@ -173,18 +172,5 @@ private object OperatorStateGuard {
 
   /** A migration of every value of the single state `state` of a store, from `oldValueSchema` to `newValueSchema`. */
   final case class SingleStateMigration(state: String, migration: RowMigration, oldValueSchema: StructType,
-      newValueSchema: StructType) {
-    /**
-     * A read store's values while it waits for this migration (which only a write store can run): each converted
-     * from the old layout as the migration will write it. Spark's store decodes them with the declared field count,
-     * so the same bytes are read again as an old-layout row. Not thread-safe: one per read store.
-     */
-    def readAsMigrated: UnsafeRow => UnsafeRow = {
-      val oldRow = new UnsafeRow(migration.oldFieldCount)
-      stored => if (stored == null) null else {
-        oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
-        migration.migrate(oldRow).copy()
-      }
-    }
-  }
+      newValueSchema: StructType)
 }

@@ -37,6 +37,9 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
   @volatile private var verifyRegistrations: Long => Unit = (_: Long) => ()
   /** The write store opened last: Spark's provider has at most one at a time. */
   @volatile private var openStore: Option[SingleStateStore] = None
+  /** The migration the read store handed out last waits for: marked written by the write store of its version. */
+  @volatile private var awaited: Option[PendingMigration] = None
+  @volatile private var keySchema: StructType = _
 
   /**
    * Takes the query run's registrations (set by statesnap's listener; what it found wrong fails the query here),
@@ -45,6 +48,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
   protected def setUp(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       storeConfs: StateStoreConf, hadoopConf: Configuration, singleState: Boolean): Unit = {
     conf = hadoopConf
+    this.keySchema = keySchema
     val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
     query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
     declared = new DeclaredSnapshots(query)
@@ -74,9 +78,15 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] =
     inner.supportedCustomMetrics ++ StatesnapMetrics.all
 
-  /** The write store `open`ed on Spark's provider, wrapped, its single state migrated first if it needs it. */
-  protected def opened(version: Long, open: => StateStore): StateStore =
-    migrated(beforeLoading(version), handedOut(open))
+  /**
+   * The write store `open`ed on Spark's provider, wrapped, its single state migrated first if it needs it. On Spark
+   * 3.5 and 4.0 a read store of the same version may have been handed out before in the task (a streaming
+   * aggregation's restore): it reads the migrated bytes from now on.
+   */
+  protected def opened(version: Long, open: => StateStore): StateStore = {
+    val migration = beforeLoading(version)
+    migrated(migration, handedOut(open), awaited.filter(_.version == version))
+  }
 
   /** `store` wrapped, as the write store this provider has open. */
   protected def handedOut(store: StateStore): SingleStateStore = {
@@ -92,10 +102,11 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
    * Anywhere else (Spark's state reader on a version from before a migration) a version that needs one is refused:
    * there the declared layout is only what Spark's schema file says now, without the query's registrations.
    */
-  protected def readMigration(version: Long): Option[OperatorStateGuard.SingleStateMigration] = {
+  protected def readMigration(version: Long): Option[PendingMigration] = {
     val migration = beforeLoading(version)
     if (!servesStreamingQuery) refuseMigrationOnRead(migration, version)
-    migration
+    awaited = migration.map(m => new PendingMigration(version, m, keySchema, describeState(m.state)))
+    awaited
   }
 
   /**
@@ -107,10 +118,16 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
     guard.flatMap(_.check(version))
   }
 
-  /** `store`, with every entry of its single state migrated first (in the version it will commit) if needed. */
-  protected def migrated(migration: Option[OperatorStateGuard.SingleStateMigration],
-      store: SingleStateStore): SingleStateStore = {
-    migration.foreach(m => store.migrateSingleState(m, singleStateRewriter(m)))
+  /**
+   * `store`, with every entry of its single state migrated first (in the version it will commit) if needed; `reader`,
+   * the read store's pending migration of the same version, if one was handed out, then reads the migrated bytes.
+   */
+  protected def migrated(migration: Option[OperatorStateGuard.SingleStateMigration], store: SingleStateStore,
+      reader: Option[PendingMigration] = None): SingleStateStore = {
+    migration.foreach { m =>
+      store.migrateSingleState(m, singleStateRewriter(m))
+      reader.foreach(_.markWritten())
+    }
     store
   }
 

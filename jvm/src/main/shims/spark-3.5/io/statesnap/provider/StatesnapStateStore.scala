@@ -17,20 +17,20 @@ private[provider] final class StatesnapStateStore(store: StateStore, provider: S
 }
 
 /**
- * A read-only view handed out by `getReadStore`. While the store's state waits for `pendingMigration` (which only
- * a write store can run), every value it reads is converted from the old layout, as the migration will write it.
+ * A read-only view handed out by `getReadStore`. While the store's state waits for its `pending` migration (which
+ * only a write store can run), every value it reads is converted from the old layout, as the migration will write
+ * it; once the write store of the same version has written the migration, values are read as they are
+ * ([[PendingMigration]]).
  */
-private[provider] final class StatesnapReadStateStore(inner: ReadStateStore,
-    pendingMigration: Option[OperatorStateGuard.SingleStateMigration]) extends ReadStateStore {
-  private val convert: Option[UnsafeRow => UnsafeRow] = pendingMigration.map(_.readAsMigrated)
+private[provider] final class StatesnapReadStateStore(inner: ReadStateStore, pending: Option[PendingMigration])
+  extends ReadStateStore {
 
   override def id: StateStoreId = inner.id
   override def version: Long = inner.version
-  override def get(key: UnsafeRow): UnsafeRow = convert.fold(inner.get(key))(_(inner.get(key)))
+  override def get(key: UnsafeRow): UnsafeRow = pending.fold(inner.get(key))(_.read(key, inner.get(key)))
   override def prefixScan(prefixKey: UnsafeRow): Iterator[UnsafeRowPair] = converted(inner.prefixScan(prefixKey))
   override def iterator(): Iterator[UnsafeRowPair] = converted(inner.iterator())
   override def abort(): Unit = inner.abort()
 
-  private def converted(pairs: Iterator[UnsafeRowPair]): Iterator[UnsafeRowPair] =
-    convert.fold(pairs)(c => pairs.map(p => new UnsafeRowPair(p.key, c(p.value))))
+  private def converted(pairs: Iterator[UnsafeRowPair]): Iterator[UnsafeRowPair] = pending.fold(pairs)(_.readAll(pairs))
 }

@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import io.statesnap.evolution.SqlExpressions
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
@@ -73,31 +72,26 @@ private[provider] final class StatesnapStateStore(store: StateStore, provider: S
 
 /**
  * A read-only view handed out by `getReadStore`; unwrapped again when Spark upgrades it to a write store. While the
- * single state of the store waits for `pendingMigration` (which only a write store can run), every value it reads
- * is converted from the old layout, as the migration will write it; a read it cannot convert is refused.
+ * single state of the store waits for its `pending` migration (which only a write store can run), every value it
+ * reads is converted from the old layout, as the migration will write it; once the migration is written, values are
+ * read as they are ([[PendingMigration]]). A read it cannot convert is refused.
  */
 private[provider] final class StatesnapReadStateStore(val inner: ReadStateStore,
-    val pendingMigration: Option[OperatorStateGuard.SingleStateMigration] = None) extends ForwardingReads {
-  private val convert: Option[UnsafeRow => UnsafeRow] = pendingMigration.map(_.readAsMigrated)
+    val pending: Option[PendingMigration] = None) extends ForwardingReads {
 
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow =
-    convert.fold(inner.get(key, colFamilyName))(_(inner.get(key, colFamilyName)))
+    pending.fold(inner.get(key, colFamilyName))(_.read(key, inner.get(key, colFamilyName)))
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
-    convert.fold(inner.valuesIterator(key, colFamilyName))(inner.valuesIterator(key, colFamilyName).map(_))
+    pending.fold(inner.valuesIterator(key, colFamilyName))(p => inner.valuesIterator(key, colFamilyName)
+      .map(p.read(key, _)))
   override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
     converted(inner.prefixScan(prefixKey, colFamilyName))
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
     converted(inner.iterator(colFamilyName))
-  override protected def refuseUnconverted(read: String): Unit = pendingMigration.foreach { m =>
-    throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"$read reads values of " +
-      s"${m.oldValueSchema.simpleString} that a migration to ${m.newValueSchema.simpleString} has not rewritten " +
-      "yet, and statesnap converts them only for get, iterator and prefixScan. Nothing was read or rewritten.")
-  }
+  override protected def refuseUnconverted(read: String): Unit = pending.foreach(_.refuseUnconverted(read))
 
   private def converted(pairs: StateStoreIterator[UnsafeRowPair]): StateStoreIterator[UnsafeRowPair] =
-    convert.fold(pairs) { c =>
-      new StateStoreIterator[UnsafeRowPair](pairs.map(p => new UnsafeRowPair(p.key, c(p.value))), () => pairs.close())
-    }
+    pending.fold(pairs)(p => new StateStoreIterator[UnsafeRowPair](p.readAll(pairs), () => pairs.close()))
 
   override def abort(): Unit = inner.abort()
 }

@@ -79,7 +79,7 @@ class StatesnapStateStoreProvider extends SingleStateProvider with ProviderGlue 
   protected def upgraded(readStore: ReadStateStore, upgrade: ReadStateStore => StateStore): StateStore =
     readStore match {
       case ours: StatesnapReadStateStore =>
-        migrated(ours.pendingMigration, handedOut(upgrade(ours.inner)))
+        migrated(ours.pending.map(_.migration), handedOut(upgrade(ours.inner)), ours.pending)
       case other => handedOut(upgrade(other))
     }
 
