@@ -2,6 +2,7 @@
 driver log as one ERROR line: not a hundred lines into a `[STREAM_FAILED] ... PythonException` chain."""
 from __future__ import annotations
 
+import re
 import time
 
 import pyspark
@@ -9,6 +10,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 import statesnap
+from statesnap import tools
 from apps import run_app, run_group_state_app, write_input
 from minors import TWS_ONLINE
 
@@ -83,3 +85,77 @@ def test_a_refusals_fix_is_a_registration_that_works_as_pasted(spark, app_dirs, 
     statesnap.register_snapshot(spark, "groupState", eval(fix.group(1), {"statesnap": statesnap}),
                                 checkpoint=checkpoint)
     assert run_group_state_app(spark, source, checkpoint, "total int").seen == {"a": [[7]]}
+
+
+RULE = re.compile(r"statesnap\.RowSnapshot\((?:[^()]|\([^()]*\))*\)")
+"""A registration a refusal prints as its fix: ``statesnap.RowSnapshot(...)``, SQL in it with its own parentheses."""
+
+
+def pasted(hint: str) -> statesnap.RowSnapshot:
+    """A printed fix, pasted into Python as it is: it must parse, and build a RowSnapshot (validated as registered)."""
+    return eval(hint, {"statesnap": statesnap})
+
+
+def assert_every_hint_accepted(spark, checkpoint: str, schema: str, expected_hints: int) -> None:
+    """``check`` refuses ``schema`` for the group state; each fix it prints, pasted alone, makes the check accept (with
+    the application's SQL settings, which a registration in the application pins)."""
+    refused = tools.check(checkpoint, "groupState", schema, scan=False)
+    assert refused.outcome == tools.Outcome.REFUSED, refused.lines
+    hints = RULE.findall("\n".join(refused.lines))
+    assert len(hints) == expected_hints, refused.lines
+    settings = {k: spark.conf.get(k) for k in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone",
+                                                 "spark.sql.caseSensitive")}
+    for hint in hints:
+        accepted = tools.check(checkpoint, "groupState", schema, snapshot=pasted(hint), scan=False, sql_conf=settings)
+        assert accepted.outcome != tools.Outcome.REFUSED, (hint, accepted.lines)
+
+
+def test_every_fix_a_refusal_prints_is_a_registration_accepted_as_pasted(spark, app_dirs, registrations):
+    """Each kind of fix that names a registration: a narrowing (derive it), a non-nullable field added (a default of
+    its type), a likely rename (renamed, or dropped: either alone), a rollback that would drop a field, and a field
+    added back after a drop (confirm the loss). Decided by `check`, the decision a store runs."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 7, "set")])
+    run_group_state_app(spark, source, checkpoint, "total bigint, label string", lambda v: (v, "x"))
+    assert_every_hint_accepted(spark, checkpoint, "total int, label string", 1)
+    assert_every_hint_accepted(spark, checkpoint, "total bigint, label string, visits int NOT NULL", 1)
+    assert_every_hint_accepted(spark, checkpoint, "total bigint, tag string", 2)
+
+    statesnap.register_snapshot(spark, "groupState", statesnap.RowSnapshot(version=2), checkpoint=checkpoint)
+    write_input(source, [("a", 1, "set")])
+    run_group_state_app(spark, source, checkpoint, "total bigint, label string, n int", lambda v: (v, "x", 1))
+    assert_every_hint_accepted(spark, checkpoint, "total bigint, label string", 1)  # version 0 after 2: a rollback
+
+    statesnap.register_snapshot(spark, "groupState", statesnap.RowSnapshot(version=3, dropped=["n"]),
+                                checkpoint=checkpoint)
+    write_input(source, [("a", 2, "set")])
+    run_group_state_app(spark, source, checkpoint, "total bigint, label string", lambda v: (v, "x"))
+    assert_every_hint_accepted(spark, checkpoint, "total bigint, label string, n int", 1)  # n back, its values gone
+
+
+def test_the_fixes_for_added_aggregates_start_each_as_spark_does(spark, app_dirs, registrations):
+    """sum(value) becomes count, a decimal sum and max: each added buffer field's fix is a value of its type that
+    starts its aggregate as Spark starts it (a count at 0, a max at NULL, the decimal sum's isEmpty flag derived from
+    the sum kept from before), so the fixes pasted together, as printed, read right."""
+    from pyspark.sql import functions as F
+    from test_other_operators import run_aggregation
+
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("a", 7, "set"), ("b", -3, "set")])
+    assert run_aggregation(spark, source, checkpoint, F.sum("value")) == {"a": (12,), "b": (-3,)}
+    v2 = (F.count("*"), F.sum(F.col("value").cast("decimal(20,2)")), F.max("value"))
+    write_input(source, [("a", 1, "set")])
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=2), checkpoint=checkpoint)
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        with statesnap.refusals():
+            run_aggregation(spark, source, checkpoint, *v2)
+    hints = RULE.findall(str(refused.value))
+    assert hints == ["statesnap.RowSnapshot(version=2, defaults={'count': '0'})",
+                     "statesnap.RowSnapshot(version=2, derived={'isEmpty': 'sum IS NULL'})",
+                     "statesnap.RowSnapshot(version=2, defaults={'max': 'NULL'})"], str(refused.value)
+    rules = [pasted(hint) for hint in hints]
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(
+        version=2, defaults={k: v for r in rules for k, v in r.defaults.items()},
+        derived={k: v for r in rules for k, v in r.derived.items()}), checkpoint=checkpoint)
+    # a's count covers the rows since the migration; its sum all of them; its max the row since.
+    assert run_aggregation(spark, source, checkpoint, *v2) == {"a": (1, 13, 1)}

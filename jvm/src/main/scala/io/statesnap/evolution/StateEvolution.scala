@@ -1,6 +1,6 @@
 package io.statesnap.evolution
 
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.{BooleanType, DataType, DecimalType, DoubleType, FloatType, StructType}
 
 /**
  * One version of a state's schema in a definition: the rules that lead to it from the version before, and its
@@ -62,7 +62,8 @@ object StateEvolution {
       if (direction > 0) chain(recorded, planned)
       else Seq(declared.version -> RowSchemaEvolution.plan(recorded.schema, declared.schema, Rules.None, declared.sql))
     val unvalued = if (!newFieldsNeedValues) Nil else plans.flatMap { case (v, p) =>
-      p.changes.collect { case Change.Added(path, dt, None) => inStep(v, plans.size > 1)(noValue(path, dt)) }
+      p.changes.collect { case Change.Added(path, dt, None) => inStep(v, plans.size > 1)(noValue(path, dt,
+        p.oldSchema)) }
     }
     val readdedWithoutValues = plans.flatMap(_._2.changes).collect {
       case Change.Added(path, dt, _) if lostEarlier(path) && !confirmedLost(path) =>
@@ -72,7 +73,13 @@ object StateEvolution {
     val onAssumedSettings = if (direction <= 0) Nil
       else SqlDependence.problems(sql => chain(recorded, planned.copy(sql = sql)), declared.sql)
     // A rule of a step's fix belongs to that step's version; a state is never recorded above it here.
-    val problems = plans.flatMap { case (v, p) => p.problems.map(inStep(v, plans.size > 1))
+    // An aggregate's non-nullable buffer field (a count, a decimal sum's isEmpty) added without a value is refused by
+    // the planner as any non-nullable field is; its fix is the aggregate's starting value, as for a nullable one.
+    def startingValue(p: EvolutionPlan)(problem: SchemaProblem): SchemaProblem =
+      RowSchemaEvolution.fieldAt(p.newSchema, problem.fieldPath).filter(f => newFieldsNeedValues && !f.nullable &&
+        problem.oldType == "<absent>" && RowSchemaEvolution.fieldAt(p.oldSchema, problem.fieldPath).isEmpty)
+        .fold(problem)(f => noValue(problem.fieldPath, f.dataType, p.oldSchema))
+    val problems = plans.flatMap { case (v, p) => p.problems.map(startingValue(p)).map(inStep(v, plans.size > 1))
       .map(_.atVersion(math.max(v, recorded.version + 1))) } ++ unvalued ++ readdedWithoutValues ++ onAssumedSettings
     lazy val identical = plans.forall(_._2.identical)
     lazy val dropped = plans.flatMap(_._2.dropped)
@@ -110,11 +117,34 @@ object StateEvolution {
     plans
   }
 
-  private def noValue(path: String, dataType: DataType): SchemaProblem =
+  /**
+   * An aggregate's buffer field added without a starting value. The fix starts the aggregate as Spark starts it, by
+   * the name Spark gives the buffer field: a count at 0; a max, min, first, last or whole-number sum at NULL (a
+   * double sum too, unless it is an avg's, which starts at 0); a decimal sum at 0 beside its `isEmpty` flag at true,
+   * or that flag derived from a sum kept from `old` (NULL while no row was summed); first's and last's `valueSet` at
+   * false. A field it does not know gets a value of its type, and the choice in words.
+   */
+  private def noValue(path: String, dataType: DataType, old: StructType): SchemaProblem = {
+    def register(rules: String) = SchemaProblem.register(rules)
+    def default(literal: String) = register(s"defaults={'$path': '$literal'}")
+    // An aggregation's buffer fields are top-level and named by Spark after the aggregate.
+    val fix = (path, dataType) match {
+      case ("count", _) => default("0")
+      case ("isEmpty", BooleanType) if old.fieldNames.contains("sum") =>
+        s"${register(s"derived={'$path': 'sum IS NULL'}")} (the sum beside it was kept from before)"
+      case ("isEmpty", BooleanType) => s"${default("true")} (a new decimal sum's flag: true until a row is summed)"
+      case ("valueSet", BooleanType) => default("false")
+      case ("sum", _: DecimalType) => s"${default("0")} (a decimal sum starts at 0, beside its isEmpty flag)"
+      case ("sum", DoubleType | FloatType) => s"${default("NULL")} for a sum, or '0' if it is an avg's"
+      case ("max" | "min" | "first" | "last" | "sum", _) => default("NULL")
+      case (_, BooleanType) => s"${default("false")}, or 'true', as the aggregate needs"
+      case _ => s"${default("0")} for a count, or 'NULL' for max, min or sum"
+    }
     SchemaProblem(path, "<absent>", dataType.simpleString, "an aggregate's buffer field was added, and existing " +
       "groups have no value for it: statesnap starts a new aggregate for them only from a value you give",
-      s"give its starting buffer value: register ${SchemaProblem.register(s"defaults={'$path': '0'}")} for a " +
-        "count, or 'NULL' for max, min or sum (docs/evolution-rules.md says what each means for existing groups)")
+      s"give its starting buffer value: register $fix (docs/evolution-rules.md says what each means for existing " +
+        "groups)")
+  }
 
   private def readded(recorded: RecordedSchema, confirmAt: Int, path: String, dataType: DataType): SchemaProblem =
     SchemaProblem(path, "<dropped>", dataType.simpleString, s"the state had values for '$path' until application " +
