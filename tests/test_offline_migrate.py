@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -504,3 +505,51 @@ def test_several_states_migrate_in_one_batch_or_none_does(spark, app_dirs, cli):
                             json.dumps(v2)], capture_output=True, text=True, timeout=600)
     assert stock.returncode == 0, stock.stderr[-3000:]
     assert json.loads(stock.stdout.splitlines()[-1]) == COUNT_V2_SEEN
+
+
+@SPARK_42_ON
+def test_a_restart_with_a_changed_schema_and_no_migrate_names_the_migrate_command(spark, app_dirs, driver_log, cli):
+    """Spark refuses it and advises to turn its check off, which misreads; statesnap's refusal names the state, both
+    schemas and the command that migrates it, which works as printed."""
+    import shlex
+
+    import statesnap
+
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+    write_input(source, READ)
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        with statesnap.refusals():
+            run_app(spark, source, checkpoint, COUNT_V2)
+    message = str(refused.value)
+    assert refused.value.error_class == "STATESNAP_OFFLINE_MIGRATION_REQUIRED", message
+    assert "transformWithState state 'count' changed (recorded: struct<n:int>, declared: struct<n:bigint,note:string>)" \
+           in message, message
+    assert "Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false" in message
+    command = re.search(r"^  (python -m statesnap migrate .*)$", message, re.MULTILINE).group(1)
+    assert command == f"python -m statesnap migrate 'file:{checkpoint}' --state 'count' --schema 'n BIGINT,note " \
+                      "STRING' --no-file-sink", message
+    assert "cannot restart: [STATESNAP_OFFLINE_MIGRATION_REQUIRED]" in driver_log()
+    code, out = cli(*shlex.split(command)[3:])
+    # Spark wrote batch 1's offsets before it refused to plan it: migrate takes that batch back, then appends its own.
+    assert code == 3 and "removed batch 1, which Spark planned and then refused before running any of it" in out, out
+    assert run_app(spark, source, checkpoint, COUNT_V2).seen == COUNT_V2_SEEN
+
+
+@ONLY_ON_43
+def test_migrate_given_a_relative_path_writes_absolute_paths_and_the_query_restarts_anywhere(spark, tmp_path,
+                                                                                            monkeypatch, cli):
+    """Spark's operator metadata names schema files by path: a tool run on `ck` must write where that is, not `ck`,
+    or the query restarts only from the directory the tool ran in."""
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "work" / "ck")
+    stock_query(spark, source, checkpoint)
+    monkeypatch.chdir(tmp_path / "work")
+    code, out = cli("migrate", "ck", "--no-file-sink", "--state", "count", "--schema", "n bigint, note string")
+    assert code == 3, out
+    monkeypatch.chdir(tmp_path)
+    named = [path for f in (Path(checkpoint) / "state" / "0" / "_metadata" / "v2").iterdir() if f.name.isdigit()
+             for path in re.findall(r'"stateSchemaFilePaths":\[([^\]]*)\]', f.read_text())]
+    paths = [p.strip('"') for joined in named for p in joined.split(",")]
+    assert paths and all(p.startswith(f"file:{checkpoint}/state/0/_stateSchema/") for p in paths), paths
+    write_input(source, READ)
+    assert run_app(spark, source, checkpoint, COUNT_V2).seen == COUNT_V2_SEEN

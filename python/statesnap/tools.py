@@ -25,6 +25,8 @@ import datetime
 import enum
 import functools
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
@@ -76,12 +78,13 @@ class ToolResult:
 
 def _boundary(command: str):
     """The one place where what a tool raised becomes its result or an error: a refusal of the JVM's
-    (``ToolRefusal``: nothing was changed) is returned as Outcome.REFUSED; anything else raises a ToolError."""
+    (``ToolRefusal``: nothing was changed) is returned as Outcome.REFUSED; anything else raises a ToolError. Every
+    tool's first argument, the checkpoint, is resolved here once (:func:`absolute_checkpoint`)."""
     def wrap(tool):
         @functools.wraps(tool)
-        def run(*args, **kwargs) -> ToolResult:
+        def run(checkpoint: str, *args, **kwargs) -> ToolResult:
             try:
-                return tool(*args, **kwargs)
+                return tool(absolute_checkpoint(checkpoint), *args, **kwargs)
             except ToolError:
                 raise
             except Py4JJavaError as e:
@@ -94,6 +97,16 @@ def _boundary(command: str):
                 raise ToolError(_first_line(str(e)) or type(e).__name__) from e
         return run
     return wrap
+
+
+def absolute_checkpoint(checkpoint: str) -> str:
+    """``checkpoint`` resolved once, before a tool reads or writes anything: a path with a scheme (``s3a://``,
+    ``file:/``) as it is, a local path made absolute against this process's working directory. Spark qualifies a
+    query's checkpointLocation the same way, and writes absolute paths into its files; a tool given a relative path
+    must too, or the query would restart only from the directory the tool ran in."""
+    if not isinstance(checkpoint, str) or not checkpoint:
+        raise ToolError(f"a checkpoint is a path, not {checkpoint!r}")
+    return checkpoint if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", checkpoint) else os.path.abspath(checkpoint)
 
 
 @_boundary("inspect")

@@ -21,10 +21,22 @@ object CheckpointFile {
       case NonFatal(e) => throw unreadable(path, what, Option(e.getMessage).getOrElse(e.getClass.getSimpleName), e)
     }
 
-  /** The error for the file at `path`, holding `what`, and `why` it cannot be read. */
+  /**
+   * The error for the file at `path`, holding `what`, and `why` it cannot be read. Its fix never advises to start
+   * from a new checkpoint: that discards the state, which one unreadable file does not make unreadable.
+   */
   def unreadable(path: Any, what: String, why: String, cause: Throwable = null): StatesnapException =
     new StatesnapException(StatesnapException.UnreadableCheckpointFile, s"$what $path cannot be read: " +
-      s"${why.linesIterator.nextOption().getOrElse("")}. Nothing was read or rewritten. The file is not what " +
-      "Spark or statesnap writes there (a partial copy, another tool's edit, a corrupt storage): restore it from the " +
-      "checkpoint's backup or its source, or start the query from a new checkpoint.", cause)
+      s"${why.linesIterator.nextOption().getOrElse("")}. Nothing was read or rewritten, and the state itself is " +
+      "untouched. " + (if (relative(path)) "The path is relative, so it resolves against the working directory of " +
+      "whatever reads it: a tool run on a relative checkpoint path wrote it (statesnap's tools write absolute paths " +
+      "now). Restart the query from the directory that tool ran in, or restore the file that names this " +
+      "path from the checkpoint's backup." else "The file is not what Spark or statesnap writes there (a partial " +
+      "copy, another tool's edit, a corrupt storage): restore it from the checkpoint's backup or its source."), cause)
+
+  /** Whether `path` names a file relative to a working directory: neither a scheme nor a leading `/`. */
+  private def relative(path: Any): Boolean = {
+    val text = path.toString
+    !text.startsWith("/") && !text.matches("[A-Za-z][A-Za-z0-9+.-]*:.*")
+  }
 }

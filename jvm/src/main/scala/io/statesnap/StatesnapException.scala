@@ -25,4 +25,5 @@ object StatesnapException {
   val MigrationInterrupted = "STATESNAP_MIGRATION_INTERRUPTED"
   val StateLayoutMismatch = "STATESNAP_STATE_LAYOUT_MISMATCH"
   val UnreadableCheckpointFile = "STATESNAP_UNREADABLE_CHECKPOINT_FILE"
+  val OfflineMigrationRequired = "STATESNAP_OFFLINE_MIGRATION_REQUIRED"
 }

@@ -70,6 +70,20 @@ class StatesnapQueryListener extends StreamingQueryListener {
   }
 
   /**
+   * A transformWithState query on Spark 4.2+ that Spark's check refused for a changed state schema: statesnap's
+   * refusal, naming the offline migration, at ERROR; and the batch Spark planned before it refused, which `migrate`
+   * may then remove ([[RefusedPlans]]).
+   */
+  private def offlineMigrationRequired(query: RunningQuery, failure: String): Unit =
+    try OfflineMigrationRequired.of(query.id, query.checkpoint, failure, query.hadoopConf).foreach { message =>
+      StatesnapQueryListener.log.error(s"statesnap: query ${query.id} cannot restart: $message")
+      RefusedPlans.record(query.checkpoint, query.runId, query.hadoopConf)
+    } catch {
+      case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not tell why Spark refused " +
+        s"${query.describe}: $e")
+    }
+
+  /**
    * After a run's first batch of a query statesnap serves, records the names of its stateful operators that Spark
    * records nowhere (Spark 3.5 writes no operator metadata), so that the stores of its later runs know which one is
    * a streaming aggregation ([[QueryStates.operatorName]]). A failure is logged: without the names, a registered
@@ -88,12 +102,20 @@ class StatesnapQueryListener extends StreamingQueryListener {
       }
     }
 
-  /** A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it. */
+  /**
+   * A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it; so does a
+   * transformWithState query on Spark 4.2+ whose restart Spark refused for a changed state schema, with the offline
+   * migration that lets it restart ([[OfflineMigrationRequired]]).
+   */
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
-    started.remove(event.id)
+    val query = Option(started.remove(event.id))
     operatorsNamed.remove(event.runId)
-    event.exception.flatMap(StatesnapException.inText).foreach { message =>
-      StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
+    event.exception.foreach { failure =>
+      StatesnapException.inText(failure) match {
+        case Some(message) => StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
+        case None => query.filter(q => q.runsTransformWithState &&
+            !StatesnapSparkGlue.transformWithStateTakesCustomProviders).foreach(offlineMigrationRequired(_, failure))
+      }
     }
   }
 }
@@ -202,7 +224,8 @@ object StatesnapQueryListener {
       query.setConf(ProviderConf, ProviderClasses.SparkRocksDB)
       log.warn(s"statesnap does not serve ${query.describe}: $why. It runs on Spark's RocksDB provider, which its " +
         "checkpoint now keeps, with Spark's own state schema check as the session sets it; statesnap serves the " +
-        "other stateful queries of this session." + unregistered)
+        "other stateful queries of this session, and migrates this one's state offline when its schema changes " +
+        "(python -m statesnap migrate, with the query stopped)." + unregistered)
     }
   }
 
@@ -210,10 +233,17 @@ object StatesnapQueryListener {
       registrations: ScopeRegistrations): String = {
     val why = if (pinned) s"its checkpoint pins $provider (the offset log keeps the provider a query was created " +
       "with, whatever the session says)" else s"the session's provider is $provider"
+    val unregistered = if (registrations.states.isEmpty) "" else s", and the snapshots registered for it " +
+      s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply"
+    // On Spark 4.2+ transformWithState cannot move to statesnap's provider: its state migrates offline instead.
+    val use = if (query.runsTransformWithState && !StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
+      s"Spark ${org.apache.spark.SPARK_VERSION} runs transformWithState on its own provider only, so statesnap " +
+        "migrates its state offline: before restarting it with a changed state schema, stop it and run python -m " +
+        s"statesnap migrate ${query.checkpoint} --state <name> --schema <new value schema> (--no-file-sink or " +
+        "--file-sink <path>); never turn Spark's state schema check off for it."
+    } else s"To use statesnap, stop the query and adopt its checkpoint (python -m statesnap adopt " +
+      s"${query.checkpoint}), or start the query on a new checkpoint."
     s"statesnap does not serve ${query.describe}: $why. Spark's own state schema check applies to it as the " +
-      "session sets it" + (if (registrations.states.isEmpty) "" else s", and the snapshots registered for it " +
-      s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply") + ". To use statesnap, stop " +
-      s"the query and adopt its checkpoint (python -m statesnap adopt ${query.checkpoint}), or start the query on a " +
-      "new checkpoint."
+      s"session sets it$unregistered. $use"
   }
 }

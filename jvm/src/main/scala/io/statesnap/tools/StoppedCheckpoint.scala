@@ -21,9 +21,15 @@ import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
  * @param verb what the tool does, for its refusals ("adopt", "migrate")
  */
 final class StoppedCheckpoint private (spark: SparkSession, val location: String, verb: String) {
-  val root = new Path(location)
   val hadoopConf: Configuration = spark.sessionState.newHadoopConf()
-  val fs: FileSystem = root.getFileSystem(hadoopConf)
+  val fs: FileSystem = new Path(location).getFileSystem(hadoopConf)
+  /**
+   * The checkpoint's root, qualified (scheme, and a relative path resolved against the file system's working
+   * directory once, here) as Spark qualifies a query's checkpointLocation: every path a tool writes into a file of
+   * Spark's (a schema file's path in the operator metadata) is then absolute, as Spark writes its own, and reads the
+   * same from whatever directory the query restarts in.
+   */
+  val root: Path = fs.makeQualified(new Path(location))
 
   def refuse(why: String): Nothing = throw new ToolRefusal(s"cannot $verb $location: $why. Nothing was changed.")
 
@@ -32,7 +38,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   if (!fs.exists(new Path(root, "offsets"))) throw new IllegalArgumentException(s"cannot $verb $location: it has " +
     "no offsets/ directory, so it is not a streaming query's checkpointLocation (or the query never started a " +
     "batch). Nothing was changed.")
-  StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == fs.makeQualified(root))
+  StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == root)
     .foreach(q => refuse(s"${q.describe} is running on it; stop it first"))
 
   def offsetLog: OffsetSeqLog = new OffsetSeqLog(spark, new Path(root, "offsets").toString)

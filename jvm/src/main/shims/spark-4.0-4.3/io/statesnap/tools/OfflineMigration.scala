@@ -10,6 +10,7 @@ import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.provider.{MigratedStateRecordFiles, MigrationInterruption, StateDecision,
   TransformWithStateSchemaRecords}
+import io.statesnap.query.RefusedPlans
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
@@ -295,7 +296,15 @@ object OfflineMigration {
    */
   private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
     val batch = checkpoint.latestBatch
-    if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
+    if (refusedAtPlanning(checkpoint, batch)) {
+      val done = s"removed batch $batch, which Spark planned and then refused before running any of it (a restart " +
+        "with the changed state schema): the query plans it again, over the same input, after the migration"
+      if (dryRun) Seq(done) else {
+        checkpoint.delete(checkpoint.offsetsFile(batch))
+        checkpoint.delete(RefusedPlans.file(checkpoint.root, batch))
+        done +: recover(checkpoint, sink, dryRun)
+      }
+    } else if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
     else if (checkpoint.committed(batch)) {
       if (!dryRun) {
         sink.append(batch)
@@ -314,6 +323,28 @@ object OfflineMigration {
     }
   }
 
+  /**
+   * Whether `batch` is one Spark planned and refused at planning, as statesnap's listener recorded
+   * ([[RefusedPlans]]), and nothing of it ran: no commit, no state version of it in any store, no operator metadata.
+   */
+  private def refusedAtPlanning(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
+    !checkpoint.committed(batch) && RefusedPlans.recorded(checkpoint.fs, checkpoint.root, batch) && {
+      val stateRoot = new Path(checkpoint.root, "state")
+      val (transformWithState, others) = checkpoint.operators
+      (transformWithState ++ others).forall { op =>
+        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && partitionsOf(checkpoint, op).forall {
+          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f => versionFile(batch + 1)
+            .matches(f.getPath.getName))
+        }
+      }
+    }
+
+  /**
+   * A store's file of state version `version`: `<version>.zip` under checkpoint format v1, `<version>_<id>.zip` under
+   * v2; likewise changelogs.
+   */
+  private def versionFile(version: Long) = s"$version(_[^.]+)?\\.(zip|changelog)".r
+
   /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
   private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
     val stateRoot = new Path(checkpoint.root, "state")
@@ -324,11 +355,9 @@ object OfflineMigration {
         batch, checkpoint.hadoopConf)
     }
     (transformWithState ++ others).foreach { op =>
-      // `<version>.zip` under checkpoint format v1, `<version>_<id>.zip` under v2; likewise changelogs.
-      val written = s"${batch + 1}(_[^.]+)?\\.(zip|changelog)".r
       partitionsOf(checkpoint, op).foreach { p =>
         checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).map(_.getPath)
-          .filter(f => written.matches(f.getName)).foreach(checkpoint.delete)
+          .filter(f => versionFile(batch + 1).matches(f.getName)).foreach(checkpoint.delete)
       }
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))

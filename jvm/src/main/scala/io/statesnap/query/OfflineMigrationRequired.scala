@@ -1,0 +1,123 @@
+package io.statesnap.query
+
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
+import io.statesnap.snapshot.TtlValueSnapshot
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
+import org.apache.spark.sql.types._
+
+/**
+ * Spark 4.2+ runs transformWithState on its own provider only, so statesnap migrates its state offline
+ * (`python -m statesnap migrate`). A query restarted with a changed state schema without that fails in Spark's own
+ * check, whose error advises to turn the check off, which makes Spark read the old bytes under the new schema. This
+ * is statesnap's refusal for that case instead: the state, its old and new schema, and the exact command that
+ * migrates it. Spark names the schemas, not the state: the state is the one Spark's files at the latest committed
+ * batch record with the old schema.
+ */
+object OfflineMigrationRequired {
+  private val SparksRefusal =
+    """(?s)\[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE\].*?Existing value_schema=(.*?) and new value_schema=(.*?)\.\s*\n""".r
+  /** What the listener found for queries that terminated so, by query id, for `statesnap.refusals()` to raise. */
+  private val found = new ConcurrentHashMap[UUID, String]
+
+  /** statesnap's refusal for the query with `id` on checkpoint `checkpoint`, if `failure` is Spark's refusal. */
+  def of(id: UUID, checkpoint: String, failure: String, hadoopConf: Configuration): Option[String] =
+    SparksRefusal.findFirstMatchIn(failure).map { m =>
+      val (old, declared) = (m.group(1), m.group(2))
+      val state = try StatesnapCheckpointReader.sparkRecords(checkpoint, hadoopConf).map(_._2).find { r =>
+        val value = r.valueSnapshot.restoreSerializer().schema
+        Seq(value, TtlValueSnapshot.wrap(value)).exists(_.toString == old)
+      }.map(_.stateName) catch { case NonFatal(_) => None }
+      val message = refusal(checkpoint, state, old, declared)
+      if (found.size > 100) found.clear() // a session's failed queries: a handful
+      found.put(id, message)
+      message
+    }
+
+  /** The refusal found for the query with id `id` (for Python: null if none). */
+  def forQuery(id: String): String = Try(UUID.fromString(id)).toOption.flatMap(i => Option(found.get(i))).orNull
+
+  private def refusal(checkpoint: String, state: Option[String], old: String, declared: String): String = {
+    val schema = parse(declared).map(s => TtlValueSnapshot.unwrap(s).getOrElse(s))
+    val name = state.getOrElse("<state>")
+    s"[${StatesnapException.OfflineMigrationRequired}] the value schema of transformWithState state " +
+      s"${state.fold("")(s => s"'$s' ")}changed (recorded: ${parse(old).fold(old)(_.simpleString)}, declared: " +
+      s"${schema.fold(declared)(_.simpleString)}), and Spark ${org.apache.spark.SPARK_VERSION} runs " +
+      "transformWithState only on its own state store provider (SPARK-54117), so statesnap cannot migrate it as " +
+      "the query restarts. Spark refused the restart; nothing was read or rewritten. Fix: with the query stopped, " +
+      s"migrate the state offline, then restart the query:\n  python -m statesnap migrate ${quote(checkpoint)} " +
+      s"--state ${quote(name)} --schema ${schema.fold("'<new value schema, DDL>'")(s => quote(s.toDDL))} " +
+      "--no-file-sink\n(--file-sink <its output path> instead if the query writes to a file sink; --snapshot " +
+      "'<RowSnapshot JSON>' with the rules the new version registers; one --state and --schema more for each other " +
+      "state whose schema changed). Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's " +
+      "message suggests: Spark would then read the old bytes under the new schema."
+  }
+
+  /** `text` single-quoted for a POSIX shell. */
+  private def quote(text: String): String = "'" + text.replace("'", "'\"'\"'") + "'"
+
+  /**
+   * The schema Spark's error prints (`StructType.toString`: `StructType(StructField(n,IntegerType,true),...)`), if it
+   * reads back exactly: a field name with a comma or parenthesis, which the text cannot tell apart, gives None.
+   */
+  private[query] def parse(text: String): Option[StructType] =
+    Try(new SchemaText(text).structType()).toOption.filter(_.toString == text)
+
+  private final class SchemaText(text: String) {
+    private var at = 0
+
+    def structType(): StructType = {
+      expect("StructType(")
+      val fields = Seq.newBuilder[StructField]
+      while (!text.startsWith(")", at)) {
+        if (text.startsWith(",", at)) at += 1
+        expect("StructField(")
+        val name = upTo(',')
+        expect(",")
+        val dataType = any()
+        expect(",")
+        val nullable = upTo(')').toBoolean
+        expect(")")
+        fields += StructField(name, dataType, nullable)
+      }
+      expect(")")
+      StructType(fields.result())
+    }
+
+    private def any(): DataType = {
+      if (text.startsWith("StructType(", at)) return structType()
+      val name = text.substring(at).takeWhile(_.isLetterOrDigit)
+      at += name.length
+      name match {
+        case "ArrayType" => expect("("); val e = any(); expect(","); val n = upTo(')').toBoolean; expect(")")
+          ArrayType(e, n)
+        case "MapType" => expect("("); val k = any(); expect(","); val v = any(); expect(",")
+          val n = upTo(')').toBoolean; expect(")"); MapType(k, v, n)
+        case "DecimalType" => expect("("); val p = upTo(',').toInt; expect(","); val s = upTo(')').toInt; expect(")")
+          DecimalType(p, s)
+        case _ => DataType.fromDDL(name.stripSuffix("Type") match {
+          case "Integer" => "int"
+          case "TimestampNTZ" => "timestamp_ntz"
+          case other => other
+        })
+      }
+    }
+
+    private def upTo(end: Char): String = {
+      val value = text.substring(at).takeWhile(c => c != end && c != ',' && c != ')')
+      at += value.length
+      value
+    }
+
+    private def expect(token: String): Unit = {
+      require(text.startsWith(token, at), s"'$token' expected at $at")
+      at += token.length
+    }
+  }
+}
