@@ -55,10 +55,10 @@ $(VENV)/.stamp: requirements.txt
 
 setup: build/.apt-stamp $(VENV)/.stamp
 
-$(JAR): $(MAIN_SOURCES) scripts/build_jar.sh | setup
+$(JAR): $(MAIN_SOURCES) jvm/minors scripts/build_jar.sh | setup
 	scripts/build_jar.sh main
 
-python/statesnap/jars/statesnap-spark%.jar: $(MAIN_SOURCES) scripts/build_jar.sh .venv-spark%/.stamp | build/.apt-stamp
+python/statesnap/jars/statesnap-spark%.jar: $(MAIN_SOURCES) jvm/minors scripts/build_jar.sh .venv-spark%/.stamp | build/.apt-stamp
 	PYTHON=.venv-spark$*/bin/python scripts/build_jar.sh main
 
 # One jar per Spark minor: `make jar` builds them all (the package needs every one), `make jar SPARK=4.2` one.

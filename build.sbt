@@ -6,17 +6,21 @@ ThisBuild / scalaVersion := "2.13.17"
 
 val sparkVersion = "4.1.4"
 
+// jvm/minors: each Spark minor and the source folders its jar compiles.
+val sourceFolders: Seq[String] = IO.readLines(file("jvm/minors")).map(_.trim)
+  .filterNot(line => line.isEmpty || line.startsWith("#")).map(_.split("\\s+").toSeq)
+  .collectFirst { case minor +: folders if minor == sparkVersion.split('.').take(2).mkString(".") => folders }
+  .getOrElse(sys.error(s"jvm/minors does not list Spark $sparkVersion's minor"))
+
 lazy val statesnap = (project in file("."))
   .settings(
     name := "statesnap",
     version := "0.1.0",
-    // The pinned minor's folders, as scripts/build_jar.sh picks them: its own and the ranges that hold it
-    // (tests/test_build_versions.py checks the list).
-    Compile / unmanagedSourceDirectories :=
-      Seq("scala", "shims/spark-4.1", "shims/spark-4.0-4.3", "shims/spark-4.1-4.3")
-        .map(baseDirectory.value / "jvm" / "src" / "main" / _),
+    // The pinned minor's source folders, as jvm/minors lists them for every build (tests/test_build_versions.py
+    // checks that this reads them).
+    Compile / unmanagedSourceDirectories := sourceFolders.map(baseDirectory.value / "jvm" / "src" / "main" / _),
     Test / unmanagedSourceDirectories :=
-      Seq("scala", "shims/spark-4.0-4.3").map(baseDirectory.value / "jvm" / "src" / "test" / _),
+      sourceFolders.map(baseDirectory.value / "jvm" / "src" / "test" / _).filter(_.exists),
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature"),
     libraryDependencies ++= Seq(

@@ -2,10 +2,8 @@
 # Compiles statesnap for the Spark minor of the pyspark in $PYTHON's environment (default: the pinned .venv), with
 # the Scala compiler that ships inside that pyspark's jars/, and packages
 # python/statesnap/jars/statesnap-spark<minor>.jar. No Maven, no sbt: nothing is downloaded.
-# Sources: jvm/src/main/scala (every Spark minor) plus jvm/src/main/shims/spark-<minor> (what differs between
-# minors: the same file names in every minor's folder) and every jvm/src/main/shims/spark-<from>-<to> whose range
-# holds the minor (what a run of minors shares, written once). Tests: jvm/src/test/scala and jvm/src/test/shims,
-# chosen the same way.
+# Sources: the folders jvm/minors lists for the minor, under jvm/src/main; tests: the ones of them that exist under
+# jvm/src/test.
 # Classes go to build/spark<minor>/.
 # Usage: [PYTHON=...] scripts/build_jar.sh [main|test|bench]
 #   test:  compiles jvm/src/test against JUnit 4 into build/spark<minor>/test-classes
@@ -16,21 +14,14 @@ what="${1:-main}"
 PY="${PYTHON:-.venv/bin/python}"
 SPARK_JARS="$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 MINOR="$("$PY" -c 'import pyspark; print(".".join(pyspark.__version__.split(".")[:2]))')"
-[ -d "jvm/src/main/shims/spark-$MINOR" ] ||
-  { echo "statesnap has no build for Spark $MINOR (no jvm/src/main/shims/spark-$MINOR)" >&2; exit 2; }
-version_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$1" ]; }
-# The folders under shim root $1 that this minor compiles: spark-<minor> and the ranges that hold it.
-shims() {
-  local dirs="" range bounds
-  if [ -d "$1/spark-$MINOR" ]; then dirs="$1/spark-$MINOR"; fi
-  for range in "$1"/spark-*-*; do
-    [ -d "$range" ] || continue
-    bounds="${range##*/spark-}"
-    if version_le "${bounds%-*}" "$MINOR" && version_le "$MINOR" "${bounds#*-}"; then dirs="$dirs $range"; fi
-  done
+FOLDERS="$(awk -v minor="$MINOR" '$1 == minor { $1 = ""; print }' jvm/minors)"
+[ -n "$FOLDERS" ] || { echo "statesnap has no build for Spark $MINOR (jvm/minors does not list it)" >&2; exit 2; }
+# The minor's folders that exist under jvm/src/$1 (main or test).
+sources() {
+  local dirs="" folder
+  for folder in $FOLDERS; do [ -d "jvm/src/$1/$folder" ] && dirs="$dirs jvm/src/$1/$folder"; done
   echo "$dirs"
 }
-SHIMS="$(shims jvm/src/main/shims)"
 OUT="build/spark$MINOR"
 # Glob, never hard-code: the Scala version is whatever that pyspark ships (2.12 for Spark 3.5, 2.13 for 4.x).
 scala_jar() { ls "$SPARK_JARS"/scala-"$1"-2.1[23].*.jar | head -n 1; }
@@ -45,7 +36,7 @@ case "$what" in
   main)
     jar="python/statesnap/jars/statesnap-spark$MINOR.jar"
     rm -rf "$OUT/classes" && mkdir -p "$OUT/classes" python/statesnap/jars
-    scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find jvm/src/main/scala $SHIMS -name '*.scala')
+    scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find $(sources main) -name '*.scala')
     jar --create --file "$jar" -C "$OUT/classes" .
     echo "built $jar"
     ;;
@@ -53,7 +44,7 @@ case "$what" in
     JUNIT=/usr/share/java/junit4.jar
     rm -rf "$OUT/test-classes" && mkdir -p "$OUT/test-classes"
     scalac -classpath "$SPARK_JARS/*:$OUT/classes:$JUNIT" -d "$OUT/test-classes" \
-      $(find jvm/src/test/scala $(shims jvm/src/test/shims) -name '*.scala')
+      $(find $(sources test) -name '*.scala')
     echo "built $OUT/test-classes"
     ;;
   bench)

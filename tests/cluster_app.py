@@ -9,6 +9,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
+import faults
 import statesnap
 from apps import StateSpec, run_app, write_input
 from committed_state import read_store
@@ -25,6 +26,10 @@ builder = (
     .config("spark.ui.showConsoleProgress", "false")
     # Python workers started by the executors import the test apps, like the driver.
     .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+    # The fault injection that halts an executor part-way through a migration (tests/faults.py).
+    .config("spark.driver.extraClassPath", faults.classpath())
+    .config("spark.executor.extraClassPath", faults.classpath())
+    .config(map=faults.PROBE)
 )
 spark = statesnap.configure(builder).getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")

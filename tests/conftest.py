@@ -20,11 +20,10 @@ import pyspark  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 import statesnap  # noqa: E402
+import faults  # noqa: E402
 from apps import PROVIDER_CONF  # noqa: E402
 
 
-# What scripts/build_jar.sh compiled for this pyspark's minor version (make builds it before pytest).
-TEST_CLASSES = ROOT / "build" / f"spark{'.'.join(pyspark.__version__.split('.')[:2])}" / "test-classes"
 DRIVER_LOG = Path(os.environ.get("STATESNAP_TEST_LOG", ROOT / "build" / "test-driver.log"))
 
 
@@ -44,10 +43,10 @@ def spark() -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         # transformWithState in ProcessingTime mode (TTL) runs no-data batches forever: availableNow never ends.
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-        # The JVM fixtures the property tests drive through py4j (make builds them before pytest), beside the jar
-        # in the same class loader: spark.jars alone would load statesnap in a child the fixtures cannot see.
-        .config("spark.driver.extraClassPath", os.pathsep.join([str(TEST_CLASSES),
-                                                                statesnap.jar_path()]))
+        # The JVM fixtures the property tests drive through py4j and the fault injection the migration tests ask for
+        # (make builds them before pytest), beside the jar in the same class loader (tests/faults.py).
+        .config("spark.driver.extraClassPath", faults.classpath())
+        .config(map=faults.PROBE)
         # statesnap's log lines also go to a file the tests read (what the driver log tells a user).
         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={ROOT / 'tests' / 'log4j2.properties'} "
                                                  f"-Dstatesnap.test.log={DRIVER_LOG}")

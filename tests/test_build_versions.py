@@ -28,19 +28,29 @@ def test_sbt_scala_version_is_the_one_pyspark_ships():
     assert (SPARK_JARS / f"scala-library-{scala}.jar").is_file(), sorted(p.name for p in SPARK_JARS.glob("scala-library*"))
 
 
-@ON_THE_PINNED_SPARK
-def test_sbt_compiles_the_folders_build_jar_compiles_for_the_pinned_minor():
-    listed = re.search(r'unmanagedSourceDirectories :=\s*Seq\(([^)]*)\)', (ROOT / "build.sbt").read_text())
-    assert listed, "build.sbt lists no source folders"
-    folders = set(re.findall(r'"([^"]+)"', listed.group(1)))
+def minors() -> dict[str, list[str]]:
+    """jvm/minors: each Spark minor and the source folders its jar compiles."""
+    lines = (ROOT / "jvm" / "minors").read_text().splitlines()
+    return {line.split()[0]: line.split()[1:] for line in lines if line.strip() and not line.startswith("#")}
 
-    def minor(version: str) -> tuple:
-        return tuple(int(part) for part in version.split("."))
 
-    shims = ROOT / "jvm" / "src" / "main" / "shims"
-    ranges = {f"shims/{d.name}" for d in shims.glob("spark-*-*")
-              if minor(d.name[len("spark-"):].split("-")[0]) <= minor(MINOR) <= minor(d.name.split("-")[-1])}
-    assert folders == {"scala", f"shims/spark-{MINOR}"} | ranges
+def test_one_list_of_minors_and_their_source_folders_is_what_every_build_reads():
+    """jvm/minors is the one place: build_jar.sh and build.sbt read it, the Makefile and the package ship its minors,
+    and every folder it names exists (a folder of jvm/src/test only where that minor has tests of its own)."""
+    listed = minors()
+    assert "jvm/minors" in (ROOT / "scripts" / "build_jar.sh").read_text()
+    assert 'IO.readLines(file("jvm/minors"))' in (ROOT / "build.sbt").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    made = re.search(r"^PINNED := (\S+)$", makefile, re.M).group(1).split() + \
+        re.search(r"^OTHER_SPARKS := (.+)$", makefile, re.M).group(1).split()
+    assert sorted(made) == sorted(listed) == sorted(statesnap.SPARK_MINORS)
+    for minor, folders in listed.items():
+        assert folders[0] == "scala" and all((ROOT / "jvm" / "src" / "main" / f).is_dir() for f in folders), minor
+    main = {p.relative_to(ROOT / "jvm" / "src" / "main").as_posix() for p in (ROOT / "jvm" / "src" / "main").glob("*")}
+    main |= {p.relative_to(ROOT / "jvm" / "src" / "main").as_posix()
+             for p in (ROOT / "jvm" / "src" / "main" / "shims").glob("*")}
+    used = {f for folders in listed.values() for f in folders}
+    assert main - {"shims"} == used, "a source folder no minor compiles, or one that does not exist"
 
 
 @ON_THE_PINNED_SPARK

@@ -14,6 +14,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+import faults
 from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, run_app, run_group_state_app,
                   run_two_operator_app, write_input)
 from committed_state import read_store
@@ -73,7 +74,10 @@ def changelog(spark):
 
 def crash_migrate(checkpoint: str, step: str, *args: str) -> subprocess.CompletedProcess:
     """`python -m statesnap migrate` in its own process, its JVM halted after `step` as a crash would."""
-    return subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", *args],
+    test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
+        arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
+    return subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", *test_classes,
+                           *args],
                           env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, capture_output=True,
                           text=True, timeout=600)
 

@@ -83,10 +83,10 @@ def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tu
 
 
 def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
-    """statesnap's record of every state, in force at the latest committed version, wherever it is kept (the JVM
-    reader's ``records``)."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-    rows = reader.recordRows(checkpoint, spark._jsc.hadoopConfiguration())
+    """statesnap's record of every state, in force at the latest committed version, wherever it is kept (the JVM's
+    ``CheckpointRecords.records``)."""
+    rows = spark.sparkContext._jvm.io.statesnap.tools.CheckpointRecords.recordRows(
+        checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
 
 

@@ -167,13 +167,12 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
             verdict, partitions = judged.verdict(), [int(p) for p in judged.partitions()]
             where = "every partition" if partitions == [-1] else f"partitions {partitions}"
             changes, problems = list(verdict.changes()), list(verdict.problems())
-            lines.append(f"state '{state}' ({verdict.operator()}), {where}: {verdict.decision()} "
-                         f"(mode: {verdict.mode()})")
+            lines.append(f"state '{state}' ({verdict.operatorName()}), {where}: {verdict.headline()}")
             lines += [f"  - {line}" for line in changes + problems]
-            verdicts.append({"decision": verdict.decision(), "mode": verdict.mode(), "operator": verdict.operator(),
-                             "partitions": partitions, "changes": changes, "problems": problems})
-            outcome = max(outcome, {"migrate": Outcome.CHANGE, "incompatible": Outcome.REFUSED}.get(
-                verdict.decision(), Outcome.NOTHING), key=lambda o: o.value)
+            verdicts.append({"decision": verdict.decision(), "mode": verdict.modeName(),
+                             "operator": verdict.operatorName(), "partitions": partitions, "changes": changes,
+                             "problems": problems})
+            outcome = max(outcome, Outcome(verdict.exitCode()), key=lambda o: o.value)
         sql_settings = result.sqlSettings()
         if sql_settings:
             lines.append(f"  {sql_settings}")
@@ -252,7 +251,7 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
 def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:
     """The refusal of ``migrate`` on Spark 3.5, before any session starts: it migrates transformWithState state
     offline, which Spark 3.5 does not have (its group state and aggregations migrate online, as the query restarts
-    on statesnap), and its code is Spark 4.x's (``shims/spark-4.0-4.3``). None on Spark 4."""
+    on statesnap), and its code is Spark 4.x's (``scala-spark4``). None on Spark 4."""
     if not pyspark.__version__.startswith("3."):
         return None
     return ToolResult("migrate", Outcome.REFUSED, [

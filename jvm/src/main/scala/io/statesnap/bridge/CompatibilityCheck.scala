@@ -3,7 +3,7 @@ package io.statesnap.bridge
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{CompatibilityMode, SqlSettings}
 import io.statesnap.provider.{DeclaredSnapshots, StateDecision}
-import io.statesnap.query.{QueryRegistrations, ScopeRegistrations, StateRegistration}
+import io.statesnap.registration.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -14,18 +14,37 @@ import org.apache.spark.sql.types.{DataType, StructType}
  */
 object CompatibilityCheck {
   /**
+   * What a tool reports of a decision: the word a user reads, and the tools' outcome it leads to (the exit code
+   * `python -m statesnap` gives and Python's `Outcome`: 0 nothing to change, 3 every entry is rewritten, 4 refused).
+   */
+  sealed abstract class Reported(val word: String, val exitCode: Int) {
+    override def toString: String = word
+  }
+  object Reported {
+    case object AsIs extends Reported("as-is", 0)
+    case object Reconfigured extends Reported("reconfigured", 0)
+    case object Migrate extends Reported("migrate", 3)
+    case object Incompatible extends Reported("incompatible", 4)
+  }
+
+  /**
    * The decision on one state as tools report it, typed for callers across py4j.
-   * @param decision `as-is`, `reconfigured`, `migrate` or `incompatible`
+   * @param reported what it comes to for the tools ([[Reported]])
    * @param mode the compatibility mode in force
    * @param operator the operator kind whose rules applied
-   * @param changes what a migration does, one line per change (empty unless `migrate`)
-   * @param problems why it is refused, one line per field (empty unless `incompatible`)
+   * @param changes what a migration does, one line per change (empty unless it migrates)
+   * @param problems why it is refused, one line per field (empty unless it is incompatible)
    * @param decided the decision itself, for the tools that act on it
    */
-  final case class Verdict(decision: String, mode: String, operator: String, changes: java.util.List[String],
-      problems: java.util.List[String])(private[statesnap] val decided: StateDecision) {
+  final case class Verdict(reported: Reported, mode: CompatibilityMode, operator: OperatorKind,
+      changes: java.util.List[String], problems: java.util.List[String])(private[statesnap] val decided: StateDecision) {
+    /** For Python: the word, the exit code of the outcome, the mode's and the operator kind's names. */
+    def decision: String = reported.word
+    def exitCode: Int = reported.exitCode
+    def modeName: String = mode.name
+    def operatorName: String = operator.name
     /** The decision and the mode in force, as a report's headline says them. */
-    def headline: String = s"$decision (mode: $mode)"
+    def headline: String = s"$reported (mode: ${mode.name})"
     /** The changes or problems, one line each. */
     def details: Seq[String] = {
       import scala.jdk.CollectionConverters._
@@ -65,18 +84,18 @@ object CompatibilityCheck {
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
       avro: Boolean): Verdict = {
     import scala.jdk.CollectionConverters._
-    val mode = current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default).name
+    val mode = current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default)
     val decided = StateDecision.decide(Some(recorded), current)
-    def reported(decision: String, changes: Seq[String] = Nil, problems: Seq[String] = Nil) =
-      Verdict(decision, mode, current.operator.name, changes.asJava, problems.asJava)(decided)
+    def reported(as: Reported, changes: Seq[String] = Nil, problems: Seq[String] = Nil) =
+      Verdict(as, mode, current.operator, changes.asJava, problems.asJava)(decided)
     decided match {
-      case StateDecision.AsIs => reported("as-is")
-      case StateDecision.Record(_) if avro && StateDecision.rewritesAvro(recorded, current) => reported("migrate",
+      case StateDecision.AsIs => reported(Reported.AsIs)
+      case StateDecision.Record(_) if avro && StateDecision.rewritesAvro(recorded, current) => reported(Reported.Migrate,
         changes = Seq(s"rewrite every entry as ${StateDecision.schemaOf(current.valueSnapshot).simpleString} (the " +
           "same layout, other names: an Avro-encoded entry names every field)"))
-      case StateDecision.Record(_) => reported("reconfigured")
-      case StateDecision.Migrate(migration, _) => reported("migrate", changes = migration.changes)
-      case StateDecision.Refuse(errorClass, problems, message) => reported("incompatible", problems =
+      case StateDecision.Record(_) => reported(Reported.Reconfigured)
+      case StateDecision.Migrate(migration, _) => reported(Reported.Migrate, changes = migration.changes)
+      case StateDecision.Refuse(errorClass, problems, message) => reported(Reported.Incompatible, problems =
         if (problems.isEmpty) Seq(s"[$errorClass] the state $message") else problems.map(_.describe))
     }
   }

@@ -1,9 +1,9 @@
 package io.statesnap.bridge
 
-import io.statesnap.StatesnapException
+import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.StatesnapException.InvalidSnapshotDefinition
 import io.statesnap.evolution._
-import io.statesnap.query._
+import io.statesnap.registration._
 import io.statesnap.snapshot.SnapshotDefinition
 import io.statesnap.SparkClasses.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
@@ -88,7 +88,8 @@ object SnapshotRegistration {
   /** What can be checked of a step's rules without the schema they read from. */
   private def standalone(rules: Rules, target: Option[StructType], sql: SqlSettings): Seq[SchemaProblem] = {
     val derived = rules.derived.toSeq.flatMap { case (path, text) =>
-      SqlExpressions.checkWithoutInput(text).left.toOption.map(why => SchemaProblem(path, "<derived>", "?",
+      SqlExpressions.checkWithoutInput(text).left.toOption.map(why => SchemaProblem(ProblemAt.Field(path),
+        ProblemSide.Derived, ProblemSide.Text("?"),
         s"its derived expression `$text` is invalid: $why", s"write derived['$path'] as one deterministic SQL " +
           "expression over the previous version's fields (Spark SQL syntax), e.g. 'CAST(amount * 100 AS BIGINT)'"))
     }
@@ -96,13 +97,14 @@ object SnapshotRegistration {
       target.flatMap(RowSchemaEvolution.fieldAt(_, path)) match {
         case Some(field) => RowSchemaEvolution.defaultValue(field, path, text, sql).left.toOption
         case None => SqlExpressions.resolve(text, new StructType(), sql).left.toOption.map(why =>
-          SchemaProblem(path, "<default>", "?", s"its default `$text` is invalid: $why", s"give defaults['$path'] a " +
+          SchemaProblem(ProblemAt.Field(path), ProblemSide.Default, ProblemSide.Text("?"), s"its default `$text` is invalid: $why", s"give defaults['$path'] a " +
             "SQL literal (a string in quotes inside the Python string: \"'EUR'\"; a number as is: '0')"))
       }
     }
     val unknown = for (t <- target.toSeq; (kind, paths) <- Seq("renamed" -> rules.renamed.keys,
         "defaults" -> rules.defaults.keys, "derived" -> rules.derived.keys);
-        path <- paths if RowSchemaEvolution.fieldAt(t, path).isEmpty) yield SchemaProblem(path, s"<$kind>", "<rule>",
+        path <- paths if RowSchemaEvolution.fieldAt(t, path).isEmpty) yield SchemaProblem(ProblemAt.Field(path),
+      ProblemSide.Marker(kind), ProblemSide.Rule,
       s"$kind names a field the schema ${t.simpleString} does not have", s"name a field of ${t.simpleString}")
     derived ++ defaults ++ unknown
   }
@@ -129,11 +131,11 @@ object SnapshotRegistration {
   }
 
   private def requireListener(session: SparkSession): Unit =
-    if (!session.streams.listListeners().exists(_.isInstanceOf[StatesnapQueryListener])) {
+    if (!session.streams.listListeners().exists(_.getClass.getName == ProviderClasses.Listener)) {
       throw new StatesnapException(InvalidSnapshotDefinition, "this session has no statesnap query listener, so " +
         "nothing registered would reach a query. Build the session with statesnap.configure(SparkSession.builder" +
         "...), or call statesnap.configure(spark) on it first (or set spark.sql.streaming.streamingQueryListeners=" +
-        s"${classOf[StatesnapQueryListener].getName} with the jar on the classpath).")
+        s"${ProviderClasses.Listener} with the jar on the classpath).")
     }
 
   private def schema(state: String, what: String, json: String): StructType = DataType.fromJson(json) match {

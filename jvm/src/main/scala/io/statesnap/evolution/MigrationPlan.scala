@@ -100,13 +100,53 @@ object Change {
   }
 }
 
+/** Where a refused change is: a field of the value, the keys of a map field, or a part of the state as a whole. */
+sealed trait ProblemAt {
+  def describe: String
+}
+
+object ProblemAt {
+  /** A field, in the [[FieldPath]] spelling. */
+  final case class Field(path: String) extends ProblemAt { def describe: String = path }
+  /** The keys of the map field at `path`. */
+  final case class MapKeys(path: String) extends ProblemAt { def describe: String = s"$path<key>" }
+  case object Key extends ProblemAt { def describe = "<key>" }
+  case object Value extends ProblemAt { def describe = "<value>" }
+  case object State extends ProblemAt { def describe = "<state>" }
+}
+
+/** One side of a refused change: what the state had or is declared with, or what stands where a type would. */
+sealed trait ProblemSide {
+  def describe: String
+}
+
+object ProblemSide {
+  /** A type, a schema, or another thing the state has, in words (`int`, `version 2 struct<...>`, `no timeout`). */
+  final case class Text(describe: String) extends ProblemSide
+  /** No such field on this side (added, removed, dropped before) or the thing in its place (a rule, a default). */
+  final case class Marker(what: String) extends ProblemSide { def describe: String = s"<$what>" }
+  /** A field a rename names as its source. */
+  final case class RenamedFrom(from: String) extends ProblemSide { def describe: String = s"<renamed from '$from'>" }
+
+  val Absent: ProblemSide = Marker("absent")
+  val Removed: ProblemSide = Marker("removed")
+  val Dropped: ProblemSide = Marker("dropped")
+  val Default: ProblemSide = Marker("default")
+  val Derived: ProblemSide = Marker("derived")
+  val Rule: ProblemSide = Marker("rule")
+  val Rollback: ProblemSide = Marker("rollback")
+
+  def of(dataType: org.apache.spark.sql.types.DataType): ProblemSide = Text(dataType.simpleString)
+}
+
 /**
- * One reason a schema change is refused.
- * @param fieldPath the field ([[FieldPath]] spelling), `<key>` for a key, `<state>` for the state as a whole
- * @param fix what the user can do about it, in one sentence
+ * One reason a schema change is refused: where, what the state had and what is declared (typed: a decision asks
+ * these, never their words), why, and the fix in one sentence.
  */
-final case class SchemaProblem(fieldPath: String, oldType: String, newType: String, reason: String, fix: String) {
-  def describe: String = s"field '$fieldPath': $oldType -> $newType: $reason. Fix: $fix"
+final case class SchemaProblem(at: ProblemAt, old: ProblemSide, declared: ProblemSide, reason: String, fix: String) {
+  /** Where, in words: the field's path, `<key>`, `<state>`. */
+  def fieldPath: String = at.describe
+  def describe: String = s"field '${at.describe}': ${old.describe} -> ${declared.describe}: $reason. Fix: $fix"
 
   /** The fix with the version its registration needs filled in (see [[SchemaProblem.register]]). */
   def atVersion(version: Int): SchemaProblem = copy(fix = fix.replace(SchemaProblem.NextVersion, s"version=$version"))

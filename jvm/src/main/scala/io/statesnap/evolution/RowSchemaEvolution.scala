@@ -59,7 +59,8 @@ object RowSchemaEvolution {
       case s: StructType =>
         s.fields.toSeq.groupBy(_.name.toLowerCase(java.util.Locale.ROOT)).values.filter(_.length > 1).toSeq
           .sortBy(_.head.name).map { same =>
-            SchemaProblem(FieldPath.child(path, same.head.name), s"<$which>", s"<$which>", s"the $which schema " +
+            SchemaProblem(ProblemAt.Field(FieldPath.child(path, same.head.name)), ProblemSide.Marker(which),
+              ProblemSide.Marker(which), s"the $which schema " +
               s"has the fields ${same.map(f => s"'${f.name}'").mkString(" and ")} in one struct, which a match by " +
               "name cannot tell apart", "give them names that differ by more than case")
           } ++ s.fields.toSeq.flatMap(f => walk(f.dataType, FieldPath.child(path, f.name)))
@@ -85,7 +86,7 @@ object RowSchemaEvolution {
         case null if !nf.nullable => Left("it is NULL, but the field is declared NOT NULL")
         case value => Right(Literal(value, nf.dataType))
       }
-    }.left.map(why => SchemaProblem(path, "<default>", nf.dataType.simpleString, s"its default `$text` is invalid: " +
+    }.left.map(why => SchemaProblem(ProblemAt.Field(path), ProblemSide.Default, ProblemSide.of(nf.dataType), s"its default `$text` is invalid: " +
       why, s"give defaults['$path'] a SQL literal of type ${nf.dataType.simpleString}, such as " +
       exampleLiteral(nf.dataType)))
 
@@ -207,7 +208,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     if (derived.contains(path)) {
       used += s"derived:$path"
       if (scope.inCollection) {
-        problem(path, "<derived>", nf.dataType.simpleString, "a derived expression is SQL over the whole row and " +
+        problem(path, ProblemSide.Derived, ProblemSide.of(nf.dataType), "a derived expression is SQL over the whole row and " +
           "cannot be evaluated inside an array element or map value",
           "derive the whole top-level field that contains it (for example with transform(...))")
         FieldSource.Null
@@ -222,7 +223,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
           val within = parentsNullable.drop(ordinals.zip(at).takeWhile { case (a, b) => a == b }.length)
           fromOld(nf, path, ordinals, if (within.contains(true)) of.copy(nullable = true) else of, from, scope)
         case Left(why) =>
-          problem(path, s"<renamed from '$from'>", nf.dataType.simpleString, why,
+          problem(path, ProblemSide.RenamedFrom(from), ProblemSide.of(nf.dataType), why,
             s"name in renamed['$path'] a field of the recorded schema ${scope.root.getOrElse(old).simpleString}")
           FieldSource.Null
       }
@@ -234,7 +235,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       defaultSource(nf, path, defaults(path))
     } else {
       if (nf.nullable) changes += Change.Added(path, nf.dataType, None)
-      else problem(path, "<absent>", nf.dataType.simpleString, "a non-nullable field was added, and entries " +
+      else problem(path, ProblemSide.Absent, ProblemSide.of(nf.dataType), "a non-nullable field was added, and entries " +
         "written before it existed have no value for it",
         s"declare '$path' nullable, or give it a default: register ${SchemaProblem.register(
           s"defaults={'$path': ${RowSchemaEvolution.exampleLiteral(nf.dataType)}}")}")
@@ -262,7 +263,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       Conversion.Array(collectionValue(oe, ne, FieldPath.element(path), FieldPath.element(oldPath)))
     case (MapType(ok, ov, ovn), MapType(nk, nv, nvn)) =>
       if (!sameLayout(ok, nk)) {
-        problem(s"$path<key>", ok.simpleString, nk.simpleString,
+        problems += SchemaProblem(ProblemAt.MapKeys(path), ProblemSide.of(ok), ProblemSide.of(nk),
           "map keys cannot be converted (converted keys could collide)", s"keep the key type of '$path'")
       }
       nullability(ovn, nvn, FieldPath.mapValue(path), nv)
@@ -275,7 +276,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
         s"keep '$path' as ${ot.simpleString}, or derive the whole top-level field that contains it with SQL"
       } else s"keep '$path' as ${ot.simpleString}, or convert it explicitly: register " +
         SchemaProblem.register(s"derived={'$path': 'CAST($oldPath AS ${nt.sql})'}")
-      problem(path, ot.simpleString, nt.simpleString, Conversions.whyNot(ot, nt), fix)
+      problem(path, ProblemSide.of(ot), ProblemSide.of(nt), Conversions.whyNot(ot, nt), fix)
       Conversion.Identity
   }
 
@@ -335,7 +336,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
           case Some(likely) if !deliberate =>
             val why = if (caseOnly.isDefined) s"only the case of its name changed, to '${likely.field.name}'"
               else s"'${likely.path}' ${likely.field.dataType.simpleString} was added in its place"
-            problem(path, of.dataType.simpleString, "<removed>", s"$why: a likely rename, which would drop every " +
+            problem(path, ProblemSide.of(of.dataType), ProblemSide.Removed, s"$why: a likely rename, which would drop every " +
               "value of it", s"register ${SchemaProblem.register(s"renamed={'${likely.path}': '$path'}")} to keep " +
               s"its values, or ${SchemaProblem.register(s"dropped=['$path']")} to confirm that they go")
           case _ => changes += Change.Removed(path, confirmed)
@@ -346,20 +347,20 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
   private def derivedSource(nf: StructField, path: String, text: String): FieldSource =
     SqlExpressions.resolve(text, old, sql) match {
       case Left(why) =>
-        problem(path, "<derived>", nf.dataType.simpleString, s"its derived expression `$text` is invalid: $why",
+        problem(path, ProblemSide.Derived, ProblemSide.of(nf.dataType), s"its derived expression `$text` is invalid: $why",
           s"write derived['$path'] as SQL over the recorded fields ${old.fieldNames.mkString(", ")}")
         FieldSource.Null
       case Right(e) =>
         referenced ++= e.collect { case b: BoundReference => FieldPath.child("", old(b.ordinal).name) }
         if (!Cast.canCast(e.dataType, nf.dataType)) {
-          problem(path, e.dataType.simpleString, nf.dataType.simpleString, s"its derived expression `$text` is " +
+          problem(path, ProblemSide.of(e.dataType), ProblemSide.of(nf.dataType), s"its derived expression `$text` is " +
             s"${e.dataType.simpleString}, which cannot be cast to ${nf.dataType.simpleString}",
             s"CAST the expression to ${nf.dataType.sql}")
           FieldSource.Null
         } else {
           val cast = sql(sql.cast(e, nf.dataType))
           if (!nf.nullable && cast.nullable) {
-            problem(path, "<derived>", s"${nf.dataType.simpleString} (not null)", s"its derived expression `$text` " +
+            problem(path, ProblemSide.Derived, ProblemSide.Text(s"${nf.dataType.simpleString} (not null)"), s"its derived expression `$text` " +
               "may be null, but the field is declared NOT NULL", s"wrap it in coalesce($text, <a value>), or " +
               s"declare '$path' nullable")
           }
@@ -383,7 +384,7 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     else if (!wasNullable && isNullable) changes += Change.Relaxed(path)
 
   private def tightened(path: String, dt: DataType): Unit =
-    problem(path, s"${dt.simpleString} (nullable)", s"${dt.simpleString} (not null)",
+    problem(path, ProblemSide.Text(s"${dt.simpleString} (nullable)"), ProblemSide.Text(s"${dt.simpleString} (not null)"),
       "nullability was tightened, but existing entries may hold null", s"keep '$path' nullable")
 
   /** Same layout, so only nested nullability can differ: report relaxations, refuse tightenings. */
@@ -424,10 +425,10 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
   }
 
   private def ruleProblem(path: String, kind: String, why: String, fix: String): Unit =
-    problem(path, s"<$kind>", "<rule>", why, fix)
+    problem(path, ProblemSide.Marker(kind), ProblemSide.Rule, why, fix)
 
-  private def problem(path: String, oldType: String, newType: String, reason: String, fix: String): Unit =
-    problems += SchemaProblem(path, oldType, newType, reason, fix)
+  private def problem(path: String, old: ProblemSide, declared: ProblemSide, reason: String, fix: String): Unit =
+    problems += SchemaProblem(ProblemAt.Field(path), old, declared, reason, fix)
 }
 
 private object Planner {

@@ -28,7 +28,7 @@ private[evolution] object SqlDependence {
       dependsOn.groupMap(_._1)(_._2).toSeq.sortBy(_._1).map { case ((version, path), settings) =>
         val rule = base.get((version, path)).map(_._1).getOrElse(s"the rule of '$path'")
         val distinct = settings.distinct
-        SchemaProblem(path, "<rule>", "<the application's settings>", s"$rule (in the step to version $version) " +
+        SchemaProblem(ProblemAt.Field(path), ProblemSide.Rule, ProblemSide.Marker("the application's settings"), s"$rule (in the step to version $version) " +
           s"gives another value " +
           s"under another ${distinct.map(_.words).mkString(" or ")} (${distinct.map(_.conf).mkString(", ")}), " +
           "and nothing says the application's: statesnap holds no record of them for this state, and none was given",
@@ -45,7 +45,8 @@ private[evolution] object SqlDependence {
         case FieldPlan(path, _, FieldSource.Derived(sql, e)) => path -> (s"derived['$path'] `$sql`", comparable(e))
       }
       // A rule that resolves under some settings only: its problem differs, where its source is missing.
-      val failing = p.problems.filter(q => q.oldType.startsWith("<") || q.newType.startsWith("<"))
+      val failing = p.problems.filter(q => !q.old.isInstanceOf[ProblemSide.Text] ||
+          !q.declared.isInstanceOf[ProblemSide.Text])
         .map(q => q.fieldPath -> (s"the rule of '${q.fieldPath}'", q.reason))
       (sources ++ failing).map { case (path, rule) => (version, path) -> rule }
   }.toMap

@@ -76,9 +76,12 @@ object StateEvolution {
     // An aggregate's non-nullable buffer field (a count, a decimal sum's isEmpty) added without a value is refused by
     // the planner as any non-nullable field is; its fix is the aggregate's starting value, as for a nullable one.
     def startingValue(p: EvolutionPlan)(problem: SchemaProblem): SchemaProblem =
-      RowSchemaEvolution.fieldAt(p.newSchema, problem.fieldPath).filter(f => newFieldsNeedValues && !f.nullable &&
-        problem.oldType == "<absent>" && RowSchemaEvolution.fieldAt(p.oldSchema, problem.fieldPath).isEmpty)
-        .fold(problem)(f => noValue(problem.fieldPath, f.dataType, p.oldSchema))
+      problem match {
+        case SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, _, _, _) if newFieldsNeedValues =>
+          RowSchemaEvolution.fieldAt(p.newSchema, path).filter(!_.nullable)
+            .fold(problem)(f => noValue(path, f.dataType, p.oldSchema))
+        case _ => problem
+      }
     val problems = plans.flatMap { case (v, p) => p.problems.map(startingValue(p)).map(inStep(v, plans.size > 1))
       .map(_.atVersion(math.max(v, recorded.version + 1))) } ++ unvalued ++ readdedWithoutValues ++ onAssumedSettings
     lazy val identical = plans.forall(_._2.identical)
@@ -140,14 +143,14 @@ object StateEvolution {
       case (_, BooleanType) => s"${default("false")}, or 'true', as the aggregate needs"
       case _ => s"${default("0")} for a count, or 'NULL' for max, min or sum"
     }
-    SchemaProblem(path, "<absent>", dataType.simpleString, "an aggregate's buffer field was added, and existing " +
+    SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, ProblemSide.of(dataType), "an aggregate's buffer field was added, and existing " +
       "groups have no value for it: statesnap starts a new aggregate for them only from a value you give",
       s"give its starting buffer value: register $fix (docs/evolution-rules.md says what each means for existing " +
         "groups)")
   }
 
   private def readded(recorded: RecordedSchema, confirmAt: Int, path: String, dataType: DataType): SchemaProblem =
-    SchemaProblem(path, "<dropped>", dataType.simpleString, s"the state had values for '$path' until application " +
+    SchemaProblem(ProblemAt.Field(path), ProblemSide.Dropped, ProblemSide.of(dataType), s"the state had values for '$path' until application " +
       s"version ${recorded.version} was restarted on it (a rollback) and dropped them; adding the field back " +
       "would read no value for any entry written before, with no word",
       s"register statesnap.RowSnapshot(version=$confirmAt, dropped=['$path']) to confirm that those values " +
@@ -157,8 +160,8 @@ object StateEvolution {
     if (several) p.copy(reason = s"${p.reason} (in the step to version $version)") else p
 
   private def sameVersion(recorded: RecordedSchema, declared: Declaration): SchemaProblem =
-    SchemaProblem("<state>", s"version ${recorded.version} ${recorded.schema.simpleString}",
-      s"version ${declared.version} ${declared.schema.simpleString}", s"the state is recorded at version " +
+    SchemaProblem(ProblemAt.State, ProblemSide.Text(s"version ${recorded.version} ${recorded.schema.simpleString}"),
+      ProblemSide.Text(s"version ${declared.version} ${declared.schema.simpleString}"), s"the state is recorded at version " +
         s"${recorded.version} with another schema, so the rules of version ${declared.version} were applied " +
         "before and will not apply again", s"declare version ${declared.version + 1} with the rules from version " +
         s"${declared.version} to it (earlier versions in `earlier`), or restore the schema of version " +
@@ -170,8 +173,8 @@ object StateEvolution {
       s"${recorded.version} (its registered RowSnapshot), and this application version registers none, which counts " +
       "as version 0" else if (byVersion) s"the state was written by application version ${recorded.version} and " +
       s"version ${declared.version} is older" else "the declared schema is one the state had before (a likely rollback)"
-    SchemaProblem("<state>", s"version ${recorded.version} ${recorded.schema.simpleString}",
-      s"version ${declared.version} ${declared.schema.simpleString}", s"$why, and reading the state with it " +
+    SchemaProblem(ProblemAt.State, ProblemSide.Text(s"version ${recorded.version} ${recorded.schema.simpleString}"),
+      ProblemSide.Text(s"version ${declared.version} ${declared.schema.simpleString}"), s"$why, and reading the state with it " +
         s"would drop the values of ${dropped.map(d => s"'$d'").mkString(", ")}",
       s"deploy the application version that declares them; or, to drop them, register statesnap.RowSnapshot(version=" +
         s"${recorded.version + 1}, dropped=[${dropped.map(d => s"'$d'").mkString(", ")}]); or make such " +
@@ -194,7 +197,7 @@ object StateEvolution {
     val forward = forwardTargets.flatMap { target =>
       val back = RowSchemaEvolution.plan(declared.schema, target.schema, Rules.None, declared.sql)
       val renames = plans.flatMap(_._2.changes).collect { case Change.Renamed(path, from) =>
-        SchemaProblem(path, s"<renamed from '$from'>", "<rollback>", s"a rename is not rollback-safe: version " +
+        SchemaProblem(ProblemAt.Field(path), ProblemSide.RenamedFrom(from), ProblemSide.Rollback, s"a rename is not rollback-safe: version " +
           s"${target.version} would read null for '$from'", s"keep the name '$from', or use a compatibility mode " +
           "without FORWARD for this deploy")
       }

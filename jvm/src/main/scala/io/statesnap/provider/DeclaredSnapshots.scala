@@ -2,7 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.CompatibilityMode
-import io.statesnap.query.{QueryRegistrations, StateRegistration}
+import io.statesnap.registration.{QueryRegistrations, StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.StructType
 

@@ -1,6 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
+import io.statesnap.evolution.ProblemAt
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.StructType
 
@@ -28,7 +29,11 @@ private[provider] object GuardedState {
       case StateDecision.Refuse(_, problems, _) =>
         val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
           StateDecision.schemaOf(recorded.valueSnapshot))
-        val changed = problems.map(_.fieldPath.stripPrefix("<").stripSuffix(">")).mkString(" and ")
+        val changed = problems.map(_.at match {
+          case ProblemAt.Key => "key"
+          case ProblemAt.Value => "value"
+          case other => other.describe
+        }).mkString(" and ")
         throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
           "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
           s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +

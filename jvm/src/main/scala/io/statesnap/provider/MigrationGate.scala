@@ -20,10 +20,10 @@ import org.slf4j.LoggerFactory
  *
  * @param store the store's identity in this JVM
  * @param task the task that opened the store (None outside a task: JVM unit tests)
- * @param interruption the test-only fault injection, if configured
+ * @param probe the tests' view of the migration, if configured ([[MigrationProbe]])
  */
 private[statesnap] final class MigrationGate(store: String, task: Option[TaskContext],
-    interruption: Option[MigrationInterruption] = None) {
+    probe: Option[MigrationProbe] = None) {
   @volatile private var stopReason: Option[String] = None
   private var runner: Thread = _ // the thread migrating now, or null; guarded by this
 
@@ -44,7 +44,7 @@ private[statesnap] final class MigrationGate(store: String, task: Option[TaskCon
    * @throws StatesnapException `STATESNAP_MIGRATION_INTERRUPTED` once the migration must stop writing
    */
   def advanced(describe: String, before: Long, now: Long): Unit = {
-    interruption.foreach(_.advanced(before, now))
+    probe.foreach(_.entriesWritten(before, now))
     // The task's state is behind a lock: read it every few hundred entries, not per entry.
     if ((now >>> 8) != (before >>> 8)) check(describe, now)
     else stopReason.foreach(why => throw stopped(describe, now, why))

@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
-import io.statesnap.query.QueryStates
+import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path

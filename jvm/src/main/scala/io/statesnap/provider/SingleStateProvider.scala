@@ -3,7 +3,7 @@ package io.statesnap.provider
 import scala.util.control.NonFatal
 
 import io.statesnap.{ProviderClasses, StatesnapException}
-import io.statesnap.query.{QueryRegistrations, QueryStates}
+import io.statesnap.registration.{QueryRegistrations, QueryStates}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state._
@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory
  * the query run's registrations, guards the single state of a store without column families and migrates it
  * before the store is handed out ([[OperatorStateGuard]]), converts what a read store reads while a migration
  * waits for a write store, and hears from a store that committed. Each minor's `StatesnapStateStoreProvider`
- * (`jvm/src/main/shims`) implements Spark's API on it, with column families and transformWithState where Spark has
+ * (`jvm/src/main/scala-spark3`, `scala-spark4`) implements Spark's API on it, with column families and transformWithState where Spark has
  * them (4.x).
  */
 private[provider] abstract class SingleStateProvider extends StateStoreProvider {
@@ -29,7 +29,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
    * or migrated if it is an arbitrary-state operator's group state or a registered aggregation's buffers.
    */
   @volatile private var guard: Option[OperatorStateGuard] = None
-  @volatile private var interruption: Option[MigrationInterruption] = None
+  @volatile private var probe: Option[MigrationProbe] = None
   /** Whether this provider serves a streaming query's run (its listener set the query's registrations). */
   @volatile private var servesStreamingQuery = false
   @volatile private var conf: Configuration = _
@@ -53,7 +53,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
     query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
     declared = new DeclaredSnapshots(query)
     servesStreamingQuery = query.checkpoint.nonEmpty
-    interruption = MigrationInterruption.fromConfs(storeConfs.sqlConfs)
+    probe = MigrationProbe.fromConfs(storeConfs.sqlConfs)
     verifyRegistrations = version => {
       QueryStates.verify(query.registrations.states.keySet, stateStoreId.checkpointRootLocation, query.runId, version,
         hadoopConf, query.checkpoint)
@@ -153,7 +153,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
   private[provider] def migrationGate(task: Option[TaskContext]): MigrationGate = {
     val id = stateStoreId
     new MigrationGate(MigrationGate.storeKey(id.checkpointRootLocation, id.operatorId, id.partitionId, id.storeName),
-      task, interruption)
+      task, probe)
   }
 
   /** Whether the states of this store are column families statesnap only guards (Spark 4.x, see its provider). */

@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.evolution.RowSchemaEvolution
-import io.statesnap.query.QueryStates
+import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.StateStoreId

@@ -2,7 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
-import io.statesnap.evolution.{CompatibilityMode, RowMigration, RowSchemaEvolution, SchemaProblem}
+import io.statesnap.evolution.{CompatibilityMode, ProblemAt, ProblemSide, RowMigration, RowSchemaEvolution,
+  SchemaProblem}
 import io.statesnap.snapshot._
 import io.statesnap.snapshot.SchemaCompatibility._
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
@@ -48,10 +49,10 @@ private[statesnap] object StateDecision {
       if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
     case Some(old) if !current.operator.migrates =>
       // A state statesnap guards but never migrates: what Spark's own check (off for the query) would refuse.
-      val changed = Seq(("<key>", old.keySnapshot, current.keySnapshot),
-        ("<value>", old.valueSnapshot, current.valueSnapshot)).collect {
+      val changed = Seq((ProblemAt.Key, old.keySnapshot, current.keySnapshot),
+        (ProblemAt.Value, old.valueSnapshot, current.valueSnapshot)).collect {
         case (part, o, n) if !StatesnapSparkSchemaCheck.compatible(schemaOf(o), schemaOf(n)) =>
-          SchemaProblem(part, schemaOf(o).simpleString, schemaOf(n).simpleString, "changed in a way Spark's own " +
+          SchemaProblem(part, ProblemSide.of(schemaOf(o)), ProblemSide.of(schemaOf(n)), "changed in a way Spark's own " +
             "state schema check refuses (fields are compared by position and type; names may change), and statesnap " +
             s"does not migrate the state of ${current.operator} operators", "keep the operator's state as it was: " +
             "the same grouping or join keys, aggregate functions and deduplication columns, with the same types")
@@ -62,8 +63,8 @@ private[statesnap] object StateDecision {
         s"${current.kind.name} state. statesnap does not convert between kinds: keep it a ${old.kind.name} state, " +
         "or use a new state name (and deleteIfExists the old one).")
     case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot)) =>
-      Refuse(IncompatibleStateSchema, Seq(SchemaProblem("<key>", schemaOf(old.keySnapshot).simpleString,
-        schemaOf(current.keySnapshot).simpleString, "the key schema changed (for map state, the user key); keys " +
+      Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
+        ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed (for map state, the user key); keys " +
           "identify entries and are never rewritten", "keep the grouping key and map key types as they were")), "")
     case Some(old) =>
       // What the application declares now wins; otherwise the mode the state was recorded with stays in force.

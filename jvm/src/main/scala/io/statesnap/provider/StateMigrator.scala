@@ -94,38 +94,3 @@ private[statesnap] object StateMigrator {
     private def rate: Long = count * 1000000000L / math.max(1L, System.nanoTime() - start)
   }
 }
-
-/**
- * Test-only fault injection (`spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter=N`, with
- * `...interruptMigrationBy=exception|halt|signal`): once a migration has written N entries, stops it by an
- * exception or by halting the JVM as a crashed executor would, or (`signal`) only creates the marker file below and
- * lets it go on, so that a test can stop the query while the migration runs. With
- * `...interruptMigrationOnce=<marker file>` (required for `signal`), only the first migration to get there (in any
- * JVM) acts, and it creates the marker, so a retried task completes. Never set it on a real query.
- */
-private[statesnap] final case class MigrationInterruption(afterEntries: Long, by: String, once: Option[String]) {
-  require(by != "signal" || once.isDefined, "a signal is a marker file: set interruptMigrationOnce")
-
-  /** Called as a migration's count of written entries goes from `before` to `now`. */
-  def advanced(before: Long, now: Long): Unit = if (before < afterEntries && now >= afterEntries &&
-      once.forall(firstTime)) by match {
-    case "signal" =>
-    case "halt" => Runtime.getRuntime.halt(137)
-    case _ => throw new IllegalStateException(s"statesnap test hook: migration interrupted after $now entries")
-  }
-
-  private def firstTime(marker: String): Boolean =
-    try { java.nio.file.Files.createFile(java.nio.file.Paths.get(marker)); true } catch {
-      case _: java.nio.file.FileAlreadyExistsException => false
-    }
-}
-
-private[statesnap] object MigrationInterruption {
-  val AfterConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
-  val ByConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationBy"
-  val OnceConf = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationOnce"
-
-  def fromConfs(confs: Map[String, String]): Option[MigrationInterruption] = confs.get(AfterConf).map { n =>
-    MigrationInterruption(n.toLong, confs.getOrElse(ByConf, "exception"), confs.get(OnceConf))
-  }
-}

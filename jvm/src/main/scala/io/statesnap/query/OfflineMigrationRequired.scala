@@ -8,8 +8,8 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.snapshot.TtlValueSnapshot
+import io.statesnap.tools.CheckpointRecords
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
 import org.apache.spark.sql.types._
 
 /**
@@ -30,7 +30,7 @@ object OfflineMigrationRequired {
   def of(id: UUID, checkpoint: String, failure: String, hadoopConf: Configuration): Option[String] =
     SparksRefusal.findFirstMatchIn(failure).map { m =>
       val (old, declared) = (m.group(1), m.group(2))
-      val state = try StatesnapCheckpointReader.sparkRecords(checkpoint, hadoopConf).map(_._2).find { r =>
+      val state = try CheckpointRecords.sparkRecords(checkpoint, hadoopConf).map(_._2).find { r =>
         val value = r.valueSnapshot.restoreSerializer().schema
         Seq(value, TtlValueSnapshot.wrap(value)).exists(_.toString == old)
       }.map(_.stateName) catch { case NonFatal(_) => None }

@@ -8,6 +8,8 @@ import scala.util.control.NonFatal
 import io.statesnap.ScalaCompat._
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
+import io.statesnap.registration._
+import io.statesnap.tools.RefusedPlans
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery

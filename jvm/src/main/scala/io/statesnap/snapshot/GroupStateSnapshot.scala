@@ -2,7 +2,7 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.SchemaProblem
+import io.statesnap.evolution.{ProblemAt, ProblemSide, SchemaProblem}
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**
@@ -35,7 +35,8 @@ class GroupStateSnapshot extends UserValueWrapper {
       : Option[SchemaProblem] = old match {
     case o: GroupStateSnapshot if o.timeout != timeout =>
       def says(t: Boolean) = if (t) "a timeout (with timeoutTimestamp)" else "no timeout"
-      Some(SchemaProblem(GroupStateSnapshot.TimeoutField, says(o.timeout), says(timeout), "the operator's timeout " +
+      Some(SchemaProblem(ProblemAt.Field(GroupStateSnapshot.TimeoutField), ProblemSide.Text(says(o.timeout)),
+        ProblemSide.Text(says(timeout)), "the operator's timeout " +
         "configuration changed, and Spark keeps the timeout in the state only when one is configured",
         "keep the GroupStateTimeout the state was written with"))
     case _ => None

@@ -1,6 +1,6 @@
 package io.statesnap.snapshot
 
-import io.statesnap.evolution.{RowMigration, SchemaProblem}
+import io.statesnap.evolution.{ProblemAt, ProblemSide, RowMigration, SchemaProblem}
 
 /** The outcome of resolving a new snapshot against an old one (Flink's `TypeSerializerSchemaCompatibility`). */
 sealed trait SchemaCompatibility
@@ -22,7 +22,8 @@ object SchemaCompatibility {
 
   /** Refuses a resolution across two kinds of snapshot that cannot read each other's bytes. */
   def differentKinds(oldSnapshot: StateSerializerSnapshot, newSnapshot: StateSerializerSnapshot): Incompatible =
-    Incompatible(Seq(SchemaProblem("<state>", oldSnapshot.getClass.getSimpleName, newSnapshot.getClass.getSimpleName,
+    Incompatible(Seq(SchemaProblem(ProblemAt.State, ProblemSide.Text(oldSnapshot.getClass.getSimpleName),
+      ProblemSide.Text(newSnapshot.getClass.getSimpleName),
       "the state was written under another kind of snapshot (for example TTL was turned on or off), whose bytes " +
         "this one cannot read", "declare the state as it was, or write the new layout under a new state name")))
 }

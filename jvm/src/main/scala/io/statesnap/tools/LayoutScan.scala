@@ -11,8 +11,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{BesideStore, InStore, Kept,
-  Migrated, SparkFiles, Store}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.Store
+import io.statesnap.tools.CheckpointRecords.{BesideStore, InStore, Kept, Migrated, SparkFiles}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.util.SerializableConfiguration

@@ -8,8 +8,8 @@ import io.statesnap.provider.{StateDecision, WrittenAsRecordFiles}
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import io.statesnap.tools.CheckpointRecords.SparkFiles
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.SparkFiles
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -48,7 +48,7 @@ object OfflineCheck {
       userKeyJson: String, valueJson: String, definitionJson: String, mode: String, sqlConf: java.util.Map[String, String],
       scan: Boolean): Result = {
     val hadoopConf = spark.sessionState.newHadoopConf()
-    val records = StatesnapCheckpointReader.recordsOf(checkpoint, state, hadoopConf)
+    val records = CheckpointRecords.recordsOf(checkpoint, state, hadoopConf)
     if (records.isEmpty) throw new IllegalArgumentException(s"no snapshot of state '$state' under $checkpoint (at " +
       "its latest committed batch), and Spark's schema files name no such state" + known(checkpoint, hadoopConf))
     val settings = records.map(r => ApplicationSqlSettings(r._3, sqlConf.asScala.toMap))
@@ -58,7 +58,7 @@ object OfflineCheck {
         .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),
         sql.settings)
       (CompatibilityCheck.verdict(recorded, declared, avro), if (kept == SparkFiles) -1 else store.partition)
-    }.groupBy(v => (v._1.decision, v._1.mode, v._1.operator, v._1.details)).values.toSeq
+    }.groupBy(v => (v._1.reported, v._1.mode, v._1.operator, v._1.details)).values.toSeq
       .map(vs => Judged(vs.head._1, vs.map(_._2).distinct.sorted.asJava)).sortBy(_.partitions.asScala.headOption)
     val scanned = if (!scan) LayoutScan.Scan(Nil, "") else if (avro) LayoutScan.Scan(Nil, LayoutScan.AvroNotScanned)
       else LayoutScan(spark, checkpoint, hadoopConf, records.map {
@@ -88,8 +88,8 @@ object OfflineCheck {
 
   /** The states the checkpoint does hold, for a refusal that names a state it does not. */
   private def known(checkpoint: String, hadoopConf: org.apache.hadoop.conf.Configuration): String = {
-    val own = StatesnapCheckpointReader.parsedRecords(checkpoint, hadoopConf).map(_._3.stateName)
-    val names = (own ++ StatesnapCheckpointReader.sparkRecords(checkpoint, hadoopConf).map(_._2.stateName)).distinct
+    val own = CheckpointRecords.parsedRecords(checkpoint, hadoopConf).map(_._3.stateName)
+    val names = (own ++ CheckpointRecords.sparkRecords(checkpoint, hadoopConf).map(_._2.stateName)).distinct
       .sorted
     if (names.isEmpty) "" else s"; its states: ${names.map(n => s"'$n'").mkString(", ")}"
   }

@@ -4,11 +4,10 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses
 import io.statesnap.provider.WrittenAsRecordFiles
-import io.statesnap.query.QueryStates
+import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.slf4j.LoggerFactory
 
@@ -57,7 +56,7 @@ object ProviderSwitch {
       "checkpoint's state is Avro-encoded: each entry names the schema id that wrote it")
 
     if (to == Spark) {
-      val disagree = StatesnapCheckpointReader.disagreements(location, checkpoint.hadoopConf)
+      val disagree = CheckpointRecords.disagreements(location, checkpoint.hadoopConf)
       if (disagree.nonEmpty) refuse(s"Spark's provider reads the bytes with its own schema files, and they do not " +
         s"say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
         "first batch writes them), then release")
@@ -104,7 +103,7 @@ object ProviderSwitch {
    */
   private def layoutScan(spark: SparkSession, checkpoint: StoppedCheckpoint, batch: Long,
       writtenAs: Map[String, StructType]): (Seq[String], Seq[WrittenAs]) = {
-    val trusted = StatesnapCheckpointReader.sparkRecords(checkpoint.location, checkpoint.hadoopConf)
+    val trusted = CheckpointRecords.sparkRecords(checkpoint.location, checkpoint.hadoopConf)
     val named = trusted.collect { case (_, r) if r.operator == OperatorKind.TransformWithState => r.stateName }
     writtenAs.keySet.diff(named.toSet).toSeq.sorted.foreach { state =>
       checkpoint.refuse(s"--written-as names state '$state', which no transformWithState operator of the checkpoint " +
@@ -112,7 +111,7 @@ object ProviderSwitch {
           "state in two layouts is refused" else named.distinct.map(s => s"'$s'").mkString(", ")})")
     }
     val scan = LayoutScan(spark, checkpoint.location, checkpoint.hadoopConf, trusted.map { case (store, record) =>
-      LayoutScan.Scanned(store, StatesnapCheckpointReader.SparkFiles, record,
+      LayoutScan.Scanned(store, CheckpointRecords.SparkFiles, record,
         writtenAs.get(record.stateName).filter(_ => record.operator == OperatorKind.TransformWithState))
     })
     val lines = scan.lines

@@ -96,7 +96,7 @@ class RowSchemaEvolutionTest {
 
   @Test def nonNullableAddedFieldIsRefused(): Unit = {
     val p = problems(plan("a INT", "a INT, b INT NOT NULL")).head
-    assertEquals(("b", "<absent>"), (p.fieldPath, p.oldType))
+    assertEquals((ProblemAt.Field("b"), ProblemSide.Absent), (p.at, p.old))
     assertTrue(p.fix.contains("declare 'b' nullable"))
   }
 

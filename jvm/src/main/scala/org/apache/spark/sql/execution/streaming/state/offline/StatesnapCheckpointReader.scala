@@ -10,8 +10,6 @@ import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, CommitStateIds}
-import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
-import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
@@ -131,131 +129,23 @@ object StatesnapCheckpointReader {
     }.asJava
 
   /**
-   * Where a state's record is kept: in its store's catalog family, beside the store, or where `migrate` keeps it
-   * (statesnap's); or nowhere yet, made from Spark's own schema files (a checkpoint of Spark's provider).
+   * One store of a checkpoint at its latest committed batch `batch`, whose state root (`<checkpoint>/state`) is read
+   * through `fs`.
    */
-  sealed trait Kept
-  case object InStore extends Kept
-  case object BesideStore extends Kept
-  case object Migrated extends Kept
-  case object SparkFiles extends Kept
-
-  /**
-   * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
-   * of a store with column families ([[ColumnFamilyRecords.inStores]]), the files beside the stores of other operators
-   * ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState states on
-   * Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records: `inspect`,
-   * `check` and `release` read it.
-   */
-  def records(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, Array[Byte])] = {
-    val inStores = ColumnFamilyRecords.inStores(checkpoint, hadoopConf).map { case (store, bytes) =>
-      (store, InStore: Kept, bytes)
-    }
-    val beside = perStore(checkpoint, hadoopConf) { (fs, stateRoot, commit, operator, partition, name) =>
-      val version = commit.batch + 1
-      val root = OperatorRecordFiles.root(stateRoot.toString, operator)
-      OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(root, partition, name),
-        OperatorRecordFiles.legacy(root, partition, name), version).toSeq.map { file =>
-        (Store(operator, partition, name, version), BesideStore: Kept, OperatorRecordFiles.bytes(fs, file))
-      }
-    }
-    val migrated = perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
-      if (partition != 0 || name != DefaultStore) Nil
-      else ColumnFamilyRecords.migrated(stateRoot.toString, operator, commit.batch, hadoopConf)
-        .map(r => (Store(operator, 0, name, commit.batch + 1), Migrated: Kept, r.toBytes))
-    }
-    inStores ++ beside ++ migrated
+  final case class StoreAtCommit(fs: FileSystem, stateRoot: Path, batch: Long, operator: Int, partition: Int,
+      storeName: String) {
+    /** The store version that batch committed. */
+    def store: Store = Store(operator, partition, storeName, batch + 1)
   }
 
-  /**
-   * For py4j: [[records]], one row each, `[operator, partition, store, version, record bytes]`; partition -1 for a
-   * record of the whole operator (one `migrate` kept for every partition).
-   */
-  def recordRows(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
-    records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
-      Array[Any](store.operator, if (kept == Migrated) -1 else store.partition, store.storeName, store.version, bytes)
-    }.asJava
-
-  /** [[records]], each parsed as input: a record that does not parse fails naming where it is kept. */
-  def parsedRecords(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, StateSnapshotRecord)] =
-    records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
-      (store, kept, CheckpointFile.read(s"of state store $store ($kept)", "statesnap's record") {
-        StateSnapshotRecord.fromBytes(bytes)
-      })
-    }
-
-  /**
-   * The records statesnap starts from for states it holds no record of yet (a checkpoint adopted from Spark's
-   * provider), made from Spark's own schema files at the latest committed batch: every user column family of a
-   * transformWithState operator (map state by its user key; value or list as its operator metadata says), and the
-   * single state of other operators that statesnap migrates (group state, an aggregation's buffers; dedup and joins,
-   * which it only guards, have none). One per state and store: partition 0 stands for all.
-   */
-  def sparkRecords(checkpoint: String, hadoopConf: Configuration): Seq[(Store, StateSnapshotRecord)] =
-    perStore(checkpoint, hadoopConf) { (_, stateRoot, commit, operator, partition, name) =>
-      // Spark's schema files are per operator and store: partition 0 stands for all.
-      if (partition != 0) Nil else {
-        val id = StateStoreId(stateRoot.toString, operator, 0, name)
-        val states = ColumnFamilyRecords.sparkRecords(stateRoot.toString, operator, commit.batch, hadoopConf)
-        val records = if (states.nonEmpty) states
-        else SparkSingleStateSchemaFile.read(id, hadoopConf).toSeq.flatMap { case (key, value) =>
-          SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
-        }
-        records.map(Store(operator, 0, name, commit.batch + 1) -> _)
-      }
-    }
-
-  /**
-   * The records state `state` is read with at the latest committed batch: statesnap's own, wherever it keeps them
-   * ([[records]]), else those made from Spark's files ([[sparkRecords]]). What `check` judges and scans.
-   */
-  def recordsOf(checkpoint: String, state: String,
-      hadoopConf: Configuration): Seq[(Store, Kept, StateSnapshotRecord)] = {
-    val own = parsedRecords(checkpoint, hadoopConf).filter(_._3.stateName == state)
-    if (own.nonEmpty) own else sparkRecords(checkpoint, hadoopConf).collect {
-      case (store, record) if record.stateName == state => (store, SparkFiles: Kept, record)
-    }
-  }
-
-  /**
-   * Where statesnap's records at the latest committed batch and Spark's own schema files disagree on a state's value
-   * schema ([[SparkSchemaRecords.readsAs]]): one line each. Spark's provider reads the bytes with its files, so
-   * before a checkpoint goes back to it they must say what statesnap recorded the bytes as.
-   */
-  def disagreements(checkpoint: String, hadoopConf: Configuration): Seq[String] = {
-    val stateRoot = new Path(new Path(checkpoint), "state").toString
-    // Spark's files are per operator and store: read once for all partitions.
-    val sparkFamilies = memo { (store: Store) => ColumnFamilyRecords.sparkValueSchemas(
-      StateStoreId(stateRoot, store.operator, 0, store.storeName), store.version - 1, hadoopConf) }
-    val sparkSingle = memo { (store: Store) =>
-      SparkSingleStateSchemaFile.read(StateStoreId(stateRoot, store.operator, 0, store.storeName), hadoopConf)
-        .map(_._2)
-    }
-    // `migrate`'s records belong to checkpoints on Spark's provider already, whose files it keeps true itself.
-    parsedRecords(checkpoint, hadoopConf).filter(_._2 != Migrated).map { case (store, kept, record) =>
-      (store, record, if (kept == BesideStore) sparkSingle(store.copy(partition = 0))
-        else sparkFamilies(store.copy(partition = 0)).get(record.stateName))
-    }.flatMap { case (store, record, spark) =>
-      Option.when(!spark.exists(SparkSchemaRecords.readsAs(record, _)))(s"state '${record.stateName}' of operator " +
-        s"${store.operator}: statesnap recorded ${record.valueSnapshot.restoreSerializer().schema.catalogString}, " +
-        s"Spark's schema file says ${spark.fold("nothing")(_.catalogString)}")
-    }.distinct
-  }
-
-  private def memo[K, V](f: K => V): K => V = {
-    val cache = scala.collection.mutable.Map.empty[K, V]
-    key => cache.getOrElseUpdate(key, f(key))
-  }
-
-  /** The rows `rows` gives for each store (operator, partition, store name) at the latest committed batch. */
-  private def perStore[T](checkpoint: String, hadoopConf: Configuration)(
-      rows: (FileSystem, Path, Commit, Int, Int, String) => Seq[T]): Seq[T] = {
+  /** Every store (operator, partition, store name) at the latest committed batch; none before a batch committed. */
+  def storesAtLatestCommit(checkpoint: String, hadoopConf: Configuration): Seq[StoreAtCommit] = {
     val root = new Path(checkpoint)
     val fs = fileSystem(root, hadoopConf)
     val stateRoot = new Path(root, "state")
     latestCommit(fs, root).toSeq.flatMap { commit =>
-      stores(fs, stateRoot).flatMap { case (operator, partition, name, _) =>
-        rows(fs, stateRoot, commit, operator, partition, name)
+      stores(fs, stateRoot).map { case (operator, partition, name, _) =>
+        StoreAtCommit(fs, stateRoot, commit.batch, operator, partition, name)
       }
     }
   }

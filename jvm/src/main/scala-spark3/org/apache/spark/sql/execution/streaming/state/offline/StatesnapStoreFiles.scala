@@ -1,0 +1,50 @@
+package org.apache.spark.sql.execution.streaming.state.offline
+
+import java.io.File
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{Change, Delete, Put}
+import org.json4s.{JNothing, JNull, JObject}
+import org.json4s.jackson.JsonMethods
+
+/**
+ * How [[StatesnapCheckpointReader]] reads a Spark 3.5 store's checkpoint files: `<version>.zip` and
+ * `<version>.changelog` (checkpoint format v1), no column families, changelog records of puts and deletes only
+ * (`scala-spark4` has 4.x's). What only Spark 4 writes is refused by name rather than misread.
+ */
+object StatesnapStoreFiles {
+  /**
+   * A snapshot's metadata file, and the key prefix of each column family it names: none in a 3.5 store.
+   * @throws IllegalArgumentException for a snapshot that names column families (Spark 4's), whose keys 3.5 would
+   *                                  misread as one state
+   */
+  def metadata(file: File): (RocksDBCheckpointMetadata, Map[String, Array[Byte]]) = {
+    // 3.5's reader of the file skips the field: look at the JSON (after the format line) first.
+    val json = new String(Files.readAllBytes(file.toPath), UTF_8).linesIterator.drop(1).mkString("\n")
+    JsonMethods.parse(json) \ "columnFamilyMapping" match {
+      case JNothing | JNull | JObject(Nil) =>
+      case _ => throw new IllegalArgumentException(s"a state snapshot's metadata names column families, which " +
+        s"Spark 4 writes and Spark ${org.apache.spark.SPARK_VERSION} cannot read: read this checkpoint with the " +
+        "Spark (and statesnap) that wrote it")
+    }
+    (RocksDBCheckpointMetadata.readFromFile(file), Map.empty)
+  }
+
+  /** Checkpoint format v2 (store versions named by unique ids in the commit log) is Spark 4's: refused. */
+  def planFromLineage(fs: FileSystem, dir: Path, files: RocksDBFileManager, version: Long,
+      uid: String): (Option[(Long, Option[String])], Seq[(Long, Option[String])]) =
+    throw new IllegalArgumentException(s"the commit log names state store version $version of $dir by a unique id " +
+      s"(checkpoint format v2), which Spark 4 writes and Spark ${org.apache.spark.SPARK_VERSION} cannot read: read " +
+      "this checkpoint with the Spark (and statesnap) that wrote it")
+
+  /** Calls `visit` with every record (key, change) of changelog `version`, in order: 3.5 marks a delete by no value. */
+  def foreachChange(files: RocksDBFileManager, version: Long, id: Option[String])(
+      visit: (Array[Byte], Change) => Unit): Unit = {
+    val reader = files.getChangelogReader(version)
+    try reader.foreach { case (key, value) => visit(key, if (value == null) Delete else Put(value)) }
+    finally reader.closeIfNeeded()
+  }
+}

@@ -1,0 +1,416 @@
+package io.statesnap.tools
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.jdk.CollectionConverters._
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import io.statesnap.{CommitStateIds, ProviderClasses}
+import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDecision,
+  TransformWithStateSchemaRecords}
+import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.{StateStoreColFamilySchema, StateStoreConf, StateStoreId,
+  StatesnapAvroSchemas, StatesnapSparkGlue, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.util.SerializableConfiguration
+import org.slf4j.LoggerFactory
+
+/**
+ * `python -m statesnap migrate`: the eager migration of one transformWithState state of a stopped query that runs
+ * on Spark's own RocksDB provider (Spark 4.2+, where transformWithState takes no other provider), decided by the
+ * rules a statesnap store applies online, against the schemas Spark's own files record (and the snapshot an
+ * earlier migrate kept, [[TransformWithStateSchemaRecords.transformWithStateAt]]).
+ *
+ * It appends one batch N+1 to the query, as a run's first batch would look, copying batch N's offsets:
+ *  1. `offsets/N+1`, pinning a provider class that does not exist ([[InterruptedProvider]]), so that until the
+ *     migration completes any restart fails on the driver before it reads or writes anything;
+ *  2. state version N+2 of every partition of the query's transformWithState operator, loaded at N+1 and
+ *     committed by Spark's provider, the state's entries rewritten in it, and of every other stateful operator of
+ *     the query (an aggregation of its output, a dedup of its input), committed as loaded, as a batch with no rows
+ *     and the same watermark leaves them (one Spark task per store);
+ *  3. Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`,
+ *     and statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version
+ *     and history, which Spark's files cannot hold);
+ *  4. `commits/N+1`, and batch N+1 in the log of the query's sink if it keeps one ([[QuerySink]]);
+ *  5. `offsets/N+1` again, pinning Spark's provider.
+ * A crash anywhere leaves a checkpoint no query restarts on; running `migrate` again rolls back an unfinished
+ * batch (before step 4) or finishes it (after), and then migrates as asked.
+ */
+object OfflineMigration {
+  private val log = LoggerFactory.getLogger(getClass)
+  /** The provider an unfinished migration pins: a restart fails on it, saying what to do. */
+  val InterruptedProvider = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
+  private val Spark = ProviderClasses.SparkRocksDB
+  private val DefaultStore = "default"
+
+  /** The operator a migrate rewrites states of, found in the checkpoint's latest committed batch. */
+  private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
+      states: Seq[TargetState], carried: Seq[(Int, Seq[Int])], loadIds: Option[CommitStateIds.Ids], avro: Boolean) {
+    def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
+
+    /** One task per store: the target operator's, then the other operators' (carried). */
+    def tasks: Seq[PartitionRewrite.Task] = ((operator, partitions, false) +: carried.map { case (o, ps) =>
+      (o, ps, true) }).flatMap { case (o, ps, carry) =>
+      ps.map(p => PartitionRewrite.Task(o, p, carry, loadIds.map(_(o)(p).head)))
+    }
+  }
+
+  /** One state of the target operator: its column family as Spark's files say it, and the record it is read with. */
+  private final case class TargetState(family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
+    def name: String = family.colFamilyName
+  }
+
+  /**
+   * A state with its decision: `record` (the one committed beside it) when it migrates, as the verdict says (for
+   * Avro-encoded state, also a reconfiguration that renames: [[StateDecision.rewritesAvro]]).
+   */
+  private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
+      verdict: CompatibilityCheck.Verdict) {
+    /** The new value schema as Spark's files say it: Spark's own wrapper around the user value (a TTL's) kept. */
+    def newValueSchema: StructType = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
+      StateDecision.schemaOf(declared.valueSnapshot))
+    def record: Option[StateSnapshotRecord] = verdict.decided match {
+      case StateDecision.Migrate(_, r) => Some(r)
+      case StateDecision.Record(r) if verdict.reported == CompatibilityCheck.Reported.Migrate => Some(r)
+      case _ => None
+    }
+  }
+
+  /**
+   * @param states the state variables to migrate, each once, all of one transformWithState operator
+   * @param valueJsons the value schema the new application version declares for each (Spark JSON)
+   * @param definitionJsons the definition it registers for each (`RowSnapshot.to_json`), or null
+   * @param mode the compatibility mode it sets, or null
+   * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty): the
+   *   rules run under them and the migrated records keep them
+   * @param fileSink the output path of the query's file sink, or null
+   * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
+   */
+  def migrate(spark: SparkSession, location: String, states: java.util.List[String],
+      valueJsons: java.util.List[String], definitionJsons: java.util.List[String], mode: String,
+      sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+    val names = states.asScala.toSeq
+    require(names.nonEmpty && valueJsons.size == names.size && definitionJsons.size == names.size,
+      "migrate takes one value schema and one definition (or null) per state")
+    names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
+      "twice: give each state's schema once"))
+    val checkpoint = StoppedCheckpoint(spark, location, "migrate")
+    if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
+      s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
+      "state online: `python -m statesnap adopt` the checkpoint and restart the new application version")
+    val sink = QuerySink.named(spark, Option(fileSink), noFileSink, checkpoint.refuse)
+    val recovered = recover(checkpoint, sink, dryRun)
+    if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
+      "changed; run migrate without --dry-run to put the checkpoint right first", ToolReport.Change)
+
+    val target = find(checkpoint, names)
+    sink.requireAt(target.batch, checkpoint.refuse)
+    val decisions = target.states.zip(valueJsons.asScala.zip(definitionJsons.asScala)).map {
+      case (t, (valueJson, definitionJson)) =>
+        val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
+        val declared = CompatibilityCheck.declare(t.recorded, None, None, None,
+          DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
+        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared, target.avro))
+        decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
+    }
+    val decided = recovered ++ decisions.flatMap(_._2)
+    val migrating = decisions.map(_._1).filter(_.record.isDefined)
+    // A batch put right above is a change, even when no state needs one.
+    val unchanged = if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change
+    if (decisions.exists(_._1.verdict.decided.isInstanceOf[StateDecision.Refuse])) ToolReport(decided :+
+      "refused: nothing was changed. Keep the recorded schema, or register a definition that says how to convert " +
+      "(--snapshot)", ToolReport.Refused)
+    else if (migrating.isEmpty) ToolReport(decided :+ "nothing was changed", unchanged)
+    else {
+      val next = target.batch + 1
+      val plan = Seq(s"append batch $next to the query (a copy of batch ${target.batch}'s offsets): " +
+        s"${quoted(migrating.map(_.target.name))} rewritten in the ${target.partitions.size} partitions of operator " +
+        s"${target.operator}, each committed as state version ${next + 1}") ++ target.carried.map {
+          case (o, partitions) => s"commit the ${partitions.size} stores of operator $o as they are, as state " +
+            s"version ${next + 1}" } ++ migrating.map(d => s"write Spark's schema file for batch $next, saying the " +
+          s"value schema of '${d.target.name}' " + StateDecision.schemaOf(d.declared.valueSnapshot).simpleString) ++
+        sink.says(next)
+      if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
+      else ToolReport(decided ++ plan.map("done: " + _) ++ append(spark, checkpoint, target, migrating, sink),
+        ToolReport.Change)
+    }
+  }
+
+  /** What the decision on one state says, its changes or problems below it. */
+  private def describe(target: Target, d: Decided): Seq[String] = {
+    val head = s"state '${d.target.name}' of operator ${target.operator} (${d.target.recorded.kind.name} state, " +
+      s"${target.partitions.size} partitions, batch ${target.batch}): ${d.verdict.headline}"
+    val after = d.verdict.decided match {
+      case StateDecision.AsIs => Seq("  no entry needs rewriting: the state already has that schema")
+      case _: StateDecision.Record if d.record.isDefined => Nil
+      case _: StateDecision.Record => Seq("  no entry needs rewriting (the bytes keep their layout): restart the new " +
+        "application version, whose schema Spark's own check judges")
+      case _ => Nil
+    }
+    (head +: d.verdict.details.map("  - " + _)) ++ after
+  }
+
+  private def quoted(names: Seq[String]): String =
+    (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")
+
+  /** The states to migrate at the latest committed batch, or a refusal naming why they cannot be. */
+  private def find(checkpoint: StoppedCheckpoint, states: Seq[String]): Target = {
+    import checkpoint.refuse
+    val batch = checkpoint.latestCommittedBatch
+    val provider = checkpoint.pinnedProvider(batch)
+    if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
+      s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
+    val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
+    val (transformWithState, others) = checkpoint.operators
+    val (op, family) = transformWithState match {
+      case Seq(op) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
+        StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)
+      case Seq() => refuse("it has no transformWithState operator (no state/<operator>/_metadata/v2)")
+      // Each writes its own operator metadata and schema files per batch, which batch N+1 would need too.
+      case _ => refuse(s"its transformWithState operators are ${transformWithState.mkString(", ")}; migrate " +
+        "appends a batch to queries with one")
+    }
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    val families = family.filterNot { case (name, _) => name.startsWith("$") || name == DefaultStore }
+    states.filterNot(families.contains).headOption.foreach { state => refuse(s"operator $op has no " +
+      s"transformWithState state '$state' in batch $batch; Spark's schema files name ${if (families.isEmpty) "none"
+        else families.keys.toSeq.sorted.mkString("'", "', '", "'")}") }
+    val pinned = checkpoint.pinnedConfs(batch).get("spark.sql.shuffle.partitions").map(_.toInt)
+    def partitionsOfOperator(o: Int): Seq[Int] = {
+      val partitions = partitionsOf(checkpoint, o)
+      if (pinned.exists(n => partitions != (0 until n))) refuse(s"state/$o holds partitions " +
+        s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
+      partitions
+    }
+    val carried = others.map { o =>
+      val partitions = partitionsOfOperator(o)
+      // A stream-stream join keeps four stores per partition, each under its own name.
+      partitions.flatMap(p => namedStores(checkpoint, o, p)).headOption.foreach { store => refuse(s"operator $o " +
+        s"keeps several stores per partition (state/$o/${partitions.head}/$store: a stream-stream join); migrate " +
+        "carries the stores of other stateful operators into the appended batch only when each partition has one") }
+      o -> partitions
+    }
+    val recorded = TransformWithStateSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
+    val partitions = partitionsOfOperator(op)
+    Target(batch, stateRoot, op, partitions, states.map(s => TargetState(families(s), recorded(s))), carried,
+      loadIds(checkpoint, batch, (op -> partitions) +: carried), avro)
+  }
+
+  /**
+   * Under checkpoint format v2, the id of each store's version batch `batch` committed (how a store loads it), for
+   * every operator and partition of `stores`; None under format v1. The commit log says which: Spark does not pin
+   * the format in the offset log, it writes `v2` commits with the ids.
+   */
+  private def loadIds(checkpoint: StoppedCheckpoint, batch: Long, stores: Seq[(Int, Seq[Int])])
+      : Option[CommitStateIds.Ids] = {
+    val ids = checkpoint.commitStateIds(batch)
+    ids.foreach { named => stores.foreach { case (op, partitions) => partitions.foreach { p =>
+      if (named.get(op).flatMap(_.lift(p)).forall(_.size != 1)) checkpoint.refuse(s"commits/$batch names no " +
+        s"single store version for operator $op partition $p (checkpoint format v2)")
+    } } }
+    ids
+  }
+
+  /** The stores of a partition other than the default one: Spark keeps each in a directory named after it. */
+  private def namedStores(checkpoint: StoppedCheckpoint, op: Int, partition: Int): Seq[String] =
+    checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op/$partition")).toSeq.filter(_.isDirectory)
+      .map(_.getPath.getName).filterNot(Set("SSTs", "_metadata"))
+
+  /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
+  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target, migrating: Seq[Decided],
+      sink: QuerySink): Seq[String] = {
+    val next = target.batch + 1
+    // The tests' view of the migration, which may stop it after any step as a crash would (MigrationProbe).
+    val probe = MigrationProbe.fromConfs(spark.conf.getAll)
+    def stepDone(step: String): Unit = probe.foreach(_.offlineStep(step))
+    val offsets = checkpoint.read(checkpoint.offsetsFile(target.batch))
+    val guarded = StoppedCheckpoint.withProvider(offsets, Spark, InterruptedProvider).getOrElse(checkpoint.refuse(
+      s"offsets/${target.batch} names the provider $Spark in a form statesnap does not rewrite"))
+    // Added as Spark adds a batch: a run of the query somewhere else that plans this batch too fails, or this does.
+    try checkpoint.create(checkpoint.offsetsFile(next), guarded) catch {
+      case _: FileAlreadyExistsException => checkpoint.refuse(s"offsets/$next appeared while migrate ran: the query " +
+        "is running somewhere. Stop it, then migrate")
+    }
+    stepDone("poisoned")
+    val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
+      storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
+        (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
+      migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
+        d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes, d.newValueSchema)),
+      probe)
+    val (rewritten, committedIds) = try {
+      val (count, ids) = runJob(spark, job, target.tasks)
+      migrating.foreach { d =>
+        checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
+          d.record.get.copy(recordedAtVersion = next + 1).toBytes)
+      }
+      (count, ids)
+    } catch {
+      case NonFatal(e) =>
+        rollBack(checkpoint, next)
+        throw e
+    }
+    // An Avro-encoded state's new schema gets the id the tasks wrote its entries under, as they computed it.
+    val avroIds = if (!target.avro) None else Some(new StatesnapAvroSchemas(
+      StatesnapSparkSchemaFiles.avroSchemaProvider(target.storeId, target.batch, checkpoint.hadoopConf)))
+    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, migrating.map { d =>
+      val family = d.target.family
+      StatesnapSparkSchemaFiles.Family(d.target.name, family.keySchema, d.newValueSchema,
+        family.keyStateEncoderSpec.get, avroIds.map(_.target(d.target.name, d.newValueSchema)))
+    }, checkpoint.hadoopConf)
+    stepDone("schema")
+    // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.
+    val commit = checkpoint.read(checkpoint.commitsFile(target.batch))
+    checkpoint.write(checkpoint.commitsFile(next), if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
+      new String(commit, UTF_8), committedIds.groupBy(_._1._1).map { case (op, stores) =>
+        op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw new IllegalStateException(
+          s"operator $op: a store committed under checkpoint format v2 without an id"))) }
+      }).getBytes(UTF_8))
+    stepDone("commit")
+    sink.append(next)
+    stepDone("sink")
+    checkpoint.write(checkpoint.offsetsFile(next), offsets)
+    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != Spark) {
+      throw new IllegalStateException(s"migrate of ${checkpoint.location}: Spark does not read batch $next back " +
+        "as written")
+    }
+    log.info(s"statesnap migrate: ${checkpoint.location} batch $next: $rewritten entries of " +
+      s"${quoted(migrating.map(_.target.name))} rewritten")
+    Seq(s"rewrote $rewritten entries; Spark's schema file $schemaFile",
+      "done: restart the new application version on Spark's provider, with its state schema check on")
+  }
+
+  /**
+   * A migrate interrupted before (the latest batch pins [[InterruptedProvider]]): finished if its batch committed,
+   * rolled back otherwise. A restart tried meanwhile may have planned one more batch on the same pin, failing
+   * before it ran: that batch is removed first. @return what was (on a dry run: would be) done
+   */
+  private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
+    val batch = checkpoint.latestBatch
+    if (refusedAtPlanning(checkpoint, batch)) {
+      val done = s"removed batch $batch, which Spark planned and then refused before running any of it (a restart " +
+        "with the changed state schema): the query plans it again, over the same input, after the migration"
+      if (dryRun) Seq(done) else {
+        checkpoint.delete(checkpoint.offsetsFile(batch))
+        checkpoint.delete(RefusedPlans.file(checkpoint.root, batch))
+        done +: recover(checkpoint, sink, dryRun)
+      }
+    } else if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
+    else if (checkpoint.committed(batch)) {
+      if (!dryRun) {
+        sink.append(batch)
+        val file = checkpoint.offsetsFile(batch)
+        checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), InterruptedProvider, Spark).get)
+      }
+      Seq(s"finished the migrate interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ + "; ") +
+        s"offsets/$batch pins $Spark again")
+    } else {
+      val done = s"rolled back batch $batch, left uncommitted by an interrupted migrate (or planned by a restart " +
+        "it stopped): its state versions, schema files and offsets are removed"
+      if (dryRun) Seq(done) else {
+        rollBack(checkpoint, batch)
+        done +: recover(checkpoint, sink, dryRun)
+      }
+    }
+  }
+
+  /**
+   * Whether `batch` is one Spark planned and refused at planning, as statesnap's listener recorded
+   * ([[RefusedPlans]]), and nothing of it ran: no commit, no state version of it in any store, no operator metadata.
+   */
+  private def refusedAtPlanning(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
+    !checkpoint.committed(batch) && RefusedPlans.recorded(checkpoint.fs, checkpoint.root, batch) && {
+      val stateRoot = new Path(checkpoint.root, "state")
+      val (transformWithState, others) = checkpoint.operators
+      (transformWithState ++ others).forall { op =>
+        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && partitionsOf(checkpoint, op).forall {
+          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f => versionFile(batch + 1)
+            .matches(f.getPath.getName))
+        }
+      }
+    }
+
+  /**
+   * A store's file of state version `version`: `<version>.zip` under checkpoint format v1, `<version>_<id>.zip` under
+   * v2; likewise changelogs.
+   */
+  private def versionFile(version: Long) = s"$version(_[^.]+)?\\.(zip|changelog)".r
+
+  /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
+  private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+    val stateRoot = new Path(checkpoint.root, "state")
+    val (transformWithState, others) = checkpoint.operators
+    transformWithState.foreach { op =>
+      MigratedStateRecordFiles.ofVersion(checkpoint.fs, stateRoot.toString, op, batch + 1).foreach(checkpoint.delete)
+      StatesnapSparkSchemaFiles.removeTransformWithStateBatch(StateStoreId(stateRoot.toString, op, 0, DefaultStore),
+        batch, checkpoint.hadoopConf)
+    }
+    (transformWithState ++ others).foreach { op =>
+      partitionsOf(checkpoint, op).foreach { p =>
+        checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).map(_.getPath)
+          .filter(f => versionFile(batch + 1).matches(f.getName)).foreach(checkpoint.delete)
+      }
+    }
+    checkpoint.delete(checkpoint.offsetsFile(batch))
+    log.info(s"statesnap migrate: rolled back batch $batch of ${checkpoint.location}")
+  }
+
+  /**
+   * One Spark task per store; a line on stderr as each finishes (a migration can take a while). A task that fails
+   * returns its error rather than failing the job: every task has ended, committed or not, when this returns or
+   * throws, so a rollback after it cannot race a commit.
+   */
+  private def runJob(spark: SparkSession, job: PartitionRewrite.Job, tasks: Seq[PartitionRewrite.Task])
+      : (Long, Map[(Int, Int), Option[String]]) = {
+    val started = System.nanoTime()
+    var done = 0
+    var rewritten = 0L
+    val committedIds = Map.newBuilder[(Int, Int), Option[String]]
+    val failures = Seq.newBuilder[Throwable]
+    spark.sparkContext.setJobDescription("statesnap migrate")
+    def reported(t: PartitionRewrite.Task, r: Either[Throwable, PartitionRewrite.Committed]): Unit = {
+      done += 1
+      r.foreach(c => committedIds += (t.operator.toInt, t.partition) -> c.id)
+      val outcome = r match {
+        case Right(_) if t.carried => "committed as it was"
+        case Right(c) =>
+          rewritten += c.rewritten
+          s"committed, ${c.rewritten} entries rewritten"
+        case Left(e) =>
+          failures += e
+          "failed"
+      }
+      val elapsedMs = (System.nanoTime() - started) / 1000000
+      val left = if (done == tasks.size) "" else s", about ${elapsedMs * (tasks.size - done) / done / 1000 + 1} s left"
+      // On stderr: stdout carries the result (text, or --json for a caller that parses it).
+      System.err.println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
+        s"${tasks.size} stores, $elapsedMs ms$left)")
+    }
+    spark.sparkContext.runJob(spark.sparkContext.parallelize(tasks, tasks.size),
+      (it: Iterator[PartitionRewrite.Task]) => it.map(t => (t, Try(PartitionRewrite.run(job, t)).toEither)).toList,
+      (_: Int, results: List[(PartitionRewrite.Task, Either[Throwable, PartitionRewrite.Committed])]) =>
+        results.foreach { case (t, r) => reported(t, r) })
+    failures.result().headOption.foreach(e => throw e)
+    (rewritten, committedIds.result())
+  }
+
+  /**
+   * The conf the query's stores run with: this session's, and what the query's offset log pins (and the checkpoint
+   * format its commit log says).
+   */
+  private def storeConf(spark: SparkSession, pinned: Map[String, String]): StateStoreConf = {
+    val sqlConf = spark.sessionState.conf.clone()
+    pinned.foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    // No query runs, so no state store coordinator: the stores must not report to one.
+    sqlConf.setConfString("spark.sql.streaming.stateStore.coordinatorReportSnapshotUploadLag", "false")
+    new StateStoreConf(sqlConf)
+  }
+
+  private def partitionsOf(checkpoint: StoppedCheckpoint, op: Int): Seq[Int] =
+    checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op")).toSeq
+      .flatMap(_.getPath.getName.toIntOption).sorted
+}

@@ -1,0 +1,53 @@
+package org.apache.spark.sql.execution.streaming.state.offline
+
+import java.io.{File, FileNotFoundException}
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{Change, Delete, Merge, Put}
+
+/**
+ * How [[StatesnapCheckpointReader]] reads a Spark 4.x store's checkpoint files: column families (a 2-byte id
+ * prefix on every key), checkpoint format v2's lineage, changelog records with a type (`scala-spark3` has 3.5's).
+ */
+object StatesnapStoreFiles {
+  /** A snapshot's metadata file, and the key prefix of each column family it names. */
+  def metadata(file: File): (RocksDBCheckpointMetadata, Map[String, Array[Byte]]) = {
+    val metadata = RocksDBCheckpointMetadata.readFromFile(file)
+    (metadata, metadata.columnFamilyMapping.getOrElse(Map.empty).map { case (name, cfId) =>
+      name -> RocksDBStateStoreProvider.getColumnFamilyIdAsBytes(cfId.asInstanceOf[Number].shortValue())
+    }.toMap)
+  }
+
+  /**
+   * Checkpoint format v2: the snapshot (version, unique id) that version `version` (unique id `uid`) builds on, if
+   * any, and the changelogs to replay after it, as the lineage in its changelog says.
+   */
+  def planFromLineage(fs: FileSystem, dir: Path, files: RocksDBFileManager, version: Long,
+      uid: String): (Option[(Long, Option[String])], Seq[(Long, Option[String])]) =
+    if (fs.exists(new Path(dir, s"${version}_$uid.zip"))) (Some(version -> Some(uid)), Nil) else {
+      val reader = files.getChangelogReader(version, Some(uid))
+      val lineage = try reader.lineage finally reader.closeIfNeeded()
+      val full = (lineage :+ LineageItem(version, uid)).sortBy(_.version)
+      val base = files.getLatestSnapshotVersionAndUniqueIdFromLineage(full)
+      if (base.isEmpty && full.head.version != 1) throw new FileNotFoundException(s"no snapshot of $dir that " +
+        s"version $version builds on (lineage ${full.map(_.version).mkString(", ")}): the checkpoint is incomplete")
+      val from = base.map(_._1).getOrElse(0L)
+      (base.map { case (v, u) => v -> Some(u) }, full.filter(i => i.version > from && i.version <= version)
+        .map(i => i.version -> Option(i.checkpointUniqueId)).toSeq)
+    }
+
+  /** Calls `visit` with every record (key with its family's prefix, change) of changelog `version`, in order. */
+  def foreachChange(files: RocksDBFileManager, version: Long, id: Option[String])(
+      visit: (Array[Byte], Change) => Unit): Unit = {
+    val reader = files.getChangelogReader(version, id)
+    try reader.foreach { case (recordType, key, value) =>
+      visit(key, recordType match {
+        case RecordType.PUT_RECORD => Put(value)
+        case RecordType.DELETE_RECORD => Delete
+        case RecordType.MERGE_RECORD => Merge(value)
+        case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
+      })
+    } finally reader.closeIfNeeded()
+  }
+}

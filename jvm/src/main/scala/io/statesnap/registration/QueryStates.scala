@@ -1,0 +1,144 @@
+package io.statesnap.registration
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.concurrent.ConcurrentHashMap
+
+import io.statesnap.ScalaCompat._
+import io.statesnap.{CheckpointFile, StatesnapException}
+import io.statesnap.SparkClasses.CheckpointFileManager
+import io.statesnap.snapshot.GroupStateSnapshot
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/**
+ * The states a registration can name in a query, as Spark's driver writes them in each run's first batch into the
+ * operator metadata, before any task runs: the variables of each transformWithState operator
+ * (`state/<operator>/_metadata/v2/<batch>`, `operatorPropertiesJson.stateVariables`), and the one state of an
+ * arbitrary-state operator (`groupState`) or a streaming aggregation (`aggregation`), found by the operator's name
+ * in `state/<operator>/_metadata/metadata`. A registration is checked against them on the executors: one naming no
+ * state of its query (a typo, a state of another query) fails the query instead of silently not applying.
+ *
+ * Spark 3.5 writes no operator metadata. There statesnap's listener records each stateful operator's name after a
+ * run's first batch (`state/<operator>/_statesnap/operator`, from the executed plan), which tells a later run's
+ * stores which operator is a streaming aggregation; and until every operator has its name recorded, a registration can
+ * only be checked to name one of the single states (`groupState`, `aggregation`), since a new operator of a run has
+ * no name recorded before its stores open.
+ */
+private[statesnap] object QueryStates {
+  /** The name a registration gives the buffers of a streaming aggregation. */
+  val Aggregation = "aggregation"
+  /** Spark's name (`shortName`) of the operator that keeps a streaming aggregation's state. */
+  val AggregationOperator = "stateStoreSave"
+  /** The one state of an operator without column families that a registration can name, by Spark's name for it. */
+  private val SingleStates = Map("applyInPandasWithState" -> GroupStateSnapshot.StateField,
+    "flatMapGroupsWithState" -> GroupStateSnapshot.StateField, AggregationOperator -> Aggregation)
+  /**
+   * Per checkpoint and query run, the states of the query, and whether every operator is described (see `read`):
+   * every state store of the run asks, the files are read once per JVM.
+   */
+  private val known = new ConcurrentHashMap[(String, String), (Set[String], Boolean)]
+
+  /**
+   * Refuses registrations for states the query does not have.
+   * @param stateRoot the query's `state` directory; @param runId its run; @param version the store version loaded
+   */
+  def verify(registered: Set[String], stateRoot: String, runId: String, version: Long, hadoopConf: Configuration,
+      checkpoint: String): Unit = if (registered.nonEmpty) {
+    val (states, everyOperatorDescribed) =
+      known.computeIfAbsent((stateRoot, runId), _ => read(new Path(stateRoot), version, hadoopConf))
+    val unknown = registered -- states -- (if (everyOperatorDescribed) Nil else SingleStates.values)
+    if (unknown.nonEmpty) {
+      throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"snapshots are registered for " +
+        s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
+        s"has no such state (its states: ${if (states.isEmpty) "none" else
+          states.toSeq.sorted.mkString(", ")}). A registration applies to a state of its own query: fix the name, " +
+        "or remove it with statesnap.unregister_snapshot. Nothing was read or written.")
+    }
+  }
+
+  /**
+   * The states of every operator (TWS variables from its latest operator metadata <= `version`, single states), and
+   * whether every operator is described, by Spark's operator metadata (`state/<operator>/_metadata`, on Spark 4.x
+   * before any task of a run's first batch runs) or by the name statesnap's listener recorded (Spark 3.5, from a
+   * query's second run on).
+   */
+  private def read(stateRoot: Path, version: Long, hadoopConf: Configuration): (Set[String], Boolean) = {
+    val fs = stateRoot.getFileSystem(hadoopConf)
+    val operators = if (fs.exists(stateRoot)) fs.listStatus(stateRoot).filter(_.isDirectory).map(_.getPath).toSeq
+      else Nil
+    val states = operators.flatMap { operator =>
+      val dir = new Path(operator, "_metadata/v2")
+      val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
+        else Array.empty[Long]
+      batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
+        name(fs, operator).flatMap(SingleStates.get)
+    }.toSet
+    (states, operators.nonEmpty && operators.forall(operator =>
+      fs.exists(new Path(operator, "_metadata")) || fs.exists(recordedNameFile(operator))))
+  }
+
+  private def stateVariables(fs: FileSystem, file: Path): Seq[String] = {
+    val properties = metadataJson(fs, file) \ "operatorPropertiesJson" match {
+      case JString(json) => JsonMethods.parse(json)
+      case _ => JNothing
+    }
+    (properties \ "stateVariables").children.flatMap(v =>
+      (v \ "stateName").extractOpt[String](DefaultFormats, manifest))
+  }
+
+  /**
+   * Spark's name of the operator whose state is in `state/<operatorId>`, from its operator metadata, or from the
+   * name statesnap's listener recorded where Spark writes no metadata (Spark 3.5).
+   */
+  def operatorName(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[String] = {
+    val root = new Path(stateRoot)
+    name(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString))
+  }
+
+  private def name(fs: FileSystem, operatorDir: Path): Option[String] = sparkOperatorName(fs, operatorDir).orElse {
+    val file = recordedNameFile(operatorDir)
+    if (!fs.exists(file)) None else CheckpointFile.read(file, "statesnap's record of the operator's name") {
+      val in = fs.open(file)
+      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
+    }
+  }
+
+  /**
+   * Records the names of `operators` (by id, as Spark's `shortName` says them) where Spark's metadata does not
+   * (Spark 3.5), for the stores of the query's later runs: each file is written once, atomically.
+   */
+  def recordOperatorNames(stateRoot: String, operators: Map[Long, String], hadoopConf: Configuration): Unit =
+    operators.foreach { case (operatorId, name) =>
+      val file = recordedNameFile(new Path(stateRoot, operatorId.toString))
+      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+      if (!fm.exists(file)) {
+        fm.mkdirs(file.getParent)
+        val out = fm.createAtomic(file, overwriteIfPossible = true)
+        try out.write(name.getBytes(UTF_8)) catch {
+          case e: Throwable => out.cancel(); throw e
+        }
+        out.close()
+      }
+    }
+
+  private def recordedNameFile(operatorDir: Path): Path = new Path(operatorDir, "_statesnap/operator")
+
+  private def sparkOperatorName(fs: FileSystem, operatorDir: Path): Option[String] = {
+    val file = new Path(operatorDir, "_metadata/metadata")
+    if (!fs.exists(file)) None
+    else (metadataJson(fs, file) \ "operatorInfo" \ "operatorName") match {
+      case JString(name) => Some(name)
+      case _ => None
+    }
+  }
+
+  /** Spark's operator metadata files: a version line, then the metadata as JSON. */
+  private def metadataJson(fs: FileSystem, file: Path): JValue =
+    CheckpointFile.read(file, "Spark's operator metadata") {
+      val in = fs.open(file)
+      val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
+      JsonMethods.parse(lines.lift(1).getOrElse(throw new IllegalArgumentException("it has no metadata line")))
+    }
+}

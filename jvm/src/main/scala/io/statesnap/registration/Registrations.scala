@@ -1,0 +1,141 @@
+package io.statesnap.registration
+
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
+import io.statesnap.evolution.CompatibilityMode
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/** Which query a registration is for: the checkpoint it runs on (as Spark qualifies it), or its name. */
+sealed trait QueryScope {
+  def key: String
+  def describe: String
+}
+
+object QueryScope {
+  final case class Checkpoint(uri: String) extends QueryScope {
+    def key: String = s"checkpoint:$uri"
+    def describe: String = s"the query on checkpoint $uri"
+  }
+  final case class Name(name: String) extends QueryScope {
+    def key: String = s"name:$name"
+    def describe: String = s"the query named '$name'"
+  }
+
+  def fromKey(key: String): QueryScope =
+    if (key.startsWith("checkpoint:")) Checkpoint(key.stripPrefix("checkpoint:"))
+    else if (key.startsWith("name:")) Name(key.stripPrefix("name:"))
+    else throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
+      s"'$key' in ${Registrations.Conf} is not a query scope (checkpoint:<uri> or name:<query name>)")
+}
+
+/** What is attached to one state: a declarative definition (JSON, see SnapshotDefinition) or a snapshot class. */
+sealed trait StateRegistration
+
+object StateRegistration {
+  final case class Definition(json: String) extends StateRegistration
+  final case class SnapshotClass(className: String) extends StateRegistration
+}
+
+/** Everything registered for one query: per-state snapshots and a compatibility mode for all its states. */
+final case class ScopeRegistrations(states: Map[String, StateRegistration] = Map.empty,
+    compatibility: Option[CompatibilityMode] = None) {
+  def isEmpty: Boolean = states.isEmpty && compatibility.isEmpty
+}
+
+/**
+ * The registrations of a session, in the conf `spark.sql.streaming.stateStore.statesnap.registrations`:
+ * {{{
+ *   {"checkpoint:file:/ck/orders": {"compatibility": "FULL" | null,
+ *                                   "states": {"orders": {"definition": {...}}, "totals": {"class": "com.x.S"}}},
+ *    "name:orders-job": {...}}
+ * }}}
+ * They reach a query when it starts: [[StatesnapQueryListener]] picks the query's own into a conf of its run
+ * ([[QueryRegistrations]]), so two queries never share rules.
+ */
+object Registrations {
+  val Conf = "spark.sql.streaming.stateStore.statesnap.registrations"
+
+  def parse(json: Option[String]): Map[QueryScope, ScopeRegistrations] = json.filter(_.trim.nonEmpty) match {
+    case None => Map.empty
+    case Some(text) => (try JsonMethods.parse(text) catch {
+      case NonFatal(e) => throw invalid(s"is not JSON: ${e.getMessage}")
+    }) match {
+      case JObject(scopes) => scopes.map { case (key, value) => QueryScope.fromKey(key) -> scope(key, value) }.toMap
+      case _ => throw invalid("is not a JSON object")
+    }
+  }
+
+  def toJson(all: Map[QueryScope, ScopeRegistrations]): String = JsonMethods.compact(JsonMethods.render(
+    JObject(all.toList.filterNot(_._2.isEmpty).sortBy(_._1.key).map { case (s, r) => s.key -> scopeJson(r) })))
+
+  private[registration] def scopeJson(r: ScopeRegistrations): JValue = JObject(
+    "compatibility" -> r.compatibility.map(m => JString(m.name)).getOrElse(JNull),
+    "states" -> JObject(r.states.toList.sortBy(_._1).map {
+      case (state, StateRegistration.Definition(json)) => state -> JObject("definition" -> JsonMethods.parse(json))
+      case (state, StateRegistration.SnapshotClass(name)) => state -> JObject("class" -> JString(name))
+    }))
+
+  private[registration] def scope(key: String, value: JValue): ScopeRegistrations = {
+    val fields = value match {
+      case JObject(f) => f.toMap
+      case _ => throw invalid(s"has $key = ${JsonMethods.compact(value)}, not an object")
+    }
+    val compatibility = fields.get("compatibility") match {
+      case None | Some(JNull) => None
+      case Some(JString(mode)) => Some(CompatibilityMode.named(mode).fold(why => throw invalid(s"has $why"), identity))
+      case Some(other) => throw invalid(s"has compatibility ${JsonMethods.compact(other)} for $key")
+    }
+    val states = fields.get("states") match {
+      case None | Some(JNull) => Map.empty[String, StateRegistration]
+      case Some(JObject(entries)) => entries.map {
+        case (state, JObject(Seq(("definition", d)))) => state -> StateRegistration.Definition(JsonMethods.compact(d))
+        case (state, JObject(Seq(("class", JString(c))))) => state -> StateRegistration.SnapshotClass(c)
+        case (state, other) => throw invalid(s"has ${JsonMethods.compact(other)} for state '$state' of $key: " +
+          """it must be {"definition": {...}} or {"class": "..."}""")
+      }.toMap
+      case Some(other) => throw invalid(s"has states ${JsonMethods.compact(other)} for $key")
+    }
+    ScopeRegistrations(states, compatibility)
+  }
+
+  private def invalid(why: String) =
+    new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the conf $Conf $why")
+}
+
+/**
+ * What one query run's state stores get, in the conf `spark.sql.streaming.stateStore.statesnap.query` of the
+ * query's own session (set by [[StatesnapQueryListener]] when the query starts): its checkpoint, the
+ * registrations for it, the errors the listener found (they fail the query at its first state access,
+ * since a listener cannot fail a query itself), and the id of the run (Spark 3.5 hands the stores none).
+ */
+final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegistrations, errors: Seq[String],
+    runId: String = "") {
+  def toJson: String = JsonMethods.compact(JsonMethods.render(JObject(
+    "checkpoint" -> JString(checkpoint),
+    "runId" -> JString(runId),
+    "registrations" -> Registrations.scopeJson(registrations),
+    "errors" -> JArray(errors.toList.map(JString(_))))))
+}
+
+object QueryRegistrations {
+  val Conf = "spark.sql.streaming.stateStore.statesnap.query"
+
+  /** A store opened outside a query statesnap set up (Spark's state reader, a tool, a test): no registrations. */
+  val None: QueryRegistrations = QueryRegistrations("", ScopeRegistrations(), Nil)
+
+  def fromConfs(confs: Map[String, String]): QueryRegistrations = confs.get(Conf).map(parse).getOrElse(None)
+
+  def parse(json: String): QueryRegistrations = {
+    val fields = JsonMethods.parse(json) match {
+      case JObject(f) => f.toMap
+      case _ => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"$Conf is not an object")
+    }
+    QueryRegistrations(
+      fields.get("checkpoint").collect { case JString(s) => s }.getOrElse(""),
+      fields.get("registrations").map(Registrations.scope(Conf, _)).getOrElse(ScopeRegistrations()),
+      fields.get("errors").collect { case JArray(items) => items.collect { case JString(s) => s } }.getOrElse(Nil),
+      fields.get("runId").collect { case JString(s) => s }.getOrElse(""))
+  }
+}

@@ -1,0 +1,54 @@
+package io.statesnap.registration
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path => LocalPath}
+import java.util.UUID
+
+import io.statesnap.StatesnapException
+import org.apache.hadoop.conf.Configuration
+import org.junit.Assert._
+import org.junit.Test
+
+/**
+ * Operator names and the check of registrations, where Spark writes operator metadata (4.x) and where only
+ * statesnap's listener records the names (3.5).
+ */
+class QueryStatesTest {
+  private val conf = new Configuration()
+
+  private def stateRoot(): LocalPath = Files.createTempDirectory("statesnap-query-states")
+
+  /** Spark's operator metadata (v1) naming operator `id` `name`: a version line, then the JSON. */
+  private def sparkMetadata(root: LocalPath, id: Long, name: String): Unit = {
+    val dir = Files.createDirectories(root.resolve(s"$id/_metadata"))
+    Files.write(dir.resolve("metadata"), ("v1\n" + s"""{"operatorInfo":{"operatorId":$id,"operatorName":"$name"},""" +
+      """"stateStoreInfo":[]}""").getBytes(UTF_8))
+  }
+
+  private def verify(root: LocalPath, registered: String*): Unit =
+    QueryStates.verify(registered.toSet, root.toUri.toString, UUID.randomUUID().toString, 1L, conf, "ck")
+
+  @Test def aRecordedNameStandsInWhereSparkWroteNoMetadata(): Unit = {
+    val root = stateRoot()
+    Files.createDirectories(root.resolve("0"))
+    assertEquals(None, QueryStates.operatorName(root.toUri.toString, 0, conf))
+    QueryStates.recordOperatorNames(root.toUri.toString, Map(0L -> QueryStates.AggregationOperator), conf)
+    assertEquals(Some(QueryStates.AggregationOperator), QueryStates.operatorName(root.toUri.toString, 0, conf))
+    sparkMetadata(root, 0, "flatMapGroupsWithState")
+    assertEquals(Some("flatMapGroupsWithState"), QueryStates.operatorName(root.toUri.toString, 0, conf))
+  }
+
+  @Test def withSparksMetadataEveryRegistrationNamesAStateOfTheQuery(): Unit = {
+    val root = stateRoot()
+    sparkMetadata(root, 0, "flatMapGroupsWithState")
+    verify(root, "groupState")
+    assertThrows(classOf[StatesnapException], () => verify(root, QueryStates.Aggregation))
+  }
+
+  @Test def withoutItOnlyASingleStatesNameIsAcceptedUnchecked(): Unit = {
+    val root = stateRoot()
+    Files.createDirectories(root.resolve("0"))
+    verify(root, "groupState", QueryStates.Aggregation)
+    assertThrows(classOf[StatesnapException], () => verify(root, "grupState"))
+  }
+}

@@ -1,0 +1,21 @@
+"""How the end-to-end tests reach the fault injection of the JVM test classes (io.statesnap.testkit.MigrationFaults,
+never in statesnap's jar): the classes beside statesnap's jar on a JVM's own classpath (a class in spark.jars alone
+loads in a child class loader, which the test classes could not extend), and the conf that names the probe."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyspark
+
+import statesnap
+
+ROOT = Path(__file__).resolve().parent.parent
+# What scripts/build_jar.sh compiled for this pyspark's minor version (make builds it before pytest).
+TEST_CLASSES = ROOT / "build" / f"spark{'.'.join(pyspark.__version__.split('.')[:2])}" / "test-classes"
+PROBE = {"spark.sql.streaming.stateStore.statesnap.test.probe": "io.statesnap.testkit.MigrationFaults"}
+
+
+def classpath() -> str:
+    """The test classes and statesnap's jar, for a JVM's extraClassPath."""
+    return os.pathsep.join([str(TEST_CLASSES), statesnap.jar_path()])

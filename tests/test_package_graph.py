@@ -1,0 +1,65 @@
+"""statesnap's Scala packages depend downward, in the order docs/design.md gives, with no cycle: read from the sources
+of every minor (jvm/src/main), no Spark needed. A package's dependencies are the statesnap packages its code (not its
+comments) names, and the statesnap classes in Spark's own packages it uses."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "jvm" / "src" / "main"
+SPARK_STATE = "org.apache.spark.sql.execution.streaming.state"
+# Bottom first: a package may depend on those before it only (docs/design.md, "Packages").
+LAYERS = ["io.statesnap", "io.statesnap.evolution", "io.statesnap.snapshot", "io.statesnap.registration",
+          SPARK_STATE, SPARK_STATE + ".offline", "io.statesnap.provider", "io.statesnap.bridge", "io.statesnap.tools",
+          "io.statesnap.query"]
+
+
+def without_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', text)
+    return re.sub(r"//.*$", "", text, flags=re.M)
+
+
+def package_graph() -> dict[str, dict[str, set[str]]]:
+    """package -> package it depends on -> the files (relative to jvm/src/main) where it does."""
+    sources = {path: path.read_text() for path in ROOT.rglob("*.scala")}
+    package_of = {path: re.search(r"^package ([\w.]+)", text, re.M).group(1) for path, text in sources.items()}
+    defined: dict[str, set[str]] = {}
+    for path, text in sources.items():
+        defined.setdefault(package_of[path], set()).update(
+            re.findall(r"^(?:(?:private\[\w+\]|final|sealed|abstract|case)\s+)*(?:class|object|trait)\s+(\w+)",
+                       text, re.M))
+    graph: dict[str, dict[str, set[str]]] = {}
+    for path, text in sources.items():
+        package, code = package_of[path], without_comments(text)
+        uses = {f"io.statesnap.{p}" for p in re.findall(r"\bio\.statesnap\.([a-z]+)\b", code)}
+        if re.search(r"\bio\.statesnap\.(?:\{|[A-Z])", code):
+            uses.add("io.statesnap")
+        body = re.sub(r"^import .*$", "", code, flags=re.M)
+        for spark in (SPARK_STATE, SPARK_STATE + ".offline"):
+            ours = defined.get(spark, set())
+            imported = " ".join(re.findall(rf"^import {re.escape(spark)}\.(\{{[^}}]*\}}|\w+)", code, re.M))
+            wildcard = re.search(rf"^import {re.escape(spark)}\._", code, re.M) or package.startswith(spark + ".")
+            if set(re.findall(r"\w+", imported)) & ours or (wildcard and any(
+                    re.search(rf"\b{name}\b", body) for name in ours)):
+                uses.add(spark)
+        for used in uses & set(defined) - {package}:
+            graph.setdefault(package, {}).setdefault(used, set()).add(str(path.relative_to(ROOT)))
+    return graph
+
+
+def test_every_package_depends_only_on_packages_below_it():
+    graph = package_graph()
+    assert set(graph) | {p for deps in graph.values() for p in deps} <= set(LAYERS), \
+        "a package docs/design.md does not place: add it to LAYERS and the design notes"
+    upward = [f"{package} -> {used} ({', '.join(sorted(files))})" for package, deps in graph.items()
+              for used, files in deps.items() if LAYERS.index(used) >= LAYERS.index(package)]
+    assert not upward, "dependencies against the layers (each closes a cycle or would):\n" + "\n".join(upward)
+
+
+def test_the_graph_sees_a_dependency_through_code_not_comments():
+    """The reading itself: a real dependency is found, and one named in a comment only is not."""
+    graph = package_graph()
+    assert "scala/io/statesnap/provider/DeclaredSnapshots.scala" in graph["io.statesnap.provider"][
+        "io.statesnap.registration"]
+    assert "io.statesnap.bridge" not in graph["io.statesnap.provider"]  # StateDecision's Scaladoc links to bridge
