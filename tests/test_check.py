@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
 
 from apps import StateSpec, run_app, write_input
+from processes import run_to_exit
 from statesnap.__main__ import main
 
 
@@ -74,8 +74,8 @@ def test_key_kind_and_mode_are_checked_too(checkpoint, capsys):
 
 @pytest.mark.slow
 def test_check_runs_as_a_command_with_its_own_spark(checkpoint):
-    run = subprocess.run([sys.executable, "-m", "statesnap", "check", checkpoint, "--state", "count",
-                          "--schema", "n bigint, label string"], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ))
+    run = run_to_exit([sys.executable, "-m", "statesnap", "check", checkpoint, "--state", "count",
+                       "--schema", "n bigint, label string"], timeout=300,
+                      env=dict(os.environ))
     assert run.returncode == 3, run.stderr[-3000:]
     assert "migrate" in run.stdout

@@ -4,11 +4,11 @@ migration whose executor dies part-way must leave nothing behind."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from processes import run_to_exit
 
 TESTS = Path(__file__).parent
 
@@ -16,8 +16,8 @@ TESTS = Path(__file__).parent
 @pytest.mark.slow
 def test_snapshots_reach_executors_and_a_killed_migration_recovers_on_a_standalone_cluster(standalone, tmp_path):
     url, env = standalone
-    run = subprocess.run([sys.executable, str(TESTS / "cluster_app.py"), url, str(tmp_path / "app")], env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = run_to_exit([sys.executable, str(TESTS / "cluster_app.py"), url, str(tmp_path / "app")], env=env,
+                      timeout=600)
     lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"the cluster app failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     result = json.loads(lines[0][len("RESULT "):])

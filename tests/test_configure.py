@@ -1,7 +1,6 @@
 """statesnap.configure() on a builder and on a running session."""
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 
@@ -9,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import statesnap
+from processes import run_to_exit
 
 
 LISTENERS = "spark.sql.streaming.streamingQueryListeners"
@@ -76,7 +76,7 @@ def test_running_session_without_the_jar_says_how_to_fix_it(tmp_path):
         print("PROVIDER:", spark.conf.get("spark.sql.streaming.stateStore.providerClass"))
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180).stdout
+    out = run_to_exit([sys.executable, "-c", script], timeout=180).stdout
     assert f"REFUSED: {statesnap.PROVIDER_CLASS} is not on this session's classpath" in out
     assert "statesnap.configure(SparkSession.builder" in out
     # Nothing was half-configured: the session still uses Spark's default provider.

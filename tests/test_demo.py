@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from minors import PINNED
+from processes import run_to_exit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 @pytest.mark.skipif(not PINNED, reason="the demo runs on the pinned Spark")
 def test_the_demo_shows_its_steps_only_and_ends_with_how_to_inspect_its_checkpoint(tmp_path):
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo.py")], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, "DEMO_DIR": str(tmp_path)})
+    run = run_to_exit([sys.executable, str(ROOT / "scripts" / "demo.py")], timeout=600,
+                      env={**os.environ, "DEMO_DIR": str(tmp_path)})
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     lines = run.stdout.splitlines()
     assert lines[0] == f"Spark's own output goes to {tmp_path / 'demo.log'}", lines
@@ -26,6 +26,5 @@ def test_the_demo_shows_its_steps_only_and_ends_with_how_to_inspect_its_checkpoi
     assert "Python worker" in (tmp_path / "demo.log").read_text()  # kept, out of the way
     checkpoint = tmp_path / "checkpoint"
     assert lines[-1].startswith(f"Next: `python -m statesnap inspect {checkpoint}`"), lines[-1]
-    inspect = subprocess.run([sys.executable, "-m", "statesnap", "inspect", str(checkpoint)], capture_output=True,
-                             text=True, timeout=600)
+    inspect = run_to_exit([sys.executable, "-m", "statesnap", "inspect", str(checkpoint)], timeout=600)
     assert inspect.returncode == 0 and "value state 'customerTotals'" in inspect.stdout, inspect.stdout

@@ -2,12 +2,12 @@
 committed version, in every checkpoint format."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 from apps import StateSpec, run_app, write_input
+from processes import run_to_exit
 from statesnap.__main__ import main
 
 
@@ -27,8 +27,7 @@ def test_inspect_shows_each_state_its_schemas_and_history(spark, app_dirs, capsy
 
 
 def test_inspect_of_a_directory_without_state_is_an_error(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "statesnap", "inspect", str(tmp_path)], capture_output=True,
-                         text=True)
+    run = run_to_exit([sys.executable, "-m", "statesnap", "inspect", str(tmp_path)], timeout=600)
     assert run.returncode == 2 and "not a streaming query's checkpointLocation" in run.stderr, run.stderr[-2000:]
 
 

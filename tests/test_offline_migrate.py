@@ -20,6 +20,7 @@ from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, States
 from committed_state import read_store
 from migration_evidence import assert_migrated
 from minors import TWS_ONLINE
+from processes import run_to_exit
 
 ON_43 = pyspark.__version__.startswith("4.3.")
 ONLY_ON_43 = pytest.mark.skipif(not ON_43, reason="runs on the newest Spark minor (4.2 shares its code path)")
@@ -76,10 +77,9 @@ def crash_migrate(checkpoint: str, step: str, *args: str) -> subprocess.Complete
     """`python -m statesnap migrate` in its own process, its JVM halted after `step` as a crash would."""
     test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
         arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
-    return subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", *test_classes,
-                           *args],
-                          env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, capture_output=True,
-                          text=True, timeout=600)
+    return run_to_exit([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", *test_classes,
+                        *args],
+                       env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, timeout=600)
 
 
 @pytest.mark.slow
@@ -140,8 +140,8 @@ def test_a_stock_query_is_migrated_offline_and_restarts_on_spark_with_its_check_
     # ...and the new one, on stock Spark (a session without statesnap), reads exactly what was written.
     v2 = [["count", "n bigint, note string", "value", None], ["events", "n bigint", "list", None],
           ["last", "amount bigint", "map", None], ["recent", "n bigint", "value", 3_600_000]]
-    stock = subprocess.run([sys.executable, str(Path(__file__).parent / "stock_app.py"), source, checkpoint,
-                            json.dumps(v2)], capture_output=True, text=True, timeout=600)
+    stock = run_to_exit([sys.executable, str(Path(__file__).parent / "stock_app.py"), source, checkpoint,
+                         json.dumps(v2)], timeout=600)
     assert stock.returncode == 0, stock.stderr[-3000:]
     assert json.loads(stock.stdout.splitlines()[-1]) == {
         key: [{**seen, "recent": seen["count"][:1]} for seen in runs] for key, runs in COUNT_V2_SEEN.items()}
@@ -346,9 +346,9 @@ def test_migrate_runs_its_partition_tasks_on_the_cluster_it_is_given(spark, app_
     url, env = standalone
     source, checkpoint = app_dirs
     stock_query(spark, source, checkpoint)
-    run = subprocess.run([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", "--state",
-                          "count", "--schema", "n bigint, note string", "--master", url, "--json"], env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = run_to_exit([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", "--state",
+                       "count", "--schema", "n bigint, note string", "--master", url, "--json"], env=env,
+                      timeout=600)
     assert run.returncode == 3, run.stdout[-3000:] + run.stderr[-3000:]
     said = json.loads(run.stdout.splitlines()[-1])
     assert said["outcome"] == "change" and any("rewrote 2 entries" in line for line in said["lines"]), said
@@ -505,8 +505,8 @@ def test_several_states_migrate_in_one_batch_or_none_does(spark, app_dirs, cli):
     write_input(source, READ)
     v2 = [["count", "n bigint, note string", "value", None], ["events", "n bigint", "list", None],
           ["last", "amount bigint", "map", None]]
-    stock = subprocess.run([sys.executable, str(Path(__file__).parent / "stock_app.py"), source, checkpoint,
-                            json.dumps(v2)], capture_output=True, text=True, timeout=600)
+    stock = run_to_exit([sys.executable, str(Path(__file__).parent / "stock_app.py"), source, checkpoint,
+                         json.dumps(v2)], timeout=600)
     assert stock.returncode == 0, stock.stderr[-3000:]
     assert json.loads(stock.stdout.splitlines()[-1]) == COUNT_V2_SEEN
 

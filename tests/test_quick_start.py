@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from minors import TWS_ONLINE
+from processes import run_to_exit
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -20,8 +20,8 @@ def test_the_quick_start_runs_as_written_and_reads_v1s_values_migrated(tmp_path)
     [code] = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     script = tmp_path / "quick_start.py"
     script.write_text(code)
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    run = run_to_exit([sys.executable, str(script)], timeout=600,
+                      env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert run.returncode == 0, run.stderr[-3000:]
     # The console sink prints each batch; v2's batch shows what ann read: v1's values, migrated.
     batches = run.stdout.split("Batch: ")

@@ -13,6 +13,7 @@ import pytest
 import statesnap.tools as tools
 from apps import STOCK_PROVIDER as STOCK, run_group_state_app, write_input
 from minors import MINOR
+from processes import run_to_exit
 
 @pytest.fixture
 def stock_checkpoint(spark, app_dirs, on_provider) -> str:
@@ -135,8 +136,8 @@ def test_a_tool_prints_its_answer_without_sparks_start_up_banner(stock_checkpoin
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "statesnap", "check", stock_checkpoint, "--state", "groupState",
-                           "--schema", "n int", "--no-scan"], capture_output=True, text=True, timeout=600)
+    done = run_to_exit([sys.executable, "-m", "statesnap", "check", stock_checkpoint, "--state", "groupState",
+                        "--schema", "n int", "--no-scan"], timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].startswith("state 'groupState'"), done.stdout
     # (The JVM's own "WARNING: Using incubator modules" comes before any logging: Spark's launcher asks for them.)

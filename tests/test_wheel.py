@@ -13,6 +13,7 @@ import pyspark
 import pytest
 
 from minors import PINNED, WHEEL_INSTALL
+from processes import run_to_exit
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = '''
@@ -50,14 +51,13 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_a_query_and_the_tools(tmp_path
                              env=clean_env())  # with the repository on its path, pip takes statesnap as installed
     assert install.returncode == 0, install.stderr[-3000:]
     (tmp_path / "query.py").write_text(QUERY)
-    run = subprocess.run([python, "query.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                         env={**clean_env(), "PYSPARK_PYTHON": python})
+    run = run_to_exit([python, "query.py"], timeout=600, cwd=tmp_path, env={**clean_env(), "PYSPARK_PYTHON": python})
     assert run.returncode == 0, run.stderr[-3000:]
     jar, counts, checkpoint = run.stdout.splitlines()[-3:]
     assert jar.startswith(str(venv)) and jar.endswith(f"statesnap-spark{pyspark.__version__[:3]}.jar"), jar
     assert counts == "[('a', 2), ('b', 1)]", run.stdout
-    inspect = subprocess.run([python, "-m", "statesnap", "inspect", checkpoint], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=600, env=clean_env())
+    inspect = run_to_exit([python, "-m", "statesnap", "inspect", checkpoint], timeout=600, cwd=tmp_path,
+                          env=clean_env())
     assert inspect.returncode == 0 and "operator 0 partition 1 (version 1): state of store 'default', guarded" in \
         inspect.stdout, inspect.stdout
 
