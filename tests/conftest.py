@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,9 @@ def spark() -> SparkSession:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    # Spark 3.5's RocksDB can deadlock a JVM that halts while executor threads are still ending (tests/processes.py):
+    # they end within a moment of the stop.
+    time.sleep(3)
 
 
 @pytest.fixture
