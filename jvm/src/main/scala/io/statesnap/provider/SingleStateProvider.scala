@@ -15,8 +15,8 @@ import org.slf4j.LoggerFactory
  * the query run's registrations, guards the single state of a store without column families and migrates it
  * before the store is handed out ([[OperatorStateGuard]]), converts what a read store reads while a migration
  * waits for a write store, and hears from a store that committed. Each minor's `StatesnapStateStoreProvider`
- * (`jvm/src/main/scala-spark3`, `scala-spark4`) implements Spark's API on it, with column families and transformWithState where Spark has
- * them (4.x).
+ * (`jvm/src/main/scala-spark3`, `scala-spark4`) implements Spark's API on it, with column families and
+ * transformWithState where Spark has them (4.x).
  */
 private[provider] abstract class SingleStateProvider extends StateStoreProvider {
   private val log = LoggerFactory.getLogger(getClass)

@@ -8,7 +8,8 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreMet
  * What statesnap's write store does on every Spark minor around Spark's RocksDB store: migrates the single state
  * before the store is handed out, never commits once a resolution or migration failed in it (even if the
  * application caught the error), reports its migrations in its metrics, and stops a running migration before the
- * store goes away. Each minor's `StatesnapStateStore` (`jvm/src/main/scala-spark3`, `scala-spark4`) forwards Spark's read and write API.
+ * store goes away. Each generation's `StatesnapStateStore` (`jvm/src/main/scala-spark3`, `scala-spark4`) forwards
+ * Spark's read and write API.
  */
 private[provider] abstract class SingleStateStore(val inner: StateStore, provider: SingleStateProvider)
   extends StateStore {

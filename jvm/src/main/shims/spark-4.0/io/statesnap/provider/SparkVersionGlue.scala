@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStor
 
 /**
  * The provider and store methods whose signatures differ between Spark minors, for Spark 4.0: each forwards to
- * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/scala-spark3`, `scala-spark4`).
+ * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/minors`).
  * Spark 4.0 has no read store upgraded to a write store (an operator that reads state before it writes, such as a
  * streaming aggregation, opens a read store and then a write store of the same version), no `release` and no list
  * writes.

@@ -4,7 +4,7 @@ import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, StateStor
 
 /**
  * The provider and store methods whose signatures differ between Spark minors, for Spark 4.1: each forwards to
- * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/src/main/scala-spark3`, `scala-spark4`).
+ * Spark's store and hands the result to version-neutral code. One file per Spark minor (`jvm/minors`).
  */
 private[provider] trait ProviderGlue extends ReplayGlue with InstanceMetricsGlue {
   protected def inner: StateStoreProvider
