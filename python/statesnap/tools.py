@@ -167,12 +167,12 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
             verdict, partitions = judged.verdict(), [int(p) for p in judged.partitions()]
             where = "every partition" if partitions == [-1] else f"partitions {partitions}"
             changes, problems = list(verdict.changes()), list(verdict.problems())
-            lines.append(f"state '{state}' ({verdict.operatorName()}), {where}: {verdict.headline()}")
+            reported, operator = verdict.reported(), verdict.operator().name()
+            lines.append(f"state '{state}' ({operator}), {where}: {verdict.headline()}")
             lines += [f"  - {line}" for line in changes + problems]
-            verdicts.append({"decision": verdict.decision(), "mode": verdict.modeName(),
-                             "operator": verdict.operatorName(), "partitions": partitions, "changes": changes,
-                             "problems": problems})
-            outcome = max(outcome, Outcome(verdict.exitCode()), key=lambda o: o.value)
+            verdicts.append({"decision": reported.word(), "mode": verdict.mode().name(), "operator": operator,
+                             "partitions": partitions, "changes": changes, "problems": problems})
+            outcome = max(outcome, Outcome(reported.exitCode()), key=lambda o: o.value)
         sql_settings = result.sqlSettings()
         if sql_settings:
             lines.append(f"  {sql_settings}")

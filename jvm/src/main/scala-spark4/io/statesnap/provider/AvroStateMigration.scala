@@ -20,14 +20,13 @@ private[statesnap] object AvroStateMigration {
   private val log = LoggerFactory.getLogger(getClass)
 
   /**
-   * Whether the entries of a state must be rewritten: its declared schema differs from the recorded one (a
-   * migration, or a reconfiguration such as a rename, which keeps the UnsafeRow layout but not Avro's, which names
-   * every field), or statesnap adopts it (`adopted`: no record of its own yet) with entries Spark wrote under another
-   * schema than the declared one.
+   * Whether the entries of a state must be rewritten: the decision migrates it (under Avro, also a rename), or
+   * statesnap adopts it (`adopted`: no record of its own yet) with entries Spark wrote under another schema than the
+   * declared one.
    */
-  def needed(state: String, avro: StatesnapAvroSchemas, valueSchema: StructType, recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord, adopted: Boolean): Boolean =
-    recorded.exists(StateDecision.rewritesAvro(_, current)) ||
+  def needed(state: String, avro: StatesnapAvroSchemas, valueSchema: StructType, decided: StateDecision,
+      adopted: Boolean): Boolean =
+    decided.isInstanceOf[StateDecision.Migrate] ||
       (adopted && avro.valueSchemas(state).exists(s => !StatesnapAvroSchemas.sameAvro(s._2, valueSchema)))
 
   /**
@@ -61,7 +60,7 @@ private[statesnap] object AvroStateMigration {
       .getOrElse(
       TransformWithStateSchemaRecords.transformWithState(state, current.kind,
         StateDecision.schemaOf(current.keySnapshot), schema))
-    (if (recorded.contains(from)) decided else StateDecision.decide(Some(from), current)) match {
+    (if (recorded.contains(from)) decided else StateDecision.decide(Some(from), current, StateEncoding.Avro)) match {
       case StateDecision.Migrate(migration, _) => Right(StateMigrator.Source(schema, migration))
       case refuse: StateDecision.Refuse => Left(refuse.error(s"$describe holds entries Spark wrote with " +
         s"${schema.simpleString}, and", Some(from), current))

@@ -31,7 +31,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     val recorded = ours.orElse(fromSpark)
     // Entries a deploy with Spark's schema check off wrote in its own layout, as `adopt --written-as` found them.
     val writtenAs = fromSpark.flatMap(_ => provider.writtenAs(state, store.version))
-    val decided = StateDecision.decide(recorded, current)
+    val decided = StateDecision.decide(recorded, current, StateEncoding.of(provider.avroSchemas.isDefined))
     decided match {
       case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
       case _ =>
@@ -66,7 +66,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       current: StateSnapshotRecord, recorded: Option[StateSnapshotRecord], decided: StateDecision,
       avro: StatesnapAvroSchemas, adopted: Boolean): Unit = {
     avro.target(state, valueSchema)
-    if (AvroStateMigration.needed(state, avro, valueSchema, recorded, current, adopted) && hasEntries(state)) {
+    if (AvroStateMigration.needed(state, avro, valueSchema, decided, adopted) && hasEntries(state)) {
       val start = System.nanoTime()
       val (migrated, changes) = AvroStateMigration.migrate(state, describe(state),
         provider.valueRewriter(state, keySpec, valueSchema), avro, valueSchema, recorded, current, decided, gate)
@@ -102,7 +102,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   /** The entries `adopt` found in the layout of `writtenAs`: migrated as the one decision says, or refused. */
   private def writtenSource(state: String, writtenAs: StateSnapshotRecord,
-      current: StateSnapshotRecord): StateMigrator.Source = StateDecision.decide(Some(writtenAs), current) match {
+      current: StateSnapshotRecord): StateMigrator.Source = StateDecision.decide(Some(writtenAs), current,
+      StateEncoding.UnsafeRow) match {
     case StateDecision.Migrate(migration, _) => StateMigrator.Source(schemaOf(writtenAs.valueSnapshot), migration)
     case refuse: StateDecision.Refuse => throw refuse.error(s"${describe(state)} holds entries that `adopt " +
       s"--written-as` found in ${schemaOf(writtenAs.valueSnapshot).simpleString}, and", Some(writtenAs), current)

@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
-import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDecision,
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDecision, StateEncoding,
   TransformWithStateSchemaRecords}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
@@ -64,10 +64,7 @@ object OfflineMigration {
     def name: String = family.colFamilyName
   }
 
-  /**
-   * A state with its decision: `record` (the one committed beside it) when it migrates, as the verdict says (for
-   * Avro-encoded state, also a reconfiguration that renames: [[StateDecision.rewritesAvro]]).
-   */
+  /** A state with its decision: `record` (the one committed beside it) when it migrates. */
   private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
       verdict: CompatibilityCheck.Verdict) {
     /** The new value schema as Spark's files say it: Spark's own wrapper around the user value (a TTL's) kept. */
@@ -75,7 +72,6 @@ object OfflineMigration {
       StateDecision.schemaOf(declared.valueSnapshot))
     def record: Option[StateSnapshotRecord] = verdict.decided match {
       case StateDecision.Migrate(_, r) => Some(r)
-      case StateDecision.Record(r) if verdict.reported == CompatibilityCheck.Reported.Migrate => Some(r)
       case _ => None
     }
   }
@@ -114,7 +110,8 @@ object OfflineMigration {
         val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
         val declared = CompatibilityCheck.declare(t.recorded, None, None, None,
           DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
-        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared, target.avro))
+        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared,
+          StateEncoding.of(target.avro)))
         decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
     }
     val decided = recovered ++ decisions.flatMap(_._2)
@@ -146,7 +143,6 @@ object OfflineMigration {
       s"${target.partitions.size} partitions, batch ${target.batch}): ${d.verdict.headline}"
     val after = d.verdict.decided match {
       case StateDecision.AsIs => Seq("  no entry needs rewriting: the state already has that schema")
-      case _: StateDecision.Record if d.record.isDefined => Nil
       case _: StateDecision.Record => Seq("  no entry needs rewriting (the bytes keep their layout): restart the new " +
         "application version, whose schema Spark's own check judges")
       case _ => Nil

@@ -5,7 +5,7 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{AvroStateMigration, MigrationGate, MigrationProbe, StateDecision,
+import io.statesnap.provider.{AvroStateMigration, MigrationGate, MigrationProbe, StateDecision, StateEncoding,
   StateMigrator}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.TaskContext
@@ -80,7 +80,7 @@ private[tools] object PartitionRewrite {
     val recorded = StateSnapshotRecord.fromBytes(rewrite.recorded)
     val declared = StateSnapshotRecord.fromBytes(rewrite.declared)
     val describe = s"state '${rewrite.state}' (operator ${task.operator}, partition ${task.partition})"
-    val decided = StateDecision.decide(Some(recorded), declared)
+    val decided = StateDecision.decide(Some(recorded), declared, StateEncoding.of(avro.isDefined))
     val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, oldValue, rewrite.keySpec,
@@ -91,8 +91,7 @@ private[tools] object PartitionRewrite {
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
     def unexpected = new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided")
     (decided, avro) match {
-      case (_: StateDecision.Migrate | _: StateDecision.Record, Some(schemas))
-          if StateDecision.rewritesAvro(recorded, declared) =>
+      case (_: StateDecision.Migrate, Some(schemas)) =>
         AvroStateMigration.migrate(rewrite.state, describe, rewriter, schemas, rewrite.newValueSchema, Some(recorded),
           declared, decided, gate)._1
       case (StateDecision.Migrate(migration, _), None) =>

@@ -1,8 +1,10 @@
 package io.statesnap.bridge
 
+import scala.jdk.CollectionConverters._
+
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{CompatibilityMode, SqlSettings}
-import io.statesnap.provider.{DeclaredSnapshots, StateDecision}
+import io.statesnap.provider.{DeclaredSnapshots, StateDecision, StateEncoding}
 import io.statesnap.registration.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -25,31 +27,39 @@ object CompatibilityCheck {
     case object Reconfigured extends Reported("reconfigured", 0)
     case object Migrate extends Reported("migrate", 3)
     case object Incompatible extends Reported("incompatible", 4)
+
+    private[statesnap] def of(decided: StateDecision): Reported = decided match {
+      case StateDecision.AsIs => AsIs
+      case _: StateDecision.Record => Reconfigured
+      case _: StateDecision.Migrate => Migrate
+      case _: StateDecision.Refuse => Incompatible
+    }
   }
 
   /**
-   * The decision on one state as tools report it, typed for callers across py4j.
-   * @param reported what it comes to for the tools ([[Reported]])
+   * The one decision on one state ([[StateDecision.decide]]) as tools report it, typed for callers across py4j.
    * @param mode the compatibility mode in force
    * @param operator the operator kind whose rules applied
-   * @param changes what a migration does, one line per change (empty unless it migrates)
-   * @param problems why it is refused, one line per field (empty unless it is incompatible)
-   * @param decided the decision itself, for the tools that act on it
    */
-  final case class Verdict(reported: Reported, mode: CompatibilityMode, operator: OperatorKind,
-      changes: java.util.List[String], problems: java.util.List[String])(private[statesnap] val decided: StateDecision) {
-    /** For Python: the word, the exit code of the outcome, the mode's and the operator kind's names. */
-    def decision: String = reported.word
-    def exitCode: Int = reported.exitCode
-    def modeName: String = mode.name
-    def operatorName: String = operator.name
+  final case class Verdict private[statesnap] (private[statesnap] val decided: StateDecision, mode: CompatibilityMode,
+      operator: OperatorKind) {
+    /** What it comes to for the tools: its word and exit code. */
+    val reported: Reported = Reported.of(decided)
+    /** What a migration does, one line per change (empty unless it migrates). */
+    val changes: java.util.List[String] = (decided match {
+      case StateDecision.Migrate(migration, _) => migration.changes
+      case _ => Nil
+    }).asJava
+    /** Why it is refused, one line per field (empty unless it is refused). */
+    val problems: java.util.List[String] = (decided match {
+      case StateDecision.Refuse(errorClass, Nil, message) => Seq(s"[$errorClass] the state $message")
+      case StateDecision.Refuse(_, problems, _) => problems.map(_.describe)
+      case _ => Nil
+    }).asJava
     /** The decision and the mode in force, as a report's headline says them. */
     def headline: String = s"$reported (mode: ${mode.name})"
     /** The changes or problems, one line each. */
-    def details: Seq[String] = {
-      import scala.jdk.CollectionConverters._
-      changes.asScala.toSeq ++ problems.asScala.toSeq
-    }
+    def details: Seq[String] = changes.asScala.toSeq ++ problems.asScala.toSeq
   }
 
   /**
@@ -77,28 +87,11 @@ object CompatibilityCheck {
       keySchema(recorded, key, userKey), valueSnapshot, recorded.recordedAtVersion + 1)
   }
 
-  /**
-   * The decision for `current` over `recorded`, as tools report it; for Avro-encoded state (`avro`), a reconfiguration
-   * that changes the schema is reported as the migration it is there ([[StateDecision.rewritesAvro]]).
-   */
+  /** The decision for `current` over `recorded`, in a store that encodes values as `encoding`, as tools report it. */
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
-      avro: Boolean): Verdict = {
-    import scala.jdk.CollectionConverters._
-    val mode = current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default)
-    val decided = StateDecision.decide(Some(recorded), current)
-    def reported(as: Reported, changes: Seq[String] = Nil, problems: Seq[String] = Nil) =
-      Verdict(as, mode, current.operator, changes.asJava, problems.asJava)(decided)
-    decided match {
-      case StateDecision.AsIs => reported(Reported.AsIs)
-      case StateDecision.Record(_) if avro && StateDecision.rewritesAvro(recorded, current) => reported(Reported.Migrate,
-        changes = Seq(s"rewrite every entry as ${StateDecision.schemaOf(current.valueSnapshot).simpleString} (the " +
-          "same layout, other names: an Avro-encoded entry names every field)"))
-      case StateDecision.Record(_) => reported(Reported.Reconfigured)
-      case StateDecision.Migrate(migration, _) => reported(Reported.Migrate, changes = migration.changes)
-      case StateDecision.Refuse(errorClass, problems, message) => reported(Reported.Incompatible, problems =
-        if (problems.isEmpty) Seq(s"[$errorClass] the state $message") else problems.map(_.describe))
-    }
-  }
+      encoding: StateEncoding): Verdict =
+    Verdict(StateDecision.decide(Some(recorded), current, encoding),
+      current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default), current.operator)
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
   private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType],
@@ -114,6 +107,4 @@ object CompatibilityCheck {
         key.getOrElse(old)
     }
   }
-
-  private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
 }

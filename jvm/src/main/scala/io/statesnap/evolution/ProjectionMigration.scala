@@ -22,12 +22,14 @@ trait RowMigration {
 
 object RowMigration {
   /**
-   * The migration of entries already in the new layout (`fieldCount` fields), among entries of another layout that
-   * `adopt` found (a deploy with Spark's schema check off): each is written back as it is.
+   * The migration of entries already in the new layout (`fieldCount` fields): each is written back as it is, among
+   * entries of another layout that `adopt` found (a deploy with Spark's schema check off), or under new names where
+   * the encoding names every field (Avro), which `changes` then says.
    */
-  def unchanged(fieldCount: Int): RowMigration = new RowMigration {
-    override def oldFieldCount: Int = fieldCount
-    override def changes: Seq[String] = Nil
+  def unchanged(fieldCount: Int, changes: Seq[String] = Nil): RowMigration = new Unchanged(fieldCount, changes)
+
+  private final class Unchanged(override val oldFieldCount: Int, override val changes: Seq[String])
+      extends RowMigration {
     override def migrate(oldRow: UnsafeRow): UnsafeRow = oldRow
     override def diagnose(oldRow: UnsafeRow): MigrationFailure =
       throw new IllegalStateException("an unchanged row cannot fail to migrate")

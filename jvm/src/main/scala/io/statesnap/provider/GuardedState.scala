@@ -25,7 +25,8 @@ private[provider] object GuardedState {
    */
   def check(recorded: StateSnapshotRecord, keySchema: StructType, valueSchema: StructType, describe: String,
       hint: => String = ""): Unit =
-    StateDecision.decide(Some(recorded), record(recorded.stateName, keySchema, valueSchema, 0L)) match {
+    StateDecision.decide(Some(recorded), record(recorded.stateName, keySchema, valueSchema, 0L),
+      StateEncoding.UnsafeRow) match {
       case StateDecision.Refuse(_, problems, _) =>
         val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
           StateDecision.schemaOf(recorded.valueSnapshot))

@@ -102,7 +102,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord],
       current: StateSnapshotRecord): (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
     val old = recorded.map(SparkSchemaRecords.asGroupState)
-    StateDecision.decide(old, current) match {
+    // Only transformWithState has Avro-encoded state: a single state is always UnsafeRow.
+    StateDecision.decide(old, current, StateEncoding.UnsafeRow) match {
       case StateDecision.AsIs => (old.filter(_ => !ours || old != recorded), None)
       case StateDecision.Record(next) => (Some(next), None)
       case StateDecision.Migrate(migration, next) =>

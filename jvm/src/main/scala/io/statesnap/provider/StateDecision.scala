@@ -42,8 +42,22 @@ private[statesnap] object StateDecision {
    * @param recorded the committed record, or None for a state seen for the first time
    * @param current what the application declares now (its compatibility: what the definition or the query sets;
    *                its operator kind: the rules that apply, such as an aggregation's added buffer needing a value)
+   * @param encoding how the store encodes values: under Avro, a new value schema with the same UnsafeRow layout (a
+   *                 rename, a relaxed nullability) is a migration too, each entry rewritten under its new names
    */
-  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord): StateDecision = recorded match {
+  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+      encoding: StateEncoding): StateDecision = (decideLayout(recorded, current), recorded) match {
+    case (Record(next), Some(old)) if encoding == StateEncoding.Avro &&
+        schemaOf(old.valueSnapshot) != schemaOf(next.valueSnapshot) =>
+      val schema = schemaOf(next.valueSnapshot)
+      Migrate(RowMigration.unchanged(schema.length, Seq(s"rewrite every entry as ${schema.simpleString} (the same " +
+        "layout, other names: an Avro-encoded entry names every field)")), next)
+    case (decided, _) => decided
+  }
+
+  /** The decision for UnsafeRow bytes, which are read by field position. */
+  private def decideLayout(recorded: Option[StateSnapshotRecord],
+      current: StateSnapshotRecord): StateDecision = recorded match {
     case None =>
       val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
       if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
@@ -80,14 +94,6 @@ private[statesnap] object StateDecision {
         case CompatibleAsIs => AsIs
       }
   }
-
-  /**
-   * Whether the entries of an Avro-encoded state (`encodingFormat=avro`) are rewritten when `current` follows
-   * `recorded`: whenever the value schema changes, even where the UnsafeRow layout does not (a rename, which the
-   * decision only records: Avro names every field).
-   */
-  def rewritesAvro(recorded: StateSnapshotRecord, current: StateSnapshotRecord): Boolean =
-    schemaOf(recorded.valueSnapshot) != schemaOf(current.valueSnapshot)
 
   def schemaOf(snapshot: StateSerializerSnapshot): StructType = snapshot.restoreSerializer().schema
 }

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.bridge.CompatibilityCheck.Verdict
-import io.statesnap.provider.{StateDecision, WrittenAsRecordFiles}
+import io.statesnap.provider.{StateDecision, StateEncoding, WrittenAsRecordFiles}
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -57,7 +57,7 @@ object OfflineCheck {
       val declared = CompatibilityCheck.declare(recorded, Option(kind).map(StateKind.named), Option(keyJson)
         .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),
         sql.settings)
-      (CompatibilityCheck.verdict(recorded, declared, avro), if (kept == SparkFiles) -1 else store.partition)
+      (CompatibilityCheck.verdict(recorded, declared, StateEncoding.of(avro)), if (kept == SparkFiles) -1 else store.partition)
     }.groupBy(v => (v._1.reported, v._1.mode, v._1.operator, v._1.details)).values.toSeq
       .map(vs => Judged(vs.head._1, vs.map(_._2).distinct.sorted.asJava)).sortBy(_.partitions.asScala.headOption)
     val scanned = if (!scan) LayoutScan.Scan(Nil, "") else if (avro) LayoutScan.Scan(Nil, LayoutScan.AvroNotScanned)
