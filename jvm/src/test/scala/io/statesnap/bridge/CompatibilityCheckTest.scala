@@ -18,7 +18,8 @@ class CompatibilityCheckTest {
   private val relaxed = record("n INT")
 
   @Test def aChangeKeepingTheUnsafeRowLayoutIsOnlyRecordedUnderUnsafeRow(): Unit = {
-    assertTrue(StateDecision.decide(Some(recorded), relaxed, StateEncoding.UnsafeRow).isInstanceOf[StateDecision.Record])
+    assertEquals(StateDecision.Record(recorded.succeededBy(relaxed)),
+      StateDecision.decide(Some(recorded), relaxed, StateEncoding.UnsafeRow))
     val verdict = CompatibilityCheck.verdict(recorded, relaxed, StateEncoding.UnsafeRow)
     assertEquals(Reported.Reconfigured, verdict.reported)
     assertEquals(0, verdict.reported.exitCode)
