@@ -4,8 +4,8 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 
 /** Spark 3.5's RocksDB store, its one state migrated first if needed ([[SingleStateStore]]); reads and writes as is. */
-private[provider] final class StatesnapStateStore(store: StateStore, provider: SingleStateProvider)
-  extends SingleStateStore(store, provider) {
+private[provider] final class StatesnapStateStore(store: StateStore, context: StoreContext)
+  extends SingleStateStore(store, context) {
 
   override def id: StateStoreId = inner.id
   override def version: Long = inner.version

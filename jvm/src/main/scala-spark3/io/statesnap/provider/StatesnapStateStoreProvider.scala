@@ -33,8 +33,8 @@ class StatesnapStateStoreProvider extends SingleStateProvider {
     new StatesnapReadStateStore(inner.getReadStore(version), migration)
   }
 
-  override protected def wrap(store: StateStore): SingleStateStore = new StatesnapStateStore(store, this)
+  override protected def wrap(store: StateStore): SingleStateStore = new StatesnapStateStore(store, context)
 
   override protected def singleStateRewriter(m: OperatorStateGuard.SingleStateMigration): StatesnapValueRewriter =
-    StatesnapValueRewriter(inner, wholeKeySchema, m.newValueSchema, describeState(m.state))
+    StatesnapValueRewriter(inner, wholeKeySchema, m.newValueSchema, context.describeState(m.state))
 }

@@ -16,10 +16,10 @@ import org.slf4j.LoggerFactory
  * checkpoint adopted from Spark's provider) resolves against the schemas Spark's own files recorded for it.
  */
 private[provider] final class StateSchemaResolver(store: StateStore, catalog: SnapshotCatalog,
-    counters: MigrationCounters, provider: StatesnapStateStoreProvider, gate: MigrationGate) {
+    counters: MigrationCounters, context: ColumnFamilyContext, gate: MigrationGate) {
   private val log = LoggerFactory.getLogger(getClass)
-  private def declared = provider.declaredSnapshots
-  private def describe(state: String) = provider.describeState(state)
+  private def declared = context.store.declared
+  private def describe(state: String) = context.store.describeState(state)
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
@@ -30,13 +30,13 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     val fromSpark = if (ours.isEmpty && hasEntries(state)) Some(fromSparkFiles(state, current)) else None
     val recorded = ours.orElse(fromSpark)
     // Entries a deploy with Spark's schema check off wrote in its own layout, as `adopt --written-as` found them.
-    val writtenAs = fromSpark.flatMap(_ => provider.writtenAs(state, store.version))
-    val decided = StateDecision.decide(recorded, current, StateEncoding.of(provider.avroSchemas.isDefined))
+    val writtenAs = fromSpark.flatMap(_ => context.writtenAs(state, store.version))
+    val decided = StateDecision.decide(recorded, current, context.encoding)
     decided match {
       case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
       case _ =>
     }
-    provider.avroSchemas match {
+    context.avroSchemas match {
       case Some(avro) =>
         rewriteAvro(state, keySpec, valueSchema, current, recorded, decided, avro, adopted = ours.isEmpty)
       case None =>
@@ -69,7 +69,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     if (AvroStateMigration.needed(state, avro, valueSchema, decided, adopted) && hasEntries(state)) {
       val start = System.nanoTime()
       val (migrated, changes) = AvroStateMigration.migrate(state, describe(state),
-        provider.valueRewriter(state, keySpec, valueSchema), avro, valueSchema, recorded, current, decided, gate)
+        context.valueRewriter(state, keySpec, valueSchema), avro, valueSchema, recorded, current, decided, gate)
       counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
   }
@@ -86,7 +86,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
   private def migrate(state: String, keySpec: KeyStateEncoderSpec, current: StateSnapshotRecord,
       sources: Seq[StateMigrator.Source]): Unit = {
     val start = System.nanoTime()
-    val rewriter = provider.valueRewriter(state, keySpec, schemaOf(current.valueSnapshot))
+    val rewriter = context.valueRewriter(state, keySpec, schemaOf(current.valueSnapshot))
     val migrated = current.kind match {
       case StateKind.List => StateMigrator.migrate(sources, describe(state), gate)(rewriter.rewriteAllLists)
       case _ => StateMigrator.migrateValues(rewriter, sources, describe(state), gate)
@@ -115,7 +115,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
    * the schemas Spark's own files say its bytes have, which Spark itself would read them with.
    */
   private def fromSparkFiles(state: String, current: StateSnapshotRecord): StateSnapshotRecord = {
-    val (key, value) = provider.sparkSchemas(state, store.version).getOrElse(throw new StatesnapException(
+    val (key, value) = context.sparkSchemas(state, store.version).getOrElse(throw new StatesnapException(
       MissingSnapshot, s"${describe(state)} holds entries but neither a statesnap snapshot nor Spark's own schema " +
         "files say which schema its bytes were written with, and statesnap will not guess. Nothing was read or " +
         "rewritten. Restore the checkpoint's state/<operator>/_stateSchema and _metadata files, or start from a " +

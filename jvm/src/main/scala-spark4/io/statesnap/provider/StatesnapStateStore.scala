@@ -11,13 +11,13 @@ import org.apache.spark.sql.types.StructType
  * without column families migrated as on every minor ([[SingleStateStore]]). All reads and writes go straight
  * to the inner store: statesnap costs nothing once a state is resolved.
  */
-private[provider] final class StatesnapStateStore(store: StateStore, provider: StatesnapStateStoreProvider)
-  extends SingleStateStore(store, provider) with WriteStoreGlue with ForwardingReads {
+private[provider] final class StatesnapStateStore(store: StateStore, context: ColumnFamilyContext)
+  extends SingleStateStore(store, context.store) with WriteStoreGlue with ForwardingReads {
 
-  private lazy val catalog = new SnapshotCatalog(inner, provider.describeState)
-  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, provider, gate)
-  private lazy val guard = new GuardedColumnFamilies(inner, catalog, provider.describeState)
-  /** States resolved in this store version: remembered by the provider once (and only if) it commits. */
+  private lazy val catalog = new SnapshotCatalog(inner, context.store.describeState)
+  private lazy val resolver = new StateSchemaResolver(inner, catalog, counters, context, gate)
+  private lazy val guard = new GuardedColumnFamilies(inner, catalog, context.store.describeState)
+  /** States resolved in this store version: remembered ([[ResolvedStates]]) once (and only if) it commits. */
   @volatile private var resolved = Map.empty[String, (StructType, StructType)]
   /** Every column family opened in this version, as declared: what Spark's own schema files must say. */
   @volatile private var families = Map.empty[String, StatesnapSparkSchemaFiles.Family]
@@ -28,21 +28,21 @@ private[provider] final class StatesnapStateStore(store: StateStore, provider: S
       useMultipleValuesPerKey, isInternal)
     families += colFamilyName -> StatesnapSparkSchemaFiles.Family(colFamilyName, keySchema, valueSchema,
       keyStateEncoderSpec)
-    if (!provider.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
+    if (!context.resolved.isKnown(colFamilyName, keySchema, valueSchema, version)) synchronized {
       try {
-        if (!provider.servesTransformWithState) guard.check(colFamilyName, keySchema, valueSchema)
+        if (!context.transformWithState) guard.check(colFamilyName, keySchema, valueSchema)
         // Spark's internal families (TTL indexes, timers) follow from the user's states and are never migrated.
         else if (!isInternal) {
           resolver.resolve(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey)
         }
       } catch {
         case e: Throwable =>
-          poison(s"${provider.describeState(colFamilyName)}: ${SqlExpressions.firstLine(e)}")
+          poison(s"${context.store.describeState(colFamilyName)}: ${SqlExpressions.firstLine(e)}")
           throw e
       }
       resolved += colFamilyName -> (keySchema, valueSchema)
       // In an Avro store, Spark's files must give the value schema the id its entries are now written under.
-      provider.avroSchemas.flatMap(_.targetOf(colFamilyName)).foreach { id =>
+      context.avroSchemas.flatMap(_.targetOf(colFamilyName)).foreach { id =>
         families += colFamilyName -> families(colFamilyName).copy(avroSchemaId = Some(id))
       }
     }
@@ -51,14 +51,14 @@ private[provider] final class StatesnapStateStore(store: StateStore, provider: S
   override def removeColFamilyIfExists(colFamilyName: String): Boolean = synchronized {
     val removed = inner.removeColFamilyIfExists(colFamilyName)
     catalog.remove(colFamilyName)
-    provider.forget(colFamilyName)
+    context.resolved.forget(colFamilyName)
     resolved -= colFamilyName
     removed
   }
 
-  override protected def beforeCommit(): Unit = provider.beforeCommit(version, families.values.toSeq)
+  override protected def beforeCommit(): Unit = context.beforeCommit(version, families.values.toSeq)
 
-  override protected def afterCommit(committed: Long): Unit = provider.remember(resolved, committed)
+  override protected def afterCommit(committed: Long): Unit = context.resolved.remember(resolved, committed)
 
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
     inner.put(key, value, colFamilyName)

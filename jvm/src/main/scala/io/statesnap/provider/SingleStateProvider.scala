@@ -1,66 +1,59 @@
 package io.statesnap.provider
 
-import scala.util.control.NonFatal
-
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.registration.{QueryRegistrations, QueryStates}
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
-import org.slf4j.LoggerFactory
 
 /**
  * What statesnap's provider does on every Spark minor, whatever shape that minor gives the provider API: it takes
  * the query run's registrations, guards the single state of a store without column families and migrates it
- * before the store is handed out ([[OperatorStateGuard]]), converts what a read store reads while a migration
- * waits for a write store, and hears from a store that committed. Each minor's `StatesnapStateStoreProvider`
+ * before the store is handed out ([[OperatorStateGuard]]), and converts what a read store reads while a migration
+ * waits for a write store; its stores work with the [[StoreContext]] it builds at `init`. Each minor's `StatesnapStateStoreProvider`
  * (`jvm/src/main/scala-spark3`, `scala-spark4`) implements Spark's API on it, with column families and
  * transformWithState where Spark has them (4.x).
  */
 private[provider] abstract class SingleStateProvider extends StateStoreProvider {
-  private val log = LoggerFactory.getLogger(getClass)
   // Cheap: Spark's provider allocates nothing before init. The driver also builds an un-initialized instance
   // just to ask for supportedCustomMetrics.
   protected val inner: StateStoreProvider = StateStoreProvider.create(ProviderClasses.SparkRocksDB)
-  @volatile private var declared: DeclaredSnapshots = _
-  /**
-   * Set for a store without column families (operators other than transformWithState): its one state is guarded,
-   * or migrated if it is an arbitrary-state operator's group state or a registered aggregation's buffers.
-   */
-  @volatile private var guard: Option[OperatorStateGuard] = None
-  @volatile private var probe: Option[MigrationProbe] = None
-  /** Whether this provider serves a streaming query's run (its listener set the query's registrations). */
-  @volatile private var servesStreamingQuery = false
-  @volatile private var conf: Configuration = _
+  /** What this provider's stores work with, fixed at `init` ([[setUp]]). */
+  @volatile private var storeContext: StoreContext = _
   /** Checks, once per provider (per query run), that every registration names a state of the query. */
   @volatile private var verifyRegistrations: Long => Unit = (_: Long) => ()
   /** The write store opened last: Spark's provider has at most one at a time. */
   @volatile private var openStore: Option[SingleStateStore] = None
   /** The migration the read store handed out last waits for: marked written by the write store of its version. */
   @volatile private var awaited: Option[PendingMigration] = None
-  @volatile private var keySchema: StructType = _
 
   /**
    * Takes the query run's registrations (set by statesnap's listener; what it found wrong fails the query here),
    * and, if the store has no column families (`singleState`), sets up the guard of its one state.
+   * @param guardsColumnFamilies the store's column families are states statesnap only guards
+   * @return what the stores of this provider work with
    */
   protected def setUp(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      storeConfs: StateStoreConf, hadoopConf: Configuration, singleState: Boolean): Unit = {
-    conf = hadoopConf
-    this.keySchema = keySchema
+      storeConfs: StateStoreConf, hadoopConf: Configuration, singleState: Boolean,
+      guardsColumnFamilies: Boolean = false): StoreContext = {
     val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
     query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
-    declared = new DeclaredSnapshots(query)
-    servesStreamingQuery = query.checkpoint.nonEmpty
-    probe = MigrationProbe.fromConfs(storeConfs.sqlConfs)
+    val declared = new DeclaredSnapshots(query)
     verifyRegistrations = version => {
       QueryStates.verify(query.registrations.states.keySet, stateStoreId.checkpointRootLocation, query.runId, version,
         hadoopConf, query.checkpoint)
       verifyRegistrations = (_: Long) => ()
     }
-    if (singleState) guard = Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, declared, hadoopConf))
+    storeContext = new StoreContext(stateStoreId, keySchema, declared,
+      if (singleState) Some(new OperatorStateGuard(stateStoreId, keySchema, valueSchema, declared, hadoopConf))
+      else None,
+      MigrationProbe.fromConfs(storeConfs.sqlConfs), servesStreamingQuery = query.checkpoint.nonEmpty, hadoopConf,
+      guardsColumnFamilies)
+    storeContext
   }
+
+  /** What this provider's stores work with. */
+  protected def context: StoreContext = storeContext
 
   /** Spark's store wrapped as statesnap's: the minor's own store class. */
   protected def wrap(store: StateStore): SingleStateStore
@@ -104,8 +97,8 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
    */
   protected def readMigration(version: Long): Option[PendingMigration] = {
     val migration = beforeLoading(version)
-    if (!servesStreamingQuery) refuseMigrationOnRead(migration, version)
-    awaited = migration.map(m => new PendingMigration(version, m, keySchema, describeState(m.state)))
+    if (!context.servesStreamingQuery) refuseMigrationOnRead(migration, version)
+    awaited = migration.map(m => new PendingMigration(version, m, context.keySchema, context.describeState(m.state)))
     awaited
   }
 
@@ -115,7 +108,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
    */
   protected def beforeLoading(version: Long): Option[OperatorStateGuard.SingleStateMigration] = {
     verifyRegistrations(version)
-    guard.flatMap(_.check(version))
+    context.guard.flatMap(_.check(version))
   }
 
   /**
@@ -136,50 +129,9 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
       version: Long): Unit =
     migration.foreach { m =>
       throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"version $version of " +
-        s"${describeState(m.state)} holds values of ${m.oldValueSchema.simpleString}, and " +
+        s"${context.describeState(m.state)} holds values of ${m.oldValueSchema.simpleString}, and " +
         s"reading them as ${m.newValueSchema.simpleString} needs a migration, which only a streaming query's batch " +
         "runs. Nothing was read or rewritten. Read a version written after the migration (a later batch), or run " +
         "the query to migrate the state.")
     }
-
-  private[provider] def declaredSnapshots: DeclaredSnapshots = declared
-
-  /** The guard of the single state, if this store has no column families. */
-  protected def operatorGuard: Option[OperatorStateGuard] = guard
-
-  protected def hadoopConf: Configuration = conf
-
-  /** The gate of a store opened by `task`: its migrations stop before the store goes away ([[MigrationGate]]). */
-  private[provider] def migrationGate(task: Option[TaskContext]): MigrationGate = {
-    val id = stateStoreId
-    new MigrationGate(MigrationGate.storeKey(id.checkpointRootLocation, id.operatorId, id.partitionId, id.storeName),
-      task, probe)
-  }
-
-  /** Whether the states of this store are column families statesnap only guards (Spark 4.x, see its provider). */
-  protected def guardsColumnFamilies: Boolean = false
-
-  /** How errors and logs name a state: enough to find it in the checkpoint. */
-  private[provider] def describeState(stateName: String): String =
-    s"${if (guardsColumnFamilies) "column family" else "state"} '$stateName' ($describeLocation)"
-
-  private[provider] def describeStore: String = s"the state store of $describeLocation"
-
-  private def describeLocation: String = {
-    val id = stateStoreId
-    s"operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
-      id.checkpointRootLocation
-  }
-
-  /**
-   * After a store committed `version`: the single state's record is written, and the driver is told what the store
-   * migrated ([[MigrationSummaries]]). That is only a message: a failure to write it is logged, never fails the
-   * committed batch.
-   */
-  private[provider] def committed(version: Long, migrated: Seq[MigrationSummaries.Migrated]): Unit = {
-    guard.foreach(_.committed(version))
-    if (migrated.nonEmpty) try MigrationSummaries.write(stateStoreId, version, migrated, hadoopConf) catch {
-      case NonFatal(e) => log.warn(s"statesnap: could not tell the driver what $describeStore migrated: $e")
-    }
-  }
 }

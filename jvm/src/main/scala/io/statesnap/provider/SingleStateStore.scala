@@ -11,12 +11,12 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreMet
  * store goes away. Each generation's `StatesnapStateStore` (`jvm/src/main/scala-spark3`, `scala-spark4`) forwards
  * Spark's read and write API.
  */
-private[provider] abstract class SingleStateStore(val inner: StateStore, provider: SingleStateProvider)
+private[provider] abstract class SingleStateStore(val inner: StateStore, context: StoreContext)
   extends StateStore {
 
   protected val counters = new MigrationCounters(countsStates = inner.id.partitionId == 0)
   /** Opened on the task's thread: a migration (maybe on another thread) stops when this task ends. */
-  protected val gate: MigrationGate = provider.migrationGate(Option(TaskContext.get()))
+  protected val gate: MigrationGate = context.migrationGate(Option(TaskContext.get()))
   /** Why this store must not commit: a resolution or migration that failed part-way. */
   @volatile private var poisoned: Option[String] = None
 
@@ -32,7 +32,7 @@ private[provider] abstract class SingleStateStore(val inner: StateStore, provide
     try {
       val start = System.nanoTime()
       counters.recordMigration(m.state, m.migration.changes, StateMigrator.migrateValues(rewriter,
-        Seq(StateMigrator.Source(m.oldValueSchema, m.migration)), provider.describeState(m.state), gate),
+        Seq(StateMigrator.Source(m.oldValueSchema, m.migration)), context.describeState(m.state), gate),
         System.nanoTime() - start)
     } catch {
       case e: Throwable => inner.abort(); throw e
@@ -48,13 +48,13 @@ private[provider] abstract class SingleStateStore(val inner: StateStore, provide
     poisoned.foreach { why =>
       inner.abort()
       throw new StatesnapException(StatesnapException.MigrationFailed, s"statesnap refuses to commit version " +
-        s"${inner.version + 1} of ${provider.describeStore}: resolving or migrating a state failed in this batch " +
+        s"${inner.version + 1} of ${context.describeStore}: resolving or migrating a state failed in this batch " +
         s"($why). The store was aborted, so the checkpoint keeps its previous version.")
     }
     beforeCommit()
     val committed = inner.commit()
     afterCommit(committed)
-    provider.committed(committed, counters.summaries)
+    context.committed(committed, counters.summaries)
     committed
   }
 
