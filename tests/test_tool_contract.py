@@ -60,7 +60,7 @@ def test_every_verb_answers_each_outcome_with_the_same_exit_code_and_json(stock_
     assert said["verdicts"][0]["changes"] and said["scan"][0].startswith("state 'groupState' of operator 0: 2 entries")
 
 
-@pytest.mark.skipif(MINOR != "3.5", reason="migrate is transformWithState's, which Spark 3.5 lacks")
+@pytest.mark.skipif(MINOR != "3.5", reason="Spark 3.5's refusal: the only minor without transformWithState")
 def test_on_spark_3_5_migrate_refuses_in_one_line_before_any_session(stock_checkpoint, cli):
     checkpoint = stock_checkpoint
     before = offsets(checkpoint)
