@@ -147,7 +147,7 @@ SPARK_FILES = {
     "Spark's commit log entry": ("commits/1", lambda jvm, s, c: jvm.io.statesnap.tools.StoppedCheckpoint.apply(
         s, c, "check").committed(1)),
     "Spark's operator metadata": ("state/0/_metadata/metadata", lambda jvm, s, c:
-                                  jvm.io.statesnap.registration.QueryStates.operatorName(
+                                  jvm.io.statesnap.registration.QueryStates.operator(
                                       f"{c}/state", 0, s.sessionState().newHadoopConf())),
     "Spark's state schema file": ("state/0/0/_metadata/schema", lambda jvm, s, c:
                                   jvm.org.apache.spark.sql.execution.streaming.state.SparkSingleStateSchemaFile

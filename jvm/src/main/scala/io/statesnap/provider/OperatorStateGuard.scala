@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
-import io.statesnap.registration.QueryStates
+import io.statesnap.registration.{QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -40,19 +40,22 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private lazy val fm = CheckpointFileManager.create(root, hadoopConf)
   private lazy val fs = root.getFileSystem(hadoopConf)
   /**
+   * The operator, as Spark's operator metadata names it (statesnap's listener on 3.5); None where nothing names it
+   * yet (a query's first run on 3.5), where Spark's group-state layout alone tells an arbitrary-state operator.
+   */
+  private lazy val operator = QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)
+  /**
    * Set for a state that migrates: an arbitrary-state operator's group state, or the buffers of a streaming
-   * aggregation whose query registers a snapshot for them (read from the operator's metadata only then).
+   * aggregation whose query registers a snapshot for them.
    */
   private lazy val migrates: Option[Migrates] =
-    declared.groupStateSnapshot(valueSchema).map(Migrates(GroupStateSnapshot.StateField, _,
-      OperatorKind.ArbitraryState)).orElse(Some(aggregation).filter(_ =>
-      declared.registers(QueryStates.Aggregation) && isAggregation))
+    declared.groupStateSnapshot(valueSchema).filter(_ => operator.forall(_ == SparkOperator.ArbitraryState))
+      .map(Migrates(SparkOperator.ArbitraryState.stateName, _, OperatorKind.ArbitraryState))
+      .orElse(Some(aggregation).filter(_ => declared.registers(SparkOperator.Aggregation.stateName) && isAggregation))
   /** The buffers of a streaming aggregation, as they migrate. */
-  private def aggregation = Migrates(QueryStates.Aggregation, declared.rowSnapshot(QueryStates.Aggregation,
-    valueSchema), OperatorKind.Aggregation)
-  private lazy val isAggregation =
-    QueryStates.operatorName(id.checkpointRootLocation, id.operatorId, hadoopConf)
-      .contains(QueryStates.AggregationOperator)
+  private def aggregation = Migrates(SparkOperator.Aggregation.stateName,
+    declared.rowSnapshot(SparkOperator.Aggregation.stateName, valueSchema), OperatorKind.Aggregation)
+  private def isAggregation = operator.contains(SparkOperator.Aggregation)
   /** What the next commit records (None: the record in force at the loaded version stays). */
   @volatile private var pending: Option[StateSnapshotRecord] = None
   /**
@@ -83,7 +86,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         case None =>
           recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe, hint = if (!isAggregation) ""
             else s" A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot " +
-              s"for state '${QueryStates.Aggregation}' that gives each new aggregate its starting value " +
+              s"for state '${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value " +
               "(docs/evolution-rules.md)."))
           (Some(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1)).filter(_ =>
             record.isEmpty), None)

@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.evolution.RowSchemaEvolution
-import io.statesnap.registration.QueryStates
+import io.statesnap.registration.{QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
@@ -25,11 +25,11 @@ object SparkSchemaRecords {
   def namedSingleState(id: StateStoreId, key: StructType, value: StructType,
       hadoopConf: Configuration): Option[StateSnapshotRecord] = {
     val single = singleState(id.storeName, key, value)
-    single.operator match {
-      case OperatorKind.ArbitraryState => Some(single.copy(stateName = GroupStateSnapshot.StateField))
-      case _ if QueryStates.operatorName(id.checkpointRootLocation, id.operatorId, hadoopConf)
-          .contains(QueryStates.AggregationOperator) =>
-        Some(single.copy(stateName = QueryStates.Aggregation, operator = OperatorKind.Aggregation))
+    (single.operator, QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)) match {
+      case (OperatorKind.ArbitraryState, None | Some(SparkOperator.ArbitraryState)) =>
+        Some(single.copy(stateName = SparkOperator.ArbitraryState.stateName))
+      case (_, Some(SparkOperator.Aggregation)) =>
+        Some(single.copy(stateName = SparkOperator.Aggregation.stateName, operator = OperatorKind.Aggregation))
       case _ => None
     }
   }

@@ -88,7 +88,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
   /**
    * After a run's first batch of a query statesnap serves, records the names of its stateful operators that Spark
    * records nowhere (Spark 3.5 writes no operator metadata), so that the stores of its later runs know which one is
-   * a streaming aggregation ([[QueryStates.operatorName]]). A failure is logged: without the names, a registered
+   * a streaming aggregation ([[QueryStates.operator]]). A failure is logged: without the names, a registered
    * aggregation is guarded, not migrated.
    */
   private def recordOperatorNames(query: RunningQuery): Unit =

@@ -6,7 +6,6 @@ import java.util.concurrent.ConcurrentHashMap
 import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, StatesnapException}
 import io.statesnap.SparkClasses.CheckpointFileManager
-import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.json4s._
@@ -27,13 +26,6 @@ import org.json4s.jackson.JsonMethods
  * no name recorded before its stores open.
  */
 private[statesnap] object QueryStates {
-  /** The name a registration gives the buffers of a streaming aggregation. */
-  val Aggregation = "aggregation"
-  /** Spark's name (`shortName`) of the operator that keeps a streaming aggregation's state. */
-  val AggregationOperator = "stateStoreSave"
-  /** The one state of an operator without column families that a registration can name, by Spark's name for it. */
-  private val SingleStates = Map("applyInPandasWithState" -> GroupStateSnapshot.StateField,
-    "flatMapGroupsWithState" -> GroupStateSnapshot.StateField, AggregationOperator -> Aggregation)
   /**
    * Per checkpoint and query run, the states of the query, and whether every operator is described (see `read`):
    * every state store of the run asks, the files are read once per JVM.
@@ -48,7 +40,7 @@ private[statesnap] object QueryStates {
       checkpoint: String): Unit = if (registered.nonEmpty) {
     val (states, everyOperatorDescribed) =
       known.computeIfAbsent((stateRoot, runId), _ => read(new Path(stateRoot), version, hadoopConf))
-    val unknown = registered -- states -- (if (everyOperatorDescribed) Nil else SingleStates.values)
+    val unknown = registered -- states -- (if (everyOperatorDescribed) Nil else SparkOperator.singleStates)
     if (unknown.nonEmpty) {
       throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"snapshots are registered for " +
         s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
@@ -73,7 +65,7 @@ private[statesnap] object QueryStates {
       val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
         else Array.empty[Long]
       batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
-        name(fs, operator).flatMap(SingleStates.get)
+        name(fs, operator).map(SparkOperator.named).collect { case s: SparkOperator.SingleState => s.stateName }
     }.toSet
     (states, operators.nonEmpty && operators.forall(operator =>
       fs.exists(new Path(operator, "_metadata")) || fs.exists(recordedNameFile(operator))))
@@ -89,12 +81,12 @@ private[statesnap] object QueryStates {
   }
 
   /**
-   * Spark's name of the operator whose state is in `state/<operatorId>`, from its operator metadata, or from the
-   * name statesnap's listener recorded where Spark writes no metadata (Spark 3.5).
+   * The operator whose state is in `state/<operatorId>`, by Spark's name for it in its operator metadata, or the name
+   * statesnap's listener recorded where Spark writes no metadata (Spark 3.5); None before either exists.
    */
-  def operatorName(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[String] = {
+  def operator(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[SparkOperator] = {
     val root = new Path(stateRoot)
-    name(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString))
+    name(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString)).map(SparkOperator.named)
   }
 
   private def name(fs: FileSystem, operatorDir: Path): Option[String] = sparkOperatorName(fs, operatorDir).orElse {

@@ -146,7 +146,7 @@ object ProviderSwitch {
    */
   private def unnamed(checkpoint: StoppedCheckpoint, stateRoot: String, scanned: Set[Int]): Seq[String] =
     checkpoint.operators._2.filter(op => !scanned(op) &&
-      QueryStates.operatorName(stateRoot, op, checkpoint.hadoopConf).isEmpty).map { op =>
+      QueryStates.operator(stateRoot, op, checkpoint.hadoopConf).isEmpty).map { op =>
       s"the state of operator $op is not scanned: no name of the operator is recorded yet (Spark " +
         s"${org.apache.spark.SPARK_VERSION} writes none; statesnap records it in its first run), so statesnap cannot " +
         "tell a streaming aggregation's buffers from other state. Its first run on statesnap refuses a changed " +

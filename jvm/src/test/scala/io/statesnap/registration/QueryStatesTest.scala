@@ -31,24 +31,26 @@ class QueryStatesTest {
   @Test def aRecordedNameStandsInWhereSparkWroteNoMetadata(): Unit = {
     val root = stateRoot()
     Files.createDirectories(root.resolve("0"))
-    assertEquals(None, QueryStates.operatorName(root.toUri.toString, 0, conf))
-    QueryStates.recordOperatorNames(root.toUri.toString, Map(0L -> QueryStates.AggregationOperator), conf)
-    assertEquals(Some(QueryStates.AggregationOperator), QueryStates.operatorName(root.toUri.toString, 0, conf))
+    assertEquals(None, QueryStates.operator(root.toUri.toString, 0, conf))
+    QueryStates.recordOperatorNames(root.toUri.toString, Map(0L -> "stateStoreSave"), conf)
+    assertEquals(Some(SparkOperator.Aggregation), QueryStates.operator(root.toUri.toString, 0, conf))
     sparkMetadata(root, 0, "flatMapGroupsWithState")
-    assertEquals(Some("flatMapGroupsWithState"), QueryStates.operatorName(root.toUri.toString, 0, conf))
+    assertEquals(Some(SparkOperator.ArbitraryState), QueryStates.operator(root.toUri.toString, 0, conf))
+    sparkMetadata(root, 0, "dedupe")
+    assertEquals(Some(SparkOperator.Other("dedupe")), QueryStates.operator(root.toUri.toString, 0, conf))
   }
 
   @Test def withSparksMetadataEveryRegistrationNamesAStateOfTheQuery(): Unit = {
     val root = stateRoot()
     sparkMetadata(root, 0, "flatMapGroupsWithState")
     verify(root, "groupState")
-    assertThrows(classOf[StatesnapException], () => verify(root, QueryStates.Aggregation))
+    assertThrows(classOf[StatesnapException], () => verify(root, SparkOperator.Aggregation.stateName))
   }
 
   @Test def withoutItOnlyASingleStatesNameIsAcceptedUnchecked(): Unit = {
     val root = stateRoot()
     Files.createDirectories(root.resolve("0"))
-    verify(root, "groupState", QueryStates.Aggregation)
+    verify(root, "groupState", SparkOperator.Aggregation.stateName)
     assertThrows(classOf[StatesnapException], () => verify(root, "grupState"))
   }
 }

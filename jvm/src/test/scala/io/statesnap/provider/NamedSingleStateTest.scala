@@ -1,0 +1,53 @@
+package io.statesnap.provider
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+
+import io.statesnap.registration.QueryStates
+import io.statesnap.snapshot.{GroupStateSnapshot, OperatorKind}
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.types.StructType
+import org.junit.Assert._
+import org.junit.Test
+
+/**
+ * Which single state a store of another operator holds, from the operator Spark names (its metadata on 4.x, the name
+ * statesnap's listener records on 3.5), not from the names in its value schema.
+ */
+class NamedSingleStateTest {
+  private val conf = new Configuration()
+  private val key = StructType.fromDDL("k STRING")
+  private val groupStateLayout = GroupStateSnapshot.wrap(StructType.fromDDL("n INT"), withTimeout = true)
+
+  /** A checkpoint's `state` directory whose operator 0 is named `operator` (None: named nowhere yet). */
+  private def stateRoot(operator: Option[String]): String = {
+    val root = Files.createTempDirectory("statesnap-named-single-state")
+    Files.createDirectories(root.resolve("0"))
+    operator.foreach(name => QueryStates.recordOperatorNames(root.toUri.toString, Map(0L -> name), conf))
+    root.toUri.toString
+  }
+
+  private def named(operator: Option[String], value: StructType): Option[(String, OperatorKind)] =
+    SparkSchemaRecords.namedSingleState(StateStoreId(stateRoot(operator), 0, 0), key, value, conf)
+      .map(r => (r.stateName, r.operator))
+
+  @Test def theOperatorSparkNamesSaysWhichSingleStateARegistrationNames(): Unit = {
+    assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(Some("flatMapGroupsWithState"),
+      groupStateLayout))
+    assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(Some("applyInPandasWithState"),
+      groupStateLayout))
+    assertEquals(Some(("aggregation", OperatorKind.Aggregation)), named(Some("stateStoreSave"),
+      StructType.fromDDL("count BIGINT")))
+  }
+
+  @Test def aValueInGroupStatesLayoutIsNotGroupStateWhereSparkNamesAnotherOperator(): Unit = {
+    assertEquals(None, named(Some("dedupe"), groupStateLayout))
+    assertEquals(None, named(Some("symmetricHashJoin"), StructType.fromDDL("count BIGINT")))
+  }
+
+  @Test def whereNothingNamesTheOperatorYetGroupStatesLayoutSaysIt(): Unit = {
+    assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(None, groupStateLayout))
+    assertEquals(None, named(None, StructType.fromDDL("count BIGINT")))
+  }
+}
