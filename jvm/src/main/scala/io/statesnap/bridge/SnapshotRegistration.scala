@@ -77,7 +77,7 @@ object SnapshotRegistration {
       val first = definition.steps.headOption.map(_.version - 1).getOrElse(0)
       StateEvolution.resolve(RecordedSchema(first, p), Nil, Declaration(s, definition.version, definition.steps, sql),
         definition.compatibility.getOrElse(CompatibilityMode.Default)) match {
-        case Resolution.Refused(problems) => throw refuse(problems, s": it cannot evolve ${p.simpleString} into " +
+        case SchemaCompatibility.Incompatible(problems) => throw refuse(problems, s": it cannot evolve ${p.simpleString} into " +
           s.simpleString)
         case _ =>
       }

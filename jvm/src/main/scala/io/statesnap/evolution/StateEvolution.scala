@@ -23,19 +23,6 @@ final case class Declaration(schema: StructType, version: Int, steps: Seq[Evolut
   def currentRules: Rules = steps.lastOption.filter(_.version == version).map(_.rules).getOrElse(Rules.None)
 }
 
-/** The verdict on reading a recorded state with what the application declares now. */
-sealed trait Resolution
-
-object Resolution {
-  /** Nothing to rewrite and nothing new to record. */
-  case object AsIs extends Resolution
-  /** Nothing to rewrite; the declaration (names, nullability, version) is recorded. */
-  case object Reconfigured extends Resolution
-  /** Every entry is rewritten by `migration`, whose changes say what it does. */
-  final case class Migrate(migration: RowMigration) extends Resolution
-  final case class Refused(problems: Seq[SchemaProblem]) extends Resolution
-}
-
 /**
  * Resolves a recorded state against a declaration: version-gated rules (a step applies iff the recorded version
  * is lower than the step's), several steps in one pass, rollbacks that would drop values refused unless the
@@ -44,7 +31,7 @@ object Resolution {
 object StateEvolution {
   /** @param newFieldsNeedValues refuse an added field that would read null (see `ResolutionContext`) */
   def resolve(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
-      mode: CompatibilityMode, newFieldsNeedValues: Boolean = false): Resolution = {
+      mode: CompatibilityMode, newFieldsNeedValues: Boolean = false): SchemaCompatibility = {
     val direction = Integer.compare(declared.version, recorded.version)
     // The schemas a rollback left (as below: to an older application version, or back to a schema the state had
     // before them), whose fields the state no longer has: their values were dropped (under a FORWARD mode, without
@@ -97,13 +84,13 @@ object StateEvolution {
         Seq(rollback(recorded, declared, dropped, direction < 0))
       } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans)
       else Nil
-    if (refusals.nonEmpty) Resolution.Refused(refusals.map(_.atVersion(math.max(declared.version, recorded.version + 1))))
+    if (refusals.nonEmpty) SchemaCompatibility.Incompatible(refusals.map(_.atVersion(math.max(declared.version, recorded.version + 1))))
     else if (plans.forall(_._2.sameLayout)) {
-      if (identical && direction <= 0) Resolution.AsIs
-      else Resolution.Reconfigured
+      if (identical && direction <= 0) SchemaCompatibility.CompatibleAsIs
+      else SchemaCompatibility.CompatibleWithReconfiguredSerializer
     } else {
       val rewriting = plans.collect { case (v, p) if !p.sameLayout => v -> p.migration }
-      Resolution.Migrate(if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting))
+      SchemaCompatibility.CompatibleAfterMigration(if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting))
     }
   }
 

@@ -5,7 +5,7 @@ import io.statesnap.StatesnapException._
 import io.statesnap.evolution.{CompatibilityMode, ProblemAt, ProblemSide, RowMigration, RowSchemaEvolution,
   SchemaProblem}
 import io.statesnap.snapshot._
-import io.statesnap.snapshot.SchemaCompatibility._
+import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
 import org.apache.spark.sql.types.StructType
 
@@ -89,7 +89,7 @@ private[statesnap] object StateDecision {
           current.operator.newFieldsNeedValues)) match {
         case CompatibleAfterMigration(migration) => Migrate(migration, next)
         case Incompatible(problems) => Refuse(IncompatibleStateSchema, problems, "")
-        case CompatibleWithReconfiguredSerializer(_) => Record(next)
+        case CompatibleWithReconfiguredSerializer => Record(next)
         case CompatibleAsIs if mode != old.compatibility => Record(old.copy(compatibility = mode))
         case CompatibleAsIs => AsIs
       }

@@ -2,8 +2,8 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.{CompatibilityMode, MigrationFailure, RowMigration, SchemaProblem}
-import io.statesnap.snapshot.SchemaCompatibility._
+import io.statesnap.evolution.{CompatibilityMode, MigrationFailure, RowMigration, SchemaCompatibility, SchemaProblem}
+import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 
 /**
@@ -83,9 +83,9 @@ abstract class CompositeStateSerializerSnapshot extends StateSerializerSnapshot 
                 case _ => None
               }))
             } else if (results.forall(_ == CompatibleAsIs)) CompatibleAsIs
-            else CompatibleWithReconfiguredSerializer(restoreSerializer())
+            else CompatibleWithReconfiguredSerializer
         }
-      case other => differentKinds(other, this)
+      case other => StateSerializerSnapshot.differentKinds(other, this)
     }
 
   override def declaredCompatibility: Option[CompatibilityMode] = nested.flatMap(_.declaredCompatibility).headOption

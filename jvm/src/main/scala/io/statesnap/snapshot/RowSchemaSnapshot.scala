@@ -4,7 +4,6 @@ import java.io.{DataInputStream, DataOutputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 
 import io.statesnap.evolution._
-import io.statesnap.snapshot.SchemaCompatibility._
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -71,13 +70,8 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
     case old: RowSchemaSnapshot =>
       StateEvolution.resolve(RecordedSchema(old.userVersion, old.schema), context.history,
         Declaration(declaredSchema, userVersion, evolutionSteps, sqlSettings), context.mode,
-        context.newFieldsNeedValues) match {
-        case Resolution.AsIs => CompatibleAsIs
-        case Resolution.Reconfigured => CompatibleWithReconfiguredSerializer(restoreSerializer())
-        case Resolution.Migrate(migration) => CompatibleAfterMigration(migration)
-        case Resolution.Refused(problems) => Incompatible(problems)
-      }
-    case other => differentKinds(other, this)
+        context.newFieldsNeedValues)
+    case other => StateSerializerSnapshot.differentKinds(other, this)
   }
 
   override def equals(other: Any): Boolean = other match {

@@ -2,6 +2,8 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
+import io.statesnap.evolution.SchemaCompatibility
+
 /**
  * The snapshot of a serializer that has no configuration of its own, as Flink's `SimpleTypeSerializerSnapshot`:
  * the class alone identifies the byte layout, so a state written under the same class is compatible as is and
@@ -18,5 +20,5 @@ abstract class SimpleStateSerializerSnapshot(serializer: () => StateSerializer) 
 
   override def resolveSchemaCompatibility(oldSnapshot: StateSerializerSnapshot): SchemaCompatibility =
     if (oldSnapshot.getClass == getClass) SchemaCompatibility.CompatibleAsIs
-    else SchemaCompatibility.differentKinds(oldSnapshot, this)
+    else StateSerializerSnapshot.differentKinds(oldSnapshot, this)
 }

@@ -2,7 +2,8 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.{CompatibilityMode, RecordedSchema}
+import io.statesnap.evolution.{CompatibilityMode, ProblemAt, ProblemSide, RecordedSchema, SchemaCompatibility,
+  SchemaProblem}
 
 /**
  * A versioned, self-describing record of how a state's bytes are written, modelled on Flink's
@@ -46,6 +47,16 @@ trait StateSerializerSnapshot {
 
   /** The compatibility mode this snapshot's definition declares for its state, if any. */
   def declaredCompatibility: Option[CompatibilityMode] = None
+}
+
+object StateSerializerSnapshot {
+  /** Refuses a resolution across two kinds of snapshot that cannot read each other's bytes. */
+  def differentKinds(oldSnapshot: StateSerializerSnapshot,
+      newSnapshot: StateSerializerSnapshot): SchemaCompatibility.Incompatible =
+    SchemaCompatibility.Incompatible(Seq(SchemaProblem(ProblemAt.State,
+      ProblemSide.Text(oldSnapshot.getClass.getSimpleName), ProblemSide.Text(newSnapshot.getClass.getSimpleName),
+      "the state was written under another kind of snapshot (for example TTL was turned on or off), whose bytes " +
+        "this one cannot read", "declare the state as it was, or write the new layout under a new state name")))
 }
 
 /**

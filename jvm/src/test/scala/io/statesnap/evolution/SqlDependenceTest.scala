@@ -1,6 +1,7 @@
 package io.statesnap.evolution
 
 import io.statesnap.evolution.Rows._
+import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.types.StructType
 import org.junit.Assert._
 import org.junit.Test
@@ -9,7 +10,7 @@ import org.junit.Test
 class SqlDependenceTest {
   private val old = schema("ts TIMESTAMP, n INT, Label STRING")
 
-  private def resolve(to: StructType, rules: Rules, sql: SqlSettings): Resolution =
+  private def resolve(to: StructType, rules: Rules, sql: SqlSettings): SchemaCompatibility =
     StateEvolution.resolve(RecordedSchema(1, old), Nil, Declaration(to, 2, Seq(EvolutionStep(2, None, rules)), sql),
       CompatibilityMode.Default)
 
@@ -17,8 +18,8 @@ class SqlDependenceTest {
   private def dependsOn(field: String, rules: Rules): Seq[String] = {
     val to = schema(s"ts TIMESTAMP, n INT, Label STRING, $field")
     resolve(to, rules, SqlSettings.Unknown) match {
-      case Resolution.Refused(problems) => SqlSetting.all.map(_.conf).filter(c => problems.exists(_.reason.contains(c)))
-      case _: Resolution.Migrate => Nil
+      case Incompatible(problems) => SqlSetting.all.map(_.conf).filter(c => problems.exists(_.reason.contains(c)))
+      case _: CompatibleAfterMigration => Nil
       case other => fail(s"expected a migration or a refusal, got $other"); Nil
     }
   }
@@ -41,7 +42,7 @@ class SqlDependenceTest {
   @Test def theRefusalNamesTheRuleAndHowToGiveTheSetting(): Unit = {
     val to = schema("ts TIMESTAMP, n INT, Label STRING, day DATE")
     val rules = Rules(derived = Map("day" -> "CAST(ts AS DATE)"))
-    val Resolution.Refused(Seq(p)) = resolve(to, rules, SqlSettings.Unknown)
+    val Incompatible(Seq(p)) = resolve(to, rules, SqlSettings.Unknown)
     assertEquals("day", p.fieldPath)
     assertTrue(p.reason, p.reason.contains("derived['day'] `CAST(ts AS DATE)`"))
     assertTrue(p.fix, p.fix.contains("--sql-conf spark.sql.session.timeZone=<its value>"))
@@ -51,9 +52,9 @@ class SqlDependenceTest {
     val to = schema("ts TIMESTAMP, n INT, Label STRING, day DATE")
     val rules = Rules(derived = Map("day" -> "CAST(ts AS DATE)"))
     val known = SqlSettings.Unknown.withValue(SqlSetting.TimeZone, "America/Los_Angeles")
-    assertTrue(resolve(to, rules, known).isInstanceOf[Resolution.Migrate])
+    assertTrue(resolve(to, rules, known).isInstanceOf[CompatibleAfterMigration])
     // Online, every setting is the registering session's: nothing is assumed.
-    assertTrue(resolve(to, rules, SqlSettings.Default).isInstanceOf[Resolution.Migrate])
+    assertTrue(resolve(to, rules, SqlSettings.Default).isInstanceOf[CompatibleAfterMigration])
   }
 
   @Test def aZoneSparkRefusesIsRefused(): Unit = {

@@ -1,6 +1,7 @@
 package io.statesnap.evolution
 
 import io.statesnap.evolution.CompatibilityMode._
+import io.statesnap.evolution.SchemaCompatibility._
 import io.statesnap.evolution.Rows._
 import org.apache.spark.unsafe.types.UTF8String
 import org.junit.Assert._
@@ -17,18 +18,19 @@ class StateEvolutionTest {
     dropped = Set("amount")))
 
   private def resolve(recorded: RecordedSchema, declared: Declaration, mode: CompatibilityMode = Default,
-      history: Seq[RecordedSchema] = Nil): Resolution = StateEvolution.resolve(recorded, history, declared, mode)
+      history: Seq[RecordedSchema] = Nil): SchemaCompatibility =
+    StateEvolution.resolve(recorded, history, declared, mode)
 
   private def declare(schema: org.apache.spark.sql.types.StructType, version: Int, steps: EvolutionStep*) =
     Declaration(schema, version, steps, SqlSettings.Default)
 
-  private def refusal(r: Resolution): Seq[SchemaProblem] = r match {
-    case Resolution.Refused(p) => p
+  private def refusal(r: SchemaCompatibility): Seq[SchemaProblem] = r match {
+    case Incompatible(p) => p
     case other => fail(s"expected a refusal, got $other"); Nil
   }
 
-  private def migration(r: Resolution): RowMigration = r match {
-    case Resolution.Migrate(m) => m
+  private def migration(r: SchemaCompatibility): RowMigration = r match {
+    case CompatibleAfterMigration(m) => m
     case other => fail(s"expected a migration, got $other"); null
   }
 
@@ -52,7 +54,7 @@ class StateEvolutionTest {
     val times100 = EvolutionStep(2, None, Rules(derived = Map("amount" -> "amount * 100")))
     assertEquals(Seq(150.0), migrate(migration(resolve(RecordedSchema(1, amount), declare(amount, 2, times100))),
       amount, amount, 1.5))
-    assertEquals(Resolution.AsIs, resolve(RecordedSchema(2, amount), declare(amount, 2, times100)))
+    assertEquals(CompatibleAsIs, resolve(RecordedSchema(2, amount), declare(amount, 2, times100)))
   }
 
   @Test def sameVersionWithAnotherSchemaAndRulesIsRefused(): Unit = {
@@ -61,8 +63,8 @@ class StateEvolutionTest {
   }
 
   @Test def aVersionBumpWithoutChangesIsRecorded(): Unit = {
-    assertTrue(resolve(RecordedSchema(1, v1), declare(v1, 2)) == Resolution.Reconfigured)
-    assertEquals(Resolution.AsIs, resolve(RecordedSchema(0, v1), declare(v1, 0)))
+    assertTrue(resolve(RecordedSchema(1, v1), declare(v1, 2)) == CompatibleWithReconfiguredSerializer)
+    assertEquals(CompatibleAsIs, resolve(RecordedSchema(0, v1), declare(v1, 0)))
   }
 
   /** Case 3: rolling back to a schema the state had drops values only when told to. */
@@ -76,20 +78,20 @@ class StateEvolutionTest {
     assertTrue(byVersion.reason, byVersion.reason.contains("version 1 is older"))
     // The confirmation the fix names: a new version that drops it.
     assertTrue(resolve(RecordedSchema(0, withNote), declare(plain, 1, EvolutionStep(1, None, Rules(dropped = Set("note")))),
-      history = Seq(RecordedSchema(0, plain))).isInstanceOf[Resolution.Migrate])
+      history = Seq(RecordedSchema(0, plain))).isInstanceOf[CompatibleAfterMigration])
     // A rollback that drops nothing is fine, and keeps the recorded version (nothing is recorded).
-    assertEquals(Resolution.AsIs, resolve(RecordedSchema(2, plain), declare(plain, 1)))
+    assertEquals(CompatibleAsIs, resolve(RecordedSchema(2, plain), declare(plain, 1)))
   }
 
   @Test def forwardModesMakeRollbacksSafeAndRefuseWhatTheyCouldNotReadBack(): Unit = {
     val withNote = schema("a INT, note STRING")
     val plain = schema("a INT")
-    assertTrue(resolve(RecordedSchema(2, withNote), declare(plain, 1), Forward).isInstanceOf[Resolution.Migrate])
+    assertTrue(resolve(RecordedSchema(2, withNote), declare(plain, 1), Forward).isInstanceOf[CompatibleAfterMigration])
     val widened = refusal(resolve(RecordedSchema(1, plain), declare(schema("a BIGINT"), 2), Full))
     assertTrue(widened.head.reason, widened.head.reason.contains("version 1 must be able to restart"))
     val renamed = refusal(resolve(RecordedSchema(1, v1), declare(v2, 2, step2), Forward))
     assertTrue(renamed.map(_.reason).mkString, renamed.exists(_.reason.contains("a rename is not rollback-safe")))
-    assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2), Forward).isInstanceOf[Resolution.Migrate])
+    assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2), Forward).isInstanceOf[CompatibleAfterMigration])
   }
 
   @Test def anApplicationThatRegistersNothingAfterAVersionIsToldItCountsAsVersionZero(): Unit = {
@@ -116,14 +118,15 @@ class StateEvolutionTest {
     assertEquals("note", byVersion.fieldPath)
     assertTrue(byVersion.fix, byVersion.fix.contains("RowSnapshot(version=2, dropped=['note'])"))
     assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2, EvolutionStep(2, None, Rules(dropped =
-      Set("note")))), Forward, Seq(RecordedSchema(1, plain), RecordedSchema(2, withNote))).isInstanceOf[Resolution.Migrate])
+      Set("note")))), Forward, Seq(RecordedSchema(1, plain), RecordedSchema(2, withNote)))
+      .isInstanceOf[CompatibleAfterMigration])
     // Without versions: back to the schema the state had before `note`.
     val bySchema = refusal(resolve(RecordedSchema(0, plain), declare(withNote, 0), Full,
       Seq(RecordedSchema(0, plain), RecordedSchema(0, withNote)))).head
     assertTrue(bySchema.reason, bySchema.reason.contains("the state had values for 'note'"))
     // A field dropped plainly (not a rollback) and added again later is not a rollback's loss.
     assertTrue(resolve(RecordedSchema(0, plain), declare(withNote, 0), Forward, Seq(RecordedSchema(0, withNote)))
-      .isInstanceOf[Resolution.Migrate])
+      .isInstanceOf[CompatibleAfterMigration])
   }
 
   @Test def transitiveModesCheckTheWholeHistory(): Unit = {
@@ -131,13 +134,13 @@ class StateEvolutionTest {
     val history = Seq(RecordedSchema(1, schema("id INT, a STRING")))
     val recorded = RecordedSchema(2, schema("id INT"))
     val v3 = declare(schema("id INT, a INT"), 3)
-    assertTrue(resolve(recorded, v3, Backward, history).isInstanceOf[Resolution.Migrate])
+    assertTrue(resolve(recorded, v3, Backward, history).isInstanceOf[CompatibleAfterMigration])
     val p = refusal(resolve(recorded, v3, BackwardTransitive, history))
     assertTrue(p.head.reason, p.head.reason.contains("against the state's earlier schema, version 1"))
     // v1 had a NOT NULL `b` that v2 dropped: v3 adds `c`, which v2 can read back, and v1 cannot restart on.
     val strict = Seq(RecordedSchema(1, schema("id INT, b INT NOT NULL")))
     val addsC = declare(schema("id INT, c STRING"), 3)
-    assertTrue(resolve(recorded, addsC, Forward, strict).isInstanceOf[Resolution.Migrate])
+    assertTrue(resolve(recorded, addsC, Forward, strict).isInstanceOf[CompatibleAfterMigration])
     val back = refusal(resolve(recorded, addsC, ForwardTransitive, strict))
     assertTrue(back.head.reason, back.head.reason.contains("version 1 must be able to restart"))
   }

@@ -1,6 +1,6 @@
 package io.statesnap.snapshot
 
-import io.statesnap.snapshot.SchemaCompatibility._
+import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.types.StructType
 import org.junit.Assert._
 import org.junit.Test
@@ -136,7 +136,7 @@ class SnapshotFormatTest {
     val old = row(StructType.fromDDL("a INT NOT NULL"))
     def resolve(ddl: String) = row(StructType.fromDDL(ddl)).resolveSchemaCompatibility(old)
     assertEquals(CompatibleAsIs, resolve("a INT NOT NULL"))
-    assertTrue(resolve("a INT").isInstanceOf[CompatibleWithReconfiguredSerializer])
+    assertTrue(resolve("a INT") == CompatibleWithReconfiguredSerializer)
     assertTrue(resolve("a BIGINT").isInstanceOf[CompatibleAfterMigration])
     assertTrue(resolve("a SHORT").isInstanceOf[Incompatible])
   }
