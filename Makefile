@@ -6,7 +6,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PINNED := 4.1
-OTHER_SPARKS := 3.5 4.0 4.2 4.3
+# Longest suite first: `make test` starts them in this order, two at a time, after the pinned one.
+OTHER_SPARKS := 4.0 4.3 4.2 3.5
 JAR := python/statesnap/jars/statesnap-spark$(PINNED).jar
 CLASSES := build/spark$(PINNED)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
@@ -44,11 +45,12 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 # (clean-clone `make test`: 4.1 1904 s against 1893 s before, 4.0 890 s against 828 s). Spark's launcher adds
 # SPARK_SUBMIT_OPTS to the driver's java command. Tests only: the benchmarks and `make demo` run Spark as users do.
 TEST_JVM_OPTS := -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
-test-python test-other-sparks test-fast: export SPARK_SUBMIT_OPTS := $(TEST_JVM_OPTS)
+test-python test-other-sparks $(OTHER_SPARKS:%=test-spark%) test-fast: export SPARK_SUBMIT_OPTS := $(TEST_JVM_OPTS)
 # Each suite's slowest cases, printed above its summary: where CI's time goes.
 PYTEST_ARGS := --durations=15
 
-.PHONY: all setup jar wheel demo test test-fast test-jvm test-python test-other-sparks bench clean
+.PHONY: all setup jar wheel demo test test-fast test-jvm test-python test-other-sparks $(OTHER_SPARKS:%=test-spark%) \
+  bench clean
 
 all: jar
 
@@ -114,19 +116,25 @@ test-jvm: $(CLASSES)/test-classes/.stamp
 test-python: $(CLASSES)/test-classes/.stamp wheel
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
-# The JUnit suite and the suites of what statesnap serves on every other Spark minor, each with its own venv and jar.
-test-other-sparks: $(OTHER_SPARKS:%=build/spark%/test-classes/.stamp) wheel
-	for minor in $(OTHER_SPARKS); do \
-	  jars=$$(.venv-spark$$minor/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
-	  case " $(TWS_ONLINE_SPARKS) " in *" $$minor "*) suites="$(TWS_ONLINE_SUITES)";; *) suites="$(OPERATOR_SUITES)";; esac; \
-	  case " $(SINGLE_STATE_SPARKS) " in *" $$minor "*) suites="$(SINGLE_STATE_SUITES)";; esac; \
-	  case " $(SHARES_NEWEST_SPARKS) " in *" $$minor "*) suites="$(SHARES_NEWEST_SUITES)";; esac; \
-	  $(call junit,$$jars,$$minor) && .venv-spark$$minor/bin/python -m pytest $(PYTEST_ARGS) $$suites || exit 1; \
-	done
+# The JUnit suite and the suites of what statesnap serves on another Spark minor, with its own venv and jar:
+# `make test-spark4.3`; `make test-other-sparks` runs every other minor's. Each writes its own driver log.
+$(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp wheel
+	jars=$$(.venv-spark$*/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
+	  case " $(TWS_ONLINE_SPARKS) " in *" $* "*) suites="$(TWS_ONLINE_SUITES)";; *) suites="$(OPERATOR_SUITES)";; esac; \
+	  case " $(SINGLE_STATE_SPARKS) " in *" $* "*) suites="$(SINGLE_STATE_SUITES)";; esac; \
+	  case " $(SHARES_NEWEST_SPARKS) " in *" $* "*) suites="$(SHARES_NEWEST_SUITES)";; esac; \
+	  $(call junit,$$jars,$*) && STATESNAP_TEST_LOG=build/test-driver-$*.log \
+	    .venv-spark$*/bin/python -m pytest $(PYTEST_ARGS) $$suites
 
-# Everything CI runs: the JVM unit tests, the other Sparks' operator suites, then the whole pytest suite on the
-# pinned Spark (whose summary is the last line).
-test: test-jvm test-other-sparks test-python
+test-other-sparks: $(OTHER_SPARKS:%=test-spark%)
+
+# Everything CI runs: the JVM unit tests, then the whole pytest suite on the pinned Spark and every other minor's
+# suites, two at a time (most of a suite's time is spent waiting on queries and JVM starts: one suite leaves about
+# 40 % of 2 cores idle). The longest first, so that the short ones fill in; each minor's output is printed whole when
+# it ends.
+test: test-jvm
+	@echo "make test: the suites of Spark $(PINNED) and $(OTHER_SPARKS) run two at a time; each prints its output when it ends"
+	$(MAKE) -j2 --output-sync=target test-python $(OTHER_SPARKS:%=test-spark%)
 
 # The quick subset for local work: skips the end-to-end cases marked slow.
 test-fast: test-jvm
