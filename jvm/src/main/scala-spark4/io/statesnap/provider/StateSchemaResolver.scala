@@ -4,8 +4,7 @@ import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
 import io.statesnap.evolution.RowMigration
 import io.statesnap.snapshot._
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore,
-  StatesnapAvroSchemas}
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -36,41 +35,31 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
       case _ =>
     }
-    context.avroSchemas match {
-      case Some(avro) =>
-        rewriteAvro(state, keySpec, valueSchema, current, recorded, decided, avro, adopted = ours.isEmpty)
-      case None =>
-        val sources = decided match {
-          case StateDecision.Migrate(migration, _) => Seq(StateMigrator.Source(schemaOf(recorded.get.valueSnapshot),
-            migration))
-          case _ => recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs).toSeq
-        }
-        if (sources.nonEmpty) {
-          migrate(state, keySpec, current, sources ++ writtenAs.map(writtenSource(state, _, current)))
-        }
+    val avro = context.avroSchemas
+    // An Avro-encoded state's entries are written under the schema id `target` gives the declared schema from now on.
+    avro.foreach(_.target(state, valueSchema))
+    val sources = if (avro.isDefined) Nil else ColumnFamilyMigration.recordedSource(recorded, decided)
+      .orElse(recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs))
+      .toSeq.flatMap(_ +: writtenAs.map(writtenSource(state, _, current)).toSeq)
+    val rewrites = avro match {
+      case Some(schemas) =>
+        AvroStateMigration.needed(state, schemas, valueSchema, decided, adopted = ours.isEmpty) && hasEntries(state)
+      case None => sources.nonEmpty
+    }
+    if (rewrites) {
+      val start = System.nanoTime()
+      // Spark's encoder writes Avro with the schema the family was created with; UnsafeRow bytes are the record's.
+      val rewriter = context.valueRewriter(state, keySpec,
+        if (avro.isDefined) valueSchema else schemaOf(current.valueSnapshot))
+      val (migrated, changes) = ColumnFamilyMigration.migrate(state, describe(state), rewriter, avro, valueSchema,
+        recorded, current, decided, sources, gate)
+      counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
     decided match {
       case StateDecision.AsIs => if (ours.isEmpty) records.write(current)
       case StateDecision.Record(record) => records.write(record)
       case StateDecision.Migrate(_, record) => records.write(record)
       case _: StateDecision.Refuse =>
-    }
-  }
-
-  /**
-   * An Avro-encoded state (`encodingFormat=avro`): its entries are written under the schema id
-   * [[StatesnapAvroSchemas.target]] gives `valueSchema` (as the column family was created: Spark's encoder's schema)
-   * from now on, and rewritten where [[AvroStateMigration]] says.
-   */
-  private def rewriteAvro(state: String, keySpec: KeyStateEncoderSpec, valueSchema: StructType,
-      current: StateSnapshotRecord, recorded: Option[StateSnapshotRecord], decided: StateDecision,
-      avro: StatesnapAvroSchemas, adopted: Boolean): Unit = {
-    avro.target(state, valueSchema)
-    if (AvroStateMigration.needed(state, avro, valueSchema, decided, adopted) && hasEntries(state)) {
-      val start = System.nanoTime()
-      val (migrated, changes) = AvroStateMigration.migrate(state, describe(state),
-        context.valueRewriter(state, keySpec, valueSchema), avro, valueSchema, recorded, current, decided, gate)
-      counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
   }
 
@@ -81,18 +70,6 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       case _: PrefixKeyScanStateEncoderSpec => StateKind.Map
       case _ => StateKind.Value
     }
-
-  /** Rewrites every entry of `state` to the `current` layout from the one of `sources` it is in. */
-  private def migrate(state: String, keySpec: KeyStateEncoderSpec, current: StateSnapshotRecord,
-      sources: Seq[StateMigrator.Source]): Unit = {
-    val start = System.nanoTime()
-    val rewriter = context.valueRewriter(state, keySpec, schemaOf(current.valueSnapshot))
-    val migrated = current.kind match {
-      case StateKind.List => StateMigrator.migrate(sources, describe(state), gate)(rewriter.rewriteAllLists)
-      case _ => StateMigrator.migrateValues(rewriter, sources, describe(state), gate)
-    }
-    counters.recordMigration(state, sources.head.migration.changes, migrated, System.nanoTime() - start)
-  }
 
   /** Entries already in the layout `record` says, which is the declared one: each written back unchanged. */
   private def sourceAsIs(record: StateSnapshotRecord): StateMigrator.Source = {

@@ -5,8 +5,7 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{AvroStateMigration, MigrationGate, MigrationProbe, StateDecision, StateEncoding,
-  StateMigrator}
+import io.statesnap.provider.{ColumnFamilyMigration, MigrationGate, MigrationProbe, StateDecision, StateEncoding}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.TaskContext
 import io.statesnap.SparkClasses.StreamExecution
@@ -17,8 +16,8 @@ import org.apache.spark.util.SerializableConfiguration
 /**
  * One task of `python -m statesnap migrate`: one partition's store of a transformWithState operator, loaded with
  * Spark's own RocksDB provider at the query's latest committed version, the migrated state rewritten below the
- * store API exactly as a statesnap store migrates online ([[StateMigrator]]), and the store committed as the next
- * version: the version of the batch the migration appends. Every other column family is committed as it was, and
+ * store API by the code a statesnap store migrates with online ([[ColumnFamilyMigration]]), and the store committed
+ * as the next version: the version of the batch the migration appends. Every other column family is committed as it was, and
  * so is the store of another stateful operator of the query.
  */
 private[tools] object PartitionRewrite {
@@ -89,16 +88,9 @@ private[tools] object PartitionRewrite {
       describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
-    def unexpected = new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided")
-    (decided, avro) match {
-      case (_: StateDecision.Migrate, Some(schemas)) =>
-        AvroStateMigration.migrate(rewrite.state, describe, rewriter, schemas, rewrite.newValueSchema, Some(recorded),
-          declared, decided, gate)._1
-      case (StateDecision.Migrate(migration, _), None) =>
-        val sources = Seq(StateMigrator.Source(oldValue, migration))
-        if (list) StateMigrator.migrate(sources, describe, gate)(rewriter.rewriteAllLists)
-        else StateMigrator.migrateValues(rewriter, sources, describe, gate)
-      case _ => throw unexpected
-    }
+    val sources = ColumnFamilyMigration.recordedSource(Some(recorded), decided).getOrElse(throw
+      new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided"))
+    ColumnFamilyMigration.migrate(rewrite.state, describe, rewriter, avro, rewrite.newValueSchema, Some(recorded),
+      declared, decided, Seq(sources), gate)._1
   }
 }
