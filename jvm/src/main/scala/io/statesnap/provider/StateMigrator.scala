@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.RowMigration
+import io.statesnap.evolution.{EntrySources, RowMigration}
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRewrite, StatesnapValueRewriter}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
@@ -31,11 +31,11 @@ private[statesnap] object StateMigrator {
    * number of values it rewrote after each entry (a list state's entry holds many). @return the number of values
    */
   def migrate(sources: Seq[Source], describe: String, gate: MigrationGate)(
-      rewrite: (Seq[StatesnapRewrite.Source], Int => Unit) => Unit): Long = gate.run(describe) {
+      rewrite: (Seq[EntrySources.Source], Int => Unit) => Unit): Long = gate.run(describe) {
     val progress = new Progress(describe, sources.head.migration, gate)
     try rewrite(sources.map(_.toRewrite), n => progress.advance(n)) catch {
-      case f: StatesnapRewrite.EntryFailure => throw failed(describe, sources(f.source).migration, f)
-      case f: StatesnapRewrite.LayoutFailure => throw notInLayout(describe, f)
+      case f: EntrySources.EntryFailure => throw failed(describe, sources(f.source).migration, f)
+      case f: EntrySources.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
   }
@@ -45,10 +45,10 @@ private[statesnap] object StateMigrator {
    * `adopt` found some entries written in ([[WrittenAsRecordFiles]]).
    */
   final case class Source(layout: StructType, migration: RowMigration) {
-    private[StateMigrator] def toRewrite = StatesnapRewrite.Source(layout, migration.migrate)
+    private[StateMigrator] def toRewrite = EntrySources.Source(layout, migration.migrate)
   }
 
-  private def notInLayout(describe: String, f: StatesnapRewrite.LayoutFailure): StatesnapException =
+  private def notInLayout(describe: String, f: EntrySources.LayoutFailure): StatesnapException =
     new StatesnapException(StatesnapException.StateLayoutMismatch, s"$describe holds an entry that is not in the " +
       s"layout recorded for it, so statesnap will not read or convert it: the entry with key ${f.key}: ${f.problem}. " +
       "Nothing was committed: this batch fails and the checkpoint keeps its previous version. A state written with " +
@@ -57,7 +57,7 @@ private[statesnap] object StateMigrator {
       "start from a new checkpoint.")
 
   private def failed(describe: String, migration: RowMigration,
-      f: StatesnapRewrite.EntryFailure): StatesnapException = {
+      f: EntrySources.EntryFailure): StatesnapException = {
     val failure = migration.diagnose(f.oldRow)
     new StatesnapException(StatesnapException.MigrationFailed, s"$describe could not be migrated: the entry with " +
       s"key ${f.key} fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +

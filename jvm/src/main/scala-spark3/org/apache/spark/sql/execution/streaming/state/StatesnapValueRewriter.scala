@@ -1,7 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.UnsafeRowLayout
+import io.statesnap.evolution.{EntrySources, UnsafeRowLayout}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
@@ -12,13 +12,13 @@ import org.apache.spark.sql.types.StructType
  */
 final class StatesnapValueRewriter private (writes: StatesnapRewrite.RocksDBWrites, keySchema: Option[StructType],
     newValueSchema: StructType) {
-  import StatesnapRewrite.{InSource, Source}
+  import EntrySources.{InSource, Source}
 
   /**
    * Streams through a point-in-time view of the store, replacing each value by the `convert` of the one source
    * layout it is in, and calling `afterEach` once per value. `convert` receives a row valid until the next call;
-   * when it throws, the rewrite stops with an [[StatesnapRewrite.EntryFailure]] naming the entry's key. An entry in
-   * no source layout, or in more than one, stops it with a [[StatesnapRewrite.LayoutFailure]].
+   * when it throws, the rewrite stops with an [[EntrySources.EntryFailure]] naming the entry's key. An entry in
+   * no source layout, or in more than one, stops it with a [[EntrySources.LayoutFailure]].
    */
   def rewriteAll(sources: Seq[Source], afterEach: () => Unit): Unit = {
     val in = new InSource(sources, describeKey)

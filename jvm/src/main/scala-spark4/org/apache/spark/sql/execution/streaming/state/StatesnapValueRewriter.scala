@@ -7,7 +7,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.UnsafeRowLayout
+import io.statesnap.evolution.{EntrySources, UnsafeRowLayout}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
@@ -21,14 +21,14 @@ import org.apache.spark.unsafe.Platform
  */
 final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapRewrite.RocksDBWrites,
     keyPrefix: Method, columnFamily: Option[String], keySpec: KeyStateEncoderSpec, newValueSchema: StructType) {
-  import StatesnapRewrite.{EntryFailure, InSource, LayoutFailure, Source}
+  import EntrySources.{EntryFailure, InSource, LayoutFailure, Source}
   import StatesnapValueRewriter.{hasPrefix, hex, join, listElements}
 
   /**
    * Streams through a point-in-time view of the column family, replacing each value by the `convert` of the one
    * source layout it is in, and calling `afterEach` once per value. `convert` receives a row valid until the next
-   * call; when it throws, the rewrite stops with an [[StatesnapRewrite.EntryFailure]] naming the entry's key.
-   * An entry in no source layout, or in more than one, stops it with a [[StatesnapRewrite.LayoutFailure]].
+   * call; when it throws, the rewrite stops with an [[EntrySources.EntryFailure]] naming the entry's key.
+   * An entry in no source layout, or in more than one, stops it with a [[EntrySources.LayoutFailure]].
    */
   def rewriteAll(sources: Seq[Source], afterEach: () => Unit): Unit = {
     val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
@@ -67,7 +67,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
    * in the schema Spark's files give that id (`sources(i)` for `ids(i)`), converted by that id's source, and encoded
    * by Spark's own encoder in the new schema, under the id `schemas` gives the state now. An entry under an id in
    * `refused` stops the rewrite with that refusal; one under an id Spark's files do not list, or whose bytes do not
-   * decode, with a [[StatesnapRewrite.LayoutFailure]].
+   * decode, with a [[EntrySources.LayoutFailure]].
    */
   def rewriteAllAvro(schemas: StatesnapAvroSchemas, ids: Seq[Short], refused: Map[Short, RuntimeException],
       list: Boolean)(sources: Seq[Source], afterEach: Int => Unit): Unit = {
@@ -208,13 +208,13 @@ object StatesnapValueRewriter {
     while (at < value.length) {
       if (at > 0) {
         if (!Arrays.equals(value, at, math.min(value.length, at + delimiter.length), delimiter, 0, delimiter.length)) {
-          throw new StatesnapRewrite.LayoutFailure(key, s"its list value has no delimiter after the element ending " +
+          throw new EntrySources.LayoutFailure(key, s"its list value has no delimiter after the element ending " +
             s"at byte $at (${hex(value)})")
         }
         at += delimiter.length
       }
       val length = if (at + 4 <= value.length) Platform.getInt(value, Platform.BYTE_ARRAY_OFFSET + at) else -1
-      if (length < 0 || at + 4 + length > value.length) throw new StatesnapRewrite.LayoutFailure(key, s"its list " +
+      if (length < 0 || at + 4 + length > value.length) throw new EntrySources.LayoutFailure(key, s"its list " +
         s"value has no element length within its ${value.length} bytes at byte $at (${hex(value)})")
       elements += Arrays.copyOfRange(value, at + 4, at + 4 + length)
       at += 4 + length
