@@ -33,6 +33,23 @@ def offsets_bytes(checkpoint: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((Path(checkpoint) / "offsets").iterdir())}
 
 
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap before Spark 4.2 only (SPARK-54117)")
+@pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
+def test_adopt_scans_the_applications_states_and_not_sparks_timers(spark, app_dirs, on_provider, cli):
+    """Spark's driver lists the column family of a transformWithState operator's timers among its state variables
+    (`TimerState`; a TTL runs the operator in ProcessingTime mode, which keeps timers): it is Spark's own, not a
+    state of the application to scan, record or migrate."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set"), ("b", 2, "set")])
+    on_provider(STOCK, lambda: run_app(spark, source, checkpoint, [StateSpec("recent", "n int", ttl_ms=3_600_000)]))
+    timers = [line for line in (Path(checkpoint) / "state" / "0" / "_metadata" / "v2" / "0").read_text().splitlines()
+              if "TimerState" in line]
+    assert timers, "Spark's operator metadata lists no timer state: nothing here to tell apart"
+    code, out = cli("adopt", checkpoint, "--dry-run")
+    scanned = [line for line in out.splitlines() if " of operator 0: " in line]
+    assert code == 3 and len(scanned) == 1 and "state 'recent' of operator 0: 2 entries in the layout" in scanned[0], out
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap before Spark 4.2 only (SPARK-54117)")
 @pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")

@@ -61,13 +61,7 @@ object TransformWithStateSchemaRecords {
     val variables = StatesnapSparkSchemaFiles.transformWithStateVariables(stateRoot, operator, batchId, hadoopConf)
     families.collect { case (state, s) if variables.contains(state) || (!state.startsWith("$") &&
         state != StateStore.DEFAULT_COL_FAMILY_NAME) =>
-      val kind = variables.get(state) match {
-        case Some("ListState") => StateKind.List
-        case Some("MapState") => StateKind.Map
-        case Some(_) => StateKind.Value
-        case None => if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value
-      }
-      state -> (kind, s)
+      state -> (variables.getOrElse(state, if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value), s)
     }
   }
 }

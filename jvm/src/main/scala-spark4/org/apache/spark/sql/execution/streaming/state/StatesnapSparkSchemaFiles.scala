@@ -3,6 +3,7 @@ package org.apache.spark.sql.execution.streaming.state
 import java.util.UUID
 
 import io.statesnap.CheckpointFile
+import io.statesnap.snapshot.StateKind
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import io.statesnap.SparkClasses.CheckpointFileManager
@@ -69,23 +70,38 @@ object StatesnapSparkSchemaFiles {
   }
 
   /**
-   * The state variables a transformWithState operator declared in the newest batch up to `batchId` (Spark's
-   * operator properties), by name: `ValueState`, `ListState` or `MapState`.
+   * The user state variables a transformWithState operator declared in the newest batch up to `batchId` (Spark's
+   * operator properties, `stateVariables`), by name, of the kind their `stateVariableType` says. Spark lists its
+   * timers' column family there too (`TimerState`): internal, never a user's state, so left out. A type statesnap does
+   * not know fails the read (the file names it) rather than be read as a value.
    */
   def transformWithStateVariables(checkpointRoot: String, operatorId: Long, batchId: Long,
-      hadoopConf: Configuration): Map[String, String] = {
+      hadoopConf: Configuration): Map[String, StateKind] = {
     val operatorDir = new Path(checkpointRoot, operatorId.toString)
     val fm = CheckpointFileManager.create(operatorDir, hadoopConf)
     metadataBatches(fm, operatorDir).filter(_ <= batchId).maxOption.toSeq.flatMap { b =>
-      val properties = JsonMethods.parse(readMetadataV2(fm, OperatorStateMetadataV2.metadataFilePath(operatorDir, b))
-        .operatorPropertiesJson)
-      for {
-        JArray(variables) <- Seq(properties \ "stateVariables")
-        variable <- variables
-        JString(name) <- Seq(variable \ "stateName")
-        JString(kind) <- Seq(variable \ "stateVariableType")
-      } yield name -> kind
+      val path = OperatorStateMetadataV2.metadataFilePath(operatorDir, b)
+      val properties = readMetadataV2(fm, path).operatorPropertiesJson
+      CheckpointFile.read(path, "Spark's operator metadata") {
+        for {
+          JArray(variables) <- Seq(JsonMethods.parse(properties) \ "stateVariables")
+          variable <- variables
+          JString(name) <- Seq(variable \ "stateName")
+          JString(kind) <- Seq(variable \ "stateVariableType")
+          userKind <- variableKind(name, kind)
+        } yield name -> userKind
+      }
     }.toMap
+  }
+
+  /** The kind of a user state Spark's `StateVariableType` names, or None for its timers. */
+  private def variableKind(name: String, sparkType: String): Option[StateKind] = sparkType match {
+    case "ValueState" => Some(StateKind.Value)
+    case "ListState" => Some(StateKind.List)
+    case "MapState" => Some(StateKind.Map)
+    case "TimerState" => None
+    case other => throw new IllegalArgumentException(s"its state variable '$name' is of type '$other', which " +
+      "statesnap does not know")
   }
 
   /**
