@@ -1,5 +1,5 @@
 """Read a streaming checkpoint's RocksDB state offline, at its latest committed version: read-only, through Spark's
-JVM (``StatesnapCheckpointReader``), so the state is what Spark itself would load — snapshot plus changelogs,
+JVM (``io.statesnap.tools.CheckpointReader``), so the state is what Spark itself would load — snapshot plus changelogs,
 checkpoint format v1 or v2 — from any path Hadoop's FileSystem reaches.
 
 Keys and values come back as Spark stores them after the column family's prefix: a 1-byte encoding version, then
@@ -77,7 +77,7 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
 
 def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
     """(store, key row bytes, value bytes) of ``column_family`` in every store of ``checkpoint`` that has it."""
-    reader = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
+    reader = spark.sparkContext._jvm.io.statesnap.tools.CheckpointReader
     rows = reader.rows(checkpoint, column_family, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 

@@ -263,7 +263,7 @@ def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:
 def _require_checkpoint(spark: Any, checkpoint: str) -> None:
     """A path that does not exist, or is no query's checkpointLocation, is an error naming it (read-only tools:
     the query may be running)."""
-    spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader \
+    spark.sparkContext._jvm.io.statesnap.tools.CheckpointReader \
         .requireCheckpoint(checkpoint, spark._jsc.hadoopConfiguration())
 
 

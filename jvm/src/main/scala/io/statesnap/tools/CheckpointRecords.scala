@@ -6,16 +6,16 @@ import io.statesnap.ScalaCompat._
 import io.statesnap.CheckpointFile
 import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
+import io.statesnap.tools.CheckpointReader.{DefaultStore, Store}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
-import org.apache.spark.sql.execution.streaming.state.offline.{ColumnFamilyRecords, StatesnapCheckpointReader}
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{DefaultStore, Store}
+import org.apache.spark.sql.execution.streaming.state.offline.ColumnFamilyRecords
 
 /**
  * statesnap's records of a checkpoint's states at its latest committed batch, read offline: wherever statesnap keeps
  * them, or made from Spark's own schema files where it keeps none yet. The one offline view of the records:
- * `inspect`, `check`, `adopt` and `release` read it; the stores' entries come from [[StatesnapCheckpointReader]].
+ * `inspect`, `check`, `adopt` and `release` read it; the stores' entries come from [[CheckpointReader]].
  */
 object CheckpointRecords {
   /**
@@ -30,16 +30,16 @@ object CheckpointRecords {
 
   /**
    * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
-   * of a store with column families ([[ColumnFamilyRecords.inStores]]), the files beside the stores of other operators
+   * of a store with column families ([[CheckpointReader.recordsInStores]]), the files beside the stores of other operators
    * ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState states on
    * Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records: `inspect`,
    * `check` and `release` read it.
    */
   def records(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, Array[Byte])] = {
-    val inStores = ColumnFamilyRecords.inStores(checkpoint, hadoopConf).map { case (store, bytes) =>
+    val inStores = CheckpointReader.recordsInStores(checkpoint, hadoopConf).map { case (store, bytes) =>
       (store, InStore: Kept, bytes)
     }
-    val stores = StatesnapCheckpointReader.storesAtLatestCommit(checkpoint, hadoopConf)
+    val stores = CheckpointReader.storesAtLatestCommit(checkpoint, hadoopConf)
     val beside = stores.flatMap { s =>
       val root = OperatorRecordFiles.root(s.stateRoot.toString, s.operator)
       OperatorRecordFiles.inForce(s.fs, OperatorRecordFiles.dir(root, s.partition, s.storeName),
@@ -80,7 +80,7 @@ object CheckpointRecords {
    */
   def sparkRecords(checkpoint: String, hadoopConf: Configuration): Seq[(Store, StateSnapshotRecord)] =
     // Spark's schema files are per operator and store: partition 0 stands for all.
-    StatesnapCheckpointReader.storesAtLatestCommit(checkpoint, hadoopConf).filter(_.partition == 0).flatMap { s =>
+    CheckpointReader.storesAtLatestCommit(checkpoint, hadoopConf).filter(_.partition == 0).flatMap { s =>
       val id = StateStoreId(s.stateRoot.toString, s.operator, 0, s.storeName)
       val states = TransformWithStateRecords.sparkRecords(s.stateRoot.toString, s.operator, s.batch, hadoopConf)
       val records = if (states.nonEmpty) states

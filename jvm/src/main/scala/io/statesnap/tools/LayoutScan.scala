@@ -7,12 +7,11 @@ import io.statesnap.ScalaCompat._
 import io.statesnap.evolution.UnsafeRowLayout
 import io.statesnap.provider.StateDecision
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord, TtlValueSnapshot}
+import io.statesnap.tools.CheckpointReader.Store
+import io.statesnap.tools.CheckpointRecords.{BesideStore, InStore, Kept, Migrated, SparkFiles}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.Store
-import io.statesnap.tools.CheckpointRecords.{BesideStore, InStore, Kept, Migrated, SparkFiles}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.util.SerializableConfiguration
@@ -38,7 +37,7 @@ object LayoutScan {
 
     /** One line, as `adopt` and `check` print it. */
     def says: String = s"state '$state' of operator $operator" +
-      (if (storeName == StatesnapCheckpointReader.DefaultStore) "" else s" (store $storeName)") +
+      (if (storeName == CheckpointReader.DefaultStore) "" else s" (store $storeName)") +
       s": $inLayout entries in the layout $recordedBy (${layout.simpleString}), " +
       writtenAs.fold("")(w => s"$inWrittenAs in the layout named (${w.simpleString}), $inBoth that fit both, ") +
       s"$inNeither in " +
@@ -75,7 +74,7 @@ object LayoutScan {
   def apply(spark: SparkSession, location: String, hadoopConf: Configuration, scanned: Seq[Scanned]): Scan = {
     val fs = new Path(location).getFileSystem(hadoopConf)
     val root = fs.makeQualified(new Path(location)).toString // a task resolves it on its own
-    val delimiter = StatesnapCheckpointReader.mergeDelimiter(location, hadoopConf)
+    val delimiter = CheckpointReader.mergeDelimiter(location, hadoopConf)
     val partitions = scanned.map(_.store.operator).distinct.map { op =>
       op -> fs.listStatus(new Path(root, s"state/$op")).toSeq.flatMap(_.getPath.getName.toIntOption).sorted
     }.toMap
@@ -127,7 +126,7 @@ object LayoutScan {
     val checks = state.layouts.map(new UnsafeRowLayout(_)).toArray
     val counts = Array.fill(4)(0L) // in the layout only, in writtenAs only, in both, in neither
     var example = Option.empty[String]
-    StatesnapCheckpointReader.foreachEntry(task.checkpoint, task.operator, task.partition, task.storeName,
+    CheckpointReader.foreachEntry(task.checkpoint, task.operator, task.partition, task.storeName,
         state.family, conf.value) { (key, value) =>
       def notInEither(why: String): Unit = {
         counts(3) += 1

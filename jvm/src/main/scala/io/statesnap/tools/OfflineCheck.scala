@@ -9,7 +9,6 @@ import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import io.statesnap.tools.CheckpointRecords.SparkFiles
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -52,7 +51,7 @@ object OfflineCheck {
     if (records.isEmpty) throw new IllegalArgumentException(s"no snapshot of state '$state' under $checkpoint (at " +
       "its latest committed batch), and Spark's schema files name no such state" + known(checkpoint, hadoopConf))
     val settings = records.map(r => ApplicationSqlSettings(r._3, sqlConf.asScala.toMap))
-    val avro = StatesnapCheckpointReader.avroEncoded(checkpoint, hadoopConf)
+    val avro = CheckpointReader.avroEncoded(checkpoint, hadoopConf)
     val judged = records.zip(settings).map { case ((store, kept, recorded), sql) =>
       val declared = CompatibilityCheck.declare(recorded, Option(kind).map(StateKind.named), Option(keyJson)
         .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),

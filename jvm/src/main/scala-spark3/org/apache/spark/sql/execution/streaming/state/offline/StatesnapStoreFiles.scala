@@ -6,12 +6,12 @@ import java.nio.file.Files
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{Change, Delete, Put}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Put}
 import org.json4s.{JNothing, JNull, JObject}
 import org.json4s.jackson.JsonMethods
 
 /**
- * How [[StatesnapCheckpointReader]] reads a Spark 3.5 store's checkpoint files: `<version>.zip` and
+ * How [[StatesnapStoreVersionFiles]] reads a Spark 3.5 store's checkpoint files: `<version>.zip` and
  * `<version>.changelog` (checkpoint format v1), no column families, changelog records of puts and deletes only
  * (`scala-spark4` has 4.x's). What only Spark 4 writes is refused by name rather than misread.
  */

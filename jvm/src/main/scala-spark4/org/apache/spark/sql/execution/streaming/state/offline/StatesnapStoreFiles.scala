@@ -4,10 +4,10 @@ import java.io.{File, FileNotFoundException}
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapCheckpointReader.{Change, Delete, Merge, Put}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Merge, Put}
 
 /**
- * How [[StatesnapCheckpointReader]] reads a Spark 4.x store's checkpoint files: column families (a 2-byte id
+ * How [[StatesnapStoreVersionFiles]] reads a Spark 4.x store's checkpoint files: column families (a 2-byte id
  * prefix on every key), checkpoint format v2's lineage, changelog records with a type (`scala-spark3` has 3.5's).
  */
 object StatesnapStoreFiles {

@@ -1,8 +1,7 @@
-package org.apache.spark.sql.execution.streaming.state.offline
+package io.statesnap.tools
 
-import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
-import java.nio.file.{Files, Paths}
+import java.nio.file.Files
 import java.util.{Arrays, Comparator, TreeMap}
 
 import scala.jdk.CollectionConverters._
@@ -10,14 +9,16 @@ import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, CommitStateIds}
+import io.statesnap.snapshot.RecordFamily
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
-import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.util.Utils
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.execution.streaming.state.offline.{ColumnFamilyRecords, StatesnapStoreVersionFiles}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Delete, Merge, Put}
 import org.json4s._
 import org.json4s.jackson.JsonMethods
-import org.rocksdb.{Options, RocksDB => NativeRocksDB, StringAppendOperator}
+import org.rocksdb.{RocksDB => NativeRocksDB}
 
 /**
  * Reads one column family of every RocksDB state store of a checkpoint, at its latest committed version, for
@@ -30,11 +31,12 @@ import org.rocksdb.{Options, RocksDB => NativeRocksDB, StringAppendOperator}
  * [[read]] collects a column family in memory (statesnap's records, small test states); [[foreachEntry]] streams a
  * state through, holding only what the changelogs after the snapshot touched.
  *
- * The same reader on every Spark minor: what only Spark 4.x checkpoints have (column families, checkpoint format v2,
- * transformWithState's files) is read through [[StatesnapStoreFiles]] and [[ColumnFamilyRecords]], which on Spark 3.5
- * find none of it (and refuse by name a checkpoint that has it).
+ * The same reader on every Spark minor. What it needs of Spark's internals (its file manager, unzip and changelog
+ * readers) is [[StatesnapStoreVersionFiles]], in Spark's package; what only Spark 4.x checkpoints have (column
+ * families, checkpoint format v2, transformWithState's files) is read through it and [[ColumnFamilyRecords]], which on
+ * Spark 3.5 find none of it (and refuse by name a checkpoint that has it).
  */
-object StatesnapCheckpointReader {
+object CheckpointReader {
   /** One store at the version read: `state/<operator>/<partition>[/<store>]`. */
   final case class Store(operator: Int, partition: Int, storeName: String, version: Long)
 
@@ -46,13 +48,6 @@ object StatesnapCheckpointReader {
 
   private val CommitName = """(\d+)""".r
   val DefaultStore: String = StateStoreId.DEFAULT_STORE_NAME
-
-  /** One record of a changelog, as RocksDB's replay applies it. */
-  private[offline] sealed trait Change
-  private[offline] final case class Put(value: Array[Byte]) extends Change
-  private[offline] case object Delete extends Change
-  /** Appended to the key's value after the merge operator's delimiter (list state; Spark 4.x only). */
-  private[offline] final case class Merge(value: Array[Byte]) extends Change
 
   /**
    * Refuses, naming it, a location that is no query's checkpoint: a path that does not exist (or whose scheme has no
@@ -120,6 +115,15 @@ object StatesnapCheckpointReader {
     val root = new Path(checkpoint)
     latestCommit(fileSystem(root, hadoopConf), root).exists(_.avroEncoded)
   }
+
+  /**
+   * statesnap's record bytes in the record family of every store at the latest committed batch
+   * ([[ColumnFamilyRecords.recordBytes]]).
+   */
+  def recordsInStores(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Array[Byte])] =
+    read(checkpoint, RecordFamily.Name, hadoopConf).flatMap { e =>
+      e.entries.map { case (_, stored) => e.store -> ColumnFamilyRecords.recordBytes(stored, e.avroEncoded) }
+    }
 
   /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
   def rows(checkpoint: String, columnFamily: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
@@ -217,12 +221,11 @@ object StatesnapCheckpointReader {
   private def visitStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], commit: Commit,
       columnFamily: Option[String], hadoopConf: Configuration)(visit: (Array[Byte], Array[Byte]) => Unit): Boolean = {
     val local = Files.createTempDirectory("statesnap-read-").toFile
-    val files = StatesnapRocksDBGlue.fileManager(dir.toString, new File(local, "tmp"), hadoopConf, commit.codec,
-      "statesnap-read")
+    val files = new StatesnapStoreVersionFiles(fs, dir, local, hadoopConf, commit.codec)
     try {
-      val (base, replay) = plan(fs, dir, files, store.version, id)
+      val (base, replay) = files.plan(store.version, id)
       if (base.isEmpty && replay.isEmpty) return false
-      val opened = base.map { case (v, u) => open(fs, dir, v, u, new File(local, "db")) }
+      val opened = base.map { case (v, u) => files.openSnapshot(v, u, new java.io.File(local, "db")) }
       try {
         // A store without column families keeps its keys unprefixed (and changelogs alone cannot name families,
         // which is why Spark snapshots every version that creates one): the whole database is its one state.
@@ -242,7 +245,7 @@ object StatesnapCheckpointReader {
         prefix.isDefined
       } finally opened.foreach(_._1.close())
     } finally {
-      StatesnapRocksDBGlue.close(files)
+      files.close()
       FileUtils.deleteQuietly(local)
     }
   }
@@ -274,50 +277,16 @@ object StatesnapCheckpointReader {
     changes(None)
   }
 
-  /** The snapshot (version, unique id) the version builds on, if any, and the changelogs to replay after it. */
-  private def plan(fs: FileSystem, dir: Path, files: RocksDBFileManager, version: Long,
-      id: Option[String]): (Option[(Long, Option[String])], Seq[(Long, Option[String])]) = id match {
-    case None =>
-      val snapshot = files.getLatestSnapshotVersion(version)
-      (Some(snapshot).filter(_ > 0).map(_ -> None), (snapshot + 1 to version).map(_ -> None))
-    case Some(uid) => StatesnapStoreFiles.planFromLineage(fs, dir, files, version, uid)
-  }
-
-  /**
-   * Opens a snapshot read-only over its SST files, linked where they are local.
-   * @return it, and the key prefix of each of its column families
-   */
-  private def open(fs: FileSystem, dir: Path, version: Long, id: Option[String],
-      local: File): (NativeRocksDB, Map[String, Array[Byte]]) = {
-    local.mkdirs()
-    Utils.unzipFilesFromFile(fs, new Path(dir, id.map(u => s"${version}_$u.zip").getOrElse(s"$version.zip")), local)
-    val metadataFile = new File(local, "metadata")
-    val (metadata, families) = StatesnapStoreFiles.metadata(metadataFile)
-    metadataFile.delete()
-    val localFs = fs.isInstanceOf[LocalFileSystem] || fs.isInstanceOf[RawLocalFileSystem]
-    def place(dfs: Path, to: File): Unit =
-      if (localFs) Files.createSymbolicLink(to.toPath, Paths.get(dfs.toUri))
-      else fs.copyToLocalFile(false, dfs, new Path(to.getAbsolutePath), true)
-    metadata.sstFiles.foreach(f => place(new Path(new Path(dir, "SSTs"), f.dfsSstFileName), new File(local, f.localFileName)))
-    metadata.logFiles.foreach { f =>
-      new File(local, "archive").mkdirs()
-      place(new Path(new Path(dir, "logs"), f.dfsLogFileName), new File(new File(local, "archive"), f.localFileName))
-    }
-    RocksDBLoader.loadLibrary()
-    val rocks = NativeRocksDB.openReadOnly(new Options().setMergeOperator(new StringAppendOperator()), local.toString)
-    (rocks, families)
-  }
-
   /**
    * Applies one changelog's records of a column family to `overlay` (over the snapshot `rocks`, if any), as RocksDB's
    * replay does: a put or delete replaces the entry, a merge appends to it after the delimiter the checkpoint pins.
    */
-  private def applyChangelog(files: RocksDBFileManager, version: Long, id: Option[String], prefix: Array[Byte],
+  private def applyChangelog(files: StatesnapStoreVersionFiles, version: Long, id: Option[String], prefix: Array[Byte],
       delimiter: Array[Byte], rocks: Option[NativeRocksDB],
       overlay: TreeMap[Array[Byte], Option[Array[Byte]]]): Unit = {
     def current(key: Array[Byte]): Option[Array[Byte]] =
       if (overlay.containsKey(key)) overlay.get(key) else rocks.flatMap(db => Option(db.get(key)))
-    StatesnapStoreFiles.foreachChange(files, version, id) { (key, change) =>
+    files.foreachChange(version, id) { (key, change) =>
       if (startsWith(key, prefix)) change match {
         case Put(value) => overlay.put(key, Some(value))
         case Delete => overlay.put(key, None)
