@@ -1,15 +1,17 @@
 package io.statesnap.provider
 
-import java.nio.charset.StandardCharsets.UTF_8
-import java.nio.file.Files
+import java.nio.file.{Files, Path => LocalPath}
+
+import scala.collection.mutable.ArrayBuffer
 
 import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot.{GroupStateSnapshot, OperatorKind}
+import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
 import org.junit.Assert._
-import org.junit.Test
+import org.junit.{After, Test}
 
 /**
  * Which single state a store of another operator holds, from the operator Spark names (its metadata on 4.x, the name
@@ -19,10 +21,14 @@ class NamedSingleStateTest {
   private val conf = new Configuration()
   private val key = StructType.fromDDL("k STRING")
   private val groupStateLayout = GroupStateSnapshot.wrap(StructType.fromDDL("n INT"), withTimeout = true)
+  private val roots = ArrayBuffer.empty[LocalPath]
+
+  @After def deleteStateRoots(): Unit = roots.foreach(root => FileUtils.deleteDirectory(root.toFile))
 
   /** A checkpoint's `state` directory whose operator 0 is named `operator` (None: named nowhere yet). */
   private def stateRoot(operator: Option[String]): String = {
     val root = Files.createTempDirectory("statesnap-named-single-state")
+    roots += root
     Files.createDirectories(root.resolve("0"))
     operator.foreach(name => QueryStates.recordOperatorNames(root.toUri.toString, Map(0L -> name), conf))
     root.toUri.toString
