@@ -17,8 +17,8 @@ import org.apache.spark.util.SerializableConfiguration
  * One task of `python -m statesnap migrate`: one partition's store of a transformWithState operator, loaded with
  * Spark's own RocksDB provider at the query's latest committed version, the migrated state rewritten below the
  * store API by the code a statesnap store migrates with online ([[ColumnFamilyMigration]]), and the store committed
- * as the next version: the version of the batch the migration appends. Every other column family is committed as it was, and
- * so is the store of another stateful operator of the query.
+ * as the next version: the version of the batch the migration appends. Every other column family is committed as it
+ * was, and so is the store of another stateful operator of the query.
  */
 private[tools] object PartitionRewrite {
   /**

@@ -77,8 +77,8 @@ object SnapshotRegistration {
       val first = definition.steps.headOption.map(_.version - 1).getOrElse(0)
       StateEvolution.resolve(RecordedSchema(first, p), Nil, Declaration(s, definition.version, definition.steps, sql),
         definition.compatibility.getOrElse(CompatibilityMode.Default)) match {
-        case SchemaCompatibility.Incompatible(problems) => throw refuse(problems, s": it cannot evolve ${p.simpleString} into " +
-          s.simpleString)
+        case SchemaCompatibility.Incompatible(problems) =>
+          throw refuse(problems, s": it cannot evolve ${p.simpleString} into ${s.simpleString}")
         case _ =>
       }
     }

@@ -84,13 +84,15 @@ object StateEvolution {
         Seq(rollback(recorded, declared, dropped, direction < 0))
       } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans)
       else Nil
-    if (refusals.nonEmpty) SchemaCompatibility.Incompatible(refusals.map(_.atVersion(math.max(declared.version, recorded.version + 1))))
-    else if (plans.forall(_._2.sameLayout)) {
+    if (refusals.nonEmpty) {
+      SchemaCompatibility.Incompatible(refusals.map(_.atVersion(math.max(declared.version, recorded.version + 1))))
+    } else if (plans.forall(_._2.sameLayout)) {
       if (identical && direction <= 0) SchemaCompatibility.CompatibleAsIs
       else SchemaCompatibility.CompatibleWithReconfiguredSerializer
     } else {
       val rewriting = plans.collect { case (v, p) if !p.sameLayout => v -> p.migration }
-      SchemaCompatibility.CompatibleAfterMigration(if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting))
+      SchemaCompatibility.CompatibleAfterMigration(
+        if (rewriting.size == 1) rewriting.head._2 else new ChainedMigration(rewriting))
     }
   }
 

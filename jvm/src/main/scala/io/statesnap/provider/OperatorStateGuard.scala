@@ -39,17 +39,14 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private val legacy = OperatorRecordFiles.legacy(root, id.partitionId, id.storeName)
   private lazy val fm = CheckpointFileManager.create(root, hadoopConf)
   private lazy val fs = root.getFileSystem(hadoopConf)
-  /**
-   * The operator, as Spark's operator metadata names it (statesnap's listener on 3.5); None where nothing names it
-   * yet (a query's first run on 3.5), where Spark's group-state layout alone tells an arbitrary-state operator.
-   */
+  /** The operator, as Spark's operator metadata names it (statesnap's listener on 3.5); None where nothing does. */
   private lazy val operator = QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)
   /**
    * Set for a state that migrates: an arbitrary-state operator's group state, or the buffers of a streaming
    * aggregation whose query registers a snapshot for them.
    */
   private lazy val migrates: Option[Migrates] =
-    declared.groupStateSnapshot(valueSchema).filter(_ => operator.forall(_ == SparkOperator.ArbitraryState))
+    declared.groupStateSnapshot(valueSchema).filter(_ => SparkOperator.holdsGroupState(valueSchema, operator))
       .map(Migrates(SparkOperator.ArbitraryState.stateName, _, OperatorKind.ArbitraryState))
       .orElse(Some(aggregation).filter(_ => declared.registers(SparkOperator.Aggregation.stateName) && isAggregation))
   /** The buffers of a streaming aggregation, as they migrate. */

@@ -25,13 +25,12 @@ object SparkSchemaRecords {
   def namedSingleState(id: StateStoreId, key: StructType, value: StructType,
       hadoopConf: Configuration): Option[StateSnapshotRecord] = {
     val single = singleState(id.storeName, key, value)
-    (single.operator, QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)) match {
-      case (OperatorKind.ArbitraryState, None | Some(SparkOperator.ArbitraryState)) =>
-        Some(single.copy(stateName = SparkOperator.ArbitraryState.stateName))
-      case (_, Some(SparkOperator.Aggregation)) =>
-        Some(single.copy(stateName = SparkOperator.Aggregation.stateName, operator = OperatorKind.Aggregation))
-      case _ => None
-    }
+    lazy val operator = QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)
+    if (SparkOperator.holdsGroupState(value, operator)) {
+      Some(single.copy(stateName = SparkOperator.ArbitraryState.stateName))
+    } else if (operator.contains(SparkOperator.Aggregation)) {
+      Some(single.copy(stateName = SparkOperator.Aggregation.stateName, operator = OperatorKind.Aggregation))
+    } else None
   }
 
   /** A record of a whole group-state value (Spark's file, statesnap 0.1) seen as the group state it holds. */

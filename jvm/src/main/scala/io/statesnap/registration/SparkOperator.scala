@@ -1,6 +1,7 @@
 package io.statesnap.registration
 
 import io.statesnap.snapshot.GroupStateSnapshot
+import org.apache.spark.sql.types.StructType
 
 /**
  * A stateful operator as Spark names it (its `shortName`: in the operator metadata Spark's driver writes on 4.x, or
@@ -29,6 +30,15 @@ object SparkOperator {
     case "flatMapGroupsWithState" | "applyInPandasWithState" => ArbitraryState
     case other => Other(other)
   }
+
+  /**
+   * Whether a store whose values have `valueSchema` holds group state: values in Spark's group-state layout
+   * (`struct<groupState, timeoutTimestamp>`) in a store of an operator Spark names an arbitrary-state one, or that
+   * nothing names yet (a query's first run on 3.5, where the layout alone tells). `operator` is read only for such a
+   * layout.
+   */
+  def holdsGroupState(valueSchema: StructType, operator: => Option[SparkOperator]): Boolean =
+    GroupStateSnapshot.unwrap(valueSchema).isDefined && operator.forall(_ == ArbitraryState)
 
   /** The names a registration can give a single state. */
   val singleStates: Set[String] = Set(Aggregation.stateName, ArbitraryState.stateName)

@@ -71,10 +71,8 @@ object CheckpointReader {
     val fs = fileSystem(root, hadoopConf)
     latestCommit(fs, root).toSeq.flatMap { commit =>
       stores(fs, new Path(root, "state")).flatMap { case (operator, partition, name, dir) =>
-        val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
-          .flatMap(ids => ids.lift(storeIndex(name, ids.length)))
         val store = Store(operator, partition, name, commit.batch + 1)
-        readStore(fs, dir, store, id, commit, Some(columnFamily), hadoopConf)
+        readStore(fs, dir, store, commit.uniqueId(operator, partition, name), commit, Some(columnFamily), hadoopConf)
           .map(Entries(store, _, commit.avroEncoded))
       }
     }
@@ -93,10 +91,8 @@ object CheckpointReader {
     latestCommit(fs, root).exists { commit =>
       val partitionDir = new Path(root, s"state/$operator/$partition")
       val dir = if (storeName == DefaultStore) partitionDir else new Path(partitionDir, storeName)
-      val id = commit.uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
-        .flatMap(ids => ids.lift(storeIndex(storeName, ids.length)))
-      visitStore(fs, dir, Store(operator, partition, storeName, commit.batch + 1), id, commit, columnFamily,
-        hadoopConf)(visit)
+      visitStore(fs, dir, Store(operator, partition, storeName, commit.batch + 1),
+        commit.uniqueId(operator, partition, storeName), commit, columnFamily, hadoopConf)(visit)
     }
   }
 
@@ -162,6 +158,10 @@ object CheckpointReader {
     def avroEncoded: Boolean = pinned.get("spark.sql.streaming.stateStore.encodingFormat").contains("avro")
     /** What RocksDB's merge operator put between the values merged into one key (list state's elements). */
     def mergeDelimiter: Array[Byte] = ColumnFamilyRecords.mergeDelimiter(pinned)
+    /** Under checkpoint format v2, the unique id of the store version this commit names. */
+    def uniqueId(operator: Int, partition: Int, storeName: String): Option[String] =
+      uniqueIds.flatMap(_.get(operator)).flatMap(_.lift(partition))
+        .flatMap(ids => ids.lift(storeIndex(storeName, ids.length)))
   }
 
   private def latestCommit(fs: FileSystem, root: Path): Option[Commit] = {
