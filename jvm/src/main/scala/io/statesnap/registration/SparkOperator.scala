@@ -21,24 +21,33 @@ object SparkOperator {
   /** (flat)MapGroupsWithState and applyInPandasWithState: Spark's group-state layout around the user's state. */
   case object ArbitraryState extends SingleState(GroupStateSnapshot.StateField)
 
-  /** Any other stateful operator (dedup, joins, session windows, limits, transformWithState), by Spark's name. */
+  /** Another stateful operator Spark has (dedup, joins, session windows, limits, transformWithState), by its name. */
   final case class Other(name: String) extends SparkOperator
+
+  /** A name no stateful operator of Spark 3.5 to 4.3 has: a damaged file, or an operator of a later Spark. */
+  final case class Unknown(name: String) extends SparkOperator
+
+  /** The `shortName`s of Spark's other stateful operators (3.5 to 4.3, read from their jars). */
+  private val OtherNames = Set("dedupe", "dedupeWithinWatermark", "symmetricHashJoin",
+    "sessionWindowStateStoreSaveExec", "globalLimit", "transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 
   /** The operator Spark calls `shortName`. */
   def named(shortName: String): SparkOperator = shortName match {
     case "stateStoreSave" => Aggregation
     case "flatMapGroupsWithState" | "applyInPandasWithState" => ArbitraryState
-    case other => Other(other)
+    case other if OtherNames(other) => Other(other)
+    case other => Unknown(other)
   }
 
   /**
    * Whether a store whose values have `valueSchema` holds group state: values in Spark's group-state layout
-   * (`struct<groupState, timeoutTimestamp>`) in a store of an operator Spark names an arbitrary-state one, or that
-   * nothing names yet (a query's first run on 3.5, where the layout alone tells). `operator` is read only for such a
-   * layout.
+   * (`struct<groupState, timeoutTimestamp>`), unless Spark names the operator as another it has (a dedup or a join
+   * whose values happen to have that shape). Where nothing or no name Spark gives names it (a query's first run on
+   * 3.5, a damaged metadata file) the layout alone tells, as the entries are each checked against it when they are
+   * converted. `operator` is read only for such a layout.
    */
   def holdsGroupState(valueSchema: StructType, operator: => Option[SparkOperator]): Boolean =
-    GroupStateSnapshot.unwrap(valueSchema).isDefined && operator.forall(_ == ArbitraryState)
+    GroupStateSnapshot.unwrap(valueSchema).isDefined && !operator.exists(_.isInstanceOf[Other])
 
   /** The names a registration can give a single state. */
   val singleStates: Set[String] = Set(Aggregation.stateName, ArbitraryState.stateName)

@@ -56,4 +56,10 @@ class NamedSingleStateTest {
     assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(None, groupStateLayout))
     assertEquals(None, named(None, StructType.fromDDL("count BIGINT")))
   }
+
+  @Test def aNameSparkNeverGivesDoesNotOverruleTheLayout(): Unit = {
+    // A damaged metadata file (or a later Spark's operator) is not another operator: the layout says group state.
+    assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(Some("2147483648"), groupStateLayout))
+    assertEquals(None, named(Some("2147483648"), StructType.fromDDL("count BIGINT")))
+  }
 }
