@@ -1,10 +1,11 @@
 package io.statesnap.provider
 
+import io.statesnap.CheckpointFile
 import io.statesnap.evolution.RowSchemaEvolution
 import io.statesnap.registration.{QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -20,18 +21,27 @@ object SparkSchemaRecords {
 
   /**
    * The single state of operator `id.operatorId` under the name a registration gives it (`groupState`,
-   * `aggregation`), if it has one: the other operators' states are guarded, never migrated.
+   * `aggregation`), made from Spark's schema file of its store, if it has one: the other operators' states are
+   * guarded, never migrated.
+   * @throws io.statesnap.StatesnapException naming the file when it gives an operator Spark names arbitrary-state
+   *   a value layout other than group state's, which Spark never writes (a damaged file): not a state of no name
    */
-  def namedSingleState(id: StateStoreId, key: StructType, value: StructType,
-      hadoopConf: Configuration): Option[StateSnapshotRecord] = {
-    val single = singleState(id.storeName, key, value)
-    lazy val operator = QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)
-    if (SparkOperator.holdsGroupState(value, operator)) {
-      Some(single.copy(stateName = SparkOperator.ArbitraryState.stateName))
-    } else if (operator.contains(SparkOperator.Aggregation)) {
-      Some(single.copy(stateName = SparkOperator.Aggregation.stateName, operator = OperatorKind.Aggregation))
-    } else None
-  }
+  def namedSingleState(id: StateStoreId, hadoopConf: Configuration): Option[StateSnapshotRecord] =
+    SparkSingleStateSchemaFile.read(id, hadoopConf).flatMap { case (key, value) =>
+      val single = singleState(id.storeName, key, value)
+      lazy val operator = QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)
+      if (SparkOperator.holdsGroupState(value, operator)) {
+        Some(single.copy(stateName = SparkOperator.ArbitraryState.stateName))
+      } else if (operator.contains(SparkOperator.ArbitraryState)) {
+        throw CheckpointFile.unreadable(SparkSingleStateSchemaFile.path(id), SparkSingleStateSchemaFile.Describes,
+          s"it records values ${value.catalogString} for operator ${id.operatorId}, which Spark names an " +
+            "arbitrary-state operator, whose values it writes as " +
+            s"struct<${GroupStateSnapshot.StateField}: struct<...>> or " +
+            s"struct<${GroupStateSnapshot.StateField}: struct<...>, ${GroupStateSnapshot.TimeoutField}: bigint>")
+      } else if (operator.contains(SparkOperator.Aggregation)) {
+        Some(single.copy(stateName = SparkOperator.Aggregation.stateName, operator = OperatorKind.Aggregation))
+      } else None
+    }
 
   /** A record of a whole group-state value (Spark's file, statesnap 0.1) seen as the group state it holds. */
   def asGroupState(record: StateSnapshotRecord): StateSnapshotRecord = {

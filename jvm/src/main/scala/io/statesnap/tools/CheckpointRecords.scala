@@ -30,8 +30,8 @@ object CheckpointRecords {
 
   /**
    * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
-   * of a store with column families ([[CheckpointReader.recordsInStores]]), the files beside the stores of other operators
-   * ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState states on
+   * of a store with column families ([[CheckpointReader.recordsInStores]]), the files beside the stores of other
+   * operators ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState states on
    * Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records: `inspect`,
    * `check` and `release` read it.
    */
@@ -84,9 +84,7 @@ object CheckpointRecords {
       val id = StateStoreId(s.stateRoot.toString, s.operator, 0, s.storeName)
       val states = TransformWithStateRecords.sparkRecords(s.stateRoot.toString, s.operator, s.batch, hadoopConf)
       val records = if (states.nonEmpty) states
-      else SparkSingleStateSchemaFile.read(id, hadoopConf).toSeq.flatMap { case (key, value) =>
-        SparkSchemaRecords.namedSingleState(id, key, value, hadoopConf)
-      }
+      else SparkSchemaRecords.namedSingleState(id, hadoopConf).toSeq
       records.map(s.store -> _)
     }
 

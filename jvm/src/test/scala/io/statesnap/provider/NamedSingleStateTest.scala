@@ -4,11 +4,12 @@ import java.nio.file.{Files, Path => LocalPath}
 
 import scala.collection.mutable.ArrayBuffer
 
+import io.statesnap.StatesnapException
 import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot.{GroupStateSnapshot, OperatorKind}
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
 import org.apache.spark.sql.types.StructType
 import org.junit.Assert._
 import org.junit.{After, Test}
@@ -34,9 +35,12 @@ class NamedSingleStateTest {
     root.toUri.toString
   }
 
-  private def named(operator: Option[String], value: StructType): Option[(String, OperatorKind)] =
-    SparkSchemaRecords.namedSingleState(StateStoreId(stateRoot(operator), 0, 0), key, value, conf)
-      .map(r => (r.stateName, r.operator))
+  /** The single state named from Spark's schema file saying `value`, in a store of operator 0 named `operator`. */
+  private def named(operator: Option[String], value: StructType): Option[(String, OperatorKind)] = {
+    val id = StateStoreId(stateRoot(operator), 0, 0)
+    SparkSingleStateSchemaFile.update(id, key, value, conf)
+    SparkSchemaRecords.namedSingleState(id, conf).map(r => (r.stateName, r.operator))
+  }
 
   @Test def theOperatorSparkNamesSaysWhichSingleStateARegistrationNames(): Unit = {
     assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(Some("flatMapGroupsWithState"),
@@ -55,6 +59,15 @@ class NamedSingleStateTest {
   @Test def whereNothingNamesTheOperatorYetGroupStatesLayoutSaysIt(): Unit = {
     assertEquals(Some(("groupState", OperatorKind.ArbitraryState)), named(None, groupStateLayout))
     assertEquals(None, named(None, StructType.fromDDL("count BIGINT")))
+  }
+
+  @Test def aLayoutSparkNeverWritesForAnArbitraryStateOperatorIsRefusedNamingTheFile(): Unit = {
+    // A bit flipped in `groupState`: not a state of no name, which `check` would report as "no such state".
+    val damaged = StructType.fromDDL("groupStatf STRUCT<n: INT>, timeoutTimestamp BIGINT")
+    val error = assertThrows(classOf[StatesnapException], () => named(Some("applyInPandasWithState"), damaged))
+    assertEquals(StatesnapException.UnreadableCheckpointFile, error.errorClass)
+    assertTrue(error.getMessage, error.getMessage.contains("Spark's state schema file") &&
+      error.getMessage.contains("/0/0/_metadata/schema") && error.getMessage.contains("groupStatf"))
   }
 
   @Test def aNameSparkNeverGivesDoesNotOverruleTheLayout(): Unit = {

@@ -16,7 +16,7 @@ object SparkSingleStateSchemaFile {
   def read(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
     val file = path(id)
     val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-    CheckpointFile.read(file, "Spark's state schema file") {
+    CheckpointFile.read(file, Describes) {
       if (!fm.exists(file)) None else {
         val in = fm.open(file)
         try SingleStateSchemaFormat.read(in) finally in.close()
@@ -42,6 +42,10 @@ object SparkSingleStateSchemaFile {
       Some(file)
     }
 
-  private def path(id: StateStoreId): Path = StatesnapRocksDBGlue.schemaFile(
+  /** What the file holds, as an error names it. */
+  val Describes = "Spark's state schema file"
+
+  /** The file of the operator and store of `id` (partition 0's, which Spark writes for all). */
+  def path(id: StateStoreId): Path = StatesnapRocksDBGlue.schemaFile(
     StateStoreId(id.checkpointRootLocation, id.operatorId, 0, id.storeName).storeCheckpointLocation())
 }
