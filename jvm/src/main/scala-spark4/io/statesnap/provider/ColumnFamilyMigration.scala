@@ -33,11 +33,4 @@ private[statesnap] object ColumnFamilyMigration {
         (count, sources.head.migration.changes)
     }
 
-  /** The layout `recorded` says and the decided migration from it, if the decision migrates. */
-  def recordedSource(recorded: Option[StateSnapshotRecord], decided: StateDecision): Option[StateMigrator.Source] =
-    (recorded, decided) match {
-      case (Some(old), StateDecision.Migrate(migration, _)) =>
-        Some(StateMigrator.Source(StateDecision.schemaOf(old.valueSnapshot), migration))
-      case _ => None
-    }
 }

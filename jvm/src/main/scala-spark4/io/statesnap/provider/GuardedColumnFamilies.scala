@@ -12,15 +12,15 @@ private[provider] final class GuardedColumnFamilies(store: StateStore, catalog: 
     describe: String => String) {
   def check(family: String, keySchema: StructType, valueSchema: StructType): Unit = {
     val records = catalog.records(family)
-    records.inForce(store.version) match {
-      case Some(recorded) => GuardedState.check(recorded, keySchema, valueSchema, describe(family))
-      case None =>
-        val entries = store.iterator(family)
-        val empty = try !entries.hasNext finally entries.close()
-        if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
-          "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
-          "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
-        records.write(GuardedState.record(family, keySchema, valueSchema, store.version + 1))
+    val recorded = records.inForce(store.version)
+    if (recorded.isEmpty) {
+      val entries = store.iterator(family)
+      val empty = try !entries.hasNext finally entries.close()
+      if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
+        "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
+        "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
     }
+    StateWalk.decide(recorded, recorded, GuardedState.record(family, keySchema, valueSchema, store.version + 1),
+      StateEncoding.UnsafeRow, describe(family)).next.foreach(records.write)
   }
 }

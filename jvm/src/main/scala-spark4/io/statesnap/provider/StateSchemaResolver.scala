@@ -30,20 +30,15 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     val recorded = ours.orElse(fromSpark)
     // Entries a deploy with Spark's schema check off wrote in its own layout, as `adopt --written-as` found them.
     val writtenAs = fromSpark.flatMap(_ => context.writtenAs(state, store.version))
-    val decided = StateDecision.decide(recorded, current, context.encoding)
-    decided match {
-      case refuse: StateDecision.Refuse => throw refuse.error(describe(state), recorded, current)
-      case _ =>
-    }
+    val step = StateWalk.decide(ours, recorded, current, context.encoding, describe(state))
     val avro = context.avroSchemas
     // An Avro-encoded state's entries are written under the schema id `target` gives the declared schema from now on.
     avro.foreach(_.target(state, valueSchema))
-    val sources = if (avro.isDefined) Nil else ColumnFamilyMigration.recordedSource(recorded, decided)
-      .orElse(recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs))
-      .toSeq.flatMap(_ +: writtenAs.map(writtenSource(state, _, current)).toSeq)
+    val sources = if (avro.isDefined) Nil
+      else step.rewrite.orElse(recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs)).toSeq.flatMap(_ +: writtenAs.map(writtenSource(state, _, current)).toSeq)
     val rewrites = avro match {
       case Some(schemas) =>
-        AvroStateMigration.needed(state, schemas, valueSchema, decided, adopted = ours.isEmpty) && hasEntries(state)
+        AvroStateMigration.needed(state, schemas, valueSchema, step.decided, adopted = ours.isEmpty) && hasEntries(state)
       case None => sources.nonEmpty
     }
     if (rewrites) {
@@ -52,15 +47,10 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       val rewriter = context.valueRewriter(state, keySpec,
         if (avro.isDefined) valueSchema else schemaOf(current.valueSnapshot))
       val (migrated, changes) = ColumnFamilyMigration.migrate(state, describe(state), rewriter, avro, valueSchema,
-        recorded, current, decided, sources, gate)
+        recorded, current, step.decided, sources, gate)
       counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
-    decided match {
-      case StateDecision.AsIs => if (ours.isEmpty) records.write(current)
-      case StateDecision.Record(record) => records.write(record)
-      case StateDecision.Migrate(_, record) => records.write(record)
-      case _: StateDecision.Refuse =>
-    }
+    step.next.foreach(records.write)
   }
 
   /** A variable's kind, as its column family was created: a list has many values per key, a map a composite key. */

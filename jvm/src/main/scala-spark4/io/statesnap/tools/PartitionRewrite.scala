@@ -5,7 +5,7 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{ColumnFamilyMigration, MigrationGate, MigrationProbe, StateDecision, StateEncoding}
+import io.statesnap.provider.{ColumnFamilyMigration, MigrationGate, MigrationProbe, StateEncoding, StateWalk}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.TaskContext
 import io.statesnap.SparkClasses.StreamExecution
@@ -79,18 +79,17 @@ private[tools] object PartitionRewrite {
     val recorded = StateSnapshotRecord.fromBytes(rewrite.recorded)
     val declared = StateSnapshotRecord.fromBytes(rewrite.declared)
     val describe = s"state '${rewrite.state}' (operator ${task.operator}, partition ${task.partition})"
-    val decided = StateDecision.decide(Some(recorded), declared, StateEncoding.of(avro.isDefined))
-    val oldValue = StateDecision.schemaOf(recorded.valueSnapshot)
+    val step = StateWalk.decide(Some(recorded), Some(recorded), declared, StateEncoding.of(avro.isDefined), describe)
+    val source = step.rewrite.getOrElse(throw
+      new IllegalStateException(s"$describe: the driver decided to migrate, this task ${step.decided}"))
     val list = declared.kind == StateKind.List
-    store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, oldValue, rewrite.keySpec,
+    store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, source.layout, rewrite.keySpec,
       useMultipleValuesPerKey = list)
     val rewriter = StatesnapValueRewriter(provider, Some(rewrite.state), rewrite.keySpec, rewrite.newValueSchema,
       describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
-    val sources = ColumnFamilyMigration.recordedSource(Some(recorded), decided).getOrElse(throw
-      new IllegalStateException(s"$describe: the driver decided to migrate, this task $decided"))
     ColumnFamilyMigration.migrate(rewrite.state, describe, rewriter, avro, rewrite.newValueSchema, Some(recorded),
-      declared, decided, Seq(sources), gate)._1
+      declared, step.decided, Seq(source), gate)._1
   }
 }

@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.ProblemAt
+import io.statesnap.evolution.{ProblemAt, SchemaProblem}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.StructType
 
@@ -20,28 +20,26 @@ private[provider] object GuardedState {
       new RowSchemaSnapshot().configure(valueSchema), version, System.currentTimeMillis())
 
   /**
-   * Refuses a key or value schema Spark's check would refuse against `recorded`, as [[StateDecision]] decides for
-   * a state of a guarded operator; `hint` ends the error.
+   * The error refusing a guarded state's key or value schema, as [[StateDecision]] decides for a state of a guarded
+   * operator (`problems` say which part changed); `hint` ends it.
    */
-  def check(recorded: StateSnapshotRecord, keySchema: StructType, valueSchema: StructType, describe: String,
-      hint: => String = ""): Unit =
-    StateDecision.decide(Some(recorded), record(recorded.stateName, keySchema, valueSchema, 0L),
-      StateEncoding.UnsafeRow) match {
-      case StateDecision.Refuse(_, problems, _) =>
-        val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
-          StateDecision.schemaOf(recorded.valueSnapshot))
-        val changed = problems.map(_.at match {
-          case ProblemAt.Key => "key"
-          case ProblemAt.Value => "value"
-          case other => other.describe
-        }).mkString(" and ")
-        throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
-          "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
-          s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +
-          s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
-          s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
-          "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
-          "with the same types, in the same order." + hint)
-      case _ =>
-    }
+  def refusal(recorded: StateSnapshotRecord, current: StateSnapshotRecord, problems: Seq[SchemaProblem],
+      describe: String, hint: String): StatesnapException = {
+    val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
+      StateDecision.schemaOf(recorded.valueSnapshot))
+    val (keySchema, valueSchema) = (StateDecision.schemaOf(current.keySnapshot),
+      StateDecision.schemaOf(current.valueSnapshot))
+    val changed = problems.map(_.at match {
+      case ProblemAt.Key => "key"
+      case ProblemAt.Value => "value"
+      case other => other.describe
+    }).mkString(" and ")
+    new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
+      "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
+      s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +
+      s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
+      s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
+      "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
+      "with the same types, in the same order." + hint)
+  }
 }

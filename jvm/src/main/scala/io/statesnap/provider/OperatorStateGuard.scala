@@ -67,8 +67,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    */
   def check(loadedVersion: Long): Option[SingleStateMigration] =
     if (matchedFrom.exists(_ <= loadedVersion)) None else {
-      val record = OperatorRecordFiles.inForce(fs, dir, legacy, loadedVersion)
-      val recorded = record.map(read).orElse {
+      val ours = inForce(loadedVersion)
+      val recorded = ours.orElse {
         if (loadedVersion == 0) None // a new state: recorded at its first commit
         else Some(sparkSchemaFile.getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
           s"$describe holds state version $loadedVersion, but neither statesnap's record ($dir) nor Spark's own " +
@@ -76,42 +76,23 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
       }
       // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
-      val (next, migration) = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation)
-          .map(_ => aggregation)) match {
-        case Some(m) => resolve(record.isDefined, recorded,
-          declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1))
+      val step = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation)) match {
+        case Some(m) =>
+          // A group state unchanged since a record of the whole value (Spark's file, statesnap 0.1) is read as one.
+          StateWalk.decide(ours, recorded.map(SparkSchemaRecords.asGroupState), declared.record(m.state,
+            StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1), StateEncoding.UnsafeRow, describe)
         case None =>
-          recorded.foreach(GuardedState.check(_, keySchema, valueSchema, describe, hint = if (!isAggregation) ""
-            else s" A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot " +
-              s"for state '${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value " +
-              "(docs/evolution-rules.md)."))
-          (Some(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1)).filter(_ =>
-            record.isEmpty), None)
+          StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
+            loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = if (!isAggregation) "" else " A " +
+            "streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
+            s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value " +
+            "(docs/evolution-rules.md).")
       }
       pending = None
-      next.foreach(write)
-      if (next.isEmpty) matchedFrom = Some(loadedVersion)
-      migration
+      step.next.foreach(write)
+      if (step.next.isEmpty) matchedFrom = Some(loadedVersion)
+      step.rewrite.map(from => SingleStateMigration(step.current.stateName, from.migration, from.layout, valueSchema))
     }
-
-  /**
-   * Resolves a state that migrates against `recorded` (statesnap's record if `ours`, else Spark's schema file):
-   * what to record and how to migrate, or a refusal. A group state unchanged since a record of the whole value
-   * (Spark's file, statesnap 0.1) gets a group-state record.
-   */
-  private def resolve(ours: Boolean, recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord): (Option[StateSnapshotRecord], Option[SingleStateMigration]) = {
-    val old = recorded.map(SparkSchemaRecords.asGroupState)
-    // Only transformWithState has Avro-encoded state: a single state is always UnsafeRow.
-    StateDecision.decide(old, current, StateEncoding.UnsafeRow) match {
-      case StateDecision.AsIs => (old.filter(_ => !ours || old != recorded), None)
-      case StateDecision.Record(next) => (Some(next), None)
-      case StateDecision.Migrate(migration, next) =>
-        (Some(next), Some(SingleStateMigration(current.stateName, migration,
-          StateDecision.schemaOf(old.get.valueSnapshot), valueSchema)))
-      case refuse: StateDecision.Refuse => throw refuse.error(describe, old, current)
-    }
-  }
 
   /** The record in force at `version`, if statesnap kept one. */
   override def inForce(version: Long): Option[StateSnapshotRecord] =

@@ -58,9 +58,11 @@ private[statesnap] object StateDecision {
   /** The decision for UnsafeRow bytes, which are read by field position. */
   private def decideLayout(recorded: Option[StateSnapshotRecord],
       current: StateSnapshotRecord): StateDecision = recorded match {
-    case None =>
+    case None if current.operator.migrates =>
+      // A migration matches fields by name; a guarded state's fields are only ever compared by position.
       val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
       if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
+    case None => Record(current)
     case Some(old) if !current.operator.migrates =>
       // A state statesnap guards but never migrates: what Spark's own check (off for the query) would refuse.
       val changed = Seq((ProblemAt.Key, old.keySnapshot, current.keySnapshot),

@@ -1,0 +1,60 @@
+package io.statesnap.provider
+
+import io.statesnap.snapshot.StateSnapshotRecord
+
+/**
+ * The one walk of a state from the records in force to the record its store version commits: read the records ->
+ * decide ([[StateDecision.decide]]) -> rewrite every entry -> write the record -> commit. Every path that opens a
+ * state takes the same step: a transformWithState variable ([[StateSchemaResolver]]), a guarded column family
+ * (`GuardedColumnFamilies`), the single state of other operators ([[OperatorStateGuard]]) and each partition task of
+ * `python -m statesnap migrate` (`tools.PartitionRewrite`). What differs between them is only where the records
+ * are kept ([[StateRecords]]: a family of the store, committed with it; a file per version, written once Spark's
+ * commit of that version exists) and how entries are rewritten (a column family, the single state's values).
+ */
+private[statesnap] object StateWalk {
+  /**
+   * One state's step, decided and known not to refuse.
+   * @param inForce statesnap's own record in force, as kept
+   * @param recorded what the state's entries are read with: `inForce` as statesnap reads it now (an older form made
+   *   current), else the record made from Spark's files for entries statesnap has no record of; None for a new state
+   * @param current what the application declares now
+   */
+  final case class Step(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
+      current: StateSnapshotRecord, decided: StateDecision) {
+    /** The layout every entry is in and how it converts, if the decision rewrites them. */
+    def rewrite: Option[StateMigrator.Source] = (recorded, decided) match {
+      case (Some(old), StateDecision.Migrate(migration, _)) =>
+        Some(StateMigrator.Source(StateDecision.schemaOf(old.valueSnapshot), migration))
+      case _ => None
+    }
+
+    /**
+     * The record the version commits, if it changes: the decided one; where the schema stays as it is, the
+     * declaration replaces a record made from Spark's files, and an older form of statesnap's record is kept in its
+     * current form (its history kept); None where statesnap's record stays.
+     */
+    def next: Option[StateSnapshotRecord] = decided match {
+      case StateDecision.Record(record) => Some(record)
+      case StateDecision.Migrate(_, record) => Some(record)
+      case StateDecision.AsIs if inForce.isEmpty => Some(current)
+      case StateDecision.AsIs => recorded.filter(r => !inForce.contains(r))
+      case _: StateDecision.Refuse => None
+    }
+  }
+
+  /**
+   * Decides the step of the `describe`d state, or refuses it before anything is written.
+   * @param encoding how the store encodes values (a single state: UnsafeRow)
+   * @param hint ends the error of a refused guarded state (what the user can do instead)
+   * @throws io.statesnap.StatesnapException the refusal, naming the state, its fields and the fix
+   */
+  def decide(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
+      current: StateSnapshotRecord, encoding: StateEncoding, describe: String, hint: => String = ""): Step =
+    StateDecision.decide(recorded, current, encoding) match {
+      case refuse: StateDecision.Refuse =>
+        throw recorded.filter(_ => !current.operator.migrates)
+          .fold(refuse.error(describe, recorded, current))(GuardedState.refusal(_, current, refuse.problems, describe,
+            hint))
+      case decided => Step(inForce, recorded, current, decided)
+    }
+}
