@@ -18,4 +18,8 @@ object SparkClasses {
   type FileStreamSinkLog = org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog
   val FileStreamSinkLog = org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog
   type SinkFileStatus = org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus
+  /** The logical plan nodes of transformWithState: Scala's, and Python's as 4.1 renamed it. */
+  val TransformWithStateNodes: Seq[Class[_]] = Seq(
+    classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithState],
+    classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithStateInPySpark])
 }

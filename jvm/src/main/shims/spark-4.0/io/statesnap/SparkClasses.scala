@@ -8,4 +8,8 @@ object SparkClasses extends StreamingClasses {
   /** The session class Spark 4 runs queries in (its API's `SparkSession` is abstract since 4.0). */
   type SparkSession = org.apache.spark.sql.classic.SparkSession
   val SparkSession = org.apache.spark.sql.classic.SparkSession
+  /** The logical plan nodes of transformWithState: Scala's, and Python's as 4.0 names it. */
+  val TransformWithStateNodes: Seq[Class[_]] = Seq(
+    classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithState],
+    classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithStateInPandas])
 }

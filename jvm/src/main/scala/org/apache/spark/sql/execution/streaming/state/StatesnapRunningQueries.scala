@@ -4,6 +4,7 @@ import java.util.UUID
 
 import scala.jdk.CollectionConverters._
 
+import io.statesnap.SparkClasses
 import io.statesnap.SparkClasses.StreamExecution
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -32,8 +33,9 @@ object StatesnapRunningQueries {
     /** Its stateful operators whose names Spark records nowhere (Spark 3.5), by id, once a batch has run. */
     def operatorsWithoutMetadata: Map[Long, String] = StatesnapSparkGlue.operatorsWithoutMetadata(execution)
 
-    /** Whether the query runs a transformWithState operator (Scala or Python). */
-    def runsTransformWithState: Boolean = execution.analyzedPlan.exists(_.nodeName.startsWith("TransformWithState"))
+    /** Whether the query runs a transformWithState operator (Scala or Python), by its plan's node classes. */
+    def runsTransformWithState: Boolean =
+      execution.analyzedPlan.exists(node => SparkClasses.TransformWithStateNodes.exists(_.isInstance(node)))
 
     def describe: String = s"${name.map(n => s"query '$n'").getOrElse("query")} (id $id, checkpoint $checkpoint)"
   }
