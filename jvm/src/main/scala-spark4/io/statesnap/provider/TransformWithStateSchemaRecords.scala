@@ -21,6 +21,14 @@ object TransformWithStateSchemaRecords {
   }
 
   /**
+   * Whether a column family of a transformWithState store holds a user's state: Spark reserves a leading `$` for the
+   * families it makes for itself (timers, TTL indexes, list counts: `RocksDBStateStoreProvider` refuses it in a user's
+   * state name), and the store's default family is a placeholder transformWithState never writes.
+   */
+  def holdsUserState(family: String): Boolean =
+    !family.startsWith("$") && family != StateStore.DEFAULT_COL_FAMILY_NAME
+
+  /**
    * The states of transformWithState operator `operator` in batch `batchId`, as Spark's schema files and operator
    * metadata record them, by name; a state `python -m statesnap migrate` migrated keeps the record it wrote
    * ([[migratedAt]]).
@@ -59,8 +67,7 @@ object TransformWithStateSchemaRecords {
     val families = StatesnapSparkSchemaFiles.transformWithStateFamilies(
       StateStoreId(stateRoot, operator, 0, StateStore.DEFAULT_COL_FAMILY_NAME), batchId, hadoopConf)
     val variables = StatesnapSparkSchemaFiles.transformWithStateVariables(stateRoot, operator, batchId, hadoopConf)
-    families.collect { case (state, s) if variables.contains(state) || (!state.startsWith("$") &&
-        state != StateStore.DEFAULT_COL_FAMILY_NAME) =>
+    families.collect { case (state, s) if holdsUserState(state) =>
       state -> (variables.getOrElse(state, if (s.userKeyEncoderSchema.isDefined) StateKind.Map else StateKind.Value), s)
     }
   }

@@ -171,7 +171,7 @@ object OfflineMigration {
         "appends a batch to queries with one")
     }
     val stateRoot = new Path(checkpoint.root, "state").toString
-    val families = family.filterNot { case (name, _) => name.startsWith("$") || name == DefaultStore }
+    val families = family.filter { case (name, _) => TransformWithStateSchemaRecords.holdsUserState(name) }
     states.filterNot(families.contains).headOption.foreach { state => refuse(s"operator $op has no " +
       s"transformWithState state '$state' in batch $batch; Spark's schema files name ${if (families.isEmpty) "none"
         else families.keys.toSeq.sorted.mkString("'", "', '", "'")}") }
