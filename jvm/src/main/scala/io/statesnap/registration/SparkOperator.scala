@@ -7,7 +7,8 @@ import org.apache.spark.sql.types.StructType
  * A stateful operator as Spark names it (its `shortName`: in the operator metadata Spark's driver writes on 4.x, or
  * in the name statesnap's listener records on 3.5), read once per store ([[QueryStates.operator]]) and carried as
  * this type. The one place a Spark operator name means something to statesnap: which operators hold a single
- * state a registration can name, and so migrate.
+ * state a registration can name, and so migrate, and which key layout each operator's stores have
+ * (`placement.PartitionKey`).
  */
 sealed trait SparkOperator
 
@@ -21,21 +22,41 @@ object SparkOperator {
   /** (flat)MapGroupsWithState and applyInPandasWithState: Spark's group-state layout around the user's state. */
   case object ArbitraryState extends SingleState(GroupStateSnapshot.StateField)
 
-  /** Another stateful operator Spark has (dedup, joins, session windows, limits, transformWithState), by its name. */
-  final case class Other(name: String) extends SparkOperator
+  /** Another stateful operator Spark has: none holds a single state a registration names. */
+  sealed abstract class Other(val name: String) extends SparkOperator
+
+  /** dropDuplicates (`dedupe`). */
+  case object Dedup extends Other("dedupe")
+
+  /** dropDuplicatesWithinWatermark. */
+  case object DedupWithinWatermark extends Other("dedupeWithinWatermark")
+
+  /** A session window aggregation: its store's key is the grouping key and the session's start. */
+  case object SessionWindow extends Other("sessionWindowStateStoreSaveExec")
+
+  /** A stream-stream join: four stores per partition (or four column families), each side keyed by its join keys. */
+  case object StreamStreamJoin extends Other("symmetricHashJoin")
+
+  /** A streaming limit: one count, in partition 0. */
+  case object GlobalLimit extends Other("globalLimit")
+
+  /** transformWithState, in Scala or Python (whose name differs by minor). */
+  final case class TransformWithState(override val name: String) extends Other(name)
 
   /** A name no stateful operator of Spark 3.5 to 4.3 has: a damaged file, or an operator of a later Spark. */
   final case class Unknown(name: String) extends SparkOperator
 
-  /** The `shortName`s of Spark's other stateful operators (3.5 to 4.3, read from their jars). */
-  private val OtherNames = Set("dedupe", "dedupeWithinWatermark", "symmetricHashJoin",
-    "sessionWindowStateStoreSaveExec", "globalLimit", "transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
-
-  /** The operator Spark calls `shortName`. */
+  /** The operator Spark calls `shortName` (its names from 3.5 to 4.3, read from their jars). */
   def named(shortName: String): SparkOperator = shortName match {
     case "stateStoreSave" => Aggregation
     case "flatMapGroupsWithState" | "applyInPandasWithState" => ArbitraryState
-    case other if OtherNames(other) => Other(other)
+    case Dedup.name => Dedup
+    case DedupWithinWatermark.name => DedupWithinWatermark
+    case SessionWindow.name => SessionWindow
+    case StreamStreamJoin.name => StreamStreamJoin
+    case GlobalLimit.name => GlobalLimit
+    case "transformWithStateExec" | "transformWithStateInPandasExec" | "transformWithStateInPySparkExec" =>
+      TransformWithState(shortName)
     case other => Unknown(other)
   }
 

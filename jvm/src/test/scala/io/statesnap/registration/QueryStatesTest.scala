@@ -37,7 +37,7 @@ class QueryStatesTest {
     sparkMetadata(root, 0, "flatMapGroupsWithState")
     assertEquals(Some(SparkOperator.ArbitraryState), QueryStates.operator(root.toUri.toString, 0, conf))
     sparkMetadata(root, 0, "dedupe")
-    assertEquals(Some(SparkOperator.Other("dedupe")), QueryStates.operator(root.toUri.toString, 0, conf))
+    assertEquals(Some(SparkOperator.Dedup), QueryStates.operator(root.toUri.toString, 0, conf))
   }
 
   @Test def withSparksMetadataEveryRegistrationNamesAStateOfTheQuery(): Unit = {
