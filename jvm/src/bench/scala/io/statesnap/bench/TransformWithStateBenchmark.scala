@@ -79,6 +79,13 @@ class ProfileAppV2 extends StatefulProcessor[Long, Event, (Long, Long)] {
  * <repeats>
  */
 object TransformWithStateBenchmark {
+  /** A directory of the run's input or checkpoints, deleted when the benchmark's JVM exits. */
+  private def scratch(prefix: String): java.nio.file.Path = {
+    val dir = Files.createTempDirectory(prefix)
+    sys.addShutdownHook(org.apache.commons.io.FileUtils.deleteQuietly(dir.toFile))
+    dir
+  }
+
   private val stock = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
   private val statesnap = "io.statesnap.provider.StatesnapStateStoreProvider"
 
@@ -88,7 +95,7 @@ object TransformWithStateBenchmark {
     val spark = SparkSession.builder().master("local[2]").appName("statesnap-bench-jvm-tws")
       .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    val input = Files.createTempDirectory("statesnap-bench-tws").toString
+    val input = scratch("statesnap-bench-tws").toString
     (0 to batches).foreach { b =>
       spark.range(0, keys.toLong, 1, 1).selectExpr("id AS key", s"CAST((id + $b) % 97 AS INT) AS amount")
         .write.parquet(s"$input/batch$b")
@@ -141,8 +148,8 @@ object TransformWithStateBenchmark {
       first: () => StatefulProcessor[Long, Event, (Long, Long)],
       second: () => StatefulProcessor[Long, Event, (Long, Long)]): Run = {
     import spark.implicits._
-    val checkpoint = Files.createTempDirectory("statesnap-bench-ck").toString
-    val source = Files.createTempDirectory("statesnap-bench-in")
+    val checkpoint = scratch("statesnap-bench-ck").toString
+    val source = scratch("statesnap-bench-in")
     def add(batch: Int): Unit = {
       val part = Files.list(Paths.get(s"$input/batch$batch")).iterator().asScala
         .find(_.getFileName.toString.startsWith("part-")).get

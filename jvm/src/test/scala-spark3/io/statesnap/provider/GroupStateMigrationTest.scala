@@ -1,11 +1,11 @@
 package io.statesnap.provider
 
-import java.nio.file.Files
 import java.util.UUID
 
 import io.statesnap.ProviderClasses
 import io.statesnap.registration.{QueryRegistrations, ScopeRegistrations}
 import io.statesnap.snapshot.GroupStateSnapshot
+import io.statesnap.testkit.TempDirs
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
@@ -22,7 +22,7 @@ import org.junit.Test
  * and schema check then read what statesnap wrote.
  */
 class GroupStateMigrationTest {
-  private val checkpoint = Files.createTempDirectory("statesnap-35-provider-test").toString
+  private val checkpoint = TempDirs.create("statesnap-35-provider-test").toString
   private val id = StateStoreId(checkpoint, 0, 0)
   private val keySchema = StructType.fromDDL("id STRING")
   private val v1 = GroupStateSnapshot.wrap(StructType.fromDDL("count BIGINT"), withTimeout = false)

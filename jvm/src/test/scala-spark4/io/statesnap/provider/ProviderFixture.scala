@@ -5,6 +5,7 @@ import java.util.UUID
 
 import io.statesnap.ProviderClasses
 import io.statesnap.registration.{QueryRegistrations, ScopeRegistrations, StateRegistration}
+import io.statesnap.testkit.TempDirs
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
@@ -20,7 +21,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * 3), with one "query run" per provider instance.
  */
 final class ProviderFixture(transformWithState: Boolean = true) {
-  val checkpoint: String = Files.createTempDirectory("statesnap-provider-test").toString
+  val checkpoint: String = TempDirs.create("statesnap-provider-test").toString
   val keySchema: StructType = StructType.fromDDL("id STRING")
   private val placeholder = StructType.fromDDL("value BINARY")
 

@@ -5,6 +5,7 @@ import java.nio.file.{Files, Path => LocalPath}
 import java.util.UUID
 
 import io.statesnap.StatesnapException
+import io.statesnap.testkit.TempDirs
 import org.apache.hadoop.conf.Configuration
 import org.junit.Assert._
 import org.junit.Test
@@ -16,7 +17,7 @@ import org.junit.Test
 class QueryStatesTest {
   private val conf = new Configuration()
 
-  private def stateRoot(): LocalPath = Files.createTempDirectory("statesnap-query-states")
+  private def stateRoot(): LocalPath = TempDirs.create("statesnap-query-states")
 
   /** Spark's operator metadata (v1) naming operator `id` `name`: a version line, then the JSON. */
   private def sparkMetadata(root: LocalPath, id: Long, name: String): Unit = {

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.execution.streaming.state
 
-import java.nio.file.Files
-
+import io.statesnap.testkit.TempDirs
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.StructType
 import org.junit.Assert._
@@ -13,7 +12,7 @@ class SparkSingleStateSchemaFileTest {
   private val key = StructType.fromDDL("k STRING")
 
   @Test def updateWritesWhatReadReadsAndOnlyWhenItChanges(): Unit = {
-    val id = StateStoreId(Files.createTempDirectory("statesnap-schema-file").toUri.toString, 0, 3)
+    val id = StateStoreId(TempDirs.create("statesnap-schema-file").toUri.toString, 0, 3)
     assertEquals(None, SparkSingleStateSchemaFile.read(id, conf))
     val value = StructType.fromDDL("n BIGINT, tag STRING")
     assertTrue(SparkSingleStateSchemaFile.update(id, key, value, conf).isDefined)
