@@ -115,8 +115,9 @@ test-jvm: $(CLASSES)/test-classes/.stamp
 	$(call junit,$(SPARK_JARS),$(PINNED))
 
 # The end-to-end suites also install the wheel (tests/test_wheel.py) into a fresh venv.
+# Each suite's output is also in build/test-<minor>.log as it runs (`make test` prints it only when a suite ends).
 test-python: $(CLASSES)/test-classes/.stamp wheel
-	$(PY) -m pytest $(PYTEST_ARGS) tests
+	$(PY) -m pytest $(PYTEST_ARGS) tests 2>&1 | tee build/test-$(PINNED).log; exit $${PIPESTATUS[0]}
 
 # The JUnit suite and the suites of what statesnap serves on another Spark minor, with its own venv and jar:
 # `make test-spark4.3`; `make test-other-sparks` runs every other minor's. Each writes its own driver log.
@@ -125,17 +126,19 @@ $(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp whe
 	  case " $(TWS_ONLINE_SPARKS) " in *" $* "*) suites="$(TWS_ONLINE_SUITES)";; *) suites="$(OPERATOR_SUITES)";; esac; \
 	  case " $(SINGLE_STATE_SPARKS) " in *" $* "*) suites="$(SINGLE_STATE_SUITES)";; esac; \
 	  case " $(SHARES_NEWEST_SPARKS) " in *" $* "*) suites="$(SHARES_NEWEST_SUITES)";; esac; \
-	  $(call junit,$$jars,$*) && STATESNAP_TEST_LOG=build/test-driver-$*.log \
-	    .venv-spark$*/bin/python -m pytest $(PYTEST_ARGS) $$suites
+	  $(call junit,$$jars,$*) 2>&1 | tee build/test-$*.log && test $${PIPESTATUS[0]} = 0 && \
+	    STATESNAP_TEST_LOG=build/test-driver-$*.log .venv-spark$*/bin/python -m pytest $(PYTEST_ARGS) $$suites 2>&1 \
+	    | tee -a build/test-$*.log; exit $${PIPESTATUS[0]}
 
 test-other-sparks: $(OTHER_SPARKS:%=test-spark%)
 
 # Everything CI runs: the JVM unit tests, then the whole pytest suite on the pinned Spark and every other minor's
 # suites, two at a time (most of a suite's time is spent waiting on queries and JVM starts: one suite leaves about
 # 40 % of 2 cores idle). The longest first, so that the short ones fill in; each minor's output is printed whole when
-# it ends. A clean-clone .ci/run on 2 cores: 1840 s, against 4619 s one minor after another.
+# it ends, and is in build/test-<minor>.log as it runs. A clean-clone .ci/run on 2 cores: 1840 s, against 4619 s one minor after another.
 test: test-jvm
 	@echo "make test: the suites of Spark $(PINNED) and $(OTHER_SPARKS) run two at a time; each prints its output when it ends"
+	@echo "make test: to follow them as they run: tail -f build/test-<minor>.log"
 	$(MAKE) -j2 --output-sync=target test-python $(OTHER_SPARKS:%=test-spark%)
 
 # The quick subset for local work: skips the end-to-end cases marked slow.
