@@ -5,13 +5,15 @@ statesnap) and must be in the partition ``placement.KeyPlacement`` gives it. A c
 keys by the whole key (session start included) must misplace some: the check can fail."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
-from apps import INPUT_SCHEMA, STOCK_PROVIDER, PROVIDER_CONF, await_listeners, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, PROVIDER_CONF, StateSpec, await_listeners, run_app, write_input
 from committed_state import partitions, read_store, state_row
+from minors import TRANSFORM_WITH_STATE
 
 PARTITIONS = 3
 KEYS = [f"k{i}" for i in range(40)]
@@ -139,3 +141,41 @@ def test_the_check_fails_for_a_placement_that_hashes_the_wrong_fields(on_sparks_
     keys = committed_keys(checkpoint, "default", prefix_scan=True)
     assert misplaced(spark, checkpoint, operator, "default", keys, "WithoutLastField") == []
     assert misplaced(spark, checkpoint, operator, "default", keys, "WholeKey") != []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
+def test_every_transform_with_state_variable_is_placed_by_its_grouping_key(on_sparks_provider, tmp_path):
+    """A value and a list state are keyed by the grouping key, a map state by the grouping key then its user key
+    (``[int32 LE prefix length][grouping key row][user key row]`` on disk)."""
+    spark = on_sparks_provider
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    write_input(source, [(k, i, "set") for i, k in enumerate(KEYS)])
+    specs = [StateSpec("v", "n bigint"), StateSpec("l", "n bigint", kind="list"),
+             StateSpec("m", "n bigint", lambda v: {(f"u{v % 3}",): (v,)}, kind="map", user_key_schema="u string")]
+    run_app(spark, source, checkpoint, specs)
+    grouping = {"type": "struct", "fields": [{"name": "id", "type": "string", "nullable": True, "metadata": {}}]}
+    user_key = {"type": "struct", "fields": [{"name": "u", "type": "string", "nullable": True, "metadata": {}}]}
+    schemas = {"v": grouping, "l": grouping, "m": {"type": "struct", "fields": [
+        {"name": "key", "type": grouping, "nullable": False, "metadata": {}},
+        {"name": "userKey", "type": user_key, "nullable": False, "metadata": {}}]}}
+    placements = spark._jvm.io.statesnap.testkit.Placements
+    wrong = []
+    for spec in specs:
+        committed = {p: read_store(checkpoint, 0, p)[spec.name] for p in partitions(checkpoint)}
+        assert len([p for p, entries in committed.items() if entries]) == PARTITIONS, spec.name
+        for p, entries in committed.items():
+            if spec.kind == "map":
+                split = [(k[4:4 + int.from_bytes(k[:4], "little")], k[4 + int.from_bytes(k[:4], "little"):])
+                         for k in entries]
+                keys = [bytearray(state_row(a, spec.name)) for a, _ in split]
+                rests = [bytearray(state_row(b, spec.name)) for _, b in split]
+            else:
+                keys, rests = [bytearray(state_row(k, spec.name)) for k in entries], None
+            placed = placements.partitionsOfVariable(json.dumps(schemas[spec.name]), spec.kind, PARTITIONS, keys,
+                                                     rests)
+            assert set(placed) <= {p}, f"{spec.name}: entries of partition {p} placed in {set(placed)}"
+            if spec.kind == "map":  # the control: hashing the user key too misplaces entries
+                wrong += [q for q in placements.partitionsOfVariable(json.dumps(schemas["m"]), "value", PARTITIONS,
+                                                                     keys, rests) if q != p]
+    assert wrong

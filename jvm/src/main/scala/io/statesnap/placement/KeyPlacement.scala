@@ -2,6 +2,7 @@ package io.statesnap.placement
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.registration.SparkOperator
+import io.statesnap.snapshot.StateKind
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
@@ -44,7 +45,7 @@ object PartitionKey {
     override def ordinals(keySchema: StructType): Seq[Int] = keySchema.indices
   }
 
-  /** The key row but its last field: a session window's session start, a join's value index. */
+  /** The key row but its last field: a session window's session start, a join's value index, a map's user key. */
   case object WithoutLastField extends PartitionKey {
     override def ordinals(keySchema: StructType): Seq[Int] = {
       require(keySchema.nonEmpty, "a key with a field of its own after the operator's key has at least one field")
@@ -68,7 +69,17 @@ object PartitionKey {
         "<side>-keyToNumValues and <side>-keyWithIndexToValue)")
     }
     case SparkOperator.TransformWithState(name) => Left(s"$name keeps a column family per state variable, each " +
-      "with its own key layout (map, timers, TTL): not placed yet")
+      "placed by its kind (PartitionKey.ofVariable)")
     case SparkOperator.Unknown(name) => Left(s"'$name' is no stateful operator Spark 3.5 to 4.3 has")
+  }
+
+  /**
+   * The partition key of a transformWithState variable's column family of `kind`: a value or list state is keyed by
+   * the grouping key, a map state by `struct<key, userKey>` (the grouping key, then the user key). Spark's own
+   * families (timers, TTL indexes) are not a user's variable: not placed yet.
+   */
+  def ofVariable(kind: StateKind): PartitionKey = kind match {
+    case StateKind.Map => WithoutLastField
+    case StateKind.Value | StateKind.List => WholeKey
   }
 }

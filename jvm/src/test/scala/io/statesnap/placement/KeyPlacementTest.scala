@@ -1,6 +1,7 @@
 package io.statesnap.placement
 
 import io.statesnap.registration.SparkOperator
+import io.statesnap.snapshot.StateKind
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.types.UTF8String
@@ -43,5 +44,8 @@ class KeyPlacementTest {
       PartitionKey.of(SparkOperator.StreamStreamJoin, "right-keyWithIndexToValue"))
     assertTrue(PartitionKey.of(SparkOperator.StreamStreamJoin, "left-keyWithTsToValues").isLeft)
     assertTrue(PartitionKey.of(SparkOperator.Unknown("2147483648"), "default").isLeft)
+    assertEquals(PartitionKey.WholeKey, PartitionKey.ofVariable(StateKind.Value))
+    assertEquals(PartitionKey.WholeKey, PartitionKey.ofVariable(StateKind.List))
+    assertEquals(PartitionKey.WithoutLastField, PartitionKey.ofVariable(StateKind.Map))
   }
 }

@@ -4,9 +4,11 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.placement.{KeyPlacement, PartitionKey}
 import io.statesnap.registration.SparkOperator
+import io.statesnap.snapshot.StateKind
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.expressions.{JoinedRow, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
+import org.apache.spark.sql.types.{DataType, StructType}
 
 /** For tests/test_key_placement.py, through py4j: where [[KeyPlacement]] places the keys a test read from disk. */
 object Placements {
@@ -27,16 +29,31 @@ object Placements {
       case "WholeKey" => PartitionKey.WholeKey
       case "WithoutLastField" => PartitionKey.WithoutLastField
     }
-    val placement = new KeyPlacement(keySchema, hashed, partitions)
+    placed(new KeyPlacement(keySchema, hashed, partitions), keySchema.length, keys, rests)
+  }
+
+  /**
+   * The same for the column family of a transformWithState variable of `kind` (`value`, `list`, `map`) whose key
+   * schema is `keySchemaJson` (Spark's JSON).
+   */
+  def partitionsOfVariable(keySchemaJson: String, kind: String, partitions: Int, keys: java.util.List[Array[Byte]],
+      rests: java.util.List[Array[Byte]]): Array[Int] = {
+    val keySchema = DataType.fromJson(keySchemaJson).asInstanceOf[StructType]
+    placed(new KeyPlacement(keySchema, PartitionKey.ofVariable(StateKind.named(kind)), partitions), keySchema.length,
+      keys, rests)
+  }
+
+  private def placed(placement: KeyPlacement, keyFields: Int, keys: java.util.List[Array[Byte]],
+      rests: java.util.List[Array[Byte]]): Array[Int] = {
     def row(fields: Int)(bytes: Array[Byte]) = {
       val r = new UnsafeRow(fields)
       r.pointTo(bytes, bytes.length)
       r
     }
     Option(rests).map(_.asScala) match {
-      case None => keys.asScala.map(row(keySchema.length)).map(placement.partition).toArray
+      case None => keys.asScala.map(row(keyFields)).map(placement.partition).toArray
       case Some(rest) => keys.asScala.zip(rest).map { case (prefix, last) =>
-        placement.partition(new JoinedRow(row(keySchema.length - 1)(prefix), row(1)(last)))
+        placement.partition(new JoinedRow(row(keyFields - 1)(prefix), row(1)(last)))
       }.toArray
     }
   }
