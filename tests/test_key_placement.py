@@ -11,22 +11,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from apps import INPUT_SCHEMA, STOCK_PROVIDER, PROVIDER_CONF, StateSpec, await_listeners, run_app, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, PROVIDER_CONF, StateSpec, run_app, write_input
 from committed_state import partitions, read_store, state_row
 from minors import TRANSFORM_WITH_STATE
+from test_other_operators import run_to_end
 
 PARTITIONS = 3
 KEYS = [f"k{i}" for i in range(40)]
-
-
-def run_to_end(stateful, checkpoint: str, output_mode: str) -> None:
-    query = (stateful.writeStream.outputMode(output_mode).format("noop")
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-        await_listeners(query)
 
 
 @pytest.fixture

@@ -35,10 +35,12 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     // An Avro-encoded state's entries are written under the schema id `target` gives the declared schema from now on.
     avro.foreach(_.target(state, valueSchema))
     val sources = if (avro.isDefined) Nil
-      else step.rewrite.orElse(recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs)).toSeq.flatMap(_ +: writtenAs.map(writtenSource(state, _, current)).toSeq)
+      else step.rewrite.orElse(recorded.filter(_ => writtenAs.isDefined).map(sourceAsIs)).toSeq
+        .flatMap(_ +: writtenAs.map(writtenSource(state, _, current)).toSeq)
     val rewrites = avro match {
       case Some(schemas) =>
-        AvroStateMigration.needed(state, schemas, valueSchema, step.decided, adopted = ours.isEmpty) && hasEntries(state)
+        AvroStateMigration.needed(state, schemas, valueSchema, step.decided, adopted = ours.isEmpty) &&
+          hasEntries(state)
       case None => sources.nonEmpty
     }
     if (rewrites) {

@@ -56,8 +56,9 @@ object TransformWithStateSchemaRecords {
     val fs = new Path(stateRoot).getFileSystem(hadoopConf)
     states.flatMap { case (state, (kind, s)) =>
       MigratedStateRecordFiles.inForce(fs, stateRoot, operator, state, batchId + 1)
-        .map(OperatorRecordFiles.read(fs, _)).filter(r => r.kind == kind && StateDecision.schemaOf(r.keySnapshot) == s.keySchema &&
-        SparkSchemaRecords.readsAs(r, s.valueSchema)).map(state -> _)
+        .map(OperatorRecordFiles.read(fs, _)).filter(r => r.kind == kind &&
+          StateDecision.schemaOf(r.keySnapshot) == s.keySchema && SparkSchemaRecords.readsAs(r, s.valueSchema))
+        .map(state -> _)
     }
   }
 

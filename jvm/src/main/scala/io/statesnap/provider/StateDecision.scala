@@ -69,8 +69,8 @@ private[statesnap] object StateDecision {
         (ProblemAt.Value, old.valueSnapshot, current.valueSnapshot)).collect {
         case (part, o, n) if !StatesnapSparkSchemaCheck.compatible(schemaOf(o), schemaOf(n)) =>
           SchemaProblem(part, ProblemSide.of(schemaOf(o)), ProblemSide.of(schemaOf(n)), "changed in a way Spark's " +
-            "own state schema check refuses (fields are compared by position and type; names may change), and statesnap " +
-            s"does not migrate the state of ${current.operator} operators", "keep the operator's state as it was: " +
+            "own state schema check refuses (fields are compared by position and type; names may change), and " +
+            s"statesnap does not migrate the state of ${current.operator} operators", "keep the operator's state as it was: " +
             "the same grouping or join keys, aggregate functions and deduplication columns, with the same types")
       }
       if (changed.isEmpty) AsIs else Refuse(IncompatibleStateSchema, changed, "")
