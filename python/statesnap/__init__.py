@@ -12,8 +12,9 @@ restarted query declares a changed schema, statesnap migrates the state before t
 refuses with an error that names the state and field. ``register_snapshot`` attaches renames, defaults, derived
 fields and confirmed drops to a state of one query, version by version; ``set_compatibility`` sets how its
 changes must stay compatible (``Compatibility``). Around ``awaitTermination()``, ``statesnap.refusals()`` raises a
-refusal as one ``StateSchemaError`` whose first line is statesnap's message. The offline tools (inspect, check, adopt, release, migrate) are
-``statesnap.tools``, a Python API with typed results that ``python -m statesnap`` runs.
+refusal as one ``StateSchemaError`` whose first line is statesnap's message. The offline tools (inspect, check,
+adopt, release, migrate, repartition) are ``statesnap.tools``, a Python API with typed results that
+``python -m statesnap`` runs; ``statesnap.repartition`` is the one that changes where a query's state lives.
 """
 from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
 from statesnap._errors import StateSchemaError, refusals
@@ -26,6 +27,7 @@ from statesnap._snapshots import (
     set_compatibility,
     unregister_snapshot,
 )
+from statesnap.tools import repartition
 
 __version__ = "0.1.0"
 
@@ -42,6 +44,7 @@ __all__ = [
     "jar_path",
     "refusals",
     "register_snapshot",
+    "repartition",
     "set_compatibility",
     "unregister_snapshot",
     "__version__",

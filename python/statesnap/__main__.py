@@ -1,9 +1,10 @@
-"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate <checkpoint> ...``.
+"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition <checkpoint> ...``.
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
 checkpoint format) through Spark's JVM, read-only. ``adopt`` and ``release`` move a stopped query's checkpoint
 from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins.
 ``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
+``repartition`` changes the number of state partitions of a stopped query, moving every entry where Spark looks for it.
 
 Every command runs the Python API of the same name (``statesnap.tools``) and exits with its outcome, the same for
 every command: 0 nothing to change, 3 the checkpoint changes (or would, on a dry run), 4 refused before any change,
@@ -36,6 +37,9 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
         return tools.adopt(args.checkpoint, written_as=dict(args.written_as), dry_run=args.dry_run, **session)
     if args.command == "release":
         return tools.release(args.checkpoint, dry_run=args.dry_run, **session)
+    if args.command == "repartition":
+        return tools.repartition(args.checkpoint, args.partitions, file_sink=args.file_sink,
+                                 no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
     changes = {}
     for group in args.states:
         if "schema" not in group:
@@ -131,15 +135,32 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                          help="the compatibility mode the new version sets for the query")
     _sql_conf_argument(migrate)
-    sink = migrate.add_mutually_exclusive_group()
+    _sink_arguments(migrate)
+    migrate.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
+    repartition = commands.add_parser(
+        "repartition", parents=[common],
+        help="change the number of state partitions of a stopped query",
+        description="Moves every entry of every stateful operator of a stopped query to the partition where Spark's "
+                    "own partitioning of the operator looks for it with PARTITIONS partitions, committed as one "
+                    "appended batch (with no rows: name its sink, --file-sink or --no-file-sink) that pins the new "
+                    "count. The checkpoint keeps its provider (Spark's RocksDB provider or statesnap's). Exit code: 0 "
+                    "already that count, 3 repartitioned (or would be), 4 refused, 2 error. A repartition interrupted "
+                    "part-way leaves a checkpoint no query restarts on until repartition runs again.")
+    repartition.add_argument("--partitions", required=True, type=int, help="the number of partitions")
+    _sink_arguments(repartition)
+    repartition.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    return parser
+
+
+def _sink_arguments(command: argparse.ArgumentParser) -> None:
+    """--file-sink PATH | --no-file-sink: the sink of a query a tool appends a batch to."""
+    sink = command.add_mutually_exclusive_group()
     sink.add_argument("--file-sink", metavar="PATH",
                       help="the output path of the query's file sink (parquet, json, csv, orc, text): its "
                            "_spark_metadata log gets the appended batch, as the sink writes it")
     sink.add_argument("--no-file-sink", action="store_true",
                       help="the query writes to another sink (foreachBatch, Kafka, Delta, memory, console), which "
                            "keeps no log of batches; one of the two is required")
-    migrate.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
-    return parser
 
 
 class _StateGroup(argparse.Action):

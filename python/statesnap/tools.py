@@ -38,7 +38,8 @@ from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
-__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "check", "inspect", "migrate", "release"]
+__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "check", "inspect", "migrate", "release",
+           "repartition"]
 
 _REFUSAL = "io.statesnap.tools.ToolRefusal"
 
@@ -246,6 +247,24 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
             [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names], compatibility,
             dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
+
+
+@_boundary("repartition")
+def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = None, no_file_sink: bool = False,
+                dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
+                master: Optional[str] = None) -> ToolResult:
+    """Changes the number of state partitions of a stopped query (the ``spark.sql.shuffle.partitions`` its checkpoint
+    pins) to ``partitions``: every entry of every stateful operator moves to the partition where Spark's own
+    partitioning of that operator looks for it, all in one appended batch, by one Spark job (on ``master``). The
+    checkpoint keeps its provider (Spark's RocksDB provider or statesnap's). Name the query's sink: ``file_sink``
+    (its output path) or ``no_file_sink=True``.
+
+    Example: ``repartition("/checkpoints/orders", 16, no_file_sink=True)``."""
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+        raise ToolError(f"partitions is a positive number, not {partitions!r}")
+    with spark_session(dict(conf or {}), master) as spark:
+        return _report("repartition", spark.sparkContext._jvm.io.statesnap.tools.Repartition.repartition(
+            spark._jsparkSession, checkpoint, partitions, file_sink, no_file_sink, dry_run))
 
 
 def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:

@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory
 object OfflineMigration {
   private val log = LoggerFactory.getLogger(getClass)
   /** The provider an unfinished migration pins: a restart fails on it, saying what to do. */
-  val InterruptedProvider = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
+  private val InterruptedProvider = StoppedCheckpoint.Interrupted("migrate")
   private val Spark = ProviderClasses.SparkRocksDB
   private val DefaultStore = "default"
 
@@ -98,10 +98,8 @@ object OfflineMigration {
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
       "state online: `python -m statesnap adopt` the checkpoint and restart the new application version")
-    val sink = QuerySink.named(spark, Option(fileSink), noFileSink, checkpoint.refuse)
-    val recovered = recover(checkpoint, sink, dryRun)
-    if (dryRun && recovered.nonEmpty) return ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +
-      "changed; run migrate without --dry-run to put the checkpoint right first", ToolReport.Change)
+    val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, "migrate", fileSink, noFileSink, dryRun)(
+      recover(checkpoint, _, dryRun)).fold(report => return report, identity)
 
     val target = find(checkpoint, names)
     sink.requireAt(target.batch, checkpoint.refuse)
@@ -224,16 +222,10 @@ object OfflineMigration {
     val probe = MigrationProbe.fromConfs(spark.conf.getAll)
     def stepDone(step: String): Unit = probe.foreach(_.offlineStep(step))
     val offsets = checkpoint.read(checkpoint.offsetsFile(target.batch))
-    val guarded = StoppedCheckpoint.withProvider(offsets, Spark, InterruptedProvider).getOrElse(checkpoint.refuse(
-      s"offsets/${target.batch} names the provider $Spark in a form statesnap does not rewrite"))
-    // Added as Spark adds a batch: a run of the query somewhere else that plans this batch too fails, or this does.
-    try checkpoint.create(checkpoint.offsetsFile(next), guarded) catch {
-      case _: FileAlreadyExistsException => checkpoint.refuse(s"offsets/$next appeared while migrate ran: the query " +
-        "is running somewhere. Stop it, then migrate")
-    }
+    AppendedBatch.poison(checkpoint, "migrate", target.batch, offsets, Spark, InterruptedProvider)
     stepDone("poisoned")
     val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
-      storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
+      AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
         (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
       migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
         d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes, d.newValueSchema)),
@@ -392,18 +384,6 @@ object OfflineMigration {
         results.foreach { case (t, r) => reported(t, r) })
     failures.result().headOption.foreach(e => throw e)
     (rewritten, committedIds.result())
-  }
-
-  /**
-   * The conf the query's stores run with: this session's, and what the query's offset log pins (and the checkpoint
-   * format its commit log says).
-   */
-  private def storeConf(spark: SparkSession, pinned: Map[String, String]): StateStoreConf = {
-    val sqlConf = spark.sessionState.conf.clone()
-    pinned.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-    // No query runs, so no state store coordinator: the stores must not report to one.
-    sqlConf.setConfString("spark.sql.streaming.stateStore.coordinatorReportSnapshotUploadLag", "false")
-    new StateStoreConf(sqlConf)
   }
 
   private def partitionsOf(checkpoint: StoppedCheckpoint, op: Int): Seq[Int] =

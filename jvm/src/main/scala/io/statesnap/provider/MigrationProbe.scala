@@ -14,7 +14,7 @@ trait MigrationProbe extends Serializable {
   /** A migration's count of written entries went from `before` to `now`, before its next write. */
   def entriesWritten(before: Long, now: Long): Unit
 
-  /** An offline migration finished `step` (`poisoned`, `schema`, `commit`, `sink`). */
+  /** An offline tool finished `step` of the batch it appends (migrate's `poisoned`, `schema`, `commit`, `sink`). */
   def offlineStep(step: String): Unit
 }
 

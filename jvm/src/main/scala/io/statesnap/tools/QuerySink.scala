@@ -6,12 +6,13 @@ import org.apache.spark.sql.SparkSession
 import io.statesnap.SparkClasses.{FileStreamSink, FileStreamSinkLog, SinkFileStatus}
 
 /**
- * The sink of a query `migrate` appends a batch to, as the user names it: a checkpoint does not say where its query
- * writes. The appended batch reads no new input and writes no rows, but a sink that keeps its own log of batches
- * must still hold it. A file sink (parquet, json, csv, orc, text) does: `<output>/_spark_metadata`, compacted every
- * `compactInterval` batches by reading every batch since the last compaction, so a batch missing there fails the
- * query at its next compaction (`BATCH_METADATA_NOT_FOUND`) and on every restart after. foreachBatch, Kafka, Delta
- * (idempotent by batch id: it skips none it has not seen), memory and console keep none that a gap breaks.
+ * The sink of a query `migrate` or `repartition` appends a batch to, as the user names it: a checkpoint does not say
+ * where its query writes. The appended batch reads no new input and writes no rows, but a sink that keeps its own log
+ * of batches must still hold it. A file sink (parquet, json, csv, orc, text) does: `<output>/_spark_metadata`,
+ * compacted every `compactInterval` batches by reading every batch since the last compaction, so a batch missing
+ * there fails the query at its next compaction (`BATCH_METADATA_NOT_FOUND`) and on every restart after.
+ * foreachBatch, Kafka, Delta (idempotent by batch id: it skips none it has not seen), memory and console keep none
+ * that a gap breaks.
  */
 sealed trait QuerySink {
   /** Refuses, changing nothing, unless the sink is at the query's latest committed batch `batch`. */
@@ -46,9 +47,10 @@ object QuerySink {
       if (!fs.exists(logDir)) refuse(s"--file-sink $output has no file sink log ($logDir): not the output path of a " +
         "streaming file sink")
       val latest = CheckpointFile.read(logDir, "Spark's file sink log")(log.getLatestBatchId())
-      if (!latest.contains(batch)) refuse(s"the file sink log $logDir ends at batch ${latest.fold("none")(_.toString)}" +
+      if (!latest.contains(batch)) refuse(s"the file sink log $logDir ends at batch " +
+        s"${latest.fold("none")(_.toString)}" +
         s", the query's checkpoint at batch $batch: --file-sink names the output of another query (or of another " +
-        "run), and migrate will not write to it")
+        "run), and statesnap will not write to it")
     }
 
     override def says(batch: Long): Option[String] = Some(s"add batch $batch, with no files, to the file sink's log " +
@@ -68,7 +70,7 @@ object QuerySink {
       case (Some(output), false) => File(spark, output)
       case (None, true) => WithoutLog
       case (Some(_), true) => refuse("--file-sink and --no-file-sink contradict each other: name the query's one sink")
-      case (None, false) => refuse("migrate appends a batch to the query, and a checkpoint does not say where the " +
+      case (None, false) => refuse("this appends a batch to the query, and a checkpoint does not say where the " +
         "query writes. Name its sink: --file-sink <output path> for a file sink (format parquet, json, csv, orc or " +
         "text, whose _spark_metadata log must hold that batch too, or the query fails at its next log compaction), " +
         "or --no-file-sink for any other (foreachBatch, Kafka, Delta, memory, console), which the empty batch does " +

@@ -73,6 +73,18 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
       offsetLog.offsetSeqMetadataForBatchId(batch).map(_.conf).getOrElse(Map.empty[String, String])
     }
 
+  /**
+   * Refuses a checkpoint whose latest batch another offline tool appended and did not finish: that tool, run again,
+   * finishes or rolls it back (each knows its own batch's steps).
+   */
+  def refuseInterruptedByAnother(): Unit = {
+    val batch = latestBatch
+    val pinned = pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf)
+    StoppedCheckpoint.Interrupted.find { case (tool, provider) => tool != verb && pinned.contains(provider) }
+      .foreach { case (tool, _) => refuse(s"its latest batch $batch was appended by `python -m statesnap $tool`, " +
+        s"which did not finish: run that $tool again (it finishes or rolls back the batch), then $verb") }
+  }
+
   /** The state store provider offsets/`batch` pins. */
   def pinnedProvider(batch: Long): String = pinnedConfs(batch).getOrElse(StoppedCheckpoint.ProviderConf,
     refuse(s"offsets/$batch pins no state store provider"))
@@ -143,6 +155,16 @@ object StoppedCheckpoint {
   val EncodingConf = "spark.sql.streaming.stateStore.encodingFormat"
   val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
   val CheckpointFormatConf = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+  val ShufflePartitionsConf = "spark.sql.shuffle.partitions"
+
+  /**
+   * The provider an offline tool's unfinished batch pins, by the tool: a class that does not exist, so that until
+   * the tool finishes (or, run again, rolls it back) any restart fails on the driver before it reads or writes
+   * anything, the class's name saying what to do; and each tool knows the other's unfinished batch.
+   */
+  val Interrupted: Map[String, String] = Map(
+    "migrate" -> "statesnap.migration.interrupted.RunStatesnapMigrateAgain",
+    "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain")
 
   /** The checkpoint at `location`, refused if it is no query's checkpoint or a query in this JVM runs on it. */
   def apply(spark: SparkSession, location: String, verb: String): StoppedCheckpoint =
@@ -152,10 +174,17 @@ object StoppedCheckpoint {
    * An offsets file's text with the pinned provider replaced, if it names `current` exactly once, as the JSON
    * value of the provider conf (Spark writes the metadata as one JSON line).
    */
-  def withProvider(offsets: Array[Byte], current: String, to: String): Option[Array[Byte]] = {
+  def withProvider(offsets: Array[Byte], current: String, to: String): Option[Array[Byte]] =
+    withConf(offsets, ProviderConf, current, to)
+
+  /**
+   * An offsets file's text with a pinned conf's value replaced, if it names `current` exactly once, as the JSON
+   * value of `conf` (Spark writes the metadata as one JSON line).
+   */
+  def withConf(offsets: Array[Byte], conf: String, current: String, to: String): Option[Array[Byte]] = {
     val text = new String(offsets, UTF_8)
-    val pinned = s""""$ProviderConf":"$current""""
+    val pinned = s""""$conf":"$current""""
     if (text.indexOf(pinned) < 0 || text.indexOf(pinned) != text.lastIndexOf(pinned)) None
-    else Some(text.replace(pinned, s""""$ProviderConf":"$to"""").getBytes(UTF_8))
+    else Some(text.replace(pinned, s""""$conf":"$to"""").getBytes(UTF_8))
   }
 }

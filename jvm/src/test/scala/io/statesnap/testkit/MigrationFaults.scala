@@ -11,9 +11,10 @@ import io.statesnap.provider.MigrationProbe
  *    (`signal`) only creates the marker file below and lets it go on, so that a test can stop the query while the
  *    migration runs. With `...interruptMigrationOnce=<marker file>` (required for `signal`), only the first migration
  *    to get there (in any JVM) acts, and it creates the marker, so a retried task completes.
- *  - the environment variable `STATESNAP_TEST_CRASH_MIGRATE_AT=<step>`: an offline migrate halts its JVM after that
- *    step (`poisoned`, `partition` (after the first entry of the first partition's rewrite), `schema`, `commit`,
- *    `sink`), as a crash would.
+ *  - the environment variable `STATESNAP_TEST_CRASH_MIGRATE_AT=<step>`: an offline migrate or repartition halts its
+ *    JVM after that step, as a crash would: migrate's `poisoned`, `partition` (after the first entry of the first
+ *    partition's rewrite), `schema`, `commit`, `sink`; repartition's `poisoned`, `records`, `store` (after the first
+ *    store of the new layout committed), `stores`, `commit`, `sink`, `retired`.
  */
 final class MigrationFaults(confs: java.util.Map[String, String]) extends MigrationProbe {
   import MigrationFaults._

@@ -4,9 +4,11 @@ import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Put}
+import org.apache.spark.sql.types.StructType
 import org.json4s.{JNothing, JNull, JObject}
 import org.json4s.jackson.JsonMethods
 
@@ -46,5 +48,17 @@ object StatesnapStoreFiles {
     val reader = files.getChangelogReader(version)
     try reader.foreach { case (key, value) => visit(key, if (value == null) Delete else Put(value)) }
     finally reader.closeIfNeeded()
+  }
+
+  /**
+   * A store without column families (every stateful operator's but transformWithState's) opened for writing with
+   * Spark's own RocksDB provider at `version` (checkpoint format v1), for [[StatesnapOfflineStore]].
+   * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
+   */
+  def openStore(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      conf: StateStoreConf, hadoopConf: Configuration, version: Long): (RocksDBStateStoreProvider, StateStore) = {
+    val provider = new RocksDBStateStoreProvider
+    provider.init(id, keySchema, valueSchema, prefixFields, conf, hadoopConf)
+    try provider -> provider.getStore(version) catch { case e: Throwable => provider.close(); throw e }
   }
 }

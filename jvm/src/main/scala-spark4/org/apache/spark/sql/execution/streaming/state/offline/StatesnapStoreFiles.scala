@@ -2,9 +2,11 @@ package org.apache.spark.sql.execution.streaming.state.offline
 
 import java.io.{File, FileNotFoundException}
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Merge, Put}
+import org.apache.spark.sql.types.StructType
 
 /**
  * How [[StatesnapStoreVersionFiles]] reads a Spark 4.x store's checkpoint files: column families (a 2-byte id
@@ -49,5 +51,20 @@ object StatesnapStoreFiles {
         case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
       })
     } finally reader.closeIfNeeded()
+  }
+
+  /**
+   * A store without column families (every stateful operator's but transformWithState's) opened for writing with
+   * Spark's own RocksDB provider at `version` (checkpoint format v1), for [[StatesnapOfflineStore]].
+   * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
+   */
+  def openStore(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      conf: StateStoreConf, hadoopConf: Configuration, version: Long): (RocksDBStateStoreProvider, StateStore) = {
+    val provider = new RocksDBStateStoreProvider
+    val spec = if (prefixFields == 0) NoPrefixKeyStateEncoderSpec(keySchema)
+      else PrefixKeyScanStateEncoderSpec(keySchema, prefixFields)
+    provider.init(id, keySchema, valueSchema, spec, useColumnFamilies = false, conf, hadoopConf,
+      useMultipleValuesPerKey = false, None)
+    try provider -> provider.getStore(version, None) catch { case e: Throwable => provider.close(); throw e }
   }
 }

@@ -1,0 +1,257 @@
+package io.statesnap.tools
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.control.NonFatal
+
+import io.statesnap.ScalaCompat._
+import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileUtil, Path}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf
+import org.apache.spark.util.SerializableConfiguration
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+import org.slf4j.LoggerFactory
+
+/**
+ * `python -m statesnap repartition`: changes the number of state partitions of a stopped query (the
+ * `spark.sql.shuffle.partitions` its offset log pins for ever), on every Spark minor, for a checkpoint of Spark's
+ * RocksDB provider or statesnap's, which keeps its provider. Every stateful operator's every store is moved by one
+ * job ([[RepartitionJob]]) into the partition Spark's own partitioning of the operator reads each key from
+ * ([[io.statesnap.placement.KeyPlacement]]), as one appended batch N+1, as a run's first batch would look, copying
+ * batch N's offsets:
+ *  1. `offsets/N+1`, pinning the new count and a provider class that does not exist, so that until the
+ *     repartition completes any restart fails on the driver before it reads or writes anything;
+ *  2. statesnap's records of each state copied to the partitions added (`state/<op>/_statesnap/<p>-<store>`);
+ *  3. the job: state version N+2 of every store of the new layout (a partition added starts empty at N+1);
+ *  4. `commits/N+1`, and batch N+1 in the log of the query's sink if it keeps one ([[QuerySink]]);
+ *  5. the partitions a smaller count drops moved out of `state/` to `_statesnap/retired/batch-N+1/`, and Spark's
+ *     operator metadata saying the new count;
+ *  6. `offsets/N+1` again, pinning the query's provider.
+ * A crash anywhere leaves a checkpoint no query restarts on; running `repartition` again rolls back an unfinished
+ * batch (before step 4) or finishes it (after), then repartitions as asked.
+ */
+object Repartition {
+  private val log = LoggerFactory.getLogger(getClass)
+  private val Interrupted = StoppedCheckpoint.Interrupted("repartition")
+  private val Verb = "repartition"
+  // Off in the job, so that every version it commits is a snapshot, which Spark loads with changelogs on or off.
+  private val ChangelogConf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+  /**
+   * @param partitions the number of partitions the query's state will have
+   * @param fileSink the output path of the query's file sink, or null
+   * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
+   */
+  def repartition(spark: SparkSession, location: String, partitions: Int, fileSink: String, noFileSink: Boolean,
+      dryRun: Boolean): ToolReport = {
+    require(partitions > 0, s"a query has at least one partition, not $partitions")
+    val checkpoint = StoppedCheckpoint(spark, location, Verb)
+    val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, Verb, fileSink, noFileSink, dryRun)(
+      recover(checkpoint, _, dryRun)).fold(report => return report, identity)
+    val plan = RepartitionPlan(checkpoint, partitions)
+    sink.requireAt(plan.batch, checkpoint.refuse)
+    if (plan.from == partitions) return ToolReport(recovered :+ s"the query's state already has " +
+      s"$partitions partitions (offsets/${plan.batch}): nothing to do",
+      if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
+    val next = plan.batch + 1
+    val steps = Seq(s"append batch $next to the query (a copy of batch ${plan.batch}'s offsets, pinning " +
+      s"${StoppedCheckpoint.ShufflePartitionsConf}=$partitions instead of ${plan.from})") ++ plan.says ++
+      sink.says(next)
+    if (dryRun) ToolReport(steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
+    else ToolReport(recovered ++ steps.map("done: " + _) ++ append(spark, checkpoint, plan, sink),
+      ToolReport.Change)
+  }
+
+  /** Appends the batch that repartitions the query (steps 1-6 above). @return what was done */
+  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, plan: RepartitionPlan,
+      sink: QuerySink): Seq[String] = {
+    val next = plan.batch + 1
+    val probe = MigrationProbe.fromConfs(spark.conf.getAll)
+    def stepDone(step: String): Unit = probe.foreach(_.offlineStep(step))
+    val offsets = checkpoint.read(checkpoint.offsetsFile(plan.batch))
+    val provider = checkpoint.pinnedProvider(plan.batch)
+    val repartitioned = withPartitions(checkpoint, offsets, plan.from, plan.to)
+    AppendedBatch.poison(checkpoint, Verb, plan.batch, repartitioned, provider, Interrupted)
+    stepDone("poisoned")
+    val (in, out) = try {
+      copyRecords(checkpoint, plan)
+      stepDone("records")
+      runJob(spark, checkpoint, plan, probe)
+    } catch {
+      case NonFatal(e) =>
+        rollBack(checkpoint, next)
+        throw e
+    }
+    stepDone("stores")
+    checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(plan.batch)))
+    stepDone("commit")
+    finish(checkpoint, sink, next, stepDone)
+    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != provider ||
+      !checkpoint.pinnedConfs(next).get(StoppedCheckpoint.ShufflePartitionsConf).contains(plan.to.toString)) {
+      throw new IllegalStateException(s"repartition of ${checkpoint.location} batch $next: Spark does not read the " +
+        "batch back as written")
+    }
+    log.info(s"statesnap repartition: ${checkpoint.location} batch $next: ${plan.from} -> ${plan.to} partitions, " +
+      s"$in entries moved")
+    Seq(s"moved $in entries to the partition Spark reads each from now", s"done: restart the query: its state has " +
+      s"${plan.to} partitions (spark.sql.shuffle.partitions is pinned in its checkpoint; the session's is not read)")
+  }
+
+  /** Offsets with the pinned partition count `from` replaced by `to` (and Spark 4.1+'s internal copy, if pinned). */
+  private def withPartitions(checkpoint: StoppedCheckpoint, offsets: Array[Byte], from: Int, to: Int): Array[Byte] =
+    Seq(StoppedCheckpoint.ShufflePartitionsConf, "spark.sql.streaming.internal.stateStore.partitions")
+      .foldLeft(offsets) { (text, conf) =>
+        if (!new String(text, UTF_8).contains(s""""$conf":""")) text
+        else StoppedCheckpoint.withConf(text, conf, from.toString, to.toString).getOrElse(checkpoint.refuse(
+          s"the latest offsets name $conf in a form statesnap does not rewrite"))
+      }
+
+  /**
+   * Copies statesnap's records of each store of partition 0 to every partition the job adds: a store of statesnap's
+   * reads its state's record from them (a checkpoint of Spark's provider has none).
+   */
+  private def copyRecords(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit =
+    for (o <- plan.operators if !o.keyless; store <- o.stores; p <- plan.from until plan.to) {
+      val root = OperatorRecordFiles.root(new Path(checkpoint.root, "state").toString, o.id)
+      Seq(OperatorRecordFiles.dir(root, 0, store.name) -> OperatorRecordFiles.dir(root, p, store.name),
+        OperatorRecordFiles.legacy(root, 0, store.name) -> OperatorRecordFiles.legacy(root, p, store.name)).foreach {
+        case (source, copy) => if (checkpoint.fs.exists(source)) {
+          FileUtil.copy(checkpoint.fs, source, checkpoint.fs, copy, false, true, checkpoint.hadoopConf)
+        }
+      }
+    }
+
+  /** Runs the job, a line on stderr as each store is written. @return entries moved in, and removed */
+  private def runJob(spark: SparkSession, checkpoint: StoppedCheckpoint, plan: RepartitionPlan,
+      probe: Option[MigrationProbe]): (Long, Long) = {
+    val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
+      AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) + (ChangelogConf -> "false")),
+      new SerializableConfiguration(checkpoint.hadoopConf), probe)
+    val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
+    val started = System.nanoTime()
+    var done = 0
+    var in, out = 0L
+    val failures = Seq.newBuilder[Throwable]
+    RepartitionJob.run(spark, plan, settings, { result =>
+      done += 1
+      val elapsedMs = (System.nanoTime() - started) / 1000000
+      val said = result match {
+        case Right(w) =>
+          in += w.in
+          out += w.out
+          s"operator ${w.target.operator} partition ${w.target.partition} store '${w.target.store.name}' committed, " +
+            s"${w.in} entries moved in, ${w.out} out"
+        case Left(e) =>
+          failures += e
+          s"a store failed: $e"
+      }
+      // On stderr: stdout carries the result (text, or --json for a caller that parses it).
+      System.err.println(s"statesnap repartition: $said ($done of $stores stores, $elapsedMs ms)")
+    })
+    failures.result().headOption.foreach(e => throw e)
+    (in, out)
+  }
+
+  /**
+   * Steps 4-6 of a batch whose commit exists: idempotent, so that a run after a crash in them finishes them.
+   * The partitions the new count drops are moved out of `state/` (Spark never reads them again, and a later
+   * repartition to more partitions must find the added ones empty), as are their records.
+   */
+  private def finish(checkpoint: StoppedCheckpoint, sink: QuerySink, batch: Long, stepDone: String => Unit): Unit = {
+    sink.append(batch)
+    stepDone("sink")
+    val to = checkpoint.pinnedConfs(batch)(StoppedCheckpoint.ShufflePartitionsConf).toInt
+    val stateRoot = new Path(checkpoint.root, "state")
+    val retired = new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
+    checkpoint.operators._2.foreach { op =>
+      val operatorDir = new Path(stateRoot, op.toString)
+      val records = OperatorRecordFiles.root(stateRoot.toString, op)
+      val dropped = checkpoint.fs.listStatus(operatorDir).map(_.getPath).filter(_.getName.toIntOption.exists(_ >= to))
+      val droppedRecords = if (!checkpoint.fs.exists(records)) Nil else checkpoint.fs.listStatus(records).toSeq
+        .map(_.getPath).filter(_.getName.takeWhile(_ != '-').toIntOption.exists(_ >= to))
+      (dropped.map(d => d -> new Path(retired, s"$op/${d.getName}")) ++
+        droppedRecords.map(r => r -> new Path(retired, s"$op/_statesnap/${r.getName}"))).foreach { case (from, into) =>
+        checkpoint.fs.mkdirs(into.getParent)
+        if (!checkpoint.fs.rename(from, into)) throw new IllegalStateException(s"could not move $from to $into")
+      }
+      rewriteOperatorMetadata(checkpoint, new Path(operatorDir, "_metadata/metadata"), to)
+    }
+    stepDone("retired")
+    val file = checkpoint.offsetsFile(batch)
+    val provider = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ProviderConf)
+    checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), Interrupted, provider).get)
+  }
+
+  /**
+   * Spark 4's operator metadata (v1: a version line, then JSON) with every store's `numPartitions` set to `to`: Spark
+   * writes it in a query's first batch and does not check it on restart, but its state reader reads it.
+   */
+  private def rewriteOperatorMetadata(checkpoint: StoppedCheckpoint, file: Path, to: Int): Unit =
+    if (checkpoint.fs.exists(file)) {
+      val lines = new String(checkpoint.read(file), UTF_8).split("\n", -1).toSeq
+      val json = JsonMethods.parse(lines(1)).transformField {
+        case ("numPartitions", JInt(_)) => "numPartitions" -> JInt(to)
+      }
+      checkpoint.write(file, (lines.head +: JsonMethods.compact(json) +: lines.drop(2)).mkString("\n").getBytes(UTF_8))
+    }
+
+  /**
+   * A repartition interrupted before (the latest batch pins its provider): finished if its batch committed, rolled
+   * back otherwise. @return what was (on a dry run: would be) done
+   */
+  private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
+    val batch = checkpoint.latestBatch
+    def pinsInterrupted(b: Long) = checkpoint.pinnedConfs(b).get(StoppedCheckpoint.ProviderConf).contains(Interrupted)
+    if (!pinsInterrupted(batch)) Nil
+    else if (!checkpoint.committed(batch) && pinsInterrupted(batch - 1)) {
+      // A restart tried after the interrupted batch committed planned one more on the same pin, and failed on it
+      // before any task ran.
+      val removed = s"removed batch $batch, which a restart planned on the unfinished repartition's batch and " +
+        "could not run"
+      if (dryRun) Seq(removed, s"finished the repartition interrupted after committing batch ${batch - 1}")
+      else {
+        checkpoint.delete(checkpoint.offsetsFile(batch))
+        removed +: recover(checkpoint, sink, dryRun)
+      }
+    } else if (checkpoint.committed(batch)) {
+      if (!dryRun) finish(checkpoint, sink, batch, _ => ())
+      Seq(s"finished the repartition interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ +
+        "; ") + s"retired the partitions it drops, and offsets/$batch pins the query's provider again")
+    } else {
+      if (!dryRun) rollBack(checkpoint, batch)
+      Seq(s"rolled back batch $batch, left uncommitted by an interrupted repartition: the state versions and " +
+        "records it wrote and its offsets are removed")
+    }
+  }
+
+  /**
+   * Removes everything a repartition wrote for the uncommitted batch `batch`: state version `batch + 1` of every
+   * store, and in the partitions it added (beyond the count `batch - 1` pins) everything; its offsets (the guard)
+   * last.
+   */
+  private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+    val from = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ShufflePartitionsConf).toInt
+    val stateRoot = new Path(checkpoint.root, "state")
+    val version = s"${batch + 1}(_[^.]+)?\\.(zip|changelog)".r
+    checkpoint.operators._2.foreach { op =>
+      val operatorDir = new Path(stateRoot, op.toString)
+      checkpoint.fs.listStatus(operatorDir).map(_.getPath).filter(_.getName.toIntOption.isDefined).foreach { p =>
+        if (p.getName.toInt >= from) checkpoint.fs.delete(p, true)
+        else storeDirs(checkpoint, p).foreach(dir => checkpoint.fs.listStatus(dir).map(_.getPath)
+          .filter(f => version.pattern.matcher(f.getName).matches).foreach(checkpoint.delete(_)))
+      }
+      val records = OperatorRecordFiles.root(stateRoot.toString, op)
+      if (checkpoint.fs.exists(records)) checkpoint.fs.listStatus(records).map(_.getPath)
+        .filter(_.getName.takeWhile(_ != '-').toIntOption.exists(_ >= from)).foreach(checkpoint.fs.delete(_, true))
+    }
+    checkpoint.delete(checkpoint.offsetsFile(batch))
+    log.info(s"statesnap repartition: rolled back batch $batch of ${checkpoint.location}")
+  }
+
+  /** A partition's store directories: itself, or the named stores in it (a join's). */
+  private def storeDirs(checkpoint: StoppedCheckpoint, partition: Path): Seq[Path] =
+    partition +: checkpoint.fs.listStatus(partition).toSeq.filter(_.isDirectory).map(_.getPath)
+      .filterNot(p => p.getName.startsWith("_") || p.getName == "SSTs" || p.getName == "logs")
+}

@@ -1,0 +1,99 @@
+package io.statesnap.tools
+
+import scala.util.Try
+
+import io.statesnap.provider.MigrationProbe
+import org.apache.spark.{Partitioner, TaskContext}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * The Spark job of `repartition`: every store of the query's committed version N+1 read by one task (Spark's own
+ * load, streamed), each entry whose key Spark's partitioning now places elsewhere sent through a shuffle to the
+ * store of its new partition (and its removal to the store it leaves), and every store of the new layout written
+ * by one task, committed as version N+2 by Spark's RocksDB provider. An entry that stays is not touched; one that
+ * moves keeps its bytes. Nothing is held in memory but what Spark's shuffle holds (it spills).
+ */
+private[tools] object RepartitionJob {
+  /** A store the job writes: the new layout's partition `partition` of an operator's store `store`. */
+  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, startsEmpty: Boolean)
+
+  /** What one target's task did: entries put (moved in) and removed (moved out), or its failure. */
+  final case class Written(target: Target, in: Long, out: Long)
+
+  /** The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]). */
+  final case class Settings(stateRoot: String, version: Long, storeConf: StateStoreConf,
+      hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe])
+
+  /** A target store by its index, the shuffle's partition: an entry goes to the task that writes its store. */
+  private final class ToTarget(targets: Int) extends Partitioner {
+    override def numPartitions: Int = targets
+    override def getPartition(key: Any): Int = key.asInstanceOf[Int]
+  }
+
+  /**
+   * Runs the job for `plan`, reporting each target as its task ends. Every task has ended, committed or not, when
+   * this returns or throws, so that a rollback after it cannot race a commit: a target's failure is returned by its
+   * task, not thrown there.
+   * @return what each target's task did
+   */
+  def run(spark: SparkSession, plan: RepartitionPlan, settings: Settings,
+      reported: Either[Throwable, Written] => Unit): Unit = {
+    val targets = plan.operators.flatMap { o =>
+      o.stores.flatMap(s => o.targets(plan.to).map(p => Target(o.id, p, s, startsEmpty = p >= plan.from)))
+    }
+    val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
+    val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p => (o, s, p))))
+    val to = plan.to
+    val sc = spark.sparkContext
+    val moves = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap { case (o, store, p) =>
+      val placement = store.placement(to)
+      val stays = o.targets(to).contains(p)
+      read(settings, o.id, p, store).flatMap { case (key, value) =>
+        val placed = if (o.keyless) 0 else try placement.partition(key) catch {
+          case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
+            s"store '${store.name}': ${e.getMessage}", e)
+        }
+        if (placed == p) Iterator.empty
+        else Iterator(index((o.id, store.name, placed)) -> (key -> value)) ++
+          (if (stays) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte]))) else Iterator.empty)
+      }
+    }).partitionBy(new ToTarget(targets.size))
+    sc.setJobDescription("statesnap repartition")
+    sc.runJob(moves, (it: Iterator[(Int, (Array[Byte], Array[Byte]))]) => {
+      val target = targets(TaskContext.getPartitionId())
+      Try(write(settings, target, it.map(_._2))).toEither
+    }, (_: Int, result: Either[Throwable, Written]) => reported(result))
+  }
+
+  /** The entries of one store at the version read, the store released when the task ends. */
+  private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store)
+      : Iterator[(Array[Byte], Array[Byte])] = {
+    val opened = open(settings, operator, partition, store, empty = false)
+    TaskContext.get().addTaskCompletionListener[Unit](_ => opened.close())
+    opened.entries
+  }
+
+  /** Writes one target: removals (a null value) and moved entries, then commits. */
+  private def write(settings: Settings, target: Target, changes: Iterator[(Array[Byte], Array[Byte])]): Written = {
+    val opened = open(settings, target.operator, target.partition, target.store, target.startsEmpty)
+    try {
+      var in, out = 0L
+      changes.foreach { case (key, value) =>
+        if (value == null) { opened.remove(key); out += 1 } else { opened.put(key, value); in += 1 }
+      }
+      val committed = opened.commit()
+      if (committed != settings.version + 1) throw new IllegalStateException(s"state/${target.operator}/" +
+        s"${target.partition} committed version $committed, not ${settings.version + 1}")
+      settings.probe.foreach(_.offlineStep("store"))
+      Written(target, in, out)
+    } finally opened.close()
+  }
+
+  private def open(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
+      empty: Boolean): StatesnapOfflineStore =
+    StatesnapOfflineStore.open(StateStoreId(settings.stateRoot, operator, partition, store.name), store.keySchema,
+      store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version, empty)
+}

@@ -1,0 +1,164 @@
+package io.statesnap.tools
+
+import io.statesnap.ProviderClasses
+import io.statesnap.ScalaCompat._
+import io.statesnap.placement.{PartitionKey, StoredKeyPlacement}
+import io.statesnap.provider.OperatorRecordFiles
+import io.statesnap.registration.{QueryStates, SparkOperator}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
+import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
+
+/**
+ * What `repartition` moves, read from a stopped checkpoint at its latest committed batch, or a refusal naming why it
+ * cannot: every stateful operator with its stores, each store's key layout (Spark's schema file) and how Spark's
+ * partitioning of that operator places its keys ([[PartitionKey]]).
+ *
+ * @param batch the latest committed batch N, whose state versions (N+1) the job reads
+ * @param from the partitions the query pins now; @param to the partitions it will
+ */
+final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator]) {
+  /** What the job does, one line per operator, worded after "would " or "done: ". */
+  def says: Seq[String] = operators.map { o =>
+    val stores = o.stores.map(_.name).mkString(", ")
+    if (o.keyless) s"commit the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
+      s"where it stays) as state version ${batch + 2}"
+    else s"move every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else "stores"} " +
+      s"$stores) from the partition of $from where it is to the one of $to where Spark's partitioning of the " +
+      s"operator looks for it, committing partitions 0-${to - 1} as state version ${batch + 2}" +
+      (if (to > from) s" (partitions $from-${to - 1} start empty)" else s"; partitions $to-${from - 1} are retired")
+  }
+}
+
+object RepartitionPlan {
+  private val StrictDistributionConf = "spark.sql.streaming.statefulOperator.useStrictDistribution"
+  private val InternalPartitionsConf = "spark.sql.streaming.internal.stateStore.partitions"
+  private val JoinStores = Seq("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
+    "right-keyWithIndexToValue")
+
+  /**
+   * One store every partition of an operator keeps: its name, its key and value schemas as Spark's schema file
+   * records them, and how a key of it is placed.
+   */
+  final case class Store(name: String, keySchema: StructType, valueSchema: StructType, partitionKey: PartitionKey,
+      prefixScan: Boolean) {
+    /** The leading key fields the store scans by (a session window's key but its session start), else 0. */
+    def prefixFields: Int = if (prefixScan) keySchema.length - 1 else 0
+    def placement(partitions: Int): StoredKeyPlacement =
+      new StoredKeyPlacement(keySchema, partitionKey, prefixScan, partitions)
+  }
+
+  /**
+   * A stateful operator: its stores, and whether it has no key (a global aggregation, a streaming limit), which Spark
+   * plans on one partition (AllTuples): its state stays in partition 0 whatever the count.
+   */
+  final case class Operator(id: Int, describe: String, stores: Seq[Store], keyless: Boolean) {
+    /** The partitions whose stores hold state now, and those that will. */
+    def sources(from: Int): Seq[Int] = if (keyless) Seq(0) else 0 until from
+    def targets(to: Int): Seq[Int] = if (keyless) Seq(0) else 0 until to
+  }
+
+  /** The plan for `checkpoint` (stopped, its latest batch committed) to `to` partitions, or a refusal. */
+  def apply(checkpoint: StoppedCheckpoint, to: Int): RepartitionPlan = {
+    import checkpoint.refuse
+    val batch = checkpoint.latestCommittedBatch
+    val confs = checkpoint.pinnedConfs(batch)
+    val provider = checkpoint.pinnedProvider(batch)
+    if (provider != ProviderClasses.SparkRocksDB && provider != ProviderClasses.Statesnap) refuse(s"offsets/$batch " +
+      s"pins the provider $provider; repartition moves the state of a query on Spark's RocksDB provider " +
+      s"(${ProviderClasses.SparkRocksDB}) or statesnap's, and keeps it there")
+    checkpoint.requireRewritableState(batch, avroTransformWithState = false)
+    if (checkpoint.commitStateIds(batch).isDefined) refuse(s"commits/$batch names its store versions by unique ids " +
+      s"(checkpoint format v2, ${StoppedCheckpoint.CheckpointFormatConf}=2), which repartition does not write yet")
+    confs.get(StrictDistributionConf).filterNot(_ == "true").orElse(Option.when(!confs.contains(
+      StrictDistributionConf))("false")).foreach { strict => refuse(s"offsets/$batch pins " +
+      s"$StrictDistributionConf=$strict (a query first started before Spark 3.3): Spark may then give a stateful " +
+      "operator input partitioned by only some of its keys, so where a key lives is not a function of the key, and " +
+      "no tool can tell which partition Spark reads it from") }
+    val from = confs.get(StoppedCheckpoint.ShufflePartitionsConf).flatMap(_.toIntOption).getOrElse(refuse(
+      s"offsets/$batch pins no number of partitions (${StoppedCheckpoint.ShufflePartitionsConf})"))
+    confs.get(InternalPartitionsConf).filterNot(_ == from.toString).foreach(n => refuse(s"offsets/$batch pins " +
+      s"${StoppedCheckpoint.ShufflePartitionsConf}=$from and $InternalPartitionsConf=$n: which one the state has " +
+      "is not clear"))
+    val (transformWithState, others) = checkpoint.operators
+    if (transformWithState.nonEmpty) refuse(s"operator ${transformWithState.mkString(", ")} is transformWithState, " +
+      "whose column families (and timers and TTL indexes) repartition does not move yet")
+    val operators = others.map(operator(checkpoint, batch, _, from))
+    if (to > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until to))
+    RepartitionPlan(batch, from, to, operators)
+  }
+
+  private def operator(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {
+    import checkpoint.refuse
+    val stateRoot = new Path(checkpoint.root, "state")
+    val operatorDir = new Path(stateRoot, op.toString)
+    val named = QueryStates.operator(stateRoot.toString, op, checkpoint.hadoopConf)
+    val storeNames = checkpoint.fs.listStatus(new Path(operatorDir, "0")).toSeq.filter(_.isDirectory)
+      .map(_.getPath.getName).filterNot(n => n.startsWith("_") || n == "SSTs" || n == "logs").sorted
+    val stores = (if (storeNames.isEmpty) Seq(StateStoreId.DEFAULT_STORE_NAME) else storeNames).map { name =>
+      val (key, value) = SparkSingleStateSchemaFile.read(StateStoreId(stateRoot.toString, op, 0, name),
+        checkpoint.hadoopConf).getOrElse(refuse(s"state/$op/0 has no schema file of store '$name' " +
+        s"(${SparkSingleStateSchemaFile.path(StateStoreId(stateRoot.toString, op, 0, name))}): the query first ran " +
+        "with spark.sql.streaming.stateStore.stateSchemaCheck=false, and without the key's schema no key can be " +
+        "placed"))
+      (name, key, value)
+    }
+    val operator = named.orElse(unnamed(checkpoint, op, stores.map(s => s._1 -> s._2)))
+    val describe = operator.fold("no name recorded: placed by its whole key")(_ match {
+      case o: SparkOperator.Other => o.name
+      case SparkOperator.Aggregation => "streaming aggregation"
+      case SparkOperator.ArbitraryState => "(flat)MapGroupsWithState / applyInPandasWithState"
+      case SparkOperator.Unknown(name) => name
+    })
+    val placed = stores.map { case (name, key, value) =>
+      val partitionKey = operator.fold[Either[String, PartitionKey]](Right(PartitionKey.WholeKey))(
+        PartitionKey.of(_, name)).fold(why => refuse(s"operator $op ($describe): $why"), identity)
+      Store(name, key, value, partitionKey, prefixScan = operator.contains(SparkOperator.SessionWindow))
+    }
+    val keyless = operator.contains(SparkOperator.GlobalLimit) ||
+      placed.forall(_.keySchema.forall(_.dataType == NullType))
+    val partitions = checkpoint.fs.listStatus(operatorDir).toSeq.flatMap(_.getPath.getName.toIntOption).sorted
+    if (!keyless) {
+      (0 until from).diff(partitions).headOption.foreach(p => refuse(s"state/$op has no partition $p of the $from " +
+        "the query pins: not a layout Spark leaves"))
+      partitions.filter(_ >= from).headOption.foreach(p => refuse(leftOver(new Path(operatorDir, p.toString), p)))
+    }
+    Operator(op, describe, placed, keyless)
+  }
+
+  /**
+   * The operator of stores whose name Spark recorded nowhere (Spark 3.5 writes no operator metadata, and the query
+   * never ran on statesnap, whose listener records it): a join, by its four stores; None for one store, which every
+   * operator Spark has places by its whole key but a session window, whose key ends with its session start: such a
+   * key is refused, since a grouping column of that name and type would look the same.
+   */
+  private def unnamed(checkpoint: StoppedCheckpoint, op: Int,
+      stores: Seq[(String, StructType)]): Option[SparkOperator] =
+    stores.map(_._1) match {
+      case JoinStores => Some(SparkOperator.StreamStreamJoin)
+      case Seq(_) if stores.head._2.lastOption.exists(f => f.name == "sessionStartTime" &&
+        f.dataType == TimestampType) => checkpoint.refuse(s"no name of operator $op is recorded (Spark " +
+        s"${org.apache.spark.SPARK_VERSION} writes none), and its key ends with a field sessionStartTime, so it may " +
+        "be a session window, whose keys Spark places without that field: run the query once on statesnap's " +
+        "provider (`python -m statesnap adopt`), which records the name, then repartition")
+      case Seq(_) => None
+      case names => checkpoint.refuse(s"operator $op keeps stores ${names.mkString(", ")}, which no Spark operator " +
+        "keeps together")
+    }
+
+  /**
+   * Refuses where statesnap's records of a partition the job adds exist already (its state directory cannot: see
+   * [[operator]]): the job would mix them in.
+   */
+  private def requireAbsent(checkpoint: StoppedCheckpoint, operator: Operator, added: Seq[Int]): Unit = {
+    val records = OperatorRecordFiles.root(new Path(checkpoint.root, "state").toString, operator.id)
+    for (p <- added; store <- operator.stores) {
+      Seq(OperatorRecordFiles.dir(records, p, store.name), OperatorRecordFiles.legacy(records, p, store.name))
+        .find(checkpoint.fs.exists).foreach(f => checkpoint.refuse(leftOver(f, p)))
+    }
+  }
+
+  private def leftOver(found: Path, partition: Int): String = s"$found exists, beyond the partitions the query " +
+    s"pins: it is left from a run with more partitions (or Spark's own repartition), and a repartition adding " +
+    s"partition $partition would mix it in; move it out of the checkpoint, then repartition"
+}

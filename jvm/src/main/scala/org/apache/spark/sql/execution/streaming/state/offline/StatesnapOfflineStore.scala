@@ -1,0 +1,107 @@
+package org.apache.spark.sql.execution.streaming.state.offline
+
+import java.nio.file.Files
+import java.util.UUID
+
+import scala.util.control.NonFatal
+
+import org.apache.commons.io.FileUtils
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileUtil, Path}
+import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, StateStore,
+  StateStoreConf, StateStoreId}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * One store of a stopped query (without column families) as an offline job reads and writes it: opened with Spark's
+ * own RocksDB provider at a committed version (Spark's own load: its snapshot, the changelogs after it), its entries
+ * streamed out as the bytes RocksDB holds, changed entry by entry in those bytes (never decoded, so an entry that
+ * stays or moves keeps them exactly), and committed as the next version by the provider itself,
+ * which writes every file of it (the snapshot, its SST files, the metadata with the number of keys). The
+ * `StateStoreConf` the job gives it has changelog checkpointing off, so that the version is a snapshot, which Spark
+ * loads whether the query runs with changelogs or not.
+ *
+ * Under Spark's `RocksDB.put` and `remove`, which keep the store's count of keys; a key is put only where it is not
+ * yet (two partitions never hold one key: a store of a query that does is refused, not merged).
+ */
+final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBStateStoreProvider, store: StateStore) {
+  private val rocksDB = provider.rocksDB
+  private var open = true
+
+  /** Every entry (key, value) of the version loaded, in key order, streamed from RocksDB. */
+  def entries: Iterator[(Array[Byte], Array[Byte])] = rocksDB.iterator().map(pair => pair.key -> pair.value)
+
+  /** Puts an entry that moves here. @throws IllegalStateException if the store holds the key already */
+  def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (rocksDB.get(key) != null) throw new IllegalStateException(s"${id.storeCheckpointLocation()} already holds " +
+      s"a key another partition holds too (0x${key.take(32).map("%02x".format(_)).mkString}): Spark's partitioning " +
+      "never writes one key to two partitions, so this query's state is not what its operator wrote")
+    rocksDB.put(key, value)
+  }
+
+  /** Removes an entry that moves away. */
+  def remove(key: Array[Byte]): Unit = rocksDB.remove(key)
+
+  /** Commits the next version. @return it */
+  def commit(): Long = {
+    val version = store.commit()
+    open = false
+    version
+  }
+
+  /** Aborts an uncommitted version and releases the store. */
+  def close(): Unit = try if (open) store.abort() finally provider.close()
+}
+
+object StatesnapOfflineStore {
+  /**
+   * The store `id` opened at `version`: the one the query committed, or, where the store has no files yet (a
+   * partition a repartition adds), an empty one written as `version` first ([[startEmpty]]).
+   * @param prefixFields as [[StatesnapStoreFiles.openStore]]
+   */
+  def open(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
+      queryConf: Configuration, version: Long, empty: Boolean): StatesnapOfflineStore = {
+    require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
+    // Spark 4's provider names its instance by the run of the query that opens it (`StreamExecution.RUN_ID_KEY`,
+    // which 3.5 neither has nor reads): this job is a run of its own.
+    val hadoopConf = new Configuration(queryConf)
+    hadoopConf.set("sql.streaming.runId", UUID.randomUUID().toString)
+    if (empty) startEmpty(id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
+    val (provider, store) = StatesnapStoreFiles.openStore(id, keySchema, valueSchema, prefixFields, conf, hadoopConf,
+      version)
+    new StatesnapOfflineStore(id, provider, store)
+  }
+
+  /**
+   * Writes an empty version `version` of the store `id`, which has no files: Spark's RocksDB provider loads a version
+   * only from a snapshot of it or of an earlier version and the changelogs between, so a store starting at a version
+   * above 0 needs one. The provider itself writes it: an empty store committed as version 1 in a scratch directory,
+   * whose snapshot (an empty database's names no SST file) is copied as `<version>.zip`, replacing one an earlier
+   * attempt of the task wrote (the job's driver checked that the store had no files before it).
+   * docs/research/spark-state-partitioning.md §4b has the evidence on 3.5, 4.1 and 4.3.
+   */
+  private def startEmpty(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      conf: StateStoreConf, hadoopConf: Configuration, version: Long): Unit = {
+    val dir = id.storeCheckpointLocation()
+    val fs = dir.getFileSystem(hadoopConf)
+    val scratch = Files.createTempDirectory("statesnap-empty-store-").toFile
+    try {
+      // A file: URI, so that a cluster whose default file system is another does not resolve it there.
+      val scratchId = StateStoreId(scratch.toURI.toString, id.operatorId, id.partitionId, id.storeName)
+      val (provider, store) = StatesnapStoreFiles.openStore(scratchId, keySchema, valueSchema, prefixFields, conf,
+        hadoopConf, 0)
+      try store.commit() catch { case NonFatal(e) => store.abort(); throw e } finally provider.close()
+      val written = new java.io.File(scratchId.storeCheckpointLocation().toUri.getPath)
+      val snapshot = new java.io.File(written, "1.zip")
+      val others = FileUtils.listFiles(written, null, true).toArray.map(_.asInstanceOf[java.io.File])
+        .filterNot(f => f == snapshot || f.getName.endsWith(".crc"))
+      if (!snapshot.isFile || others.nonEmpty) throw new IllegalStateException(s"an empty store committed by " +
+        s"Spark's RocksDB provider wrote ${(snapshot +: others).map(_.getName).mkString(", ")}, not one snapshot " +
+        "alone: statesnap cannot start a store empty on this Spark build")
+      fs.mkdirs(dir)
+      if (!FileUtil.copy(snapshot, fs, new Path(dir, s"$version.zip"), false, hadoopConf)) {
+        throw new IllegalStateException(s"could not write $dir/$version.zip")
+      }
+    } finally FileUtils.deleteQuietly(scratch)
+  }
+}

@@ -1,0 +1,342 @@
+"""``repartition`` (issue 35): a stopped query's state moved to another number of partitions, for every stateful
+operator, proven against an independent control and an independent reader.
+
+Each scenario runs a real query on 2 partitions over two rounds of input, repartitions it to 5, runs a round,
+repartitions it to 3, runs two more; a control query never repartitioned runs the same rounds. After each
+repartition, ``tests/committed_state.py`` (rocksdict and the files, no Spark, no statesnap) reads every committed
+store: every entry of the old version is in the new exactly once, byte for byte, in the partition
+``placement.KeyPlacement`` computes from Spark's own partitioning (checked by the test kit's ``Placements``, which
+shares only ``KeyPlacement`` with the tool). Every run's output equals the control's: an aggregate keeps its count,
+a dedup emits no id it saw before, a join neither loses nor doubles a match, a session closes with its whole count."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import faults
+import statesnap
+from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, _group_state_app, run_app, write_input
+from committed_state import latest_committed_version, partitions, read_store, state_row
+from minors import OPERATOR_METADATA, PINNED, TRANSFORM_WITH_STATE
+from processes import run_to_exit
+from test_other_operators import run_to_end
+
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+StoppedInterrupted = "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain"
+ONLY_ON_PINNED = pytest.mark.skipif(not PINNED, reason="the same code path as the steps every minor runs")
+KEYS = [f"k{i}" for i in range(30)]
+
+
+def stream(spark, source: str):
+    return (spark.readStream.schema(INPUT_SCHEMA).json(source)
+            .withColumn("at", F.timestamp_seconds(F.col("value"))))
+
+
+def join(spark, left: str, right: str):
+    lhs = spark.readStream.schema(INPUT_SCHEMA).json(left).selectExpr("id", "value AS l")
+    rhs = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id AS rid", "value AS r")
+    return lhs.join(rhs, F.expr("id = rid"))
+
+
+# name: (Spark's operator name, the query over its input directories, output mode, provider, changelogs on).
+# Providers and changelog checkpointing alternate, so that each is covered by several operators.
+OPERATORS = {
+    "aggregation": ("stateStoreSave", lambda s, i: stream(s, i[0]).groupBy("id").agg(F.count("*"), F.sum("value")),
+                    "update", "statesnap", True),
+    "window aggregation": ("stateStoreSave", lambda s, i: stream(s, i[0]).groupBy(F.window("at", "100 seconds"), "id")
+                           .count(), "update", "spark", False),
+    "global aggregation": ("stateStoreSave", lambda s, i: stream(s, i[0]).groupBy().count(), "update", "spark", True),
+    "dropDuplicates": ("dedupe", lambda s, i: stream(s, i[0]).dropDuplicates(["id", "op"]), "append", "statesnap",
+                       False),
+    "dropDuplicatesWithinWatermark": (
+        "dedupeWithinWatermark", lambda s, i: stream(s, i[0]).withWatermark("at", "1 hour")
+        .dropDuplicatesWithinWatermark(["id"]), "append", "spark", True),
+    "session window": ("sessionWindowStateStoreSaveExec", lambda s, i: stream(s, i[0]).withWatermark("at", "1 hour")
+                       .groupBy(F.session_window("at", "50 seconds"), "id").count(), "append", "statesnap", True),
+    "group state with a timeout": ("applyInPandasWithState", lambda s, i: _group_state_app(
+        s, i[0], "last bigint", lambda v: (v,), timeout=True), "update", "statesnap", False),
+    "stream-stream join": ("symmetricHashJoin", lambda s, i: join(s, i[0], i[1]), "append", "spark", False),
+    "dedup then aggregation": (None, lambda s, i: stream(s, i[0]).dropDuplicates(["id", "op"]).groupBy("op").count(),
+                               "update", "statesnap", True),
+}
+
+
+def rounds(name: str) -> list[list[list[tuple[str, int, str]]]]:
+    """Per run, the rows each input directory gets: keys spread over every partition, old keys seen again after each
+    repartition (their state moved), new keys, and, last, times far ahead so that watermarks close what they keep."""
+    first = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)]]
+    second = [[(k, 10 * i + 3, "a") for i, k in enumerate(KEYS[::2])]]
+    third = [[(k, 10 * i + 5, "set") for i, k in enumerate(KEYS[1::3])] + [("new1", 7, "set"), ("k0", 0, "set")]]
+    fourth = [[(k, 10 * i + 6, "a") for i, k in enumerate(KEYS[::3])] + [("new2", 8, "set")]]
+    late = [[("late", 100_000, "set")]]
+    runs = [first, second, third, fourth, late, [[("later", 100_001, "set")]]]
+    if name == "stream-stream join":  # the right side meets keys the left side saw before each repartition
+        runs = [[rows, [(k, v + 1, op) for k, v, op in rows[::2]]] for [rows] in runs]
+    return runs
+
+
+def run(spark, name: str, inputs: list[str], checkpoint: str) -> list[str]:
+    """One run of the query over the input not yet processed: its output rows, sorted, as text."""
+    _, query, mode, _, _ = OPERATORS[name]
+    return sorted(str(tuple(row)) for row in run_to_end(query(spark, inputs), checkpoint, mode))
+
+
+def feed(inputs: list[str], rows: list[list[tuple[str, int, str]]]) -> None:
+    for directory, batch in zip(inputs, rows):
+        write_input(directory, batch)
+
+
+def stores(checkpoint: str) -> list[tuple[int, str]]:
+    """(operator, store) of every store the checkpoint keeps."""
+    found = []
+    for op in sorted(int(n) for n in os.listdir(Path(checkpoint) / "state") if n.isdigit()):
+        first = Path(checkpoint) / "state" / str(op) / "0"
+        named = sorted(d.name for d in first.iterdir() if d.is_dir() and "-" in d.name)
+        found += [(op, store) for store in (named or ["default"])]
+    return found
+
+
+def entries(checkpoint: str) -> dict[tuple[int, str], dict[int, dict[bytes, bytes]]]:
+    """(operator, store) -> partition -> key -> value, as committed at the latest batch, read from the files."""
+    version = latest_committed_version(checkpoint)
+    return {(op, store): {p: read_store(checkpoint, op, p, version, store)["default"]
+                          for p in partitions(checkpoint, op)} for op, store in stores(checkpoint)}
+
+
+def misplaced(spark, checkpoint: str, operator: str, op: int, store: str, by_partition: dict, count: int) -> list:
+    """(where committed, where KeyPlacement puts it) of each key committed in another partition."""
+    placements = spark._jvm.io.statesnap.testkit.Placements
+    prefix_scan = operator == "sessionWindowStateStoreSaveExec"
+    out = []
+    for p, stored in by_partition.items():
+        if not stored:
+            continue
+        keys, rests = [], []
+        for key in stored:
+            if prefix_scan:  # [int32 LE prefix length][0][prefix row][0][rest row]
+                length = int.from_bytes(key[:4], "little")
+                keys.append(bytearray(state_row(key[4:4 + length])))
+                rests.append(bytearray(state_row(key[4 + length:])))
+            else:
+                keys.append(bytearray(state_row(key)))
+        placed = placements.partitions(str(Path(checkpoint) / "state"), op, store, operator, None, count, keys,
+                                       rests if prefix_scan else None)
+        out += [(p, q) for q in placed if q != p]
+    return out
+
+
+def operator_names(checkpoint: str) -> dict[int, str]:
+    """Spark's name of each operator, from its operator metadata (4.x) or statesnap's record of it (3.5), or for a
+    join by its stores (3.5 on Spark's provider records none)."""
+    names = {}
+    for op, store in stores(checkpoint):
+        if store == "left-keyToNumValues":
+            names[op] = "symmetricHashJoin"
+        metadata = Path(checkpoint) / "state" / str(op) / "_metadata" / "metadata"
+        recorded = Path(checkpoint) / "state" / str(op) / "_statesnap" / "operator"
+        if metadata.exists():
+            names[op] = json.loads(metadata.read_text().splitlines()[1])["operatorInfo"]["operatorName"]
+        elif recorded.exists():
+            names[op] = recorded.read_text().strip()
+    return names
+
+
+def assert_moved(spark, checkpoint: str, before: dict, count: int) -> None:
+    """Every entry of `before` is committed now exactly once, byte for byte, where KeyPlacement places its key; no
+    entry appeared; every store of each of the `count` partitions (of a keyed operator) exists."""
+    after = entries(checkpoint)
+    names = operator_names(checkpoint)
+    assert after.keys() == before.keys()
+    for (op, store), by_partition in after.items():
+        old = Counter((k, v) for stored in before[(op, store)].values() for k, v in stored.items())
+        new = Counter((k, v) for stored in by_partition.values() for k, v in stored.items())
+        assert new == old, f"operator {op} store {store}: entries lost, added or changed"
+        if set(before[(op, store)]) != {0}:  # a keyed operator (one without a key lives in partition 0 alone)
+            assert sorted(by_partition) == list(range(count))
+            assert misplaced(spark, checkpoint, names.get(op, "dedupe"), op, store, by_partition, count) == []
+
+
+@pytest.fixture
+def session_for(spark):
+    """Sets the session's provider and changelog checkpointing for new queries; puts both back afterwards."""
+    keys = (PROVIDER_CONF, CHANGELOG_CONF, "spark.sql.shuffle.partitions")
+    before = {k: spark.conf.get(k, None) for k in keys}
+
+    def configure(provider: str, changelog: bool) -> None:
+        spark.conf.set(PROVIDER_CONF, STOCK_PROVIDER if provider == "spark" else statesnap.PROVIDER_CLASS)
+        spark.conf.set(CHANGELOG_CONF, str(changelog).lower())
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    yield configure
+    for k, v in before.items():
+        spark.conf.set(k, v) if v is not None else spark.conf.unset(k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_state_moves_up_and_down_and_the_query_continues_as_a_control_that_never_moved(spark, session_for,
+                                                                                          tmp_path, name):
+    _, _, _, provider, changelog = OPERATORS[name]
+    session_for(provider, changelog)
+    sources = 2 if name == "stream-stream join" else 1
+    inputs = [str(tmp_path / f"in{i}") for i in range(sources)]
+    control_inputs = [str(tmp_path / f"control{i}") for i in range(sources)]
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    repartition_after = {2: 5, 3: 3}  # after the second run to 5 partitions, after the third back to 3
+    for i, rows in enumerate(rounds(name), start=1):
+        feed(inputs, rows)
+        feed(control_inputs, rows)
+        assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control), f"run {i}"
+        if i in repartition_after:
+            count = repartition_after[i]
+            before = entries(checkpoint)
+            result = statesnap.repartition(checkpoint, count, no_file_sink=True)
+            assert result.outcome == statesnap.tools.Outcome.CHANGE, result.lines
+            assert_moved(spark, checkpoint, before, count)
+    pinned = json.loads((Path(checkpoint) / "offsets" / str(max(
+        int(n) for n in os.listdir(Path(checkpoint) / "offsets") if n.isdigit()))).read_text().splitlines()[1])
+    assert pinned["conf"]["spark.sql.shuffle.partitions"] == "3"
+    assert pinned["conf"][PROVIDER_CONF] == (STOCK_PROVIDER if provider == "spark" else statesnap.PROVIDER_CLASS)
+    if OPERATOR_METADATA:
+        for op in operator_names(checkpoint):
+            metadata = json.loads((Path(checkpoint) / "state" / str(op) / "_metadata" / "metadata")
+                                  .read_text().splitlines()[1])
+            assert {s["numPartitions"] for s in metadata["stateStoreInfo"]} == {3}
+
+
+def files(checkpoint: str) -> dict[str, bytes]:
+    """Every file of the checkpoint but RocksDB's SST files (named uniquely, listed by the snapshots), by path."""
+    root = Path(checkpoint)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and "SSTs" not in p.parts}
+
+
+def pin(checkpoint: str, batch: int, conf: str, value: str) -> None:
+    """Rewrites what offsets/<batch> pins for `conf` (and drops its checksum file, which would no longer match)."""
+    path = Path(checkpoint) / "offsets" / str(batch)
+    lines = path.read_text().splitlines()
+    metadata = json.loads(lines[1])
+    metadata["conf"][conf] = value
+    path.write_text("\n".join([lines[0], json.dumps(metadata, separators=(",", ":"))] + lines[2:]))
+    (path.parent / f".{batch}.crc").unlink(missing_ok=True)
+
+
+@pytest.fixture
+def aggregated(spark, session_for, tmp_path) -> tuple[str, str]:
+    """(input, checkpoint) of an aggregation on Spark's RocksDB provider, 2 partitions, one batch committed."""
+    session_for("spark", False)
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    feed([source], rounds("aggregation")[0])
+    run(spark, "aggregation", [source], checkpoint)
+    return source, checkpoint
+
+
+def test_repartition_answers_with_the_tools_exit_codes_and_refuses_what_it_cannot_place(spark, aggregated, cli,
+                                                                                       tmp_path):
+    _, checkpoint = aggregated
+    before = files(checkpoint)
+    code, out = cli("repartition", checkpoint, "--partitions", "5")
+    assert code == 4 and "Name its sink: --file-sink" in out and "Nothing was changed" in out, out
+    code, out = cli("repartition", checkpoint, "--partitions", "2", "--no-file-sink")
+    assert code == 0 and "already has 2 partitions (offsets/0): nothing to do" in out, out
+    code, out = cli("repartition", checkpoint, "--partitions", "5", "--no-file-sink", "--dry-run")
+    assert code == 3 and "would append batch 1" in out and "spark.sql.shuffle.partitions=5 instead of 2" in out, out
+    named = "streaming aggregation" if OPERATOR_METADATA else "no name recorded: placed by its whole key"
+    assert f"would move every entry of operator 0 ({named}; store default)" in out, out
+    code, out = cli("repartition", checkpoint, "--partitions", "0", "--no-file-sink")
+    assert code == 2 and "partitions is a positive number, not 0" in out, out
+    assert files(checkpoint) == before
+
+    def refused(change, *expected: str) -> None:
+        copy = str(tmp_path / f"copy{len(os.listdir(tmp_path))}")
+        shutil.copytree(checkpoint, copy)
+        change(copy)
+        changed = files(copy)
+        code, out = cli("repartition", copy, "--partitions", "5", "--no-file-sink")
+        assert code == 4 and all(e in out for e in expected) and "Nothing was changed" in out, out
+        assert files(copy) == changed
+
+    # A query first started before Spark 3.3: its input may be partitioned by a subset of an operator's keys.
+    refused(lambda ck: pin(ck, 0, "spark.sql.streaming.statefulOperator.useStrictDistribution", "false"),
+            "useStrictDistribution=false", "not a function of the key")
+    refused(lambda ck: pin(ck, 0, PROVIDER_CONF, "org.apache.spark.sql.execution.streaming.state."
+                           "HDFSBackedStateStoreProvider"), "pins the provider org.apache.spark.sql.execution."
+            "streaming.state.HDFSBackedStateStoreProvider", "Spark's RocksDB provider")
+    # A partition a run with more partitions left behind: the job would mix its files into the one it adds.
+    refused(lambda ck: (Path(ck) / "state" / "0" / "3").mkdir(), "state/0/3 exists", "move it out of the checkpoint")
+    # A stateful operator without its key's schema (the query ran with Spark's schema check off): nothing to hash.
+    refused(lambda ck: shutil.rmtree(Path(ck) / "state" / "0" / "0" / "_metadata"), "has no schema file of store "
+            "'default'", "stateSchemaCheck=false")
+
+
+@pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
+def test_a_transform_with_state_operator_is_refused_by_name(spark, app_dirs, cli):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set")])
+    run_app(spark, source, checkpoint, "n int")
+    before = files(checkpoint)
+    code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
+    assert code == 4 and "operator 0 is transformWithState" in out, out
+    assert files(checkpoint) == before
+
+
+def crash_repartition(checkpoint: str, step: str, partitions: int) -> subprocess.CompletedProcess:
+    """`python -m statesnap repartition` in its own process, its JVM halted after `step` as a crash would."""
+    test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
+        arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
+    return run_to_exit([sys.executable, "-m", "statesnap", "repartition", checkpoint, "--partitions",
+                        str(partitions), "--no-file-sink", *test_classes],
+                       env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, timeout=600)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [
+    # Both ways back (roll back, finish) on every minor; the steps around them on the pinned minor (same code path).
+    pytest.param("poisoned", marks=ONLY_ON_PINNED), "store", pytest.param("stores", marks=ONLY_ON_PINNED), "commit",
+    pytest.param("retired", marks=ONLY_ON_PINNED)])
+def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_again(spark, session_for, tmp_path, cli,
+                                                                                  step):
+    """5 partitions to 3: the job writes stores of partitions that stay, and retires two; a crash after `step`."""
+    session_for("statesnap", True)
+    spark.conf.set("spark.sql.shuffle.partitions", "5")
+    name = "aggregation"
+    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    first, second, third = rounds(name)[:3]
+    for rows in (first, second):
+        feed([source], rows)
+        feed([control_source], rows)
+        assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+    before, entries_before = files(checkpoint), entries(checkpoint)
+
+    crashed = crash_repartition(checkpoint, step, 3)
+    assert crashed.returncode != 0, crashed.stdout + crashed.stderr
+    after = files(checkpoint)
+    if step in ("poisoned", "store", "stores"):  # before its commit: every file Spark had is as it was
+        assert {k: after.get(k) for k in before} == before
+    assert StoppedInterrupted.encode() in after["offsets/2"]
+
+    # A restart fails on the driver before it reads or writes any state.
+    feed([source], third)
+    feed([control_source], third)
+    with pytest.raises(Exception, match=StoppedInterrupted):
+        run(spark, name, [source], checkpoint)
+
+    code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
+    assert code == 3, out
+    if step in ("commit", "retired"):
+        assert "finished the repartition interrupted after committing batch 2" in out and \
+            "already has 3 partitions" in out, out
+    else:
+        assert "rolled back batch 2" in out and "moved " in out, out
+    assert_moved(spark, checkpoint, entries_before, 3)
+    assert sorted(n for n in os.listdir(Path(checkpoint) / "state" / "0") if n.isdigit()) == ["0", "1", "2"]
+    assert sorted(os.listdir(Path(checkpoint) / "_statesnap" / "retired" / "batch-2" / "0")) == ["3", "4", "_statesnap"]
+    assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
