@@ -25,7 +25,7 @@ import faults
 import statesnap
 from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, _group_state_app, run_app, write_input
 from committed_state import latest_committed_version, partitions, read_store, state_row
-from minors import OPERATOR_METADATA, PINNED, TRANSFORM_WITH_STATE
+from minors import OPERATOR_METADATA, PINNED, SPARK_STATE_READER, TRANSFORM_WITH_STATE
 from processes import run_to_exit
 from test_other_operators import run_to_end
 
@@ -162,6 +162,10 @@ def assert_moved(spark, checkpoint: str, before: dict, count: int) -> None:
         if set(before[(op, store)]) != {0}:  # a keyed operator (one without a key lives in partition 0 alone)
             assert sorted(by_partition) == list(range(count))
             assert misplaced(spark, checkpoint, names.get(op, "dedupe"), op, store, by_partition, count) == []
+        if SPARK_STATE_READER and store == "default":  # Spark's own reader finds each key where it now is
+            read = spark.read.format("statestore").option("operatorId", op).load(checkpoint)
+            assert Counter(r.partition_id for r in read.select("partition_id").collect()) == \
+                Counter({p: len(stored) for p, stored in by_partition.items() if stored})
 
 
 @pytest.fixture
