@@ -24,6 +24,10 @@ Workloads (see bench/README.md for how to read the results):
   rewriter   statesnap's offline migrate (`python -m statesnap migrate`) vs Spark's own offline rewrite,
              StateRewriter (SPARK-54924), each on a fresh copy of the same committed transformWithState state, at
              each size (JVM harness, Spark 4.2+ only).
+  repartition `python -m statesnap repartition` vs Spark's own offline repartition (4.2+,
+             `spark._streamingCheckpointManager.repartition`), each on a fresh copy of the same streaming
+             aggregation's checkpoint (Spark's RocksDB provider, 2 -> 5 partitions), at each size, with the peak
+             heap of each (Spark 4.2+ only: before, Spark has no repartition to compare with).
 """
 from __future__ import annotations
 
@@ -253,6 +257,70 @@ def run_rewriter(entries: list[int], repeats: int) -> list[dict]:
     return results
 
 
+# ------------------------------------------------------------------------------------------------- repartition
+def run_repartition(entries: list[int], repeats: int) -> list[dict]:
+    """At each size, a stock streaming count over that many keys (2 partitions), repartitioned to 5 by statesnap and
+    by Spark's own repartition, alternating, each on a fresh copy: entries/s of the whole call, and the JVM's peak
+    heap during it (every heap pool's peak, reset before the call; one JVM runs both: local mode)."""
+    import statesnap
+
+    spark = session()
+    jvm = spark.sparkContext._jvm
+    pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+             if str(p.getType()) == "Heap memory"]
+    provider_conf = "spark.sql.streaming.stateStore.providerClass"
+    results = []
+    for n in entries:
+        work = Path(tempfile.mkdtemp(prefix="statesnap-bench-repartition-"))
+        try:
+            spark.range(n, numPartitions=2).selectExpr("id AS key").write.parquet(str(work / "input"))
+            original = str(work / "checkpoint")
+            spark.conf.set(provider_conf, STOCK)
+            (spark.readStream.schema("key long").parquet(str(work / "input")).groupBy("key").count()
+             .writeStream.format("noop").outputMode("update").option("checkpointLocation", original)
+             .trigger(availableNow=True).start().awaitTermination())
+            sides: dict[str, list] = {"statesnap": [], "spark": []}
+            for i in range(repeats):
+                for side in ("statesnap", "spark") if i % 2 == 0 else ("spark", "statesnap"):
+                    copy = str(work / f"{side}-{i}")
+                    shutil.copytree(original, copy)
+                    jvm.System.gc()
+                    for pool in pools:
+                        pool.resetPeakUsage()
+                    start = time.perf_counter()
+                    if side == "statesnap":
+                        result = statesnap.repartition(copy, 5, no_file_sink=True)
+                        assert result.exit_code == 3, result.lines
+                    else:
+                        spark._streamingCheckpointManager.repartition(copy, 5)
+                    seconds = time.perf_counter() - start
+                    peak = sum(pool.getPeakUsage().getUsed() for pool in pools) // (1024 * 1024)
+                    sides[side].append((seconds, peak))
+                    shutil.rmtree(copy, ignore_errors=True)
+                    print(f"[repartition] {n:,} entries, {side}: {seconds:.1f} s, peak heap {peak} MB", flush=True)
+            best = {side: min(runs) for side, runs in sides.items()}
+            results.append({"entries": n, **{f"{side}_per_s": round(n / s) for side, (s, _) in best.items()},
+                            **{f"{side}_peak_heap_mb": max(p for _, p in runs) for side, runs in sides.items()},
+                            "ratio": best["spark"][0] / best["statesnap"][0]})
+        finally:
+            spark.conf.unset(provider_conf)
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def repartition_section(rows: list[dict]) -> list[str]:
+    lines = ["## Repartition: statesnap vs Spark's own offline repartition", "",
+             "A stock streaming count's checkpoint (Spark's RocksDB provider, 2 partitions) repartitioned to 5, each "
+             "run on a fresh copy, statesnap's `repartition` and Spark's `_streamingCheckpointManager.repartition` "
+             "alternating (best of the repeats; the whole call, its Spark job and its commit included). Peak heap: "
+             "the driver JVM's heap pools' peak during the call (local mode: the tasks run in it too).", "",
+             "| entries | statesnap (entries/s) | Spark (entries/s) | throughput ratio (target >= 2) | peak heap "
+             "statesnap | peak heap Spark |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['entries']:,} | {r['statesnap_per_s']:,} | {r['spark_per_s']:,} | x{r['ratio']:.2f} | "
+              f"{r['statesnap_peak_heap_mb']} MB | {r['spark_peak_heap_mb']} MB |" for r in rows]
+    return lines + [""]
+
+
 # ------------------------------------------------------------------------------------------------- report
 # --------------------------------------------------------------------------------------------------------- scan
 def run_scan(repeats: int, keys: int = 1_000_000) -> dict:
@@ -363,6 +431,8 @@ def report(results: dict, path: Path) -> None:
                   f"| {r['entries']:,} | {r['scan_per_s']:,} | {r['reader_per_s']:,} | {r['ratio']:.2f} |", ""]
     if "rewriter" in results:
         lines += rewriter_section(results["rewriter"])
+    if "repartition" in results:
+        lines += repartition_section(results["repartition"])
     path.write_text("\n".join(lines) + "\n")
     path.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     chart(results, path.with_suffix(".png"))
@@ -488,7 +558,8 @@ def chart(results: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["migration", "steady", "avro", "avro-wide", "scan", "rewriter"],
+    parser.add_argument("--only", choices=["migration", "steady", "avro", "avro-wide", "scan", "rewriter",
+                                           "repartition"],
                         action="append")
     parser.add_argument("--entries", default="1000000,4000000", help="migration and rewriter sizes, comma separated")
     parser.add_argument("--repeats", type=int, default=5)
@@ -497,7 +568,7 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out or ROOT / "bench" / f"results{'' if spark_minor() == '4.1' else '-spark' + spark_minor()}.md")
     chosen = args.only or (["migration", "steady", "scan"] + (["avro", "avro-wide"] if tws_on_statesnap() else []) +
-                           ["rewriter"])
+                           ["rewriter", "repartition"])
     # A subset run keeps the other workloads' latest figures ("measured" says when each was).
     previous = out.with_suffix(".json")
     results = json.loads(previous.read_text()) if args.only and previous.exists() else {}
@@ -505,13 +576,18 @@ def main() -> None:
                "steady": lambda: run_steady(args.repeats), "avro": lambda: run_avro(args.repeats),
                "avro-wide": lambda: run_avro_wide(max(1, args.repeats - 2)),
                "scan": lambda: run_scan(max(1, args.repeats - 2)),
-               "rewriter": lambda: run_rewriter([int(n) for n in args.entries.split(",")], max(1, args.repeats - 2))}
+               "rewriter": lambda: run_rewriter([int(n) for n in args.entries.split(",")], max(1, args.repeats - 2)),
+               "repartition": lambda: run_repartition([int(n) for n in args.entries.split(",")],
+                                                      max(2, args.repeats - 2))}
     for workload in chosen:
         if workload in ("avro", "avro-wide") and not tws_on_statesnap():
             print(f"[{workload}] skipped: a transformWithState workload, which runs on statesnap before Spark 4.2 only")
             continue
         if workload == "rewriter" and rewriter_skip_reason():
             print(f"[rewriter] skipped: {rewriter_skip_reason()}")
+            continue
+        if workload == "repartition" and tuple(map(int, spark_minor().split("."))) < (4, 2):
+            print(f"[repartition] skipped: Spark {spark_minor()} has no repartition of its own to compare with (4.2+)")
             continue
         results[workload] = runners[workload]()
         results.setdefault("measured", {})[workload] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

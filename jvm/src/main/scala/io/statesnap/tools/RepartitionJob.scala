@@ -4,6 +4,8 @@ import scala.util.Try
 
 import io.statesnap.provider.MigrationProbe
 import org.apache.spark.{Partitioner, TaskContext}
+import org.apache.spark.rdd.ShuffledRDD
+import org.apache.spark.serializer.KryoSerializer
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore
@@ -48,7 +50,7 @@ private[tools] object RepartitionJob {
     val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p => (o, s, p))))
     val to = plan.to
     val sc = spark.sparkContext
-    val moves = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap { case (o, store, p) =>
+    val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap { case (o, store, p) =>
       val placement = store.placement(to)
       val stays = o.targets(to).contains(p)
       read(settings, o.id, p, store).flatMap { case (key, value) =>
@@ -60,7 +62,11 @@ private[tools] object RepartitionJob {
         else Iterator(index((o.id, store.name, placed)) -> (key -> value)) ++
           (if (stays) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte]))) else Iterator.empty)
       }
-    }).partitionBy(new ToTarget(targets.size))
+    })
+    // Kryo, whatever the session's serializer: a moved entry is two byte arrays, which Java serialization would wrap
+    // in an object stream each.
+    val moves = new ShuffledRDD[Int, (Array[Byte], Array[Byte]), (Array[Byte], Array[Byte])](moved,
+      new ToTarget(targets.size)).setSerializer(new KryoSerializer(sc.getConf))
     sc.setJobDescription("statesnap repartition")
     sc.runJob(moves, (it: Iterator[(Int, (Array[Byte], Array[Byte]))]) => {
       val target = targets(TaskContext.getPartitionId())
