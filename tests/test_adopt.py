@@ -219,15 +219,16 @@ def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, o
     write_input(source, [("a", 1, "set")])
     on_provider(HDFS, lambda: run_group_state_app(spark, source, checkpoint, "n int"))
     before = offsets_bytes(checkpoint)
+    # Spark's default provider's state is moved entry by entry in an appended batch: the sink must be named.
     code, out = cli("adopt", checkpoint)
-    assert code == 4 and f"offsets/0 pins the provider {HDFS}" in out and "Nothing was changed" in out
+    assert code == 4 and "Name its sink" in out and "Nothing was changed" in out
     code, out = cli("release", checkpoint)
     assert code == 4 and f"offsets/0 pins the provider {HDFS}" in out
 
     # A batch planned but not committed: the query is running, or stopped inside it.
     for name in ("0", ".0.crc"):
         (Path(checkpoint) / "commits" / name).unlink()
-    code, out = cli("adopt", checkpoint)
+    code, out = cli("adopt", checkpoint, "--no-file-sink")
     assert code == 4 and "its latest batch 0 has no commit" in out
     assert offsets_bytes(checkpoint) == before
 

@@ -327,10 +327,11 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
         assert {k: after.get(k) for k in before} == before
     assert StoppedInterrupted.encode() in after["offsets/2"]
 
-    # A restart fails on the driver before it reads or writes any state.
+    # A restart fails on the driver before it reads or writes any state: on the guard's provider class, or, on Spark
+    # 4.2+ before the commit, on Spark's own check that a batch changing the partition count was not finished.
     feed([source], third)
     feed([control_source], third)
-    with pytest.raises(Exception, match=StoppedInterrupted):
+    with pytest.raises(Exception, match=f"{StoppedInterrupted}|STREAMING_UNFINISHED_REPARTITION_DETECTED"):
         run(spark, name, [source], checkpoint)
 
     code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
@@ -343,4 +344,92 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
     assert_moved(spark, checkpoint, entries_before, 3)
     assert sorted(n for n in os.listdir(Path(checkpoint) / "state" / "0") if n.isdigit()) == ["0", "1", "2"]
     assert sorted(os.listdir(Path(checkpoint) / "_statesnap" / "retired" / "batch-2" / "0")) == ["3", "4", "_statesnap"]
+    assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+
+
+DEFAULT_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, partitions", [("aggregation", None), ("dropDuplicates", 3),
+                                              ("group state with a timeout", 5), ("stream-stream join", None)])
+def test_a_checkpoint_of_sparks_default_provider_is_adopted_and_released_as_a_control_runs_on(
+        spark, session_for, tmp_path, cli, name, partitions):
+    """Spark's default provider keeps state in its own files: adopt reads every entry with it and writes it into
+    statesnap's stores (in `partitions`, if given), one appended batch; the query runs on statesnap, is released to
+    Spark's RocksDB provider and runs on, its output equal all along to a control's that never left the default."""
+    session_for("spark", False)
+    spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
+    sources = 2 if name == "stream-stream join" else 1
+    inputs = [str(tmp_path / f"in{i}") for i in range(sources)]
+    control_inputs = [str(tmp_path / f"control{i}") for i in range(sources)]
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+
+    def both(rows) -> None:
+        feed(inputs, rows)
+        feed(control_inputs, rows)
+        assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)
+
+    runs = rounds(name)
+    for rows in runs[:2]:
+        both(rows)
+    before = files(checkpoint)
+    code, out = cli("adopt", checkpoint, "--dry-run", "--no-file-sink")
+    assert code == 3 and "would append batch 2" in out and "statesnap's provider instead of Spark's default" in out
+    assert files(checkpoint) == before
+    code, out = cli("adopt", checkpoint, "--no-file-sink", *(["--partitions", str(partitions)] if partitions else []))
+    assert code == 3 and "wrote " in out and "restart the query with statesnap" in out, out
+    count = partitions or 2
+    adopted = entries(checkpoint)
+    names = operator_names(checkpoint)
+    for (op, store), by_partition in adopted.items():
+        if name != "stream-stream join" or store.endswith("keyToNumValues"):
+            assert sum(len(stored) for stored in by_partition.values()) > 0
+        assert sorted(by_partition) == list(range(count))
+        assert misplaced(spark, checkpoint, names.get(op, "dedupe"), op, store, by_partition, count) == []
+        if SPARK_STATE_READER and store == "default":  # every entry of the control's state, read by Spark
+            assert sum(len(s) for s in by_partition.values()) == \
+                spark.read.format("statestore").option("operatorId", op).load(control).count()
+    spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)  # the session's provider is not read on restart
+    for rows in runs[2:4]:
+        both(rows)
+    code, out = cli("release", checkpoint)
+    assert code == 3, out
+    for rows in runs[4:]:
+        both(rows)
+
+
+@pytest.mark.slow
+def test_a_crash_during_adopt_of_the_default_provider_rolls_back_to_its_files(spark, session_for, tmp_path, cli):
+    """A crash after the first store of statesnap's was committed: Spark's default provider's files are as they were,
+    no query restarts until adopt runs again, which removes every RocksDB version the crashed run wrote (the empty
+    ones it started from too) and adopts; the query then runs as a control that never left the default provider."""
+    session_for("spark", False)
+    spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
+    name = "aggregation"
+    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    first, second, third = rounds(name)[:3]
+    for rows in (first, second):
+        feed([source], rows)
+        feed([control_source], rows)
+        assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+    before = files(checkpoint)
+    test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
+        arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
+    crashed = run_to_exit([sys.executable, "-m", "statesnap", "adopt", checkpoint, "--no-file-sink", *test_classes],
+                          env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": "store"}, timeout=600)
+    assert crashed.returncode != 0, crashed.stdout + crashed.stderr
+    after = files(checkpoint)
+    assert {k: after.get(k) for k in before} == before
+    assert any(k.endswith(".zip") for k in after) and "statesnap.adopt.interrupted" in after["offsets/2"].decode()
+    feed([source], third)
+    feed([control_source], third)
+    with pytest.raises(Exception, match="statesnap.adopt.interrupted.RunStatesnapAdoptAgain"):
+        run(spark, name, [source], checkpoint)
+
+    code, out = cli("adopt", checkpoint, "--no-file-sink")
+    assert code == 3 and "rolled back batch 2" in out and "wrote " in out, out
+    assert sorted(k for k in files(checkpoint) if k.endswith(".zip")) == [
+        f"state/0/{p}/{v}.zip" for p in (0, 1) for v in (2, 3)]  # the empty start and the adopted version
     assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)

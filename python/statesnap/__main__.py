@@ -2,7 +2,8 @@
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
 checkpoint format) through Spark's JVM, read-only. ``adopt`` and ``release`` move a stopped query's checkpoint
-from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins.
+from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins; ``adopt``
+moves a checkpoint of Spark's default provider entry by entry, in one appended batch.
 ``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
 ``repartition`` changes the number of state partitions of a stopped query, moving every entry where Spark looks for it.
 
@@ -34,7 +35,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
                            compatibility=args.compatibility, sql_conf=dict(args.sql_conf), scan=not args.no_scan,
                            **session)
     if args.command == "adopt":
-        return tools.adopt(args.checkpoint, written_as=dict(args.written_as), dry_run=args.dry_run, **session)
+        return tools.adopt(args.checkpoint, written_as=dict(args.written_as), partitions=args.partitions,
+                           file_sink=args.file_sink, no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
     if args.command == "release":
         return tools.release(args.checkpoint, dry_run=args.dry_run, **session)
     if args.command == "repartition":
@@ -104,12 +106,15 @@ def _parser() -> argparse.ArgumentParser:
     _sql_conf_argument(check)
     check.add_argument("--no-scan", action="store_true",
                        help="decide only: do not check every entry of the state against its recorded layout")
-    for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB provider to statesnap's"),
+    for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB or default provider to "
+                                 "statesnap's"),
                        ("release", "move a stopped query's checkpoint from statesnap's provider back to Spark's")):
+        moves = (" From Spark's default provider, every entry is moved into statesnap's stores instead, in one "
+                 "appended batch (name the query's sink: --file-sink or --no-file-sink)." if name == "adopt" else "")
         switch = commands.add_parser(name, parents=[common], help=what,
                                      description=what + ": rewrites the provider pinned in its latest offset entry "
-                                     "(a backup goes to <checkpoint>/_statesnap/provider-switch). Exit code: 0 "
-                                     "nothing to do, 3 switched (or would be), 4 refused, 2 error.")
+                                     "(a backup goes to <checkpoint>/_statesnap/provider-switch)." + moves +
+                                     " Exit code: 0 nothing to do, 3 switched (or would be), 4 refused, 2 error.")
         switch.add_argument("--dry-run", action="store_true", help="check and show what would change; change nothing")
         if name == "adopt":
             switch.add_argument(
@@ -117,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
                 help="the value schema of the application version that wrote, with Spark's schema check off, the "
                      "entries of STATE that are not in the layout Spark's files record; each entry is then migrated "
                      "from the layout it is in (repeatable)")
+            switch.add_argument("--partitions", type=int,
+                                help="the number of state partitions after the adopt (default: as many as now)")
+            _sink_arguments(switch)
     migrate = commands.add_parser(
         "migrate", parents=[common],
         help="migrate one transformWithState state of a stopped query on Spark's provider, offline (Spark 4.2+)",

@@ -195,16 +195,23 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
 
 
 @_boundary("adopt")
-def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, dry_run: bool = False,
+def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, partitions: Optional[int] = None,
+          file_sink: Optional[str] = None, no_file_sink: bool = False, dry_run: bool = False,
           conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
-    """Moves a stopped query's checkpoint from Spark's RocksDB provider to statesnap's, after scanning every entry of
-    the states it is about to trust; ``written_as``: by state, the value schema (DDL) of the application version
-    that wrote, with Spark's schema check off, the entries not in the layout Spark's files record."""
+    """Moves a stopped query's checkpoint to statesnap's provider. From Spark's RocksDB provider, after scanning every
+    entry of the states it is about to trust; ``written_as``: by state, the value schema (DDL) of the application
+    version that wrote, with Spark's schema check off, the entries not in the layout Spark's files record. From
+    Spark's default provider, every entry is read by that provider and written into statesnap's stores by one Spark
+    job, as one appended batch: name the query's sink (``file_sink`` or ``no_file_sink=True``, as for
+    :func:`repartition`). ``partitions``: the number of state partitions after the adopt (default: as many as now)."""
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise ToolError(f"partitions is a positive number, not {partitions!r}")
     with spark_session(dict(conf or {}), master) as spark:
         jvm = spark.sparkContext._jvm
         return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
             spark._jsparkSession, checkpoint, dry_run,
-            {state: _schema_json(ddl) for state, ddl in (written_as or {}).items()}))
+            {state: _schema_json(ddl) for state, ddl in (written_as or {}).items()}, partitions or 0, file_sink,
+            no_file_sink))
 
 
 @_boundary("release")

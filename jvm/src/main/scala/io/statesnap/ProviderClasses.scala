@@ -10,6 +10,8 @@ object ProviderClasses {
   val Statesnap = "io.statesnap.provider.StatesnapStateStoreProvider"
   /** Spark's RocksDB provider, which statesnap's delegates to; `private[sql]`, so it is reached by name. */
   val SparkRocksDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+  /** Spark's default provider, which a query runs on unless it sets another. */
+  val SparkDefault = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
   /** statesnap's query listener (a test keeps it equal to the class's name). */
   val Listener = "io.statesnap.query.StatesnapQueryListener"
 }

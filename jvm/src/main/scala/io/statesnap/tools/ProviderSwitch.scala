@@ -27,14 +27,33 @@ object ProviderSwitch {
   private val Spark = ProviderClasses.SparkRocksDB
 
   /**
-   * Moves `checkpoint` from Spark's RocksDB provider to statesnap's.
+   * Moves `checkpoint` from Spark's RocksDB provider to statesnap's; or, from Spark's default provider, every entry
+   * into statesnap's stores by the job of `repartition` (which appends a batch: the query's sink is named), in
+   * `partitions` partitions (0: as many as it has; a checkpoint of Spark's RocksDB provider is repartitioned first).
    * @param writtenAs by transformWithState state name, the value schema (JSON) of the application version that
    *                  wrote, with Spark's schema check off, the entries not in the layout Spark's files record
    */
-  def adopt(spark: SparkSession, checkpoint: String, dryRun: Boolean,
-      writtenAs: java.util.Map[String, String]): ToolReport =
-    switch(spark, checkpoint, from = Spark, to = Statesnap, dryRun, "adopt",
-      writtenAs.asScala.toMap.map { case (state, json) => state -> DataType.fromJson(json).asInstanceOf[StructType] })
+  def adopt(spark: SparkSession, checkpoint: String, dryRun: Boolean, writtenAs: java.util.Map[String, String],
+      partitions: Int, fileSink: String, noFileSink: Boolean): ToolReport = {
+    val stopped = StoppedCheckpoint(spark, checkpoint, "adopt")
+    val pinned = stopped.pinnedConfs(stopped.latestBatch).get(ProviderConf)
+    if (pinned.contains(ProviderClasses.SparkDefault) || Repartition.adoptInterrupted(stopped)) {
+      if (!writtenAs.isEmpty) stopped.refuse("--written-as names layouts of Spark's RocksDB stores; this checkpoint " +
+        "runs on Spark's default provider, whose entries adopt checks against the layout Spark's files record")
+      return Repartition.adoptDefaultProvider(spark, checkpoint, partitions, fileSink, noFileSink, dryRun)
+    }
+    val repartitioned = if (partitions == 0 || pinned.contains(Statesnap)) None else {
+      if (dryRun) stopped.refuse("--partitions with --dry-run on a checkpoint of Spark's RocksDB provider: adopt " +
+        "repartitions it first, then adopts; dry-run `python -m statesnap repartition` and `adopt` one by one")
+      Some(Repartition.repartition(spark, checkpoint, partitions, fileSink, noFileSink, dryRun = false))
+    }
+    repartitioned.filter(_.outcome == ToolReport.Refused).getOrElse {
+      val switched = switch(spark, checkpoint, from = Spark, to = Statesnap, dryRun, "adopt",
+        writtenAs.asScala.toMap.map { case (state, json) => state -> DataType.fromJson(json).asInstanceOf[StructType] })
+      repartitioned.fold(switched)(r => ToolReport(r.lines ++ switched.lines,
+        if (r.outcome == ToolReport.Change) ToolReport.Change else switched.outcome))
+    }
+  }
 
   /** Moves `checkpoint` back from statesnap's provider to Spark's RocksDB provider. */
   def release(spark: SparkSession, checkpoint: String, dryRun: Boolean): ToolReport =
@@ -128,7 +147,8 @@ object ProviderSwitch {
       "no reader can tell which wrote them; statesnap will not guess. Restart the application version that wrote the " +
       "files' layout, or start from a new checkpoint")
     val stateRoot = new Path(checkpoint.root, "state").toString
-    (lines ++ unnamed(checkpoint, stateRoot, trusted.map(_._1.operator).toSet), scan.counted.filter(_.inWrittenAs > 0).map { c =>
+    val unscanned = unnamed(checkpoint, stateRoot, trusted.map(_._1.operator).toSet)
+    (lines ++ unscanned, scan.counted.filter(_.inWrittenAs > 0).map { c =>
       val recorded = trusted.collectFirst { case (s, r) if s.operator == c.operator && r.stateName == c.state => r }.get
       val record = TransformWithStateAdoption.writtenAsRecord(recorded, c.writtenAs.get, batch + 1)
       val file = WrittenAsRecordFiles.file(stateRoot, c.operator, c.state, batch + 1)

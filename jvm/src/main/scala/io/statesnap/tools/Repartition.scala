@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.control.NonFatal
 
+import io.statesnap.ProviderClasses
 import io.statesnap.ScalaCompat._
 import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileUtil, Path}
@@ -31,11 +32,15 @@ import org.slf4j.LoggerFactory
  *  6. `offsets/N+1` again, pinning the query's provider.
  * A crash anywhere leaves a checkpoint no query restarts on; running `repartition` again rolls back an unfinished
  * batch (before step 4) or finishes it (after), then repartitions as asked.
+ *
+ * `adopt` of a checkpoint of Spark's default provider runs the same job ([[adoptDefaultProvider]]): every entry read
+ * by that provider, written into a RocksDB store of the partition it belongs in, the appended batch pinning
+ * statesnap's provider.
  */
 object Repartition {
   private val log = LoggerFactory.getLogger(getClass)
-  private val Interrupted = StoppedCheckpoint.Interrupted("repartition")
   private val Verb = "repartition"
+  private val Adopt = "adopt"
   // Off in the job, so that every version it commits is a snapshot, which Spark loads with changelogs on or off.
   private val ChangelogConf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
@@ -47,25 +52,55 @@ object Repartition {
   def repartition(spark: SparkSession, location: String, partitions: Int, fileSink: String, noFileSink: Boolean,
       dryRun: Boolean): ToolReport = {
     require(partitions > 0, s"a query has at least one partition, not $partitions")
-    val checkpoint = StoppedCheckpoint(spark, location, Verb)
-    val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, Verb, fileSink, noFileSink, dryRun)(
-      recover(checkpoint, _, dryRun)).fold(report => return report, identity)
-    val plan = RepartitionPlan(checkpoint, partitions)
+    move(spark, location, Verb, Some(partitions), fileSink, noFileSink, dryRun)
+  }
+
+  /**
+   * `adopt` of a checkpoint of Spark's default provider (or one such an adopt left unfinished): every store moved
+   * into statesnap's, in `partitions` partitions (0: as many as it has).
+   */
+  def adoptDefaultProvider(spark: SparkSession, location: String, partitions: Int, fileSink: String,
+      noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+    require(partitions >= 0, s"a query has at least one partition, not $partitions")
+    move(spark, location, Adopt, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
+  }
+
+  /** Whether the latest batch of `checkpoint` is an `adopt` of this job's that did not finish. */
+  def adoptInterrupted(checkpoint: StoppedCheckpoint): Boolean =
+    checkpoint.pinnedConfs(checkpoint.latestBatch).get(StoppedCheckpoint.ProviderConf)
+      .contains(StoppedCheckpoint.Interrupted(Adopt))
+
+  /** The provider the appended batch of `verb` leaves the query on, from the one it was on. */
+  private def finalProvider(verb: String, provider: String): String =
+    if (verb == Adopt) ProviderClasses.Statesnap else provider
+
+  private def move(spark: SparkSession, location: String, verb: String, partitions: Option[Int], fileSink: String,
+      noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+    val checkpoint = StoppedCheckpoint(spark, location, verb)
+    val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, verb, fileSink, noFileSink, dryRun)(
+      recover(checkpoint, verb, _, dryRun)).fold(report => return report, identity)
+    val plan = if (verb == Adopt) RepartitionPlan(checkpoint, partitions, Set(ProviderClasses.SparkDefault),
+      s"this adopt moves a checkpoint of Spark's default provider (${ProviderClasses.SparkDefault})")
+      else RepartitionPlan(checkpoint, partitions, Set(ProviderClasses.SparkRocksDB, ProviderClasses.Statesnap),
+        s"repartition moves the state of a query on Spark's RocksDB provider (${ProviderClasses.SparkRocksDB}) or " +
+          "statesnap's, and keeps it there")
     sink.requireAt(plan.batch, checkpoint.refuse)
-    if (plan.from == partitions) return ToolReport(recovered :+ s"the query's state already has " +
-      s"$partitions partitions (offsets/${plan.batch}): nothing to do",
+    if (plan.from == plan.to && !plan.rebuilt) return ToolReport(recovered :+ s"the query's state already has " +
+      s"${plan.to} partitions (offsets/${plan.batch}): nothing to do",
       if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
     val next = plan.batch + 1
+    val pins = (if (plan.from == plan.to) Nil else Seq(s"${StoppedCheckpoint.ShufflePartitionsConf}=${plan.to} " +
+      s"instead of ${plan.from}")) ++ (if (verb == Adopt) Seq(s"statesnap's provider instead of Spark's default")
+      else Nil)
     val steps = Seq(s"append batch $next to the query (a copy of batch ${plan.batch}'s offsets, pinning " +
-      s"${StoppedCheckpoint.ShufflePartitionsConf}=$partitions instead of ${plan.from})") ++ plan.says ++
-      sink.says(next)
+      s"${pins.mkString(" and ")})") ++ plan.says ++ sink.says(next)
     if (dryRun) ToolReport(steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
-    else ToolReport(recovered ++ steps.map("done: " + _) ++ append(spark, checkpoint, plan, sink),
+    else ToolReport(recovered ++ steps.map("done: " + _) ++ append(spark, checkpoint, verb, plan, sink),
       ToolReport.Change)
   }
 
-  /** Appends the batch that repartitions the query (steps 1-6 above). @return what was done */
-  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, plan: RepartitionPlan,
+  /** Appends the batch that moves the query's state (steps 1-6 above). @return what was done */
+  private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: String, plan: RepartitionPlan,
       sink: QuerySink): Seq[String] = {
     val next = plan.batch + 1
     val probe = MigrationProbe.fromConfs(spark.conf.getAll)
@@ -73,12 +108,12 @@ object Repartition {
     val offsets = checkpoint.read(checkpoint.offsetsFile(plan.batch))
     val provider = checkpoint.pinnedProvider(plan.batch)
     val repartitioned = withPartitions(checkpoint, offsets, plan.from, plan.to)
-    AppendedBatch.poison(checkpoint, Verb, plan.batch, repartitioned, provider, Interrupted)
+    AppendedBatch.poison(checkpoint, verb, plan.batch, repartitioned, provider, StoppedCheckpoint.Interrupted(verb))
     stepDone("poisoned")
     val (in, out) = try {
       copyRecords(checkpoint, plan)
       stepDone("records")
-      runJob(spark, checkpoint, plan, probe)
+      runJob(spark, checkpoint, verb, plan, probe)
     } catch {
       case NonFatal(e) =>
         rollBack(checkpoint, next)
@@ -87,16 +122,19 @@ object Repartition {
     stepDone("stores")
     checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(plan.batch)))
     stepDone("commit")
-    finish(checkpoint, sink, next, stepDone)
-    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != provider ||
+    finish(checkpoint, verb, sink, next, stepDone)
+    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != finalProvider(verb, provider) ||
       !checkpoint.pinnedConfs(next).get(StoppedCheckpoint.ShufflePartitionsConf).contains(plan.to.toString)) {
-      throw new IllegalStateException(s"repartition of ${checkpoint.location} batch $next: Spark does not read the " +
+      throw new IllegalStateException(s"$verb of ${checkpoint.location} batch $next: Spark does not read the " +
         "batch back as written")
     }
-    log.info(s"statesnap repartition: ${checkpoint.location} batch $next: ${plan.from} -> ${plan.to} partitions, " +
-      s"$in entries moved")
-    Seq(s"moved $in entries to the partition Spark reads each from now", s"done: restart the query: its state has " +
-      s"${plan.to} partitions (spark.sql.shuffle.partitions is pinned in its checkpoint; the session's is not read)")
+    log.info(s"statesnap $verb: ${checkpoint.location} batch $next: ${plan.from} -> ${plan.to} partitions, " +
+      s"$in entries written")
+    if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with statesnap " +
+      s"(statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
+    else Seq(s"moved $in entries to the partition Spark reads each from now", s"done: restart the query: its state " +
+      s"has ${plan.to} partitions (spark.sql.shuffle.partitions is pinned in its checkpoint; the session's is not " +
+      "read)")
   }
 
   /** Offsets with the pinned partition count `from` replaced by `to` (and Spark 4.1+'s internal copy, if pinned). */
@@ -124,11 +162,11 @@ object Repartition {
     }
 
   /** Runs the job, a line on stderr as each store is written. @return entries moved in, and removed */
-  private def runJob(spark: SparkSession, checkpoint: StoppedCheckpoint, plan: RepartitionPlan,
+  private def runJob(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: String, plan: RepartitionPlan,
       probe: Option[MigrationProbe]): (Long, Long) = {
     val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) + (ChangelogConf -> "false")),
-      new SerializableConfiguration(checkpoint.hadoopConf), probe)
+      new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.rebuilt)
     val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
     val started = System.nanoTime()
     var done = 0
@@ -148,7 +186,7 @@ object Repartition {
           s"a store failed: $e"
       }
       // On stderr: stdout carries the result (text, or --json for a caller that parses it).
-      System.err.println(s"statesnap repartition: $said ($done of $stores stores, $elapsedMs ms)")
+      System.err.println(s"statesnap $verb: $said ($done of $stores stores, $elapsedMs ms)")
     })
     failures.result().headOption.foreach(e => throw e)
     (in, out)
@@ -159,7 +197,8 @@ object Repartition {
    * The partitions the new count drops are moved out of `state/` (Spark never reads them again, and a later
    * repartition to more partitions must find the added ones empty), as are their records.
    */
-  private def finish(checkpoint: StoppedCheckpoint, sink: QuerySink, batch: Long, stepDone: String => Unit): Unit = {
+  private def finish(checkpoint: StoppedCheckpoint, verb: String, sink: QuerySink, batch: Long,
+      stepDone: String => Unit): Unit = {
     sink.append(batch)
     stepDone("sink")
     val to = checkpoint.pinnedConfs(batch)(StoppedCheckpoint.ShufflePartitionsConf).toInt
@@ -180,8 +219,9 @@ object Repartition {
     }
     stepDone("retired")
     val file = checkpoint.offsetsFile(batch)
-    val provider = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ProviderConf)
-    checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), Interrupted, provider).get)
+    val provider = finalProvider(verb, checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ProviderConf))
+    checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), StoppedCheckpoint.Interrupted(verb),
+      provider).get)
   }
 
   /**
@@ -201,40 +241,43 @@ object Repartition {
    * A repartition interrupted before (the latest batch pins its provider): finished if its batch committed, rolled
    * back otherwise. @return what was (on a dry run: would be) done
    */
-  private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
+  private def recover(checkpoint: StoppedCheckpoint, verb: String, sink: QuerySink, dryRun: Boolean): Seq[String] = {
     val batch = checkpoint.latestBatch
-    def pinsInterrupted(b: Long) = checkpoint.pinnedConfs(b).get(StoppedCheckpoint.ProviderConf).contains(Interrupted)
+    def pinsInterrupted(b: Long) = checkpoint.pinnedConfs(b).get(StoppedCheckpoint.ProviderConf)
+      .contains(StoppedCheckpoint.Interrupted(verb))
     if (!pinsInterrupted(batch)) Nil
     else if (!checkpoint.committed(batch) && pinsInterrupted(batch - 1)) {
       // A restart tried after the interrupted batch committed planned one more on the same pin, and failed on it
       // before any task ran.
-      val removed = s"removed batch $batch, which a restart planned on the unfinished repartition's batch and " +
-        "could not run"
-      if (dryRun) Seq(removed, s"finished the repartition interrupted after committing batch ${batch - 1}")
+      val removed = s"removed batch $batch, which a restart planned on the unfinished $verb's batch and could not run"
+      if (dryRun) Seq(removed, s"finished the $verb interrupted after committing batch ${batch - 1}")
       else {
         checkpoint.delete(checkpoint.offsetsFile(batch))
-        removed +: recover(checkpoint, sink, dryRun)
+        removed +: recover(checkpoint, verb, sink, dryRun)
       }
     } else if (checkpoint.committed(batch)) {
-      if (!dryRun) finish(checkpoint, sink, batch, _ => ())
-      Seq(s"finished the repartition interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ +
-        "; ") + s"retired the partitions it drops, and offsets/$batch pins the query's provider again")
+      if (!dryRun) finish(checkpoint, verb, sink, batch, _ => ())
+      Seq(s"finished the $verb interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ +
+        "; ") + s"retired the partitions it drops, and offsets/$batch pins the query's provider")
     } else {
       if (!dryRun) rollBack(checkpoint, batch)
-      Seq(s"rolled back batch $batch, left uncommitted by an interrupted repartition: the state versions and " +
-        "records it wrote and its offsets are removed")
+      Seq(s"rolled back batch $batch, left uncommitted by an interrupted $verb: the state versions and records it " +
+        "wrote and its offsets are removed")
     }
   }
 
   /**
-   * Removes everything a repartition wrote for the uncommitted batch `batch`: state version `batch + 1` of every
-   * store, and in the partitions it added (beyond the count `batch - 1` pins) everything; its offsets (the guard)
+   * Removes everything the job wrote for the uncommitted batch `batch`: state version `batch + 1` of every store
+   * (and the empty version `batch` it started each store with, where the state was in Spark's default provider's
+   * files), and in the partitions it added (beyond the count `batch - 1` pins) everything; its offsets (the guard)
    * last.
    */
   private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
     val from = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ShufflePartitionsConf).toInt
+    val rebuilt = checkpoint.pinnedConfs(batch - 1).get(StoppedCheckpoint.ProviderConf)
+      .contains(ProviderClasses.SparkDefault)
     val stateRoot = new Path(checkpoint.root, "state")
-    val version = s"${batch + 1}(_[^.]+)?\\.(zip|changelog)".r
+    val version = s"(${batch + 1}${if (rebuilt) s"|$batch" else ""})(_[^.]+)?\\.(zip|changelog)".r
     checkpoint.operators._2.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       checkpoint.fs.listStatus(operatorDir).map(_.getPath).filter(_.getName.toIntOption.isDefined).foreach { p =>
@@ -247,7 +290,7 @@ object Repartition {
         .filter(_.getName.takeWhile(_ != '-').toIntOption.exists(_ >= from)).foreach(checkpoint.fs.delete(_, true))
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))
-    log.info(s"statesnap repartition: rolled back batch $batch of ${checkpoint.location}")
+    log.info(s"statesnap: rolled back batch $batch of ${checkpoint.location}")
   }
 
   /** A partition's store directories: itself, or the named stores in it (a join's). */

@@ -27,7 +27,7 @@ private[tools] object RepartitionJob {
 
   /** The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]). */
   final case class Settings(stateRoot: String, version: Long, storeConf: StateStoreConf,
-      hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe])
+      hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], rebuilt: Boolean)
 
   /** A target store by its index, the shuffle's partition: an entry goes to the task that writes its store. */
   private final class ToTarget(targets: Int) extends Partitioner {
@@ -44,7 +44,7 @@ private[tools] object RepartitionJob {
   def run(spark: SparkSession, plan: RepartitionPlan, settings: Settings,
       reported: Either[Throwable, Written] => Unit): Unit = {
     val targets = plan.operators.flatMap { o =>
-      o.stores.flatMap(s => o.targets(plan.to).map(p => Target(o.id, p, s, startsEmpty = p >= plan.from)))
+      o.stores.flatMap(s => o.targets(plan.to).map(p => Target(o.id, p, s, plan.rebuilt || p >= plan.from)))
     }
     val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
     val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p => (o, s, p))))
@@ -58,9 +58,11 @@ private[tools] object RepartitionJob {
           case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
             s"store '${store.name}': ${e.getMessage}", e)
         }
-        if (placed == p) Iterator.empty
+        // A store written anew gets every entry; one that stays loses those that move.
+        if (placed == p && !settings.rebuilt) Iterator.empty
         else Iterator(index((o.id, store.name, placed)) -> (key -> value)) ++
-          (if (stays) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte]))) else Iterator.empty)
+          (if (stays && !settings.rebuilt) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte])))
+           else Iterator.empty)
       }
     })
     // Kryo, whatever the session's serializer: a moved entry is two byte arrays, which Java serialization would wrap
@@ -74,10 +76,16 @@ private[tools] object RepartitionJob {
     }, (_: Int, result: Either[Throwable, Written]) => reported(result))
   }
 
-  /** The entries of one store at the version read, the store released when the task ends. */
+  /**
+   * The entries of one store at the version read (by Spark's default provider from its files, where the job writes
+   * every store anew), the store released when the task ends.
+   */
   private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store)
       : Iterator[(Array[Byte], Array[Byte])] = {
-    val opened = open(settings, operator, partition, store, empty = false)
+    val opened = if (!settings.rebuilt) open(settings, operator, partition, store, empty = false)
+      else StatesnapOfflineStore.readDefaultProvider(StateStoreId(settings.stateRoot, operator, partition,
+        store.name), store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf,
+        settings.hadoopConf.value, settings.version)
     TaskContext.get().addTaskCompletionListener[Unit](_ => opened.close())
     opened.entries
   }

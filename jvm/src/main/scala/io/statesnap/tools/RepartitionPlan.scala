@@ -16,12 +16,21 @@ import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
  *
  * @param batch the latest committed batch N, whose state versions (N+1) the job reads
  * @param from the partitions the query pins now; @param to the partitions it will
+ * @param provider the provider whose files hold the state: Spark's RocksDB provider or statesnap's (the job moves
+ *   the entries that change partition), or Spark's default one (the job writes every entry into a new RocksDB store)
  */
-final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator]) {
+final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator],
+    provider: String) {
+  /** Every store of the new layout is written anew: the state is in Spark's default provider's files. */
+  def rebuilt: Boolean = provider == ProviderClasses.SparkDefault
+
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
     val stores = o.stores.map(_.name).mkString(", ")
-    if (o.keyless) s"commit the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
+    if (rebuilt) s"write every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else
+      "stores"} $stores), read by Spark's default provider, into a RocksDB store of the partition of $to where " +
+      s"Spark's partitioning of the operator looks for it, committed as state version ${batch + 2}"
+    else if (o.keyless) s"commit the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
       s"where it stays) as state version ${batch + 2}"
     else s"move every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else "stores"} " +
       s"$stores) from the partition of $from where it is to the one of $to where Spark's partitioning of the " +
@@ -58,15 +67,16 @@ object RepartitionPlan {
     def targets(to: Int): Seq[Int] = if (keyless) Seq(0) else 0 until to
   }
 
-  /** The plan for `checkpoint` (stopped, its latest batch committed) to `to` partitions, or a refusal. */
-  def apply(checkpoint: StoppedCheckpoint, to: Int): RepartitionPlan = {
+  /**
+   * The plan for `checkpoint` (stopped, its latest batch committed) to `to` partitions (None: as many as it has), or
+   * a refusal. @param providers the providers the tool moves state from, and what it does, for the refusal
+   */
+  def apply(checkpoint: StoppedCheckpoint, to: Option[Int], providers: Set[String], does: String): RepartitionPlan = {
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val confs = checkpoint.pinnedConfs(batch)
     val provider = checkpoint.pinnedProvider(batch)
-    if (provider != ProviderClasses.SparkRocksDB && provider != ProviderClasses.Statesnap) refuse(s"offsets/$batch " +
-      s"pins the provider $provider; repartition moves the state of a query on Spark's RocksDB provider " +
-      s"(${ProviderClasses.SparkRocksDB}) or statesnap's, and keeps it there")
+    if (!providers(provider)) refuse(s"offsets/$batch pins the provider $provider; $does")
     checkpoint.requireRewritableState(batch, avroTransformWithState = false)
     if (checkpoint.commitStateIds(batch).isDefined) refuse(s"commits/$batch names its store versions by unique ids " +
       s"(checkpoint format v2, ${StoppedCheckpoint.CheckpointFormatConf}=2), which repartition does not write yet")
@@ -84,8 +94,9 @@ object RepartitionPlan {
     if (transformWithState.nonEmpty) refuse(s"operator ${transformWithState.mkString(", ")} is transformWithState, " +
       "whose column families (and timers and TTL indexes) repartition does not move yet")
     val operators = others.map(operator(checkpoint, batch, _, from))
-    if (to > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until to))
-    RepartitionPlan(batch, from, to, operators)
+    val count = to.getOrElse(from)
+    if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
+    RepartitionPlan(batch, from, count, operators, provider)
   }
 
   private def operator(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {

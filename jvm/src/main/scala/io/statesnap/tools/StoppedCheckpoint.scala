@@ -164,7 +164,8 @@ object StoppedCheckpoint {
    */
   val Interrupted: Map[String, String] = Map(
     "migrate" -> "statesnap.migration.interrupted.RunStatesnapMigrateAgain",
-    "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain")
+    "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain",
+    "adopt" -> "statesnap.adopt.interrupted.RunStatesnapAdoptAgain")
 
   /** The checkpoint at `location`, refused if it is no query's checkpoint or a query in this JVM runs on it. */
   def apply(spark: SparkSession, location: String, verb: String): StoppedCheckpoint =

@@ -6,6 +6,7 @@ import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Put}
 import org.apache.spark.sql.types.StructType
@@ -51,14 +52,20 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * A store without column families (every stateful operator's but transformWithState's) opened for writing with
-   * Spark's own RocksDB provider at `version` (checkpoint format v1), for [[StatesnapOfflineStore]].
+   * A store without column families (every stateful operator's but transformWithState's) opened at `version`
+   * (checkpoint format v1) by `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]].
    * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
    */
-  def openStore(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      conf: StateStoreConf, hadoopConf: Configuration, version: Long): (RocksDBStateStoreProvider, StateStore) = {
-    val provider = new RocksDBStateStoreProvider
+  def openStore(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long): StateStore = {
     provider.init(id, keySchema, valueSchema, prefixFields, conf, hadoopConf)
-    try provider -> provider.getStore(version) catch { case e: Throwable => provider.close(); throw e }
+    provider.getStore(version)
+  }
+
+  /** How Spark's RocksDB provider encodes a key and a value of such a store: its own encoder. */
+  def rocksDBEncoding(keySchema: StructType, valueSchema: StructType,
+      prefixFields: Int): (UnsafeRow => Array[Byte], UnsafeRow => Array[Byte]) = {
+    val encoder = RocksDBStateEncoder.getEncoder(keySchema, valueSchema, prefixFields)
+    (encoder.encodeKey, encoder.encodeValue)
   }
 }

@@ -4,6 +4,7 @@ import java.io.{File, FileNotFoundException}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Merge, Put}
 import org.apache.spark.sql.types.StructType
@@ -54,17 +55,27 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * A store without column families (every stateful operator's but transformWithState's) opened for writing with
-   * Spark's own RocksDB provider at `version` (checkpoint format v1), for [[StatesnapOfflineStore]].
+   * A store without column families (every stateful operator's but transformWithState's) opened at `version`
+   * (checkpoint format v1) by `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]].
    * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
    */
-  def openStore(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      conf: StateStoreConf, hadoopConf: Configuration, version: Long): (RocksDBStateStoreProvider, StateStore) = {
-    val provider = new RocksDBStateStoreProvider
-    val spec = if (prefixFields == 0) NoPrefixKeyStateEncoderSpec(keySchema)
-      else PrefixKeyScanStateEncoderSpec(keySchema, prefixFields)
-    provider.init(id, keySchema, valueSchema, spec, useColumnFamilies = false, conf, hadoopConf,
-      useMultipleValuesPerKey = false, None)
-    try provider -> provider.getStore(version, None) catch { case e: Throwable => provider.close(); throw e }
+  def openStore(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long): StateStore = {
+    provider.init(id, keySchema, valueSchema, spec(keySchema, prefixFields), useColumnFamilies = false, conf,
+      hadoopConf, useMultipleValuesPerKey = false, None)
+    provider.getStore(version, None)
   }
+
+  /** How Spark's RocksDB provider encodes a key and a value of such a store: its own encoders. */
+  def rocksDBEncoding(keySchema: StructType, valueSchema: StructType,
+      prefixFields: Int): (UnsafeRow => Array[Byte], UnsafeRow => Array[Byte]) = {
+    val data = new UnsafeRowDataEncoder(spec(keySchema, prefixFields), valueSchema)
+    val keys = RocksDBStateEncoder.getKeyEncoder(data, spec(keySchema, prefixFields), false)
+    val values = RocksDBStateEncoder.getValueEncoder(data, valueSchema, false)
+    (keys.encodeKey, values.encodeValue)
+  }
+
+  private def spec(keySchema: StructType, prefixFields: Int): KeyStateEncoderSpec =
+    if (prefixFields == 0) NoPrefixKeyStateEncoderSpec(keySchema)
+    else PrefixKeyScanStateEncoderSpec(keySchema, prefixFields)
 }

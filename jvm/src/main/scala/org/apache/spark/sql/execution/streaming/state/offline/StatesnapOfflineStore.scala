@@ -8,8 +8,9 @@ import scala.util.control.NonFatal
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileUtil, Path}
-import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, StateStore,
-  StateStoreConf, StateStoreId}
+import io.statesnap.evolution.UnsafeRowLayout
+import org.apache.spark.sql.execution.streaming.state.{HDFSBackedStateStoreProvider, RocksDBConf,
+  RocksDBStateStoreProvider, StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -24,12 +25,13 @@ import org.apache.spark.sql.types.StructType
  * Under Spark's `RocksDB.put` and `remove`, which keep the store's count of keys; a key is put only where it is not
  * yet (two partitions never hold one key: a store of a query that does is refused, not merged).
  */
-final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBStateStoreProvider, store: StateStore) {
+final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBStateStoreProvider, store: StateStore)
+    extends StatesnapOfflineStore.Entries {
   private val rocksDB = provider.rocksDB
   private var open = true
 
   /** Every entry (key, value) of the version loaded, in key order, streamed from RocksDB. */
-  def entries: Iterator[(Array[Byte], Array[Byte])] = rocksDB.iterator().map(pair => pair.key -> pair.value)
+  override def entries: Iterator[(Array[Byte], Array[Byte])] = rocksDB.iterator().map(pair => pair.key -> pair.value)
 
   /** Puts an entry that moves here. @throws IllegalStateException if the store holds the key already */
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
@@ -50,10 +52,17 @@ final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBSt
   }
 
   /** Aborts an uncommitted version and releases the store. */
-  def close(): Unit = try if (open) store.abort() finally provider.close()
+  override def close(): Unit = try if (open) store.abort() finally provider.close()
 }
 
 object StatesnapOfflineStore {
+  /** The entries of a store version as Spark's RocksDB provider stores them, read by an offline job. */
+  trait Entries {
+    def entries: Iterator[(Array[Byte], Array[Byte])]
+    /** Releases the store. */
+    def close(): Unit
+  }
+
   /**
    * The store `id` opened at `version`: the one the query committed, or, where the store has no files yet (a
    * partition a repartition adds), an empty one written as `version` first ([[startEmpty]]).
@@ -62,15 +71,52 @@ object StatesnapOfflineStore {
   def open(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
       queryConf: Configuration, version: Long, empty: Boolean): StatesnapOfflineStore = {
     require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
-    // Spark 4's provider names its instance by the run of the query that opens it (`StreamExecution.RUN_ID_KEY`,
-    // which 3.5 neither has nor reads): this job is a run of its own.
+    val hadoopConf = withRunId(queryConf)
+    if (empty) startEmpty(id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
+    val provider = new RocksDBStateStoreProvider
+    new StatesnapOfflineStore(id, provider, opened(provider, id, keySchema, valueSchema, prefixFields, conf,
+      hadoopConf, version))
+  }
+
+  /**
+   * The store `id` of Spark's default provider (`HDFSBackedStateStoreProvider`) at `version`, loaded by that
+   * provider (its snapshot and deltas), each entry encoded by Spark's RocksDB encoders as Spark's RocksDB provider
+   * stores it: what `adopt` of such a checkpoint moves into statesnap's. Every value row is checked against the
+   * layout of `valueSchema` before it is trusted (the key is, where it is placed).
+   */
+  def readDefaultProvider(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      conf: StateStoreConf, queryConf: Configuration, version: Long): Entries = {
+    val provider = new HDFSBackedStateStoreProvider
+    val store = opened(provider, id, keySchema, valueSchema, prefixFields, conf, withRunId(queryConf), version)
+    val (encodeKey, encodeValue) = StatesnapStoreFiles.rocksDBEncoding(keySchema, valueSchema, prefixFields)
+    val values = new UnsafeRowLayout(valueSchema)
+    new Entries {
+      override def entries: Iterator[(Array[Byte], Array[Byte])] = store.iterator().map { pair =>
+        values.problem(pair.value.getBaseObject, pair.value.getBaseOffset, pair.value.getSizeInBytes).foreach { p =>
+          throw new IllegalStateException(s"${id.storeCheckpointLocation()} version $version holds a value that is " +
+            s"not a row of ${valueSchema.simpleString}: $p")
+        }
+        encodeKey(pair.key) -> encodeValue(pair.value)
+      }
+      override def close(): Unit = try store.abort() finally provider.close()
+    }
+  }
+
+  /**
+   * The query's Hadoop conf naming a run of its own: Spark 4's providers name their instance by the run of the query
+   * that opens it (`StreamExecution.RUN_ID_KEY`, which 3.5 neither has nor reads).
+   */
+  private def withRunId(queryConf: Configuration): Configuration = {
     val hadoopConf = new Configuration(queryConf)
     hadoopConf.set("sql.streaming.runId", UUID.randomUUID().toString)
-    if (empty) startEmpty(id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
-    val (provider, store) = StatesnapStoreFiles.openStore(id, keySchema, valueSchema, prefixFields, conf, hadoopConf,
-      version)
-    new StatesnapOfflineStore(id, provider, store)
+    hadoopConf
   }
+
+  /** `provider` initialized for the store `id` and opened at `version`; closed if that fails. */
+  private def opened(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long): StateStore =
+    try StatesnapStoreFiles.openStore(provider, id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
+    catch { case e: Throwable => provider.close(); throw e }
 
   /**
    * Writes an empty version `version` of the store `id`, which has no files: Spark's RocksDB provider loads a version
@@ -88,8 +134,8 @@ object StatesnapOfflineStore {
     try {
       // A file: URI, so that a cluster whose default file system is another does not resolve it there.
       val scratchId = StateStoreId(scratch.toURI.toString, id.operatorId, id.partitionId, id.storeName)
-      val (provider, store) = StatesnapStoreFiles.openStore(scratchId, keySchema, valueSchema, prefixFields, conf,
-        hadoopConf, 0)
+      val provider = new RocksDBStateStoreProvider
+      val store = opened(provider, scratchId, keySchema, valueSchema, prefixFields, conf, hadoopConf, 0)
       try store.commit() catch { case NonFatal(e) => store.abort(); throw e } finally provider.close()
       val written = new java.io.File(scratchId.storeCheckpointLocation().toUri.getPath)
       val snapshot = new java.io.File(written, "1.zip")
