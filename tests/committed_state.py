@@ -39,6 +39,9 @@ class LayoutError(ValueError):
     """Bytes not exactly in the layout Spark writes for the declared schema (the message names the entry)."""
 
 
+# The reader's temporary directories, named by the process that made them (the suites of several Spark minors run
+# at once, each reading).
+TEMPORARY_PREFIX = "committed_state_"
 Store = dict[str, dict[bytes, bytes]]  # column family -> key (after the family prefix) -> value, raw bytes
 
 
@@ -217,7 +220,7 @@ def list_delimiter(checkpoint: str, operator: int = 0, partition: int = 0, versi
 def _open_snapshot(zip_path: str, sst_dir: str) -> tuple[dict[bytes, bytes], dict[str, int], Optional[bytes]]:
     """(every raw key -> value, column family mapping, merge delimiter) of one ``.zip`` snapshot, opened read-only
     in a temporary directory (copies of its SSTs, so nothing can touch the checkpoint) removed afterwards."""
-    tmp = tempfile.mkdtemp(prefix="committed_state_")
+    tmp = tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}_")
     try:
         with zipfile.ZipFile(zip_path) as z:
             for name in z.namelist():

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from apps import StateSpec, run_app, run_group_state_app, write_input
-from committed_state import (LayoutError, StateReadError, committed_versions, decode_row, latest_committed_version,
-                             partitions, read_state, read_store, split_list, state_row)
+from committed_state import (TEMPORARY_PREFIX, LayoutError, StateReadError, committed_versions, decode_row,
+                             latest_committed_version, partitions, read_state, read_store, split_list, state_row)
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion"
@@ -197,13 +197,14 @@ def tree_hash(root: str) -> str:
 def test_reading_never_writes_to_the_checkpoint_and_leaves_no_temporary_files(apps, group_state):
     checkpoints = [checkpoint for checkpoint, _ in apps.values()] + [group_state]
     before = {c: tree_hash(c) for c in checkpoints}
-    temporaries = set(Path(tempfile.gettempdir()).glob("committed_state_*"))
+    mine = f"{TEMPORARY_PREFIX}{os.getpid()}_*"  # other minors' suites, running at the same time, read too
+    temporaries = set(Path(tempfile.gettempdir()).glob(mine))
     for checkpoint in checkpoints:
         for version in committed_versions(checkpoint):
             for partition in partitions(checkpoint):
                 read_store(checkpoint, 0, partition, version)
     assert {c: tree_hash(c) for c in checkpoints} == before
-    assert set(Path(tempfile.gettempdir()).glob("committed_state_*")) == temporaries
+    assert set(Path(tempfile.gettempdir()).glob(mine)) == temporaries
 
 
 def test_a_version_that_cannot_be_rebuilt_raises_with_the_reason(apps, tmp_path):
