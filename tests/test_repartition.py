@@ -345,6 +345,8 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
     with pytest.raises(Exception, match=f"{StoppedInterrupted}|STREAMING_UNFINISHED_REPARTITION_DETECTED"):
         run(spark, name, [source], checkpoint)
 
+    code, out = cli("release", checkpoint)  # another tool names the one to run again
+    assert code == 4 and "appended by `python -m statesnap repartition`, which did not finish" in out, out
     code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
     assert code == 3, out
     if step in ("commit", "retired"):

@@ -62,6 +62,7 @@ object ProviderSwitch {
   private def switch(spark: SparkSession, location: String, from: String, to: String, dryRun: Boolean,
       verb: String, writtenAs: Map[String, StructType]): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
+    checkpoint.refuseInterruptedByAnother()
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val confs = checkpoint.pinnedConfs(batch)
