@@ -175,7 +175,7 @@ object OfflineMigration {
         else families.keys.toSeq.sorted.mkString("'", "', '", "'")}") }
     val pinned = checkpoint.pinnedConfs(batch).get("spark.sql.shuffle.partitions").map(_.toInt)
     def partitionsOfOperator(o: Int): Seq[Int] = {
-      val partitions = partitionsOf(checkpoint, o)
+      val partitions = checkpoint.partitions(o)
       if (pinned.exists(n => partitions != (0 until n))) refuse(s"state/$o holds partitions " +
         s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
       partitions
@@ -183,7 +183,7 @@ object OfflineMigration {
     val carried = others.map { o =>
       val partitions = partitionsOfOperator(o)
       // A stream-stream join keeps four stores per partition, each under its own name.
-      partitions.flatMap(p => namedStores(checkpoint, o, p)).headOption.foreach { store => refuse(s"operator $o " +
+      partitions.flatMap(p => checkpoint.namedStores(o, p)).headOption.foreach { store => refuse(s"operator $o " +
         s"keeps several stores per partition (state/$o/${partitions.head}/$store: a stream-stream join); migrate " +
         "carries the stores of other stateful operators into the appended batch only when each partition has one") }
       o -> partitions
@@ -208,11 +208,6 @@ object OfflineMigration {
     } } }
     ids
   }
-
-  /** The stores of a partition other than the default one: Spark keeps each in a directory named after it. */
-  private def namedStores(checkpoint: StoppedCheckpoint, op: Int, partition: Int): Seq[String] =
-    checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op/$partition")).toSeq.filter(_.isDirectory)
-      .map(_.getPath.getName).filterNot(Set("SSTs", "_metadata"))
 
   /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
   private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target, migrating: Seq[Decided],
@@ -315,18 +310,12 @@ object OfflineMigration {
       val stateRoot = new Path(checkpoint.root, "state")
       val (transformWithState, others) = checkpoint.operators
       (transformWithState ++ others).forall { op =>
-        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && partitionsOf(checkpoint, op).forall {
-          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f => versionFile(batch + 1)
-            .matches(f.getPath.getName))
+        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && checkpoint.partitions(op).forall {
+          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f =>
+            StoppedCheckpoint.isVersionFile(f.getPath.getName, batch + 1))
         }
       }
     }
-
-  /**
-   * A store's file of state version `version`: `<version>.zip` under checkpoint format v1, `<version>_<id>.zip` under
-   * v2; likewise changelogs.
-   */
-  private def versionFile(version: Long) = s"$version(_[^.]+)?\\.(zip|changelog)".r
 
   /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
   private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
@@ -338,9 +327,9 @@ object OfflineMigration {
         batch, checkpoint.hadoopConf)
     }
     (transformWithState ++ others).foreach { op =>
-      partitionsOf(checkpoint, op).foreach { p =>
+      checkpoint.partitions(op).foreach { p =>
         checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).map(_.getPath)
-          .filter(f => versionFile(batch + 1).matches(f.getName)).foreach(checkpoint.delete)
+          .filter(f => StoppedCheckpoint.isVersionFile(f.getName, batch + 1)).foreach(checkpoint.delete)
       }
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))
@@ -385,8 +374,4 @@ object OfflineMigration {
     failures.result().headOption.foreach(e => throw e)
     (rewritten, committedIds.result())
   }
-
-  private def partitionsOf(checkpoint: StoppedCheckpoint, op: Int): Seq[Int] =
-    checkpoint.fs.listStatus(new Path(checkpoint.root, s"state/$op")).toSeq
-      .flatMap(_.getPath.getName.toIntOption).sorted
 }

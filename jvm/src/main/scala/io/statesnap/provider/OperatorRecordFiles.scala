@@ -20,6 +20,9 @@ object OperatorRecordFiles {
   /** The records of one partition and store. */
   def dir(root: Path, partition: Int, store: String): Path = new Path(root, s"$partition-$store")
 
+  /** The partition whose records an entry of `root` holds (`<partition>-<store>`, or a legacy file), if it is one. */
+  def partitionOf(entry: Path): Option[Int] = entry.getName.takeWhile(_ != '-').toIntOption
+
   /** Where statesnap 0.1 kept the one record of a partition and store: still read, in force from version 0. */
   def legacy(root: Path, partition: Int, store: String): Path = new Path(root, s"$partition-$store.snapshot")
 

@@ -194,11 +194,18 @@ object CheckpointReader {
       (operator, operatorDir) <- numbered(stateRoot).sortBy(_._1)
       (partition, partitionDir) <- numbered(operatorDir).sortBy(_._1)
       (name, dir) <- (DefaultStore -> partitionDir) +: fs.listStatus(partitionDir).toSeq.filter(_.isDirectory)
-        .map(_.getPath).filterNot(p => p.getName.startsWith("_") || p.getName == "SSTs" || p.getName == "logs")
+        .map(_.getPath).filter(p => isNamedStore(p.getName))
         .map(p => p.getName -> p)
       if hasStateFiles(dir)
     } yield (operator, partition, name, dir)
   }
+
+  /**
+   * Whether a directory inside a partition's is a store kept by name (a join's four), not RocksDB's shared SST files,
+   * its logs, or metadata (`_metadata`, `_statesnap`).
+   */
+  def isNamedStore(directory: String): Boolean =
+    !(directory.startsWith("_") || directory == "SSTs" || directory == "logs")
 
   /** Where a store's unique id sits in the commit log (a join keeps four stores per partition, in this order). */
   private def storeIndex(storeName: String, count: Int): Int = if (count == 1) 0 else

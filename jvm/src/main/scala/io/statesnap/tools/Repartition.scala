@@ -207,9 +207,8 @@ object Repartition {
     checkpoint.operators._2.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       val records = OperatorRecordFiles.root(stateRoot.toString, op)
-      val dropped = checkpoint.fs.listStatus(operatorDir).map(_.getPath).filter(_.getName.toIntOption.exists(_ >= to))
-      val droppedRecords = if (!checkpoint.fs.exists(records)) Nil else checkpoint.fs.listStatus(records).toSeq
-        .map(_.getPath).filter(_.getName.takeWhile(_ != '-').toIntOption.exists(_ >= to))
+      val dropped = checkpoint.partitions(op).filter(_ >= to).map(p => new Path(operatorDir, p.toString))
+      val droppedRecords = recordsOfPartitionsFrom(checkpoint, records, to)
       (dropped.map(d => d -> new Path(retired, s"$op/${d.getName}")) ++
         droppedRecords.map(r => r -> new Path(retired, s"$op/_statesnap/${r.getName}"))).foreach { case (from, into) =>
         checkpoint.fs.mkdirs(into.getParent)
@@ -277,24 +276,27 @@ object Repartition {
     val rebuilt = checkpoint.pinnedConfs(batch - 1).get(StoppedCheckpoint.ProviderConf)
       .contains(ProviderClasses.SparkDefault)
     val stateRoot = new Path(checkpoint.root, "state")
-    val version = s"(${batch + 1}${if (rebuilt) s"|$batch" else ""})(_[^.]+)?\\.(zip|changelog)".r
+    val versions = if (rebuilt) Seq(batch + 1, batch) else Seq(batch + 1)
     checkpoint.operators._2.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
-      checkpoint.fs.listStatus(operatorDir).map(_.getPath).filter(_.getName.toIntOption.isDefined).foreach { p =>
-        if (p.getName.toInt >= from) checkpoint.fs.delete(p, true)
-        else storeDirs(checkpoint, p).foreach(dir => checkpoint.fs.listStatus(dir).map(_.getPath)
-          .filter(f => version.pattern.matcher(f.getName).matches).foreach(checkpoint.delete(_)))
+      checkpoint.partitions(op).foreach { p =>
+        val partitionDir = new Path(operatorDir, p.toString)
+        if (p >= from) checkpoint.fs.delete(partitionDir, true)
+        else (partitionDir +: checkpoint.namedStores(op, p).map(new Path(partitionDir, _))).foreach { dir =>
+          checkpoint.fs.listStatus(dir).map(_.getPath)
+            .filter(f => StoppedCheckpoint.isVersionFile(f.getName, versions: _*)).foreach(checkpoint.delete(_))
+        }
       }
-      val records = OperatorRecordFiles.root(stateRoot.toString, op)
-      if (checkpoint.fs.exists(records)) checkpoint.fs.listStatus(records).map(_.getPath)
-        .filter(_.getName.takeWhile(_ != '-').toIntOption.exists(_ >= from)).foreach(checkpoint.fs.delete(_, true))
+      recordsOfPartitionsFrom(checkpoint, OperatorRecordFiles.root(stateRoot.toString, op), from)
+        .foreach(checkpoint.fs.delete(_, true))
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))
     log.info(s"statesnap: rolled back batch $batch of ${checkpoint.location}")
   }
 
-  /** A partition's store directories: itself, or the named stores in it (a join's). */
-  private def storeDirs(checkpoint: StoppedCheckpoint, partition: Path): Seq[Path] =
-    partition +: checkpoint.fs.listStatus(partition).toSeq.filter(_.isDirectory).map(_.getPath)
-      .filterNot(p => p.getName.startsWith("_") || p.getName == "SSTs" || p.getName == "logs")
+  /** statesnap's record files and directories in `records` of the partitions from `partition` on. */
+  private def recordsOfPartitionsFrom(checkpoint: StoppedCheckpoint, records: Path, partition: Int): Seq[Path] =
+    if (!checkpoint.fs.exists(records)) Nil
+    else checkpoint.fs.listStatus(records).toSeq.map(_.getPath)
+      .filter(OperatorRecordFiles.partitionOf(_).exists(_ >= partition))
 }

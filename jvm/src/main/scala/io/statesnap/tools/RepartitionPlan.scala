@@ -104,8 +104,7 @@ object RepartitionPlan {
     val stateRoot = new Path(checkpoint.root, "state")
     val operatorDir = new Path(stateRoot, op.toString)
     val named = QueryStates.operator(stateRoot.toString, op, checkpoint.hadoopConf)
-    val storeNames = checkpoint.fs.listStatus(new Path(operatorDir, "0")).toSeq.filter(_.isDirectory)
-      .map(_.getPath.getName).filterNot(n => n.startsWith("_") || n == "SSTs" || n == "logs").sorted
+    val storeNames = checkpoint.namedStores(op, 0)
     val stores = (if (storeNames.isEmpty) Seq(StateStoreId.DEFAULT_STORE_NAME) else storeNames).map { name =>
       val (key, value) = SparkSingleStateSchemaFile.read(StateStoreId(stateRoot.toString, op, 0, name),
         checkpoint.hadoopConf).getOrElse(refuse(s"state/$op/0 has no schema file of store '$name' " +
@@ -128,7 +127,7 @@ object RepartitionPlan {
     }
     val keyless = operator.contains(SparkOperator.GlobalLimit) ||
       placed.forall(_.keySchema.forall(_.dataType == NullType))
-    val partitions = checkpoint.fs.listStatus(operatorDir).toSeq.flatMap(_.getPath.getName.toIntOption).sorted
+    val partitions = checkpoint.partitions(op)
     if (!keyless) {
       (0 until from).diff(partitions).headOption.foreach(p => refuse(s"state/$op has no partition $p of the $from " +
         "the query pins: not a layout Spark leaves"))

@@ -116,6 +116,15 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
     all.partition(op => fs.exists(new Path(root, s"state/$op/_metadata/v2")))
   }
 
+  /** The partitions of operator `op` that have a directory, in order. */
+  def partitions(op: Int): Seq[Int] =
+    fs.listStatus(new Path(root, s"state/$op")).toSeq.flatMap(_.getPath.getName.toIntOption).sorted
+
+  /** The stores of a partition of `op` kept by name (a join's), in order; none for a partition of one store. */
+  def namedStores(op: Int, partition: Int): Seq[String] =
+    fs.listStatus(new Path(root, s"state/$op/$partition")).toSeq.filter(_.isDirectory).map(_.getPath.getName)
+      .filter(CheckpointReader.isNamedStore).sorted
+
   def offsetsFile(batch: Long): Path = new Path(root, s"offsets/$batch")
   def commitsFile(batch: Long): Path = new Path(root, s"commits/$batch")
 
@@ -166,6 +175,13 @@ object StoppedCheckpoint {
     "migrate" -> "statesnap.migration.interrupted.RunStatesnapMigrateAgain",
     "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain",
     "adopt" -> "statesnap.adopt.interrupted.RunStatesnapAdoptAgain")
+
+  /**
+   * Whether `name` is a RocksDB store's file of one of `versions`: `<version>.zip` under checkpoint format v1,
+   * `<version>_<id>.zip` under v2; likewise changelogs.
+   */
+  def isVersionFile(name: String, versions: Long*): Boolean =
+    s"(${versions.mkString("|")})(_[^.]+)?\\.(zip|changelog)".r.pattern.matcher(name).matches
 
   /** The checkpoint at `location`, refused if it is no query's checkpoint or a query in this JVM runs on it. */
   def apply(spark: SparkSession, location: String, verb: String): StoppedCheckpoint =
