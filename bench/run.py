@@ -268,17 +268,11 @@ def run_repartition(entries: list[int], repeats: int) -> list[dict]:
     jvm = spark.sparkContext._jvm
     pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
              if str(p.getType()) == "Heap memory"]
-    provider_conf = "spark.sql.streaming.stateStore.providerClass"
     results = []
     for n in entries:
         work = Path(tempfile.mkdtemp(prefix="statesnap-bench-repartition-"))
         try:
-            spark.range(n, numPartitions=2).selectExpr("id AS key").write.parquet(str(work / "input"))
-            original = str(work / "checkpoint")
-            spark.conf.set(provider_conf, STOCK)
-            (spark.readStream.schema("key long").parquet(str(work / "input")).groupBy("key").count()
-             .writeStream.format("noop").outputMode("update").option("checkpointLocation", original)
-             .trigger(availableNow=True).start().awaitTermination())
+            original = stock_count_checkpoint(spark, work, n)
             sides: dict[str, list] = {"statesnap": [], "spark": []}
             for i in range(repeats):
                 for side in ("statesnap", "spark") if i % 2 == 0 else ("spark", "statesnap"):
@@ -303,7 +297,6 @@ def run_repartition(entries: list[int], repeats: int) -> list[dict]:
                             **{f"{side}_peak_heap_mb": max(p for _, p in runs) for side, runs in sides.items()},
                             "ratio": best["spark"][0] / best["statesnap"][0]})
         finally:
-            spark.conf.unset(provider_conf)
             shutil.rmtree(work, ignore_errors=True)
     return results
 
@@ -322,6 +315,22 @@ def repartition_section(rows: list[dict]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------- report
+def stock_count_checkpoint(spark, work: Path, keys: int) -> str:
+    """The checkpoint (under `work`) of a streaming count over `keys` groups in 2 partitions, run to its end on Spark's
+    RocksDB provider; the session's provider is left unset."""
+    provider_conf = "spark.sql.streaming.stateStore.providerClass"
+    spark.range(keys, numPartitions=2).selectExpr("id AS key").write.parquet(str(work / "input"))
+    checkpoint = str(work / "checkpoint")
+    spark.conf.set(provider_conf, STOCK)
+    try:
+        (spark.readStream.schema("key long").parquet(str(work / "input")).groupBy("key").count()
+         .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
+         .trigger(availableNow=True).start().awaitTermination())
+    finally:
+        spark.conf.unset(provider_conf)
+    return checkpoint
+
+
 # --------------------------------------------------------------------------------------------------------- scan
 def run_scan(repeats: int, keys: int = 1_000_000) -> dict:
     """`adopt --dry-run`'s scan of a stock checkpoint (a streaming count over `keys` groups, 2 partitions), in
@@ -335,12 +344,7 @@ def run_scan(repeats: int, keys: int = 1_000_000) -> dict:
     work = Path(tempfile.mkdtemp(prefix="statesnap-bench-scan-"))
     provider_conf = "spark.sql.streaming.stateStore.providerClass"
     try:
-        spark.range(keys, numPartitions=2).selectExpr("id AS key").write.parquet(str(work / "input"))
-        checkpoint = str(work / "checkpoint")
-        spark.conf.set(provider_conf, STOCK)
-        (spark.readStream.schema("key long").parquet(str(work / "input")).groupBy("key").count()
-         .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
-         .trigger(availableNow=True).start().awaitTermination())
+        checkpoint = stock_count_checkpoint(spark, work, keys)
         spark.conf.set(provider_conf, statesnap.PROVIDER_CLASS)
         scan, reader = [], []
         for _ in range(repeats):

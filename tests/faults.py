@@ -4,11 +4,14 @@ loads in a child class loader, which the test classes could not extend), and the
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyspark
 
 import statesnap
+from processes import run_to_exit
 
 ROOT = Path(__file__).resolve().parent.parent
 # What scripts/build_jar.sh compiled for this pyspark's minor version (make builds it before pytest).
@@ -19,3 +22,12 @@ PROBE = {"spark.sql.streaming.stateStore.statesnap.test.probe": "io.statesnap.te
 def classpath() -> str:
     """The test classes and statesnap's jar, for a JVM's extraClassPath."""
     return os.pathsep.join([str(TEST_CLASSES), statesnap.jar_path()])
+
+
+def crash_tool(command: str, checkpoint: str, step: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m statesnap <command> <checkpoint> --no-file-sink <args>` in its own process, its JVM halted after the
+    offline `step` (MigrationFaults) as a crash would."""
+    test_classes = ["--conf", f"spark.driver.extraClassPath={classpath()}"] + [
+        arg for key, value in PROBE.items() for arg in ("--conf", f"{key}={value}")]
+    return run_to_exit([sys.executable, "-m", "statesnap", command, checkpoint, "--no-file-sink", *test_classes, *args],
+                       env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, timeout=600)

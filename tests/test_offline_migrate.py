@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -71,15 +70,6 @@ def changelog(spark):
     spark.conf.set(CHANGELOG, "true")
     yield
     spark.conf.unset(CHANGELOG)
-
-
-def crash_migrate(checkpoint: str, step: str, *args: str) -> subprocess.CompletedProcess:
-    """`python -m statesnap migrate` in its own process, its JVM halted after `step` as a crash would."""
-    test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
-        arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
-    return run_to_exit([sys.executable, "-m", "statesnap", "migrate", checkpoint, "--no-file-sink", *test_classes,
-                        *args],
-                       env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, timeout=600)
 
 
 @pytest.mark.slow
@@ -230,7 +220,7 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
     stock_query(spark, source, checkpoint)
     before = files(checkpoint)
 
-    crashed = crash_migrate(checkpoint, step, "--state", "count", "--schema", "n bigint, note string",
+    crashed = faults.crash_tool("migrate", checkpoint, step, "--state", "count", "--schema", "n bigint, note string",
                             "--conf", f"{CHANGELOG}=true")
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     if step in ("schema", "commit"):  # it showed its progress while it ran

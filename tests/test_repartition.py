@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +24,6 @@ import statesnap
 from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, _group_state_app, run_app, write_input
 from committed_state import latest_committed_version, partitions, read_store, state_row
 from minors import MINOR, OPERATOR_METADATA, PINNED, SPARK_STATE_READER, TRANSFORM_WITH_STATE
-from processes import run_to_exit
 from test_other_operators import run_to_end
 
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -301,13 +298,16 @@ def test_a_transform_with_state_operator_is_refused_by_name(spark, app_dirs, cli
     assert files(checkpoint) == before
 
 
-def crash_repartition(checkpoint: str, step: str, partitions: int) -> subprocess.CompletedProcess:
-    """`python -m statesnap repartition` in its own process, its JVM halted after `step` as a crash would."""
-    test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
-        arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
-    return run_to_exit([sys.executable, "-m", "statesnap", "repartition", checkpoint, "--partitions",
-                        str(partitions), "--no-file-sink", *test_classes],
-                       env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, timeout=600)
+def counted_twice(spark, tmp_path) -> tuple[list[str], list[str], str, str]:
+    """([input], [control input], checkpoint, control) of the aggregation scenario after its first two runs, the
+    query's output equal to the control's; the session's provider and partitions as the caller set them."""
+    inputs, control_inputs = [str(tmp_path / "in")], [str(tmp_path / "control-in")]
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    for rows in rounds("aggregation")[:2]:
+        feed(inputs, rows)
+        feed(control_inputs, rows)
+        assert run(spark, "aggregation", inputs, checkpoint) == run(spark, "aggregation", control_inputs, control)
+    return inputs, control_inputs, checkpoint, control
 
 
 @pytest.mark.slow
@@ -322,16 +322,10 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
     session_for("statesnap", True)
     spark.conf.set("spark.sql.shuffle.partitions", "5")
     name = "aggregation"
-    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
-    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
-    first, second, third = rounds(name)[:3]
-    for rows in (first, second):
-        feed([source], rows)
-        feed([control_source], rows)
-        assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+    inputs, control_inputs, checkpoint, control = counted_twice(spark, tmp_path)
     before, entries_before = files(checkpoint), entries(checkpoint)
 
-    crashed = crash_repartition(checkpoint, step, 3)
+    crashed = faults.crash_tool("repartition", checkpoint, step, "--partitions", "3")
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     after = files(checkpoint)
     if step in ("poisoned", "store", "stores"):  # before its commit: every file Spark had is as it was
@@ -340,10 +334,10 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
 
     # A restart fails on the driver before it reads or writes any state: on the guard's provider class, or, on Spark
     # 4.2+ before the commit, on Spark's own check that a batch changing the partition count was not finished.
-    feed([source], third)
-    feed([control_source], third)
+    feed(inputs, rounds(name)[2])
+    feed(control_inputs, rounds(name)[2])
     with pytest.raises(Exception, match=f"{StoppedInterrupted}|STREAMING_UNFINISHED_REPARTITION_DETECTED"):
-        run(spark, name, [source], checkpoint)
+        run(spark, name, inputs, checkpoint)
 
     code, out = cli("release", checkpoint)  # another tool names the one to run again
     assert code == 4 and "appended by `python -m statesnap repartition`, which did not finish" in out, out
@@ -357,7 +351,7 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
     assert_moved(spark, checkpoint, entries_before, 3)
     assert sorted(n for n in os.listdir(Path(checkpoint) / "state" / "0") if n.isdigit()) == ["0", "1", "2"]
     assert sorted(os.listdir(Path(checkpoint) / "_statesnap" / "retired" / "batch-2" / "0")) == ["3", "4", "_statesnap"]
-    assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+    assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)
 
 
 DEFAULT_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -424,29 +418,20 @@ def test_a_crash_during_adopt_of_the_default_provider_rolls_back_to_its_files(sp
     session_for("spark", False)
     spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
     name = "aggregation"
-    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
-    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
-    first, second, third = rounds(name)[:3]
-    for rows in (first, second):
-        feed([source], rows)
-        feed([control_source], rows)
-        assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+    inputs, control_inputs, checkpoint, control = counted_twice(spark, tmp_path)
     before = files(checkpoint)
-    test_classes = ["--conf", f"spark.driver.extraClassPath={faults.classpath()}"] + [
-        arg for key, value in faults.PROBE.items() for arg in ("--conf", f"{key}={value}")]
-    crashed = run_to_exit([sys.executable, "-m", "statesnap", "adopt", checkpoint, "--no-file-sink", *test_classes],
-                          env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": "store"}, timeout=600)
+    crashed = faults.crash_tool("adopt", checkpoint, "store")
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     after = files(checkpoint)
     assert {k: after.get(k) for k in before} == before
     assert any(k.endswith(".zip") for k in after) and "statesnap.adopt.interrupted" in after["offsets/2"].decode()
-    feed([source], third)
-    feed([control_source], third)
+    feed(inputs, rounds(name)[2])
+    feed(control_inputs, rounds(name)[2])
     with pytest.raises(Exception, match="statesnap.adopt.interrupted.RunStatesnapAdoptAgain"):
-        run(spark, name, [source], checkpoint)
+        run(spark, name, inputs, checkpoint)
 
     code, out = cli("adopt", checkpoint, "--no-file-sink")
     assert code == 3 and "rolled back batch 2" in out and "wrote " in out, out
     assert sorted(k for k in files(checkpoint) if k.endswith(".zip")) == [
         f"state/0/{p}/{v}.zip" for p in (0, 1) for v in (2, 3)]  # the empty start and the adopted version
-    assert run(spark, name, [source], checkpoint) == run(spark, name, [control_source], control)
+    assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)
