@@ -359,6 +359,39 @@ def read_store(checkpoint: str, operator: int = 0, partition: int = 0, version: 
     return families
 
 
+def read_default_provider_snapshot(checkpoint: str, operator: int = 0, partition: int = 0,
+                                   version: Optional[int] = None, store: str = "default") -> dict[bytes, bytes]:
+    """Every entry of one store of Spark's default provider (HDFSBackedStateStoreProvider) from its snapshot file of
+    ``version`` (default: the latest committed), ``<version>.snapshot``: an lz4-java block stream of a Java
+    DataOutputStream, records ``[int32 BE key length][key row][int32 BE value length][value row]`` ending with a key
+    length of -1; raw UnsafeRow bytes, no version byte. A version kept only as a delta is not read."""
+    version = latest_committed_version(checkpoint) if version is None else version
+    path = os.path.join(_store_dir(checkpoint, operator, partition, store), f"{version}.snapshot")
+    offsets = os.path.join(checkpoint, "offsets", str(version - 1))
+    codec = _log_entry(offsets)[1].get("conf", {}).get("spark.sql.streaming.stateStore.compression.codec", "lz4")
+    if codec != "lz4":
+        raise StateReadError(f"{path}: codec {codec}, this reader knows lz4")
+    if not os.path.isfile(path):
+        raise StateReadError(f"no snapshot file {path}")
+    with open(path, "rb") as f:
+        data = _unlz4(f.read(), path)
+    entries, pos = {}, 0
+    while True:
+        (key_length,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if key_length == -1:
+            break
+        key = data[pos:pos + key_length]
+        (value_length,) = struct.unpack_from(">i", data, pos + key_length)
+        pos += key_length + 4
+        if key_length < 0 or value_length < 0 or pos + value_length > len(data) or key in entries:
+            raise StateReadError(f"{path}: bad record at byte {pos} (key {key_length}, value {value_length} bytes)")
+        entries[key], pos = data[pos:pos + value_length], pos + value_length
+    if pos != len(data):
+        raise StateReadError(f"{path}: {len(data) - pos} bytes after the end mark")
+    return entries
+
+
 # ------------------------------------------------------------------------------------------- UnsafeRow
 Schema = list[tuple[str, Any]]  # (name, type): a type name of _FIXED or "string"/"binary", or a nested Schema
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from pyspark.sql import functions as F
@@ -22,7 +24,8 @@ from pyspark.sql import functions as F
 import faults
 import statesnap
 from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, _group_state_app, run_app, write_input
-from committed_state import latest_committed_version, partitions, read_store, state_row
+from committed_state import (latest_committed_version, partitions, read_default_provider_snapshot, read_store,
+                             state_row)
 from minors import MINOR, OPERATOR_METADATA, PINNED, SPARK_STATE_READER, TRANSFORM_WITH_STATE
 from test_other_operators import run_to_end
 
@@ -156,10 +159,20 @@ def operator_names(checkpoint: str) -> dict[int, str]:
     return names
 
 
-def assert_moved(spark, checkpoint: str, before: dict, count: int) -> None:
-    """Every entry of `before` is committed now exactly once, byte for byte, where KeyPlacement places its key; no
-    entry appeared; every store of each of the `count` partitions (of a keyed operator) exists."""
-    after = entries(checkpoint)
+def default_provider_entries(checkpoint: str) -> dict[tuple[int, str], dict[int, dict[bytes, bytes]]]:
+    """As `entries`, from the snapshots of Spark's default provider (none of these operators' keys is a session
+    window's), each key and value given the format version byte Spark's RocksDB provider stores before the row."""
+    version = latest_committed_version(checkpoint)
+    return {(op, store): {p: {b"\0" + k: b"\0" + v for k, v in read_default_provider_snapshot(
+        checkpoint, op, p, version, store).items()} for p in partitions(checkpoint, op)}
+        for op, store in stores(checkpoint)}
+
+
+def assert_moved(spark, checkpoint: str, before: dict, count: int, after: Optional[dict] = None) -> None:
+    """Every entry of `before` is committed now (in `after`, default: read from RocksDB's files) exactly once, byte
+    for byte, where KeyPlacement places its key; no entry appeared; every store of each of the `count` partitions (of
+    a keyed operator) exists."""
+    after = entries(checkpoint) if after is None else after
     names = operator_names(checkpoint)
     assert after.keys() == before.keys()
     for (op, store), by_partition in after.items():
@@ -358,16 +371,18 @@ DEFAULT_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedSta
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, partitions", [
-    pytest.param(name, partitions, marks=pytest.mark.skipif(SAMPLED and name != "group state with a timeout",
-                                                           reason="sampled on this minor"))
-    for name, partitions in [("aggregation", None), ("dropDuplicates", 3), ("group state with a timeout", 5),
-                             ("stream-stream join", None)]])
+@pytest.mark.parametrize("name, partitions, released", [
+    pytest.param(name, partitions, released, marks=pytest.mark.skipif(
+        SAMPLED and name != "group state with a timeout", reason="sampled on this minor"))
+    for name, partitions, released in [("aggregation", None, None), ("dropDuplicates", 3, 2),
+                                       ("group state with a timeout", 5, 3), ("stream-stream join", None, 4)]])
 def test_a_checkpoint_of_sparks_default_provider_is_adopted_and_released_as_a_control_runs_on(
-        spark, session_for, tmp_path, cli, name, partitions):
+        spark, session_for, tmp_path, cli, name, partitions, released):
     """Spark's default provider keeps state in its own files: adopt reads every entry with it and writes it into
-    statesnap's stores (in `partitions`, if given), one appended batch; the query runs on statesnap, is released to
-    Spark's RocksDB provider and runs on, its output equal all along to a control's that never left the default."""
+    statesnap's stores (in `partitions`, if given), one appended batch; the query runs on statesnap, is released back
+    to the default provider (in `released` partitions, if given: every entry of statesnap's stores, byte for byte,
+    in the snapshot of the partition Spark reads it from) and runs on, its output equal all along to a control's that
+    never left the default provider."""
     session_for("spark", False)
     spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
     sources = 2 if name == "stream-stream join" else 1
@@ -403,35 +418,75 @@ def test_a_checkpoint_of_sparks_default_provider_is_adopted_and_released_as_a_co
     spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)  # the session's provider is not read on restart
     for rows in runs[2:4]:
         both(rows)
-    code, out = cli("release", checkpoint)
-    assert code == 3, out
+    before = entries(checkpoint)
+    result = statesnap.tools.release(checkpoint, provider="hdfs", partitions=released, no_file_sink=True)
+    assert result.outcome is statesnap.tools.Outcome.CHANGE, result.lines
+    assert any("into Spark's default provider's snapshots" in line for line in result.lines), result.lines
+    assert_moved(spark, checkpoint, before, released or count, after=default_provider_entries(checkpoint))
+    after = files(checkpoint)
+    state_files = [f for f in after if f.startswith("state/") and "/_" not in f and "/." not in f]
+    assert state_files and all(re.search(r"/\d+\.(delta|snapshot)(\.crc)?$", f) for f in state_files), state_files
+    assert any(f.startswith("_statesnap/retired/") and f.endswith(".zip") for f in after), \
+        "statesnap's RocksDB files are moved aside, not deleted"
     for rows in runs[4:]:
         both(rows)
 
 
+# tool: (its command line, the provider class its unfinished batch pins, a file it writes, a file of the provider the
+# state leaves), for a move between Spark's default provider and statesnap's.
+MOVES = {"adopt": (["adopt"], "statesnap.adopt.interrupted.RunStatesnapAdoptAgain", r"\d+\.zip", r"\d+\.delta"),
+         "release --provider hdfs": (["release", "--provider", "hdfs"],
+                                     "statesnap.release.interrupted.RunStatesnapReleaseProviderHdfsAgain",
+                                     r"\d+\.snapshot", r"\d+\.zip")}
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(SAMPLED, reason="sampled on this minor: the crash tests of repartition run the same protocol")
-def test_a_crash_during_adopt_of_the_default_provider_rolls_back_to_its_files(spark, session_for, tmp_path, cli):
-    """A crash after the first store of statesnap's was committed: Spark's default provider's files are as they were,
-    no query restarts until adopt runs again, which removes every RocksDB version the crashed run wrote (the empty
-    ones it started from too) and adopts; the query then runs as a control that never left the default provider."""
-    session_for("spark", False)
-    spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
+@pytest.mark.parametrize("tool, step", [
+    # Rolled back and finished on the pinned minor; elsewhere each tool one way (the crash tests of repartition run the
+    # same protocol).
+    pytest.param("adopt", "store", marks=pytest.mark.skipif(SAMPLED, reason="sampled on this minor")),
+    pytest.param("adopt", "retired", marks=ONLY_ON_PINNED),
+    pytest.param("release --provider hdfs", "store", marks=ONLY_ON_PINNED), ("release --provider hdfs", "retired")])
+def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, session_for, tmp_path, cli, tool,
+                                                                        step):
+    """adopt of Spark's default provider, and release to it: a crash after a first store of the other provider was
+    written (rolled back: the files the state is in as they were; the files written, and the empty RocksDB versions
+    adopt starts from, removed) or after the batch committed (finished: the files of the provider left moved aside,
+    the new provider pinned). No query restarts until the tool runs again; then the query runs as a control that never
+    moved."""
+    command, interrupted, written, left = MOVES[tool]
+    if tool == "adopt":
+        session_for("spark", False)
+        spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
+    else:
+        session_for("statesnap", False)
     name = "aggregation"
     inputs, control_inputs, checkpoint, control = counted_twice(spark, tmp_path)
     before = files(checkpoint)
-    crashed = faults.crash_tool("adopt", checkpoint, "store")
+    crashed = faults.crash_tool(command[0], checkpoint, step, *command[1:])
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     after = files(checkpoint)
-    assert {k: after.get(k) for k in before} == before
-    assert any(k.endswith(".zip") for k in after) and "statesnap.adopt.interrupted" in after["offsets/2"].decode()
+    if step == "store":
+        assert {k: after.get(k) for k in before} == before
+        assert any(re.fullmatch(rf"state/0/\d+/{written}", k) for k in after if k not in before)
+    assert interrupted in after["offsets/2"].decode()
     feed(inputs, rounds(name)[2])
     feed(control_inputs, rounds(name)[2])
-    with pytest.raises(Exception, match="statesnap.adopt.interrupted.RunStatesnapAdoptAgain"):
+    with pytest.raises(Exception, match=interrupted):
         run(spark, name, inputs, checkpoint)
+    if tool != "adopt":  # release to Spark's RocksDB provider names the unfinished one
+        code, out = cli("release", checkpoint)
+        assert code == 4 and f"appended by `python -m statesnap {tool}`, which did not finish" in out, out
 
-    code, out = cli("adopt", checkpoint, "--no-file-sink")
-    assert code == 3 and "rolled back batch 2" in out and "wrote " in out, out
-    assert sorted(k for k in files(checkpoint) if k.endswith(".zip")) == [
-        f"state/0/{p}/{v}.zip" for p in (0, 1) for v in (2, 3)]  # the empty start and the adopted version
+    code, out = cli(command[0], checkpoint, *command[1:], "--no-file-sink")
+    assert code == 3, out
+    if step == "store":
+        assert "rolled back batch 2" in out and "wrote " in out, out
+    else:
+        assert f"finished the {tool} interrupted after committing batch 2" in out and "already runs on" in out, out
+    state = [k for k in files(checkpoint) if re.fullmatch(r"state/0/\d+/[^/]+", k)]
+    expected = [2, 3] if tool == "adopt" else [3]  # adopt starts each store empty at 2
+    assert sorted(k for k in state if re.fullmatch(rf"state/0/\d+/{written}", k)) == [
+        f"state/0/{p}/{v}.{written.split('.')[-1]}" for p in (0, 1) for v in expected]
+    assert not any(re.fullmatch(rf"state/0/\d+/{left}", k) for k in state), "the provider left keeps no file here"
     assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)

@@ -44,6 +44,8 @@ def test_every_verb_answers_each_outcome_with_the_same_exit_code_and_json(stock_
         (("check", checkpoint, "--state", "nosuch", "--schema", "n int"), 2, "error"),
         (("adopt", checkpoint, "--dry-run"), 3, "change"),
         (("release", checkpoint), 0, "nothing"),  # it runs on Spark's provider already
+        (("release", checkpoint, "--provider", "hdfs", "--no-file-sink", "--dry-run"), 3, "change"),
+        (("release", checkpoint, "--partitions", "3"), 4, "refused"),  # moved in a job only into the default provider
         (("adopt", str(tmp_path / "missing")), 2, "error"),
         (("inspect", checkpoint), 2, "error"),  # no statesnap record yet
         # no transformWithState operator to migrate (and on 4.1, statesnap migrates online)
@@ -89,6 +91,8 @@ def test_the_python_api_returns_typed_results_and_raises_only_for_errors(stock_c
     dry = tools.adopt(checkpoint, dry_run=True)
     assert dry.outcome is tools.Outcome.CHANGE and dry.lines[-1] == "dry run: nothing was changed"
     assert tools.release(checkpoint).outcome is tools.Outcome.NOTHING
+    with pytest.raises(tools.ToolError, match="'rocksdb' or 'hdfs', not 'memory'"):
+        tools.release(checkpoint, provider="memory")
     refused = tools.migrate(checkpoint, {"groupState": tools.StateChange("n bigint")})  # no sink named
     assert refused.outcome is tools.Outcome.REFUSED and "Nothing was changed" in refused.lines[0]
     with pytest.raises(tools.ToolError, match="no snapshot of state 'nosuch'.*its states: 'groupState'"):

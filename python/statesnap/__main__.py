@@ -38,7 +38,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
         return tools.adopt(args.checkpoint, written_as=dict(args.written_as), partitions=args.partitions,
                            file_sink=args.file_sink, no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
     if args.command == "release":
-        return tools.release(args.checkpoint, dry_run=args.dry_run, **session)
+        return tools.release(args.checkpoint, provider=args.provider, partitions=args.partitions,
+                             file_sink=args.file_sink, no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
     if args.command == "repartition":
         return tools.repartition(args.checkpoint, args.partitions, file_sink=args.file_sink,
                                  no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
@@ -108,9 +109,12 @@ def _parser() -> argparse.ArgumentParser:
                        help="decide only: do not check every entry of the state against its recorded layout")
     for name, what in (("adopt", "move a stopped query's checkpoint from Spark's RocksDB or default provider to "
                                  "statesnap's"),
-                       ("release", "move a stopped query's checkpoint from statesnap's provider back to Spark's")):
+                       ("release", "move a stopped query's checkpoint from statesnap's provider back to Spark's "
+                                   "RocksDB or default provider")):
         moves = (" From Spark's default provider, every entry is moved into statesnap's stores instead, in one "
-                 "appended batch (name the query's sink: --file-sink or --no-file-sink)." if name == "adopt" else "")
+                 "appended batch (name the query's sink: --file-sink or --no-file-sink)." if name == "adopt" else
+                 " To Spark's default provider (--provider hdfs), every entry is moved into its files instead, in one "
+                 "appended batch (name the query's sink: --file-sink or --no-file-sink).")
         switch = commands.add_parser(name, parents=[common], help=what,
                                      description=what + ": rewrites the provider pinned in its latest offset entry "
                                      "(a backup goes to <checkpoint>/_statesnap/provider-switch)." + moves +
@@ -122,9 +126,14 @@ def _parser() -> argparse.ArgumentParser:
                 help="the value schema of the application version that wrote, with Spark's schema check off, the "
                      "entries of STATE that are not in the layout Spark's files record; each entry is then migrated "
                      "from the layout it is in (repeatable)")
-            switch.add_argument("--partitions", type=int,
-                                help="the number of state partitions after the adopt (default: as many as now)")
-            _sink_arguments(switch)
+        else:
+            switch.add_argument("--provider", choices=["rocksdb", "hdfs"], default="rocksdb",
+                                help="Spark's RocksDB provider (default), or its default provider "
+                                     "(HDFSBackedStateStoreProvider), whose files the job writes")
+        switch.add_argument("--partitions", type=int,
+                            help=f"the number of state partitions after the {name} (default: as many as now)"
+                                 + ("" if name == "adopt" else "; with --provider hdfs"))
+        _sink_arguments(switch)
     migrate = commands.add_parser(
         "migrate", parents=[common],
         help="migrate one transformWithState state of a stopped query on Spark's provider, offline (Spark 4.2+)",

@@ -204,8 +204,7 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, pa
     Spark's default provider, every entry is read by that provider and written into statesnap's stores by one Spark
     job, as one appended batch: name the query's sink (``file_sink`` or ``no_file_sink=True``, as for
     :func:`repartition`). ``partitions``: the number of state partitions after the adopt (default: as many as now)."""
-    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
-        raise ToolError(f"partitions is a positive number, not {partitions!r}")
+    _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
         jvm = spark.sparkContext._jvm
         return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
@@ -215,12 +214,20 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, pa
 
 
 @_boundary("release")
-def release(checkpoint: str, *, dry_run: bool = False, conf: Optional[Mapping[str, str]] = None,
-            master: Optional[str] = None) -> ToolResult:
-    """Moves a stopped query's checkpoint from statesnap's provider back to Spark's RocksDB provider."""
+def release(checkpoint: str, *, provider: str = "rocksdb", partitions: Optional[int] = None,
+            file_sink: Optional[str] = None, no_file_sink: bool = False, dry_run: bool = False,
+            conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
+    """Moves a stopped query's checkpoint from statesnap's provider back to Spark's: its RocksDB provider
+    (``provider="rocksdb"``, the default), rewriting only the provider its offset log pins; or its default provider
+    (``provider="hdfs"``, ``HDFSBackedStateStoreProvider``), every entry written into that provider's files by one
+    Spark job, as one appended batch: name the query's sink (``file_sink`` or ``no_file_sink=True``, as for
+    :func:`repartition`), and ``partitions``, the number of state partitions after it (default: as many as now)."""
+    if provider not in ("rocksdb", "hdfs"):
+        raise ToolError(f"release moves a checkpoint to Spark's provider 'rocksdb' or 'hdfs', not {provider!r}")
+    _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
         return _report("release", spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch.release(
-            spark._jsparkSession, checkpoint, dry_run))
+            spark._jsparkSession, checkpoint, dry_run, provider, partitions or 0, file_sink, no_file_sink))
 
 
 @dataclass(frozen=True)
@@ -267,11 +274,18 @@ def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = 
     (its output path) or ``no_file_sink=True``.
 
     Example: ``repartition("/checkpoints/orders", 16, no_file_sink=True)``."""
-    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-        raise ToolError(f"partitions is a positive number, not {partitions!r}")
+    if partitions is None:
+        raise ToolError("partitions is a positive number, not None")
+    _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
         return _report("repartition", spark.sparkContext._jvm.io.statesnap.tools.Repartition.repartition(
             spark._jsparkSession, checkpoint, partitions, file_sink, no_file_sink, dry_run))
+
+
+def _require_partitions(partitions: Optional[int]) -> None:
+    """Refuses a number of partitions that is given and not a positive number."""
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise ToolError(f"partitions is a positive number, not {partitions!r}")
 
 
 def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:

@@ -125,6 +125,17 @@ object CheckpointRecords {
     }.distinct
   }
 
+  /**
+   * Refuses a checkpoint whose states Spark's provider would read otherwise than statesnap recorded them
+   * ([[disagreements]]): what `release` checks before the checkpoint goes back to any of Spark's providers.
+   */
+  def refuseDisagreements(checkpoint: StoppedCheckpoint): Unit = {
+    val disagree = disagreements(checkpoint.location, checkpoint.hadoopConf)
+    if (disagree.nonEmpty) checkpoint.refuse(s"Spark's provider reads the bytes with its own schema files, and they " +
+      s"do not say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
+      "first batch writes them), then release")
+  }
+
   private def memo[K, V](f: K => V): K => V = {
     val cache = scala.collection.mutable.Map.empty[K, V]
     key => cache.getOrElseUpdate(key, f(key))

@@ -37,7 +37,7 @@ object ProviderSwitch {
       partitions: Int, fileSink: String, noFileSink: Boolean): ToolReport = {
     val stopped = StoppedCheckpoint(spark, checkpoint, "adopt")
     val pinned = stopped.pinnedConfs(stopped.latestBatch).get(ProviderConf)
-    if (pinned.contains(ProviderClasses.SparkDefault) || Repartition.adoptInterrupted(stopped)) {
+    if (pinned.contains(ProviderClasses.SparkDefault) || Repartition.interrupted(stopped, Repartition.Adopt)) {
       if (!writtenAs.isEmpty) stopped.refuse("--written-as names layouts of Spark's RocksDB stores; this checkpoint " +
         "runs on Spark's default provider, whose entries adopt checks against the layout Spark's files record")
       return Repartition.adoptDefaultProvider(spark, checkpoint, partitions, fileSink, noFileSink, dryRun)
@@ -55,9 +55,23 @@ object ProviderSwitch {
     }
   }
 
-  /** Moves `checkpoint` back from statesnap's provider to Spark's RocksDB provider. */
-  def release(spark: SparkSession, checkpoint: String, dryRun: Boolean): ToolReport =
-    switch(spark, checkpoint, from = Statesnap, to = Spark, dryRun, "release", Map.empty)
+  /**
+   * Moves `checkpoint` back from statesnap's provider to Spark's RocksDB provider (`provider` "rocksdb"), or to
+   * Spark's default provider ("hdfs"): every entry into that provider's files by the job of `repartition` (which
+   * appends a batch: the query's sink is named), in `partitions` partitions (0: as many as it has).
+   */
+  def release(spark: SparkSession, checkpoint: String, dryRun: Boolean, provider: String, partitions: Int,
+      fileSink: String, noFileSink: Boolean): ToolReport = provider match {
+    case "hdfs" => Repartition.releaseToDefaultProvider(spark, checkpoint, partitions, fileSink, noFileSink, dryRun)
+    case "rocksdb" =>
+      if (partitions != 0) StoppedCheckpoint(spark, checkpoint, "release").refuse("--partitions moves the state " +
+        "in the same job only into Spark's default provider (--provider hdfs): to release to Spark's RocksDB " +
+        "provider in another number of partitions, run `python -m statesnap repartition` first (the checkpoint " +
+        "keeps its provider), then release")
+      switch(spark, checkpoint, from = Statesnap, to = Spark, dryRun, "release", Map.empty)
+    case other => throw new IllegalArgumentException(s"release moves a checkpoint to Spark's provider 'rocksdb' or " +
+      s"'hdfs' (its default), not '$other'")
+  }
 
   private def switch(spark: SparkSession, location: String, from: String, to: String, dryRun: Boolean,
       verb: String, writtenAs: Map[String, StructType]): ToolReport = {
@@ -75,12 +89,7 @@ object ProviderSwitch {
     if (avro && writtenAs.nonEmpty) refuse("--written-as names the layout of UnsafeRow entries, and this " +
       "checkpoint's state is Avro-encoded: each entry names the schema id that wrote it")
 
-    if (to == Spark) {
-      val disagree = CheckpointRecords.disagreements(location, checkpoint.hadoopConf)
-      if (disagree.nonEmpty) refuse(s"Spark's provider reads the bytes with its own schema files, and they do not " +
-        s"say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
-        "first batch writes them), then release")
-    }
+    if (to == Spark) CheckpointRecords.refuseDisagreements(checkpoint)
     val (scanned, layouts) =
       if (to != Statesnap) (Nil, Nil)
       else if (avro) (Seq(LayoutScan.AvroNotScanned), Nil)

@@ -7,9 +7,8 @@ import scala.util.control.NonFatal
 import io.statesnap.ProviderClasses
 import io.statesnap.ScalaCompat._
 import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles}
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileUtil, Path}
+import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 import org.json4s._
 import org.json4s.jackson.JsonMethods
@@ -35,12 +34,15 @@ import org.slf4j.LoggerFactory
  *
  * `adopt` of a checkpoint of Spark's default provider runs the same job ([[adoptDefaultProvider]]): every entry read
  * by that provider, written into a RocksDB store of the partition it belongs in, the appended batch pinning
- * statesnap's provider.
+ * statesnap's provider; and `release --provider hdfs` ([[releaseToDefaultProvider]]) the other way: every entry of
+ * the RocksDB stores written into a snapshot of Spark's default provider, the batch pinning that provider. Either
+ * way, step 5 moves the files of the provider the state left to `_statesnap/retired/batch-N+1/` too.
  */
 object Repartition {
   private val log = LoggerFactory.getLogger(getClass)
   private val Verb = "repartition"
-  private val Adopt = "adopt"
+  val Adopt = "adopt"
+  val ReleaseToDefault = "release --provider hdfs"
   // Off in the job, so that every version it commits is a snapshot, which Spark loads with changelogs on or off.
   private val ChangelogConf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
@@ -65,33 +67,69 @@ object Repartition {
     move(spark, location, Adopt, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
   }
 
-  /** Whether the latest batch of `checkpoint` is an `adopt` of this job's that did not finish. */
-  def adoptInterrupted(checkpoint: StoppedCheckpoint): Boolean =
+  /**
+   * `release --provider hdfs` (or one it left unfinished): every store of statesnap's provider (or Spark's RocksDB
+   * provider) moved into Spark's default provider's files, in `partitions` partitions (0: as many as it has).
+   */
+  def releaseToDefaultProvider(spark: SparkSession, location: String, partitions: Int, fileSink: String,
+      noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+    require(partitions >= 0, s"a query has at least one partition, not $partitions")
+    move(spark, location, ReleaseToDefault, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
+  }
+
+  /** Whether the latest batch of `checkpoint` is one of `verb` ([[Adopt]], [[ReleaseToDefault]]) not finished. */
+  def interrupted(checkpoint: StoppedCheckpoint, verb: String): Boolean =
     checkpoint.pinnedConfs(checkpoint.latestBatch).get(StoppedCheckpoint.ProviderConf)
-      .contains(StoppedCheckpoint.Interrupted(Adopt))
+      .contains(StoppedCheckpoint.Interrupted(verb))
 
   /** The provider the appended batch of `verb` leaves the query on, from the one it was on. */
-  private def finalProvider(verb: String, provider: String): String =
-    if (verb == Adopt) ProviderClasses.Statesnap else provider
+  private def finalProvider(verb: String, provider: String): String = verb match {
+    case Adopt => ProviderClasses.Statesnap
+    case ReleaseToDefault => ProviderClasses.SparkDefault
+    case _ => provider
+  }
 
   private def move(spark: SparkSession, location: String, verb: String, partitions: Option[Int], fileSink: String,
       noFileSink: Boolean, dryRun: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
     val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, verb, fileSink, noFileSink, dryRun)(
       recover(checkpoint, verb, _, dryRun)).fold(report => return report, identity)
-    val plan = if (verb == Adopt) RepartitionPlan(checkpoint, partitions, Set(ProviderClasses.SparkDefault),
-      s"this adopt moves a checkpoint of Spark's default provider (${ProviderClasses.SparkDefault})")
-      else RepartitionPlan(checkpoint, partitions, Set(ProviderClasses.SparkRocksDB, ProviderClasses.Statesnap),
-        s"repartition moves the state of a query on Spark's RocksDB provider (${ProviderClasses.SparkRocksDB}) or " +
-          "statesnap's, and keeps it there")
+    if (verb != Verb) {
+      // A move to another provider finished by the recovery (or done before) leaves the query there already.
+      val batch = checkpoint.latestCommittedBatch
+      val pinned = checkpoint.pinnedProvider(batch)
+      val count = checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ShufflePartitionsConf)
+      if (pinned == finalProvider(verb, pinned)) {
+        partitions.filterNot(p => count.contains(p.toString)).foreach(p => checkpoint.refuse(s"offsets/$batch pins " +
+          s"$pinned already, in ${count.getOrElse("an unknown number of")} partitions: to change their number, " +
+          s"run `python -m statesnap repartition` (on a RocksDB provider)"))
+        return ToolReport(recovered :+ s"$location already runs on $pinned (offsets/$batch): nothing to do",
+          if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
+      }
+    }
+    val rocksDB = Set(ProviderClasses.SparkRocksDB, ProviderClasses.Statesnap)
+    val plan = verb match {
+      case Adopt => RepartitionPlan(checkpoint, partitions, Set(ProviderClasses.SparkDefault),
+        s"this adopt moves a checkpoint of Spark's default provider (${ProviderClasses.SparkDefault})",
+        Some(ProviderClasses.Statesnap))
+      case ReleaseToDefault => RepartitionPlan(checkpoint, partitions, rocksDB, "release --provider hdfs moves " +
+        s"a checkpoint of statesnap's provider (or Spark's RocksDB provider, ${ProviderClasses.SparkRocksDB})",
+        Some(ProviderClasses.SparkDefault))
+      case _ => RepartitionPlan(checkpoint, partitions, rocksDB, "repartition moves the state of a query on " +
+        s"Spark's RocksDB provider (${ProviderClasses.SparkRocksDB}) or statesnap's, and keeps it there", None)
+    }
+    if (plan.writesDefault) CheckpointRecords.refuseDisagreements(checkpoint)
     sink.requireAt(plan.batch, checkpoint.refuse)
     if (plan.from == plan.to && !plan.rebuilt) return ToolReport(recovered :+ s"the query's state already has " +
       s"${plan.to} partitions (offsets/${plan.batch}): nothing to do",
       if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
     val next = plan.batch + 1
     val pins = (if (plan.from == plan.to) Nil else Seq(s"${StoppedCheckpoint.ShufflePartitionsConf}=${plan.to} " +
-      s"instead of ${plan.from}")) ++ (if (verb == Adopt) Seq(s"statesnap's provider instead of Spark's default")
-      else Nil)
+      s"instead of ${plan.from}")) ++ (verb match {
+        case Adopt => Seq("statesnap's provider instead of Spark's default")
+        case ReleaseToDefault => Seq(s"Spark's default provider instead of ${plan.provider}")
+        case _ => Nil
+      })
     val steps = Seq(s"append batch $next to the query (a copy of batch ${plan.batch}'s offsets, pinning " +
       s"${pins.mkString(" and ")})") ++ plan.says ++ sink.says(next)
     if (dryRun) ToolReport(steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
@@ -116,7 +154,7 @@ object Repartition {
       runJob(spark, checkpoint, verb, plan, probe)
     } catch {
       case NonFatal(e) =>
-        rollBack(checkpoint, next)
+        rollBack(checkpoint, verb, next)
         throw e
     }
     stepDone("stores")
@@ -130,8 +168,11 @@ object Repartition {
     }
     log.info(s"statesnap $verb: ${checkpoint.location} batch $next: ${plan.from} -> ${plan.to} partitions, " +
       s"$in entries written")
-    if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with statesnap " +
-      s"(statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
+    if (plan.writesDefault) Seq(s"wrote $in entries into Spark's default provider's snapshots", "done: restart " +
+      s"the query: its state is in Spark's default provider, in ${plan.to} partitions (the provider is pinned in its " +
+      "checkpoint; the session's is not read)")
+    else if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with " +
+      s"statesnap (statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
     else Seq(s"moved $in entries to the partition Spark reads each from now", s"done: restart the query: its state " +
       s"has ${plan.to} partitions (spark.sql.shuffle.partitions is pinned in its checkpoint; the session's is not " +
       "read)")
@@ -166,7 +207,7 @@ object Repartition {
       probe: Option[MigrationProbe]): (Long, Long) = {
     val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) + (ChangelogConf -> "false")),
-      new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.rebuilt)
+      new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.readsDefault, plan.writesDefault)
     val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
     val started = System.nanoTime()
     var done = 0
@@ -195,30 +236,40 @@ object Repartition {
   /**
    * Steps 4-6 of a batch whose commit exists: idempotent, so that a run after a crash in them finishes them.
    * The partitions the new count drops are moved out of `state/` (Spark never reads them again, and a later
-   * repartition to more partitions must find the added ones empty), as are their records.
+   * repartition to more partitions must find the added ones empty), as are their records, and the files of the
+   * provider the state left, if it changed provider (a later move back must find none of them).
    */
   private def finish(checkpoint: StoppedCheckpoint, verb: String, sink: QuerySink, batch: Long,
       stepDone: String => Unit): Unit = {
     sink.append(batch)
     stepDone("sink")
     val to = checkpoint.pinnedConfs(batch)(StoppedCheckpoint.ShufflePartitionsConf).toInt
+    val source = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ProviderConf)
+    val provider = finalProvider(verb, source)
+    val leftFiles: Option[String => Boolean] =
+      if (source == ProviderClasses.SparkDefault) Some(StoppedCheckpoint.isDefaultProviderVersionFile(_))
+      else if (provider == ProviderClasses.SparkDefault) Some(StoppedCheckpoint.isRocksDBFile)
+      else None
     val stateRoot = new Path(checkpoint.root, "state")
     val retired = new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
     checkpoint.operators._2.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       val records = OperatorRecordFiles.root(stateRoot.toString, op)
-      val dropped = checkpoint.partitions(op).filter(_ >= to).map(p => new Path(operatorDir, p.toString))
+      val (kept, dropped) = checkpoint.partitions(op).partition(_ < to)
       val droppedRecords = recordsOfPartitionsFrom(checkpoint, records, to)
-      (dropped.map(d => d -> new Path(retired, s"$op/${d.getName}")) ++
-        droppedRecords.map(r => r -> new Path(retired, s"$op/_statesnap/${r.getName}"))).foreach { case (from, into) =>
-        checkpoint.fs.mkdirs(into.getParent)
-        if (!checkpoint.fs.rename(from, into)) throw new IllegalStateException(s"could not move $from to $into")
+      val left = for (isLeft <- leftFiles.toSeq; p <- kept; store <- "" +: checkpoint.namedStores(op, p);
+        dir = new Path(operatorDir, s"$p/$store"); file <- checkpoint.fs.listStatus(dir).map(_.getPath)
+        if isLeft(file.getName)) yield file -> new Path(retired, s"$op/$p/$store/${file.getName}")
+      (dropped.map(p => new Path(operatorDir, p.toString) -> new Path(retired, s"$op/$p")) ++
+        droppedRecords.map(r => r -> new Path(retired, s"$op/_statesnap/${r.getName}")) ++ left).foreach {
+        case (from, into) =>
+          checkpoint.fs.mkdirs(into.getParent)
+          if (!checkpoint.fs.rename(from, into)) throw new IllegalStateException(s"could not move $from to $into")
       }
       rewriteOperatorMetadata(checkpoint, new Path(operatorDir, "_metadata/metadata"), to)
     }
     stepDone("retired")
     val file = checkpoint.offsetsFile(batch)
-    val provider = finalProvider(verb, checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ProviderConf))
     checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), StoppedCheckpoint.Interrupted(verb),
       provider).get)
   }
@@ -259,24 +310,27 @@ object Repartition {
       Seq(s"finished the $verb interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ +
         "; ") + s"retired the partitions it drops, and offsets/$batch pins the query's provider")
     } else {
-      if (!dryRun) rollBack(checkpoint, batch)
+      if (!dryRun) rollBack(checkpoint, verb, batch)
       Seq(s"rolled back batch $batch, left uncommitted by an interrupted $verb: the state versions and records it " +
         "wrote and its offsets are removed")
     }
   }
 
   /**
-   * Removes everything the job wrote for the uncommitted batch `batch`: state version `batch + 1` of every store
-   * (and the empty version `batch` it started each store with, where the state was in Spark's default provider's
-   * files), and in the partitions it added (beyond the count `batch - 1` pins) everything; its offsets (the guard)
-   * last.
+   * Removes everything the job of `verb` wrote for the uncommitted batch `batch`: state version `batch + 1` of every
+   * store (RocksDB's, and the empty version `batch` it started each with where the state was in Spark's default
+   * provider's files; or the default provider's snapshot), and in the partitions it added (beyond the count
+   * `batch - 1` pins) everything; its offsets (the guard) last.
    */
-  private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+  private def rollBack(checkpoint: StoppedCheckpoint, verb: String, batch: Long): Unit = {
     val from = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ShufflePartitionsConf).toInt
-    val rebuilt = checkpoint.pinnedConfs(batch - 1).get(StoppedCheckpoint.ProviderConf)
-      .contains(ProviderClasses.SparkDefault)
+    val source = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ProviderConf)
     val stateRoot = new Path(checkpoint.root, "state")
-    val versions = if (rebuilt) Seq(batch + 1, batch) else Seq(batch + 1)
+    val written: String => Boolean =
+      if (finalProvider(verb, source) == ProviderClasses.SparkDefault)
+        StoppedCheckpoint.isDefaultProviderVersionFile(_, batch + 1)
+      else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isVersionFile(_, batch + 1, batch)
+      else StoppedCheckpoint.isVersionFile(_, batch + 1)
     checkpoint.operators._2.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       checkpoint.partitions(op).foreach { p =>
@@ -284,7 +338,7 @@ object Repartition {
         if (p >= from) checkpoint.fs.delete(partitionDir, true)
         else (partitionDir +: checkpoint.namedStores(op, p).map(new Path(partitionDir, _))).foreach { dir =>
           checkpoint.fs.listStatus(dir).map(_.getPath)
-            .filter(f => StoppedCheckpoint.isVersionFile(f.getName, versions: _*)).foreach(checkpoint.delete(_))
+            .filter(f => written(f.getName)).foreach(checkpoint.delete(_))
         }
       }
       recordsOfPartitionsFrom(checkpoint, OperatorRecordFiles.root(stateRoot.toString, op), from)

@@ -8,7 +8,7 @@ import org.apache.spark.rdd.ShuffledRDD
 import org.apache.spark.serializer.KryoSerializer
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore
+import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapDefaultProviderStore, StatesnapOfflineStore}
 import org.apache.spark.util.SerializableConfiguration
 
 /**
@@ -16,7 +16,9 @@ import org.apache.spark.util.SerializableConfiguration
  * load, streamed), each entry whose key Spark's partitioning now places elsewhere sent through a shuffle to the
  * store of its new partition (and its removal to the store it leaves), and every store of the new layout written
  * by one task, committed as version N+2 by Spark's RocksDB provider. An entry that stays is not touched; one that
- * moves keeps its bytes. Nothing is held in memory but what Spark's shuffle holds (it spills).
+ * moves keeps its bytes. Nothing is held in memory but what Spark's shuffle holds (it spills). Where the state leaves
+ * or enters Spark's default provider's files, every store is written anew from every entry, read or written by that
+ * provider ([[StatesnapDefaultProviderStore]]), which holds a store in memory as it does when the query runs.
  */
 private[tools] object RepartitionJob {
   /** A store the job writes: the new layout's partition `partition` of an operator's store `store`. */
@@ -25,9 +27,16 @@ private[tools] object RepartitionJob {
   /** What one target's task did: entries put (moved in) and removed (moved out), or its failure. */
   final case class Written(target: Target, in: Long, out: Long)
 
-  /** The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]). */
+  /**
+   * The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]);
+   * `readsDefault`, `writesDefault`: the state leaves, or enters, Spark's default provider's files.
+   */
   final case class Settings(stateRoot: String, version: Long, storeConf: StateStoreConf,
-      hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], rebuilt: Boolean)
+      hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], readsDefault: Boolean,
+      writesDefault: Boolean) {
+    /** Every store of the new layout is written anew, from every entry: the files' format changes. */
+    def rebuilt: Boolean = readsDefault || writesDefault
+  }
 
   /** A target store by its index, the shuffle's partition: an entry goes to the task that writes its store. */
   private final class ToTarget(targets: Int) extends Partitioner {
@@ -76,23 +85,27 @@ private[tools] object RepartitionJob {
     }, (_: Int, result: Either[Throwable, Written]) => reported(result))
   }
 
-  /**
-   * The entries of one store at the version read (by Spark's default provider from its files, where the job writes
-   * every store anew), the store released when the task ends.
-   */
+  /** The entries of one store at the version read, the store released when the task ends. */
   private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store)
       : Iterator[(Array[Byte], Array[Byte])] = {
-    val opened = if (!settings.rebuilt) open(settings, operator, partition, store, empty = false)
-      else StatesnapOfflineStore.readDefaultProvider(StateStoreId(settings.stateRoot, operator, partition,
-        store.name), store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf,
-        settings.hadoopConf.value, settings.version)
+    val opened = if (!settings.readsDefault) open(settings, operator, partition, store, empty = false)
+      else StatesnapDefaultProviderStore.read(StateStoreId(settings.stateRoot, operator, partition, store.name),
+        store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value,
+        settings.version)
     TaskContext.get().addTaskCompletionListener[Unit](_ => opened.close())
     opened.entries
   }
 
-  /** Writes one target: removals (a null value) and moved entries, then commits. */
+  /**
+   * Writes one target: removals (a null value) and moved entries, then commits (into Spark's default provider's
+   * files a snapshot written anew).
+   */
   private def write(settings: Settings, target: Target, changes: Iterator[(Array[Byte], Array[Byte])]): Written = {
-    val opened = open(settings, target.operator, target.partition, target.store, target.startsEmpty)
+    val opened = if (!settings.writesDefault) open(settings, target.operator, target.partition, target.store,
+      target.startsEmpty)
+      else StatesnapDefaultProviderStore.write(StateStoreId(settings.stateRoot, target.operator, target.partition,
+        target.store.name), target.store.keySchema, target.store.valueSchema, target.store.prefixFields,
+        settings.storeConf, settings.hadoopConf.value, settings.version + 1)
     try {
       var in, out = 0L
       changes.foreach { case (key, value) =>

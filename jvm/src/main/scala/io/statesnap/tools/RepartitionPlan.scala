@@ -16,20 +16,24 @@ import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
  *
  * @param batch the latest committed batch N, whose state versions (N+1) the job reads
  * @param from the partitions the query pins now; @param to the partitions it will
- * @param provider the provider whose files hold the state: Spark's RocksDB provider or statesnap's (the job moves
- *   the entries that change partition), or Spark's default one (the job writes every entry into a new RocksDB store)
+ * @param provider the provider whose files hold the state; @param target the one whose files will: both Spark's
+ *   RocksDB provider or statesnap's (the job moves the entries that change partition), or one of them Spark's default
+ *   provider (the job writes every entry into a new store of the other's files)
  */
 final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator],
-    provider: String) {
-  /** Every store of the new layout is written anew: the state is in Spark's default provider's files. */
-  def rebuilt: Boolean = provider == ProviderClasses.SparkDefault
+    provider: String, target: String) {
+  def readsDefault: Boolean = provider == ProviderClasses.SparkDefault
+  def writesDefault: Boolean = target == ProviderClasses.SparkDefault
+  /** Every store of the new layout is written anew: the state leaves or enters Spark's default provider's files. */
+  def rebuilt: Boolean = readsDefault || writesDefault
 
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
     val stores = o.stores.map(_.name).mkString(", ")
     if (rebuilt) s"write every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else
-      "stores"} $stores), read by Spark's default provider, into a RocksDB store of the partition of $to where " +
-      s"Spark's partitioning of the operator looks for it, committed as state version ${batch + 2}"
+      "stores"} $stores), read ${if (readsDefault) "by Spark's default provider" else "from its RocksDB stores"}, " +
+      s"into ${if (writesDefault) "a snapshot of Spark's default provider" else "a RocksDB store"} of the partition " +
+      s"of $to where Spark's partitioning of the operator looks for it, committed as state version ${batch + 2}"
     else if (o.keyless) s"commit the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
       s"where it stays) as state version ${batch + 2}"
     else s"move every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else "stores"} " +
@@ -70,8 +74,10 @@ object RepartitionPlan {
   /**
    * The plan for `checkpoint` (stopped, its latest batch committed) to `to` partitions (None: as many as it has), or
    * a refusal. @param providers the providers the tool moves state from, and what it does, for the refusal
+   * @param target the provider the state is moved into (None: the one it is on)
    */
-  def apply(checkpoint: StoppedCheckpoint, to: Option[Int], providers: Set[String], does: String): RepartitionPlan = {
+  def apply(checkpoint: StoppedCheckpoint, to: Option[Int], providers: Set[String], does: String,
+      target: Option[String]): RepartitionPlan = {
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val confs = checkpoint.pinnedConfs(batch)
@@ -96,7 +102,7 @@ object RepartitionPlan {
     val operators = others.map(operator(checkpoint, batch, _, from))
     val count = to.getOrElse(from)
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
-    RepartitionPlan(batch, from, count, operators, provider)
+    RepartitionPlan(batch, from, count, operators, provider, target.getOrElse(provider))
   }
 
   private def operator(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {

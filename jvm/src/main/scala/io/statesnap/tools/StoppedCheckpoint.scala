@@ -174,14 +174,24 @@ object StoppedCheckpoint {
   val Interrupted: Map[String, String] = Map(
     "migrate" -> "statesnap.migration.interrupted.RunStatesnapMigrateAgain",
     "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain",
-    "adopt" -> "statesnap.adopt.interrupted.RunStatesnapAdoptAgain")
+    "adopt" -> "statesnap.adopt.interrupted.RunStatesnapAdoptAgain",
+    "release --provider hdfs" -> "statesnap.release.interrupted.RunStatesnapReleaseProviderHdfsAgain")
 
   /**
-   * Whether `name` is a RocksDB store's file of one of `versions`: `<version>.zip` under checkpoint format v1,
-   * `<version>_<id>.zip` under v2; likewise changelogs.
+   * Whether `name` is a RocksDB store's file of one of `versions` (none: of any): `<version>.zip` under checkpoint
+   * format v1, `<version>_<id>.zip` under v2; likewise changelogs; and Spark 4.1+'s checksum file of one (`.crc`).
    */
   def isVersionFile(name: String, versions: Long*): Boolean =
-    s"(${versions.mkString("|")})(_[^.]+)?\\.(zip|changelog)".r.pattern.matcher(name).matches
+    s"${anyOf(versions)}(_[^.]+)?\\.(zip|changelog)(\\.crc)?".r.pattern.matcher(name).matches
+
+  /** Whether `name` is a file of Spark's default provider of one of `versions` (none: of any), or its checksum. */
+  def isDefaultProviderVersionFile(name: String, versions: Long*): Boolean =
+    s"${anyOf(versions)}\\.(delta|snapshot)(\\.crc)?".r.pattern.matcher(name).matches
+
+  /** Whether `name` in a store's directory is Spark's RocksDB provider's: a version's file, or its SSTs or logs. */
+  def isRocksDBFile(name: String): Boolean = name == "SSTs" || name == "logs" || isVersionFile(name)
+
+  private def anyOf(versions: Seq[Long]): String = if (versions.isEmpty) "\\d+" else versions.mkString("(", "|", ")")
 
   /** The checkpoint at `location`, refused if it is no query's checkpoint or a query in this JVM runs on it. */
   def apply(spark: SparkSession, location: String, verb: String): StoppedCheckpoint =

@@ -25,4 +25,20 @@ class StoppedCheckpointTest {
     // A value that merely starts with the provider's name is another provider.
     assertEquals(None, StoppedCheckpoint.withProvider(offsets(s""""$provider":"a.OldAndMore""""), "a.Old", "b.New"))
   }
+
+  @Test def tellsEachProvidersFilesOfAVersionApart(): Unit = {
+    Seq("3.zip", "3_0a1b.zip", "3.changelog", "3.zip.crc").foreach(f => assertTrue(f,
+      StoppedCheckpoint.isVersionFile(f, 3)))
+    Seq("13.zip", "3.delta", "3.snapshot", ".3.zip.crc", "3.zip.tmp").foreach(f => assertFalse(f,
+      StoppedCheckpoint.isVersionFile(f, 3)))
+    Seq("3.delta", "3.snapshot", "3.snapshot.crc").foreach(f => assertTrue(f,
+      StoppedCheckpoint.isDefaultProviderVersionFile(f, 3, 4)))
+    // A checkpoint's `_statesnap` records are named like snapshots too, but not in a store's directory.
+    Seq("5.snapshot", "3.zip", "3_0a1b.changelog").foreach(f => assertFalse(f,
+      StoppedCheckpoint.isDefaultProviderVersionFile(f, 3, 4)))
+    Seq("SSTs", "logs", "12.zip", "12_0a1b.changelog.crc").foreach(f =>
+      assertTrue(f, StoppedCheckpoint.isRocksDBFile(f)))
+    Seq("12.delta", "_metadata", "left-keyToNumValues").foreach(f =>
+      assertFalse(f, StoppedCheckpoint.isRocksDBFile(f)))
+  }
 }

@@ -6,7 +6,6 @@ import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Put}
 import org.apache.spark.sql.types.StructType
@@ -62,10 +61,9 @@ object StatesnapStoreFiles {
     provider.getStore(version)
   }
 
-  /** How Spark's RocksDB provider encodes a key and a value of such a store: its own encoder. */
-  def rocksDBEncoding(keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int): (UnsafeRow => Array[Byte], UnsafeRow => Array[Byte]) = {
+  /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoder. */
+  def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int): RocksDBRowCodec = {
     val encoder = RocksDBStateEncoder.getEncoder(keySchema, valueSchema, prefixFields)
-    (encoder.encodeKey, encoder.encodeValue)
+    RocksDBRowCodec(encoder.encodeKey, encoder.encodeValue, encoder.decodeKey, encoder.decodeValue)
   }
 }

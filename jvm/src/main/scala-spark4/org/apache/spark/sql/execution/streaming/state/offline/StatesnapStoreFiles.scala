@@ -4,7 +4,6 @@ import java.io.{File, FileNotFoundException}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreVersionFiles.{Change, Delete, Merge, Put}
 import org.apache.spark.sql.types.StructType
@@ -66,13 +65,12 @@ object StatesnapStoreFiles {
     provider.getStore(version, None)
   }
 
-  /** How Spark's RocksDB provider encodes a key and a value of such a store: its own encoders. */
-  def rocksDBEncoding(keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int): (UnsafeRow => Array[Byte], UnsafeRow => Array[Byte]) = {
+  /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoders. */
+  def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int): RocksDBRowCodec = {
     val data = new UnsafeRowDataEncoder(spec(keySchema, prefixFields), valueSchema)
     val keys = RocksDBStateEncoder.getKeyEncoder(data, spec(keySchema, prefixFields), false)
     val values = RocksDBStateEncoder.getValueEncoder(data, valueSchema, false)
-    (keys.encodeKey, values.encodeValue)
+    RocksDBRowCodec(keys.encodeKey, values.encodeValue, keys.decodeKey, values.decodeValue)
   }
 
   private def spec(keySchema: StructType, prefixFields: Int): KeyStateEncoderSpec =

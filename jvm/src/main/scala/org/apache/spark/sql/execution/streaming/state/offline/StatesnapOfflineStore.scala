@@ -8,9 +8,8 @@ import scala.util.control.NonFatal
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileUtil, Path}
-import io.statesnap.evolution.UnsafeRowLayout
-import org.apache.spark.sql.execution.streaming.state.{HDFSBackedStateStoreProvider, RocksDBConf,
-  RocksDBStateStoreProvider, StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
+import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, StateStore,
+  StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -26,7 +25,7 @@ import org.apache.spark.sql.types.StructType
  * yet (two partitions never hold one key: a store of a query that does is refused, not merged).
  */
 final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBStateStoreProvider, store: StateStore)
-    extends StatesnapOfflineStore.Entries {
+    extends StatesnapOfflineStore.Entries with StatesnapOfflineStore.Writer {
   private val rocksDB = provider.rocksDB
   private var open = true
 
@@ -34,18 +33,15 @@ final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBSt
   override def entries: Iterator[(Array[Byte], Array[Byte])] = rocksDB.iterator().map(pair => pair.key -> pair.value)
 
   /** Puts an entry that moves here. @throws IllegalStateException if the store holds the key already */
-  def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    if (rocksDB.get(key) != null) throw new IllegalStateException(s"${id.storeCheckpointLocation()} already holds " +
-      s"a key another partition holds too (0x${key.take(32).map("%02x".format(_)).mkString}): Spark's partitioning " +
-      "never writes one key to two partitions, so this query's state is not what its operator wrote")
+  override def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (rocksDB.get(key) != null) throw StatesnapOfflineStore.keyHeldTwice(id, key)
     rocksDB.put(key, value)
   }
 
   /** Removes an entry that moves away. */
-  def remove(key: Array[Byte]): Unit = rocksDB.remove(key)
+  override def remove(key: Array[Byte]): Unit = rocksDB.remove(key)
 
-  /** Commits the next version. @return it */
-  def commit(): Long = {
+  override def commit(): Long = {
     val version = store.commit()
     open = false
     version
@@ -60,6 +56,18 @@ object StatesnapOfflineStore {
   trait Entries {
     def entries: Iterator[(Array[Byte], Array[Byte])]
     /** Releases the store. */
+    def close(): Unit
+  }
+
+  /** A store an offline job writes, entry by entry in the bytes Spark's RocksDB provider stores, then commits. */
+  trait Writer {
+    /** Puts an entry that moves here. @throws IllegalStateException if the store holds the key already */
+    def put(key: Array[Byte], value: Array[Byte]): Unit
+    /** Removes an entry that moves away. */
+    def remove(key: Array[Byte]): Unit
+    /** Commits the version after the one opened. @return it */
+    def commit(): Long
+    /** Aborts an uncommitted version and releases the store. */
     def close(): Unit
   }
 
@@ -78,43 +86,26 @@ object StatesnapOfflineStore {
       hadoopConf, version))
   }
 
-  /**
-   * The store `id` of Spark's default provider (`HDFSBackedStateStoreProvider`) at `version`, loaded by that
-   * provider (its snapshot and deltas), each entry encoded by Spark's RocksDB encoders as Spark's RocksDB provider
-   * stores it: what `adopt` of such a checkpoint moves into statesnap's. Every value row is checked against the
-   * layout of `valueSchema` before it is trusted (the key is, where it is placed).
-   */
-  def readDefaultProvider(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      conf: StateStoreConf, queryConf: Configuration, version: Long): Entries = {
-    val provider = new HDFSBackedStateStoreProvider
-    val store = opened(provider, id, keySchema, valueSchema, prefixFields, conf, withRunId(queryConf), version)
-    val (encodeKey, encodeValue) = StatesnapStoreFiles.rocksDBEncoding(keySchema, valueSchema, prefixFields)
-    val values = new UnsafeRowLayout(valueSchema)
-    new Entries {
-      override def entries: Iterator[(Array[Byte], Array[Byte])] = store.iterator().map { pair =>
-        values.problem(pair.value.getBaseObject, pair.value.getBaseOffset, pair.value.getSizeInBytes).foreach { p =>
-          throw new IllegalStateException(s"${id.storeCheckpointLocation()} version $version holds a value that is " +
-            s"not a row of ${valueSchema.simpleString}: $p")
-        }
-        encodeKey(pair.key) -> encodeValue(pair.value)
-      }
-      override def close(): Unit = try store.abort() finally provider.close()
-    }
-  }
+  /** The refusal of a key that two partitions of a store hold (`key` as Spark's RocksDB provider stores it). */
+  private[offline] def keyHeldTwice(id: StateStoreId, key: Array[Byte]): IllegalStateException =
+    new IllegalStateException(s"${id.storeCheckpointLocation()} already holds a key another partition holds too " +
+      s"(0x${key.take(32).map("%02x".format(_)).mkString}): Spark's partitioning never writes one key to two " +
+      "partitions, so this query's state is not what its operator wrote")
 
   /**
    * The query's Hadoop conf naming a run of its own: Spark 4's providers name their instance by the run of the query
    * that opens it (`StreamExecution.RUN_ID_KEY`, which 3.5 neither has nor reads).
    */
-  private def withRunId(queryConf: Configuration): Configuration = {
+  private[offline] def withRunId(queryConf: Configuration): Configuration = {
     val hadoopConf = new Configuration(queryConf)
     hadoopConf.set("sql.streaming.runId", UUID.randomUUID().toString)
     hadoopConf
   }
 
   /** `provider` initialized for the store `id` and opened at `version`; closed if that fails. */
-  private def opened(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long): StateStore =
+  private[offline] def opened(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType,
+      valueSchema: StructType, prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration,
+      version: Long): StateStore =
     try StatesnapStoreFiles.openStore(provider, id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
     catch { case e: Throwable => provider.close(); throw e }
 
