@@ -5,8 +5,9 @@ for byte-level promises ("every entry migrated", "equal to a clean migration").
 Layout read (Spark 4.1, RocksDB provider; checked on real checkpoints by tests/test_committed_state.py):
 - ``commits/<batch>`` marks batch N committed: state version N+1. Format v2 commits carry ``stateUniqueIds``
   {operator: [[id per store] per partition]} and state files are ``<version>_<id>.zip|.changelog``.
-- ``<version>.zip``: RocksDB's own small files plus ``metadata`` (``v1`` line, JSON) naming the shared
-  ``SSTs/<dfsSstFileName>`` to restore as ``<localFileName>`` and the ``columnFamilyMapping`` (name -> id).
+- ``<version>.zip``: RocksDB's own small files plus ``metadata`` (a ``v1`` line, or ``v2`` from Spark 4.0 under
+  checkpoint format v2; JSON) naming the shared ``SSTs/<dfsSstFileName>`` to restore as ``<localFileName>`` and the
+  ``columnFamilyMapping`` (name -> id).
 - ``<version>.changelog``: lz4-java block stream (``LZ4Block`` magic, token, LE lengths, xxhash32 checksum) of a Java
   DataOutputStream (big-endian ints): changelog v1/v3 records ``[keyLen][key][valueLen|-1]`` ending with keyLen -1;
   v2/v4 records start with a type byte (0x01 put, 0x10 delete, 0x11 merge, 0x00 end). v2+ begin with writeUTF("vN"),
@@ -230,8 +231,8 @@ def _open_snapshot(zip_path: str, sst_dir: str) -> tuple[dict[bytes, bytes], dic
                     with open(os.path.join(tmp, name), "wb") as f:
                         f.write(z.read(name))
             head, _, body = z.read("metadata").decode().partition("\n")
-        if head != "v1":
-            raise StateReadError(f"{zip_path}: metadata version {head!r}, expected v1")
+        if head not in ("v1", "v2"):  # Spark 4.0 writes v2 under checkpoint format v2: the same fields read here
+            raise StateReadError(f"{zip_path}: metadata version {head!r}, expected v1 or v2")
         metadata = json.loads(body)
         for sst in metadata["sstFiles"]:
             source = os.path.join(sst_dir, sst["dfsSstFileName"])

@@ -4,7 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.control.NonFatal
 
-import io.statesnap.ProviderClasses
+import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles}
 import org.apache.hadoop.fs.{FileUtil, Path}
@@ -148,7 +148,7 @@ object Repartition {
     val repartitioned = withPartitions(checkpoint, offsets, plan.from, plan.to)
     AppendedBatch.poison(checkpoint, verb, plan.batch, repartitioned, provider, StoppedCheckpoint.Interrupted(verb))
     stepDone("poisoned")
-    val (in, out) = try {
+    val (in, committed) = try {
       copyRecords(checkpoint, plan)
       stepDone("records")
       runJob(spark, checkpoint, verb, plan, probe)
@@ -158,7 +158,9 @@ object Repartition {
         throw e
     }
     stepDone("stores")
-    checkpoint.write(checkpoint.commitsFile(next), checkpoint.read(checkpoint.commitsFile(plan.batch)))
+    val commit = checkpoint.read(checkpoint.commitsFile(plan.batch))
+    checkpoint.write(checkpoint.commitsFile(next), plan.committedIds(committed).fold(commit)(ids =>
+      CommitStateIds.withIds(new String(commit, UTF_8), ids).getBytes(UTF_8)))
     stepDone("commit")
     finish(checkpoint, verb, sink, next, stepDone)
     if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != finalProvider(verb, provider) ||
@@ -202,9 +204,12 @@ object Repartition {
       }
     }
 
-  /** Runs the job, a line on stderr as each store is written. @return entries moved in, and removed */
+  /**
+   * Runs the job, a line on stderr as each store is written.
+   * @return entries moved in, and under checkpoint format v2 the id of each store version committed
+   */
   private def runJob(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: String, plan: RepartitionPlan,
-      probe: Option[MigrationProbe]): (Long, Long) = {
+      probe: Option[MigrationProbe]): (Long, Map[(Int, Int, String), String]) = {
     val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) + (ChangelogConf -> "false")),
       new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.readsDefault, plan.writesDefault)
@@ -212,6 +217,7 @@ object Repartition {
     val started = System.nanoTime()
     var done = 0
     var in, out = 0L
+    val ids = Map.newBuilder[(Int, Int, String), String]
     val failures = Seq.newBuilder[Throwable]
     RepartitionJob.run(spark, plan, settings, { result =>
       done += 1
@@ -220,6 +226,7 @@ object Repartition {
         case Right(w) =>
           in += w.in
           out += w.out
+          w.id.foreach(id => ids += (w.target.operator, w.target.partition, w.target.store.name) -> id)
           s"operator ${w.target.operator} partition ${w.target.partition} store '${w.target.store.name}' committed, " +
             s"${w.in} entries moved in, ${w.out} out"
         case Left(e) =>
@@ -230,7 +237,7 @@ object Repartition {
       System.err.println(s"statesnap $verb: $said ($done of $stores stores, $elapsedMs ms)")
     })
     failures.result().headOption.foreach(e => throw e)
-    (in, out)
+    (in, ids.result())
   }
 
   /**

@@ -21,11 +21,18 @@ import org.apache.spark.util.SerializableConfiguration
  * provider ([[StatesnapDefaultProviderStore]]), which holds a store in memory as it does when the query runs.
  */
 private[tools] object RepartitionJob {
-  /** A store the job writes: the new layout's partition `partition` of an operator's store `store`. */
-  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, startsEmpty: Boolean)
+  /**
+   * A store the job writes: the new layout's partition `partition` of an operator's store `store`, and under
+   * checkpoint format v2 the id of the version it loads (none where it starts empty).
+   */
+  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, startsEmpty: Boolean,
+      loadId: Option[String])
 
-  /** What one target's task did: entries put (moved in) and removed (moved out), or its failure. */
-  final case class Written(target: Target, in: Long, out: Long)
+  /**
+   * What one target's task did: entries put (moved in) and removed (moved out), and under checkpoint format v2 the
+   * id of the version it committed.
+   */
+  final case class Written(target: Target, in: Long, out: Long, id: Option[String])
 
   /**
    * The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]);
@@ -53,16 +60,20 @@ private[tools] object RepartitionJob {
   def run(spark: SparkSession, plan: RepartitionPlan, settings: Settings,
       reported: Either[Throwable, Written] => Unit): Unit = {
     val targets = plan.operators.flatMap { o =>
-      o.stores.flatMap(s => o.targets(plan.to).map(p => Target(o.id, p, s, plan.rebuilt || p >= plan.from)))
+      o.stores.flatMap(s => o.targets(plan.to).map { p =>
+        val empty = plan.rebuilt || p >= plan.from
+        Target(o.id, p, s, empty, if (empty) None else plan.loadId(o.id, p, s.name))
+      })
     }
     val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
-    val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p => (o, s, p))))
+    val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p =>
+      (o, s, p, plan.loadId(o.id, p, s.name)))))
     val to = plan.to
     val sc = spark.sparkContext
-    val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap { case (o, store, p) =>
+    val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap { case (o, store, p, loadId) =>
       val placement = store.placement(to)
       val stays = o.targets(to).contains(p)
-      read(settings, o.id, p, store).flatMap { case (key, value) =>
+      read(settings, o.id, p, store, loadId).flatMap { case (key, value) =>
         val placed = if (o.keyless) 0 else try placement.partition(key) catch {
           case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
             s"store '${store.name}': ${e.getMessage}", e)
@@ -86,9 +97,9 @@ private[tools] object RepartitionJob {
   }
 
   /** The entries of one store at the version read, the store released when the task ends. */
-  private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store)
-      : Iterator[(Array[Byte], Array[Byte])] = {
-    val opened = if (!settings.readsDefault) open(settings, operator, partition, store, empty = false)
+  private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
+      loadId: Option[String]): Iterator[(Array[Byte], Array[Byte])] = {
+    val opened = if (!settings.readsDefault) open(settings, operator, partition, store, empty = false, loadId)
       else StatesnapDefaultProviderStore.read(StateStoreId(settings.stateRoot, operator, partition, store.name),
         store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value,
         settings.version)
@@ -102,7 +113,7 @@ private[tools] object RepartitionJob {
    */
   private def write(settings: Settings, target: Target, changes: Iterator[(Array[Byte], Array[Byte])]): Written = {
     val opened = if (!settings.writesDefault) open(settings, target.operator, target.partition, target.store,
-      target.startsEmpty)
+      target.startsEmpty, target.loadId)
       else StatesnapDefaultProviderStore.write(StateStoreId(settings.stateRoot, target.operator, target.partition,
         target.store.name), target.store.keySchema, target.store.valueSchema, target.store.prefixFields,
         settings.storeConf, settings.hadoopConf.value, settings.version + 1)
@@ -115,12 +126,13 @@ private[tools] object RepartitionJob {
       if (committed != settings.version + 1) throw new IllegalStateException(s"state/${target.operator}/" +
         s"${target.partition} committed version $committed, not ${settings.version + 1}")
       settings.probe.foreach(_.offlineStep("store"))
-      Written(target, in, out)
+      Written(target, in, out, opened.checkpointId)
     } finally opened.close()
   }
 
   private def open(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
-      empty: Boolean): StatesnapOfflineStore =
+      empty: Boolean, loadId: Option[String]): StatesnapOfflineStore =
     StatesnapOfflineStore.open(StateStoreId(settings.stateRoot, operator, partition, store.name), store.keySchema,
-      store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version, empty)
+      store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version, empty,
+      loadId)
 }

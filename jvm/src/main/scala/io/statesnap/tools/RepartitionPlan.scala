@@ -1,6 +1,6 @@
 package io.statesnap.tools
 
-import io.statesnap.ProviderClasses
+import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.placement.{PartitionKey, StoredKeyPlacement}
 import io.statesnap.provider.OperatorRecordFiles
@@ -21,11 +21,20 @@ import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
  *   provider (the job writes every entry into a new store of the other's files)
  */
 final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator],
-    provider: String, target: String) {
+    provider: String, target: String, loadIds: Option[CommitStateIds.Ids]) {
   def readsDefault: Boolean = provider == ProviderClasses.SparkDefault
   def writesDefault: Boolean = target == ProviderClasses.SparkDefault
   /** Every store of the new layout is written anew: the state leaves or enters Spark's default provider's files. */
   def rebuilt: Boolean = readsDefault || writesDefault
+
+  /** Under checkpoint format v2, the id by which `commits/N` names the version of a store the job loads. */
+  def loadId(operator: Int, partition: Int, store: String): Option[String] =
+    loadIds.map(_(operator)(partition)(RepartitionPlan.storeIndex(store)))
+
+  /** Under checkpoint format v2, what `commits/N+1` names: by operator, the new partitions' ids in store order. */
+  def committedIds(committed: Map[(Int, Int, String), String]): Option[CommitStateIds.Ids] =
+    loadIds.map(_ => operators.map(o => o.id -> o.targets(to).map(p =>
+      o.stores.sortBy(s => RepartitionPlan.storeIndex(s.name)).map(s => committed((o.id, p, s.name))))).toMap)
 
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
@@ -48,6 +57,9 @@ object RepartitionPlan {
   private val InternalPartitionsConf = "spark.sql.streaming.internal.stateStore.partitions"
   private val JoinStores = Seq("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
     "right-keyWithIndexToValue")
+
+  /** Where a store's id sits among its partition's in a commit of checkpoint format v2: a join's in Spark's order. */
+  private def storeIndex(store: String): Int = math.max(0, JoinStores.indexOf(store))
 
   /**
    * One store every partition of an operator keeps: its name, its key and value schemas as Spark's schema file
@@ -84,8 +96,10 @@ object RepartitionPlan {
     val provider = checkpoint.pinnedProvider(batch)
     if (!providers(provider)) refuse(s"offsets/$batch pins the provider $provider; $does")
     checkpoint.requireRewritableState(batch, avroTransformWithState = false)
-    if (checkpoint.commitStateIds(batch).isDefined) refuse(s"commits/$batch names its store versions by unique ids " +
-      s"(checkpoint format v2, ${StoppedCheckpoint.CheckpointFormatConf}=2), which repartition does not write yet")
+    val loadIds = checkpoint.commitStateIds(batch)
+    if (loadIds.isDefined && target.contains(ProviderClasses.SparkDefault)) refuse(s"commits/$batch names its store " +
+      s"versions by unique ids (checkpoint format v2, ${StoppedCheckpoint.CheckpointFormatConf}=2, pinned), which " +
+      "Spark's default provider does not support")
     confs.get(StrictDistributionConf).filterNot(_ == "true").orElse(Option.when(!confs.contains(
       StrictDistributionConf))("false")).foreach { strict => refuse(s"offsets/$batch pins " +
       s"$StrictDistributionConf=$strict (a query first started before Spark 3.3): Spark may then give a stateful " +
@@ -102,7 +116,13 @@ object RepartitionPlan {
     val operators = others.map(operator(checkpoint, batch, _, from))
     val count = to.getOrElse(from)
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
-    RepartitionPlan(batch, from, count, operators, provider, target.getOrElse(provider))
+    loadIds.foreach(ids => operators.foreach { o =>
+      val named = ids.getOrElse(o.id, Nil)
+      if (named.size != o.sources(from).size || named.exists(_.size != o.stores.size)) refuse(s"commits/$batch names " +
+        s"${named.map(_.size).mkString("[", ", ", "]")} store versions by partition of operator ${o.id}, whose " +
+        s"${o.sources(from).size} partitions keep ${o.stores.size} stores each: not a layout Spark leaves")
+    })
+    RepartitionPlan(batch, from, count, operators, provider, target.getOrElse(provider), loadIds)
   }
 
   private def operator(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {

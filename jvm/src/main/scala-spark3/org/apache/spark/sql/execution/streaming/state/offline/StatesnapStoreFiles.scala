@@ -51,15 +51,21 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * A store without column families (every stateful operator's but transformWithState's) opened at `version`
-   * (checkpoint format v1) by `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]].
+   * A store without column families (every stateful operator's but transformWithState's) opened at `version` by
+   * `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]]; `loadId` is checkpoint
+   * format v2's, which Spark 3.5 does not have.
    * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
    */
   def openStore(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long): StateStore = {
+      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
+      loadId: Option[String]): StateStore = {
+    require(loadId.isEmpty, s"Spark ${org.apache.spark.SPARK_VERSION} names no store version by id")
     provider.init(id, keySchema, valueSchema, prefixFields, conf, hadoopConf)
     provider.getStore(version)
   }
+
+  /** Checkpoint format v2's id of the version `store` committed: none on Spark 3.5. */
+  def checkpointId(store: StateStore): Option[String] = None
 
   /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoder. */
   def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int): RocksDBRowCodec = {

@@ -54,16 +54,21 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * A store without column families (every stateful operator's but transformWithState's) opened at `version`
-   * (checkpoint format v1) by `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]].
+   * A store without column families (every stateful operator's but transformWithState's) opened at `version` by
+   * `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]]; under checkpoint format
+   * v2, the version the commit log names by `loadId`.
    * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
    */
   def openStore(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long): StateStore = {
+      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
+      loadId: Option[String]): StateStore = {
     provider.init(id, keySchema, valueSchema, spec(keySchema, prefixFields), useColumnFamilies = false, conf,
       hadoopConf, useMultipleValuesPerKey = false, None)
-    provider.getStore(version, None)
+    provider.getStore(version, loadId)
   }
+
+  /** Under checkpoint format v2, the id of the version `store` committed. */
+  def checkpointId(store: StateStore): Option[String] = store.getStateStoreCheckpointInfo().stateStoreCkptId
 
   /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoders. */
   def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int): RocksDBRowCodec = {

@@ -71,6 +71,8 @@ object StatesnapDefaultProviderStore {
       store.put(keyRow, row)  // copied by the store
     }
 
+    override def checkpointId: Option[String] = None
+
     override def remove(key: Array[Byte]): Unit = throw new IllegalStateException(s"${id.storeCheckpointLocation()} " +
       "is written anew: no entry moves out of it")
 

@@ -47,6 +47,8 @@ final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBSt
     version
   }
 
+  override def checkpointId: Option[String] = StatesnapStoreFiles.checkpointId(store)
+
   /** Aborts an uncommitted version and releases the store. */
   override def close(): Unit = try if (open) store.abort() finally provider.close()
 }
@@ -67,23 +69,28 @@ object StatesnapOfflineStore {
     def remove(key: Array[Byte]): Unit
     /** Commits the version after the one opened. @return it */
     def commit(): Long
+    /** Under checkpoint format v2, the id of the version committed, which the batch's commit names. */
+    def checkpointId: Option[String]
     /** Aborts an uncommitted version and releases the store. */
     def close(): Unit
   }
 
   /**
-   * The store `id` opened at `version`: the one the query committed, or, where the store has no files yet (a
-   * partition a repartition adds), an empty one written as `version` first ([[startEmpty]]).
+   * The store `id` opened at `version`: the one the query committed (under checkpoint format v2, the version the
+   * commit log names by `loadId`), or, where the store has no files yet (a partition a repartition adds), an empty
+   * one written as `version` first ([[startEmpty]]).
    * @param prefixFields as [[StatesnapStoreFiles.openStore]]
    */
   def open(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
-      queryConf: Configuration, version: Long, empty: Boolean): StatesnapOfflineStore = {
+      queryConf: Configuration, version: Long, empty: Boolean, loadId: Option[String]): StatesnapOfflineStore = {
     require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
+    require(!(empty && loadId.isDefined), "a store that starts empty has no version to load by id")
     val hadoopConf = withRunId(queryConf)
-    if (empty) startEmpty(id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
+    val loaded = if (empty) startEmpty(id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
+      else loadId
     val provider = new RocksDBStateStoreProvider
     new StatesnapOfflineStore(id, provider, opened(provider, id, keySchema, valueSchema, prefixFields, conf,
-      hadoopConf, version))
+      hadoopConf, version, loaded))
   }
 
   /** The refusal of a key that two partitions of a store hold (`key` as Spark's RocksDB provider stores it). */
@@ -102,23 +109,26 @@ object StatesnapOfflineStore {
     hadoopConf
   }
 
-  /** `provider` initialized for the store `id` and opened at `version`; closed if that fails. */
+  /** `provider` initialized for the store `id` and opened at `version` (by id: v2); closed if that fails. */
   private[offline] def opened(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType,
-      valueSchema: StructType, prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration,
-      version: Long): StateStore =
-    try StatesnapStoreFiles.openStore(provider, id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
+      valueSchema: StructType, prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
+      loadId: Option[String] = None): StateStore =
+    try StatesnapStoreFiles.openStore(provider, id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version,
+      loadId)
     catch { case e: Throwable => provider.close(); throw e }
 
   /**
    * Writes an empty version `version` of the store `id`, which has no files: Spark's RocksDB provider loads a version
    * only from a snapshot of it or of an earlier version and the changelogs between, so a store starting at a version
    * above 0 needs one. The provider itself writes it: an empty store committed as version 1 in a scratch directory,
-   * whose snapshot (an empty database's names no SST file) is copied as `<version>.zip`, replacing one an earlier
-   * attempt of the task wrote (the job's driver checked that the store had no files before it).
+   * whose snapshot (an empty database's names no SST file) is copied as `<version>.zip` (under checkpoint format v2,
+   * `<version>_<id>.zip`, the id the provider gave it), replacing one an earlier attempt of the task wrote (the job's
+   * driver checked that the store had no files before it).
    * docs/research/spark-state-partitioning.md §4b has the evidence on 3.5, 4.1 and 4.3.
+   * @return under checkpoint format v2, the id to load the version by
    */
   private def startEmpty(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      conf: StateStoreConf, hadoopConf: Configuration, version: Long): Unit = {
+      conf: StateStoreConf, hadoopConf: Configuration, version: Long): Option[String] = {
     val dir = id.storeCheckpointLocation()
     val fs = dir.getFileSystem(hadoopConf)
     val scratch = Files.createTempDirectory("statesnap-empty-store-").toFile
@@ -127,18 +137,21 @@ object StatesnapOfflineStore {
       val scratchId = StateStoreId(scratch.toURI.toString, id.operatorId, id.partitionId, id.storeName)
       val provider = new RocksDBStateStoreProvider
       val store = opened(provider, scratchId, keySchema, valueSchema, prefixFields, conf, hadoopConf, 0)
-      try store.commit() catch { case NonFatal(e) => store.abort(); throw e } finally provider.close()
+      val checkpointId = try { store.commit(); StatesnapStoreFiles.checkpointId(store) }
+        catch { case NonFatal(e) => store.abort(); throw e } finally provider.close()
+      val suffix = checkpointId.fold("")("_" + _)
       val written = new java.io.File(scratchId.storeCheckpointLocation().toUri.getPath)
-      val snapshot = new java.io.File(written, "1.zip")
+      val snapshot = new java.io.File(written, s"1$suffix.zip")
       val others = FileUtils.listFiles(written, null, true).toArray.map(_.asInstanceOf[java.io.File])
         .filterNot(f => f == snapshot || f.getName.endsWith(".crc"))
       if (!snapshot.isFile || others.nonEmpty) throw new IllegalStateException(s"an empty store committed by " +
         s"Spark's RocksDB provider wrote ${(snapshot +: others).map(_.getName).mkString(", ")}, not one snapshot " +
         "alone: statesnap cannot start a store empty on this Spark build")
       fs.mkdirs(dir)
-      if (!FileUtil.copy(snapshot, fs, new Path(dir, s"$version.zip"), false, hadoopConf)) {
-        throw new IllegalStateException(s"could not write $dir/$version.zip")
+      if (!FileUtil.copy(snapshot, fs, new Path(dir, s"$version$suffix.zip"), false, hadoopConf)) {
+        throw new IllegalStateException(s"could not write $dir/$version$suffix.zip")
       }
+      checkpointId
     } finally FileUtils.deleteQuietly(scratch)
   }
 }
