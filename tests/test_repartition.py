@@ -322,6 +322,24 @@ def test_a_transform_with_state_operator_is_refused_by_name(spark, app_dirs, cli
     assert files(checkpoint) == before
 
 
+@pytest.mark.skipif(MINOR in ("3.5", "4.0"), reason="Spark 3.5 and 4.0 have join state formats 1 and 2 only")
+def test_a_join_of_state_format_3_is_refused_by_name(spark, session_for, tmp_path, cli):
+    """Its four stores are column families of one store, with operator metadata v2 as transformWithState's: the
+    refusal names the join and its state format, not transformWithState."""
+    session_for("spark", False)
+    spark.conf.set("spark.sql.streaming.join.stateFormatVersion", "3")
+    inputs, checkpoint = [str(tmp_path / "l"), str(tmp_path / "r")], str(tmp_path / "ck")
+    try:
+        feed(inputs, rounds("stream-stream join")[0])
+        run(spark, "stream-stream join", inputs, checkpoint)
+    finally:
+        spark.conf.unset("spark.sql.streaming.join.stateFormatVersion")
+    before = files(checkpoint)
+    code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
+    assert code == 4 and "operator 0 is a stream-stream join of state format 3" in out, out
+    assert files(checkpoint) == before
+
+
 def counted_twice(spark, tmp_path) -> tuple[list[str], list[str], str, str]:
     """([input], [control input], checkpoint, control) of the aggregation scenario after its first two runs, the
     query's output equal to the control's; the session's provider and partitions as the caller set them."""

@@ -89,6 +89,21 @@ private[statesnap] object QueryStates {
     name(root.getFileSystem(hadoopConf), new Path(root, operatorId.toString)).map(SparkOperator.named)
   }
 
+  /**
+   * An operator that keeps its state in column families (transformWithState, a stream-stream join of state format
+   * 3), by Spark's name for it in its latest operator metadata v2 (`state/<operatorId>/_metadata/v2/<batch>`).
+   */
+  def columnFamilyOperator(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[SparkOperator] = {
+    val dir = new Path(stateRoot, s"$operatorId/_metadata/v2")
+    val fs = dir.getFileSystem(hadoopConf)
+    val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
+      else Array.empty[Long]
+    batches.maxOption.flatMap(b => metadataJson(fs, new Path(dir, b.toString)) \ "operatorInfo" \ "operatorName" match {
+      case JString(name) => Some(SparkOperator.named(name))
+      case _ => None
+    })
+  }
+
   private def name(fs: FileSystem, operatorDir: Path): Option[String] = sparkOperatorName(fs, operatorDir).orElse {
     val file = recordedNameFile(operatorDir)
     if (!fs.exists(file)) None else CheckpointFile.read(file, "statesnap's record of the operator's name") {

@@ -111,8 +111,14 @@ object RepartitionPlan {
       s"${StoppedCheckpoint.ShufflePartitionsConf}=$from and $InternalPartitionsConf=$n: which one the state has " +
       "is not clear"))
     val (transformWithState, others) = checkpoint.operators
-    if (transformWithState.nonEmpty) refuse(s"operator ${transformWithState.mkString(", ")} is transformWithState, " +
-      "whose column families (and timers and TTL indexes) repartition does not move yet")
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    val (joins, transforms) = transformWithState.partition(op =>
+      QueryStates.columnFamilyOperator(stateRoot, op, checkpoint.hadoopConf).contains(SparkOperator.StreamStreamJoin))
+    if (joins.nonEmpty) refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
+      "(spark.sql.streaming.join.stateFormatVersion=3: its stores are column families of one store), which " +
+      "repartition does not move yet")
+    if (transforms.nonEmpty) refuse(s"operator ${transforms.mkString(", ")} is transformWithState, whose column " +
+      "families (and timers and TTL indexes) repartition does not move yet")
     val operators = others.map(operator(checkpoint, batch, _, from))
     val count = to.getOrElse(from)
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
