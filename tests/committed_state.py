@@ -360,36 +360,61 @@ def read_store(checkpoint: str, operator: int = 0, partition: int = 0, version: 
     return families
 
 
-def read_default_provider_snapshot(checkpoint: str, operator: int = 0, partition: int = 0,
-                                   version: Optional[int] = None, store: str = "default") -> dict[bytes, bytes]:
-    """Every entry of one store of Spark's default provider (HDFSBackedStateStoreProvider) from its snapshot file of
-    ``version`` (default: the latest committed), ``<version>.snapshot``: an lz4-java block stream of a Java
-    DataOutputStream, records ``[int32 BE key length][key row][int32 BE value length][value row]`` ending with a key
-    length of -1; raw UnsafeRow bytes, no version byte. A version kept only as a delta is not read."""
-    version = latest_committed_version(checkpoint) if version is None else version
-    path = os.path.join(_store_dir(checkpoint, operator, partition, store), f"{version}.snapshot")
-    offsets = os.path.join(checkpoint, "offsets", str(version - 1))
-    codec = _log_entry(offsets)[1].get("conf", {}).get("spark.sql.streaming.stateStore.compression.codec", "lz4")
-    if codec != "lz4":
-        raise StateReadError(f"{path}: codec {codec}, this reader knows lz4")
-    if not os.path.isfile(path):
-        raise StateReadError(f"no snapshot file {path}")
+def _default_provider_records(path: str, deltas: bool) -> list[tuple[bytes, Optional[bytes]]]:
+    """The records of one file of Spark's default provider: an lz4-java block stream of a Java DataOutputStream,
+    records ``[int32 BE key length][key row][int32 BE value length][value row]`` ending with a key length of -1; in a
+    delta, a value length of -1 removes the key (None)."""
     with open(path, "rb") as f:
         data = _unlz4(f.read(), path)
-    entries, pos = {}, 0
+    records, pos = [], 0
     while True:
         (key_length,) = struct.unpack_from(">i", data, pos)
         pos += 4
         if key_length == -1:
             break
-        key = data[pos:pos + key_length]
-        (value_length,) = struct.unpack_from(">i", data, pos + key_length)
-        pos += key_length + 4
-        if key_length < 0 or value_length < 0 or pos + value_length > len(data) or key in entries:
+        (value_length,) = struct.unpack_from(">i", data, pos + key_length) if key_length >= 0 else (-2,)
+        key, pos = data[pos:pos + key_length], pos + key_length + 4
+        if value_length == -1 and deltas:
+            records.append((key, None))
+            continue
+        if value_length < 0 or pos + value_length > len(data):
             raise StateReadError(f"{path}: bad record at byte {pos} (key {key_length}, value {value_length} bytes)")
-        entries[key], pos = data[pos:pos + value_length], pos + value_length
+        records.append((key, data[pos:pos + value_length]))
+        pos += value_length
     if pos != len(data):
         raise StateReadError(f"{path}: {len(data) - pos} bytes after the end mark")
+    return records
+
+
+def read_default_provider_store(checkpoint: str, operator: int = 0, partition: int = 0,
+                                version: Optional[int] = None, store: str = "default") -> dict[bytes, bytes]:
+    """Every entry of one store of Spark's default provider (HDFSBackedStateStoreProvider) at ``version`` (default:
+    the latest committed), raw UnsafeRow bytes (no version byte), as that provider loads it: the newest
+    ``<v>.snapshot`` at or below the version (none: empty at 0), then every ``<v>.delta`` after it in order."""
+    version = latest_committed_version(checkpoint) if version is None else version
+    directory = _store_dir(checkpoint, operator, partition, store)
+    offsets = os.path.join(checkpoint, "offsets", str(version - 1))
+    codec = _log_entry(offsets)[1].get("conf", {}).get("spark.sql.streaming.stateStore.compression.codec", "lz4")
+    if codec != "lz4":
+        raise StateReadError(f"{directory}: codec {codec}, this reader knows lz4")
+    names = os.listdir(directory) if os.path.isdir(directory) else []
+    snapshots = [int(n.split(".")[0]) for n in names if re.fullmatch(r"\d+\.snapshot", n)]
+    base = max((v for v in snapshots if v <= version), default=0)
+    entries: dict[bytes, bytes] = {}
+    if base:
+        for key, value in _default_provider_records(os.path.join(directory, f"{base}.snapshot"), deltas=False):
+            if key in entries:
+                raise StateReadError(f"{directory}/{base}.snapshot: key {key.hex()} twice")
+            entries[key] = value
+    for v in range(base + 1, version + 1):
+        delta = os.path.join(directory, f"{v}.delta")
+        if not os.path.isfile(delta):
+            raise StateReadError(f"cannot rebuild version {version} of {directory}: no {v}.delta after {base}")
+        for key, value in _default_provider_records(delta, deltas=True):
+            if value is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = value
     return entries
 
 

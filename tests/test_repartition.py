@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 import faults
 import statesnap
 from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, _group_state_app, run_app, write_input
-from committed_state import (latest_committed_version, partitions, read_default_provider_snapshot, read_store,
+from committed_state import (latest_committed_version, partitions, read_default_provider_store, read_store,
                              state_row)
 from minors import MINOR, OPERATOR_METADATA, PINNED, SPARK_STATE_READER, TRANSFORM_WITH_STATE
 from test_other_operators import run_to_end
@@ -161,10 +161,10 @@ def operator_names(checkpoint: str) -> dict[int, str]:
 
 
 def default_provider_entries(checkpoint: str) -> dict[tuple[int, str], dict[int, dict[bytes, bytes]]]:
-    """As `entries`, from the snapshots of Spark's default provider (none of these operators' keys is a session
+    """As `entries`, from the files of Spark's default provider (none of these operators' keys is a session
     window's), each key and value given the format version byte Spark's RocksDB provider stores before the row."""
     version = latest_committed_version(checkpoint)
-    return {(op, store): {p: {b"\0" + k: b"\0" + v for k, v in read_default_provider_snapshot(
+    return {(op, store): {p: {b"\0" + k: b"\0" + v for k, v in read_default_provider_store(
         checkpoint, op, p, version, store).items()} for p in partitions(checkpoint, op)}
         for op, store in stores(checkpoint)}
 
@@ -431,19 +431,18 @@ def test_a_checkpoint_of_sparks_default_provider_is_adopted_and_released_as_a_co
     code, out = cli("adopt", checkpoint, "--dry-run", "--no-file-sink")
     assert code == 3 and "would append batch 2" in out and "statesnap's provider instead of Spark's default" in out
     assert files(checkpoint) == before
+    held = default_provider_entries(checkpoint)  # the default provider's files, read without Spark
+    assert all(sum(len(stored) for stored in held[(op, store)].values()) > 0 for op, store in held
+               if name != "stream-stream join" or store.endswith("keyToNumValues"))
     code, out = cli("adopt", checkpoint, "--no-file-sink", *(["--partitions", str(partitions)] if partitions else []))
     assert code == 3 and "wrote " in out and "restart the query with statesnap" in out, out
     count = partitions or 2
-    adopted = entries(checkpoint)
-    names = operator_names(checkpoint)
-    for (op, store), by_partition in adopted.items():
-        if name != "stream-stream join" or store.endswith("keyToNumValues"):
-            assert sum(len(stored) for stored in by_partition.values()) > 0
-        assert sorted(by_partition) == list(range(count))
-        assert misplaced(spark, checkpoint, names.get(op, "dedupe"), op, store, by_partition, count) == []
-        if SPARK_STATE_READER and store == "default":  # every entry of the control's state, read by Spark
-            assert sum(len(s) for s in by_partition.values()) == \
-                spark.read.format("statestore").option("operatorId", op).load(control).count()
+    assert_moved(spark, checkpoint, held, count)  # every entry byte for byte in statesnap's stores, where Spark looks
+    if SPARK_STATE_READER:  # as many entries as the control's state, read by Spark
+        for (op, store), by_partition in entries(checkpoint).items():
+            if store == "default":
+                assert sum(len(s) for s in by_partition.values()) == \
+                    spark.read.format("statestore").option("operatorId", op).load(control).count()
     spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)  # the session's provider is not read on restart
     for rows in runs[2:4]:
         both(rows)
