@@ -216,7 +216,7 @@ object Repartition {
     val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
     val started = System.nanoTime()
     var done = 0
-    var in, out = 0L
+    var in = 0L
     val ids = Map.newBuilder[(Int, Int, String), String]
     val failures = Seq.newBuilder[Throwable]
     RepartitionJob.run(spark, plan, settings, { result =>
@@ -225,7 +225,6 @@ object Repartition {
       val said = result match {
         case Right(w) =>
           in += w.in
-          out += w.out
           w.id.foreach(id => ids += (w.target.operator, w.target.partition, w.target.store.name) -> id)
           s"operator ${w.target.operator} partition ${w.target.partition} store '${w.target.store.name}' committed, " +
             s"${w.in} entries moved in, ${w.out} out"

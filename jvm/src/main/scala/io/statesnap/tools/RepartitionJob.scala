@@ -70,20 +70,21 @@ private[tools] object RepartitionJob {
       (o, s, p, plan.loadId(o.id, p, s.name)))))
     val to = plan.to
     val sc = spark.sparkContext
-    val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap { case (o, store, p, loadId) =>
-      val placement = store.placement(to)
-      val stays = o.targets(to).contains(p)
-      read(settings, o.id, p, store, loadId).flatMap { case (key, value) =>
-        val placed = if (o.keyless) 0 else try placement.partition(key) catch {
-          case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
-            s"store '${store.name}': ${e.getMessage}", e)
+    val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap {
+      case (o, store, p, loadId) =>
+        val placement = store.placement(to)
+        val stays = o.targets(to).contains(p)
+        read(settings, o.id, p, store, loadId).flatMap { case (key, value) =>
+          val placed = if (o.keyless) 0 else try placement.partition(key) catch {
+            case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
+              s"store '${store.name}': ${e.getMessage}", e)
+          }
+          // A store written anew gets every entry; one that stays loses those that move.
+          if (placed == p && !settings.rebuilt) Iterator.empty
+          else Iterator(index((o.id, store.name, placed)) -> (key -> value)) ++
+            (if (stays && !settings.rebuilt) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte])))
+             else Iterator.empty)
         }
-        // A store written anew gets every entry; one that stays loses those that move.
-        if (placed == p && !settings.rebuilt) Iterator.empty
-        else Iterator(index((o.id, store.name, placed)) -> (key -> value)) ++
-          (if (stays && !settings.rebuilt) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte])))
-           else Iterator.empty)
-      }
     })
     // Kryo, whatever the session's serializer: a moved entry is two byte arrays, which Java serialization would wrap
     // in an object stream each.
