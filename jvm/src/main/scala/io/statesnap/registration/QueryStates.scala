@@ -62,9 +62,8 @@ private[statesnap] object QueryStates {
       else Nil
     val states = operators.flatMap { operator =>
       val dir = new Path(operator, "_metadata/v2")
-      val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
-        else Array.empty[Long]
-      batches.filter(_ <= version).maxOption.toSeq.flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
+      metadataV2Batches(fs, dir).filter(_ <= version).maxOption.toSeq
+        .flatMap(b => stateVariables(fs, new Path(dir, b.toString))) ++
         name(fs, operator).map(SparkOperator.named).collect { case s: SparkOperator.SingleState => s.stateName }
     }.toSet
     (states, operators.nonEmpty && operators.forall(operator =>
@@ -96,12 +95,11 @@ private[statesnap] object QueryStates {
   def columnFamilyOperator(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[SparkOperator] = {
     val dir = new Path(stateRoot, s"$operatorId/_metadata/v2")
     val fs = dir.getFileSystem(hadoopConf)
-    val batches = if (fs.exists(dir)) fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption)
-      else Array.empty[Long]
-    batches.maxOption.flatMap(b => metadataJson(fs, new Path(dir, b.toString)) \ "operatorInfo" \ "operatorName" match {
-      case JString(name) => Some(SparkOperator.named(name))
-      case _ => None
-    })
+    metadataV2Batches(fs, dir).maxOption.flatMap(b =>
+      metadataJson(fs, new Path(dir, b.toString)) \ "operatorInfo" \ "operatorName" match {
+        case JString(name) => Some(SparkOperator.named(name))
+        case _ => None
+      })
   }
 
   private def name(fs: FileSystem, operatorDir: Path): Option[String] = sparkOperatorName(fs, operatorDir).orElse {
@@ -140,6 +138,10 @@ private[statesnap] object QueryStates {
       case _ => None
     }
   }
+
+  /** The batches an operator's metadata v2 directory `dir` has a file for (none without the directory). */
+  private def metadataV2Batches(fs: FileSystem, dir: Path): Seq[Long] =
+    if (!fs.exists(dir)) Nil else fs.listStatus(dir).toSeq.map(_.getPath.getName).flatMap(_.toLongOption)
 
   /** Spark's operator metadata files: a version line, then the metadata as JSON. */
   private def metadataJson(fs: FileSystem, file: Path): JValue =
