@@ -310,6 +310,16 @@ def test_repartition_answers_with_the_tools_exit_codes_and_refuses_what_it_canno
     # A stateful operator without its key's schema (the query ran with Spark's schema check off): nothing to hash.
     refused(lambda ck: shutil.rmtree(Path(ck) / "state" / "0" / "0" / "_metadata"), "has no schema file of store "
             "'default'", "stateSchemaCheck=false")
+    # Two partitions holding one key (partition 1 holding partition 0's files), which no operator writes: the job
+    # names the store they meet in, and its rollback leaves the checkpoint as it was.
+    twice = tmp_path / "twice"
+    shutil.copytree(checkpoint, twice)
+    shutil.rmtree(twice / "state" / "0" / "1")
+    shutil.copytree(twice / "state" / "0" / "0", twice / "state" / "0" / "1")
+    changed = files(str(twice))
+    code, out = cli("repartition", str(twice), "--partitions", "3", "--no-file-sink")
+    assert code == 2 and re.search(r"state/0/\d would hold \d+ keys another partition holds too", out), out
+    assert files(str(twice)) == changed
 
 
 @pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
@@ -390,7 +400,7 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
         assert "finished the repartition interrupted after committing batch 2" in out and \
             "already has 3 partitions" in out, out
     else:
-        assert "rolled back batch 2" in out and "moved " in out, out
+        assert "rolled back batch 2" in out and "each into the partition Spark reads it from now" in out, out
     assert_moved(spark, checkpoint, entries_before, 3)
     assert sorted(n for n in os.listdir(Path(checkpoint) / "state" / "0") if n.isdigit()) == ["0", "1", "2"]
     assert sorted(os.listdir(Path(checkpoint) / "_statesnap" / "retired" / "batch-2" / "0")) == ["3", "4", "_statesnap"]
@@ -479,10 +489,9 @@ MOVES = {"adopt": (["adopt"], "statesnap.adopt.interrupted.RunStatesnapAdoptAgai
 def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, session_for, tmp_path, cli, tool,
                                                                         step):
     """adopt of Spark's default provider, and release to it: a crash after a first store of the other provider was
-    written (rolled back: the files the state is in as they were; the files written, and the empty RocksDB versions
-    adopt starts from, removed) or after the batch committed (finished: the files of the provider left moved aside,
-    the new provider pinned). No query restarts until the tool runs again; then the query runs as a control that never
-    moved."""
+    written (rolled back: the files the state is in as they were; the files written removed) or after the batch
+    committed (finished: the files of the provider left moved aside, the new provider pinned). No query restarts until
+    the tool runs again; then the query runs as a control that never moved."""
     command, interrupted, written, left = MOVES[tool]
     if tool == "adopt":
         session_for("spark", False)
@@ -514,8 +523,7 @@ def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, s
     else:
         assert f"finished the {tool} interrupted after committing batch 2" in out and "already runs on" in out, out
     state = [k for k in files(checkpoint) if re.fullmatch(r"state/0/\d+/[^/]+", k)]
-    expected = [2, 3] if tool == "adopt" else [3]  # adopt starts each store empty at 2
     assert sorted(k for k in state if re.fullmatch(rf"state/0/\d+/{written}", k)) == [
-        f"state/0/{p}/{v}.{written.split('.')[-1]}" for p in (0, 1) for v in expected]
+        f"state/0/{p}/3.{written.split('.')[-1]}" for p in (0, 1)]
     assert not any(re.fullmatch(rf"state/0/\d+/{left}", k) for k in state), "the provider left keeps no file here"
     assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory
  *  1. `offsets/N+1`, pinning the new count and a provider class that does not exist, so that until the
  *     repartition completes any restart fails on the driver before it reads or writes anything;
  *  2. statesnap's records of each state copied to the partitions added (`state/<op>/_statesnap/<p>-<store>`);
- *  3. the job: state version N+2 of every store of the new layout (a partition added starts empty at N+1);
+ *  3. the job: state version N+2 of every store of the new layout, written anew;
  *  4. `commits/N+1`, and batch N+1 in the log of the query's sink if it keeps one ([[QuerySink]]);
  *  5. the partitions a smaller count drops moved out of `state/` to `_statesnap/retired/batch-N+1/`, and Spark's
  *     operator metadata saying the new count;
@@ -43,8 +43,10 @@ object Repartition {
   private val Verb = "repartition"
   val Adopt = "adopt"
   val ReleaseToDefault = "release --provider hdfs"
-  // Off in the job, so that every version it commits is a snapshot, which Spark loads with changelogs on or off.
-  private val ChangelogConf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+  // Off in the job: changelogs, so that every version it commits is a snapshot, which Spark loads with changelogs on
+  // or off; and the count of keys, which would read every key before its put (StatesnapOfflineStore).
+  private val JobConfs = Map("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false",
+    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
 
   /**
    * @param partitions the number of partitions the query's state will have
@@ -175,9 +177,9 @@ object Repartition {
       "checkpoint; the session's is not read)")
     else if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with " +
       s"statesnap (statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
-    else Seq(s"moved $in entries to the partition Spark reads each from now", s"done: restart the query: its state " +
-      s"has ${plan.to} partitions (spark.sql.shuffle.partitions is pinned in its checkpoint; the session's is not " +
-      "read)")
+    else Seq(s"wrote $in entries, each into the partition Spark reads it from now", s"done: restart the query: its " +
+      s"state has ${plan.to} partitions (spark.sql.shuffle.partitions is pinned in its checkpoint; the session's is " +
+      "not read)")
   }
 
   /** Offsets with the pinned partition count `from` replaced by `to` (and Spark 4.1+'s internal copy, if pinned). */
@@ -206,12 +208,12 @@ object Repartition {
 
   /**
    * Runs the job, a line on stderr as each store is written.
-   * @return entries moved in, and under checkpoint format v2 the id of each store version committed
+   * @return entries written, and under checkpoint format v2 the id of each store version committed
    */
   private def runJob(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: String, plan: RepartitionPlan,
       probe: Option[MigrationProbe]): (Long, Map[(Int, Int, String), String]) = {
     val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
-      AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) + (ChangelogConf -> "false")),
+      AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) ++ JobConfs),
       new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.readsDefault, plan.writesDefault)
     val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
     val started = System.nanoTime()
@@ -224,10 +226,10 @@ object Repartition {
       val elapsedMs = (System.nanoTime() - started) / 1000000
       val said = result match {
         case Right(w) =>
-          in += w.in
+          in += w.entries
           w.id.foreach(id => ids += (w.target.operator, w.target.partition, w.target.store.name) -> id)
           s"operator ${w.target.operator} partition ${w.target.partition} store '${w.target.store.name}' committed, " +
-            s"${w.in} entries moved in, ${w.out} out"
+            s"${w.entries} entries"
         case Left(e) =>
           failures += e
           s"a store failed: $e"
@@ -324,9 +326,9 @@ object Repartition {
 
   /**
    * Removes everything the job of `verb` wrote for the uncommitted batch `batch`: state version `batch + 1` of every
-   * store (RocksDB's, and the empty version `batch` it started each with where the state was in Spark's default
-   * provider's files; or the default provider's snapshot), and in the partitions it added (beyond the count
-   * `batch - 1` pins) everything; its offsets (the guard) last.
+   * store (RocksDB's, or the default provider's snapshot; where the state is in Spark's default provider's files,
+   * every RocksDB file, its SSTs too), and in the partitions it added (beyond the count `batch - 1` pins)
+   * everything; its offsets (the guard) last.
    */
   private def rollBack(checkpoint: StoppedCheckpoint, verb: String, batch: Long): Unit = {
     val from = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ShufflePartitionsConf).toInt
@@ -335,7 +337,7 @@ object Repartition {
     val written: String => Boolean =
       if (finalProvider(verb, source) == ProviderClasses.SparkDefault)
         StoppedCheckpoint.isDefaultProviderVersionFile(_, batch + 1)
-      else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isVersionFile(_, batch + 1, batch)
+      else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isRocksDBFile
       else StoppedCheckpoint.isVersionFile(_, batch + 1)
     checkpoint.operators._2.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)

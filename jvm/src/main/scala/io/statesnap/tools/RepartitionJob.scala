@@ -5,7 +5,6 @@ import scala.util.Try
 import io.statesnap.provider.MigrationProbe
 import org.apache.spark.{Partitioner, TaskContext}
 import org.apache.spark.rdd.ShuffledRDD
-import org.apache.spark.serializer.KryoSerializer
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
 import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapDefaultProviderStore, StatesnapOfflineStore}
@@ -13,26 +12,24 @@ import org.apache.spark.util.SerializableConfiguration
 
 /**
  * The Spark job of `repartition`: every store of the query's committed version N+1 read by one task (Spark's own
- * load, streamed), each entry whose key Spark's partitioning now places elsewhere sent through a shuffle to the
- * store of its new partition (and its removal to the store it leaves), and every store of the new layout written
- * by one task, committed as version N+2 by Spark's RocksDB provider. An entry that stays is not touched; one that
- * moves keeps its bytes. Nothing is held in memory but what Spark's shuffle holds (it spills). Where the state leaves
- * or enters Spark's default provider's files, every store is written anew from every entry, read or written by that
- * provider ([[StatesnapDefaultProviderStore]]), which holds a store in memory as it does when the query runs.
+ * load, streamed), each entry sent through a shuffle to the store of the partition where Spark's partitioning now
+ * places its key, and every store of the new layout written anew by one task from the entries it receives, committed
+ * as version N+2 by the provider the state is moved into. Every entry keeps its bytes. Nothing is held in memory but
+ * what Spark's shuffle holds (it spills), and what Spark's default provider holds where the state leaves or enters
+ * its files ([[StatesnapDefaultProviderStore]]), as it does when the query runs. A key two partitions of the query
+ * hold (a state no operator writes) is refused by the writer of the store it meets in.
+ *
+ * Every store is written anew, even one whose partition stays, because that is the cheaper way for any change of
+ * count: a key keeps its partition with odds of about one in the larger count, so a store changed in place would
+ * take most of its entries out one by one (each removal a read and a delete, and its key sent through the shuffle)
+ * beside the puts of those coming in (`make bench`'s repartition).
  */
 private[tools] object RepartitionJob {
-  /**
-   * A store the job writes: the new layout's partition `partition` of an operator's store `store`, and under
-   * checkpoint format v2 the id of the version it loads (none where it starts empty).
-   */
-  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, startsEmpty: Boolean,
-      loadId: Option[String])
+  /** A store the job writes: the new layout's partition `partition` of an operator's store `store`. */
+  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store)
 
-  /**
-   * What one target's task did: entries put (moved in) and removed (moved out), and under checkpoint format v2 the
-   * id of the version it committed.
-   */
-  final case class Written(target: Target, in: Long, out: Long, id: Option[String])
+  /** What one target's task did: the entries it wrote, and under checkpoint format v2 the id of the version. */
+  final case class Written(target: Target, entries: Long, id: Option[String])
 
   /**
    * The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]);
@@ -40,31 +37,25 @@ private[tools] object RepartitionJob {
    */
   final case class Settings(stateRoot: String, version: Long, storeConf: StateStoreConf,
       hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], readsDefault: Boolean,
-      writesDefault: Boolean) {
-    /** Every store of the new layout is written anew, from every entry: the files' format changes. */
-    def rebuilt: Boolean = readsDefault || writesDefault
-  }
+      writesDefault: Boolean)
+
+  /** An entry in the shuffle: (its target's index, its key), its value. */
+  private type Moved = ((Int, Array[Byte]), Array[Byte])
 
   /** A target store by its index, the shuffle's partition: an entry goes to the task that writes its store. */
   private final class ToTarget(targets: Int) extends Partitioner {
     override def numPartitions: Int = targets
-    override def getPartition(key: Any): Int = key.asInstanceOf[Int]
+    override def getPartition(key: Any): Int = key.asInstanceOf[(Int, Array[Byte])]._1
   }
 
   /**
    * Runs the job for `plan`, reporting each target as its task ends. Every task has ended, committed or not, when
    * this returns or throws, so that a rollback after it cannot race a commit: a target's failure is returned by its
    * task, not thrown there.
-   * @return what each target's task did
    */
   def run(spark: SparkSession, plan: RepartitionPlan, settings: Settings,
       reported: Either[Throwable, Written] => Unit): Unit = {
-    val targets = plan.operators.flatMap { o =>
-      o.stores.flatMap(s => o.targets(plan.to).map { p =>
-        val empty = plan.rebuilt || p >= plan.from
-        Target(o.id, p, s, empty, if (empty) None else plan.loadId(o.id, p, s.name))
-      })
-    }
+    val targets = plan.operators.flatMap(o => o.stores.flatMap(s => o.targets(plan.to).map(Target(o.id, _, s))))
     val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
     val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p =>
       (o, s, p, plan.loadId(o.id, p, s.name)))))
@@ -73,67 +64,49 @@ private[tools] object RepartitionJob {
     val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap {
       case (o, store, p, loadId) =>
         val placement = store.placement(to)
-        val stays = o.targets(to).contains(p)
-        read(settings, o.id, p, store, loadId).flatMap { case (key, value) =>
+        read(settings, o.id, p, store, loadId).map { case (key, value) =>
           val placed = if (o.keyless) 0 else try placement.partition(key) catch {
             case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
               s"store '${store.name}': ${e.getMessage}", e)
           }
-          // A store written anew gets every entry; one that stays loses those that move.
-          if (placed == p && !settings.rebuilt) Iterator.empty
-          else Iterator(index((o.id, store.name, placed)) -> (key -> value)) ++
-            (if (stays && !settings.rebuilt) Iterator(index((o.id, store.name, p)) -> (key -> (null: Array[Byte])))
-             else Iterator.empty)
+          (index((o.id, store.name, placed)), key) -> value
         }
     })
-    // Kryo, whatever the session's serializer: a moved entry is two byte arrays, which Java serialization would wrap
-    // in an object stream each.
-    val moves = new ShuffledRDD[Int, (Array[Byte], Array[Byte]), (Array[Byte], Array[Byte])](moved,
-      new ToTarget(targets.size)).setSerializer(new KryoSerializer(sc.getConf))
+    val moves = new ShuffledRDD[(Int, Array[Byte]), Array[Byte], Array[Byte]](moved, new ToTarget(targets.size))
+      .setSerializer(new EntrySerializer)
     sc.setJobDescription("statesnap repartition")
-    sc.runJob(moves, (it: Iterator[(Int, (Array[Byte], Array[Byte]))]) => {
+    sc.runJob(moves, (it: Iterator[Moved]) => {
       val target = targets(TaskContext.getPartitionId())
-      Try(write(settings, target, it.map(_._2))).toEither
+      Try(write(settings, target, it.map { case ((_, key), value) => key -> value })).toEither
     }, (_: Int, result: Either[Throwable, Written]) => reported(result))
   }
 
   /** The entries of one store at the version read, the store released when the task ends. */
   private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
       loadId: Option[String]): Iterator[(Array[Byte], Array[Byte])] = {
-    val opened = if (!settings.readsDefault) open(settings, operator, partition, store, empty = false, loadId)
-      else StatesnapDefaultProviderStore.read(StateStoreId(settings.stateRoot, operator, partition, store.name),
-        store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value,
-        settings.version)
+    val id = StateStoreId(settings.stateRoot, operator, partition, store.name)
+    val opened = if (settings.readsDefault) StatesnapDefaultProviderStore.read(id, store.keySchema, store.valueSchema,
+        store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version)
+      else StatesnapOfflineStore.read(id, store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf,
+        settings.hadoopConf.value, settings.version, loadId)
     TaskContext.get().addTaskCompletionListener[Unit](_ => opened.close())
     opened.entries
   }
 
-  /**
-   * Writes one target: removals (a null value) and moved entries, then commits (into Spark's default provider's
-   * files a snapshot written anew).
-   */
-  private def write(settings: Settings, target: Target, changes: Iterator[(Array[Byte], Array[Byte])]): Written = {
-    val opened = if (!settings.writesDefault) open(settings, target.operator, target.partition, target.store,
-      target.startsEmpty, target.loadId)
-      else StatesnapDefaultProviderStore.write(StateStoreId(settings.stateRoot, target.operator, target.partition,
-        target.store.name), target.store.keySchema, target.store.valueSchema, target.store.prefixFields,
+  /** Writes one target anew from the entries it receives, and commits it. */
+  private def write(settings: Settings, target: Target, entries: Iterator[(Array[Byte], Array[Byte])]): Written = {
+    val id = StateStoreId(settings.stateRoot, target.operator, target.partition, target.store.name)
+    val store = target.store
+    val opened = if (settings.writesDefault) StatesnapDefaultProviderStore.write(id, store.keySchema,
+        store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version + 1)
+      else StatesnapOfflineStore.writeAnew(id, store.keySchema, store.valueSchema, store.prefixFields,
         settings.storeConf, settings.hadoopConf.value, settings.version + 1)
     try {
-      var in, out = 0L
-      changes.foreach { case (key, value) =>
-        if (value == null) { opened.remove(key); out += 1 } else { opened.put(key, value); in += 1 }
-      }
-      val committed = opened.commit()
-      if (committed != settings.version + 1) throw new IllegalStateException(s"state/${target.operator}/" +
-        s"${target.partition} committed version $committed, not ${settings.version + 1}")
+      var written = 0L
+      entries.foreach { case (key, value) => opened.put(key, value); written += 1 }
+      opened.commit()
       settings.probe.foreach(_.offlineStep("store"))
-      Written(target, in, out, opened.checkpointId)
+      Written(target, written, opened.checkpointId)
     } finally opened.close()
   }
-
-  private def open(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
-      empty: Boolean, loadId: Option[String]): StatesnapOfflineStore =
-    StatesnapOfflineStore.open(StateStoreId(settings.stateRoot, operator, partition, store.name), store.keySchema,
-      store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version, empty,
-      loadId)
 }

@@ -17,14 +17,14 @@ import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
  * @param batch the latest committed batch N, whose state versions (N+1) the job reads
  * @param from the partitions the query pins now; @param to the partitions it will
  * @param provider the provider whose files hold the state; @param target the one whose files will: both Spark's
- *   RocksDB provider or statesnap's (the job moves the entries that change partition), or one of them Spark's default
- *   provider (the job writes every entry into a new store of the other's files)
+ *   RocksDB provider or statesnap's (the query keeps its provider), or one of them Spark's default provider (the
+ *   state changes provider, [[rebuilt]])
  */
 final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator],
     provider: String, target: String, loadIds: Option[CommitStateIds.Ids]) {
   def readsDefault: Boolean = provider == ProviderClasses.SparkDefault
   def writesDefault: Boolean = target == ProviderClasses.SparkDefault
-  /** Every store of the new layout is written anew: the state leaves or enters Spark's default provider's files. */
+  /** The state leaves or enters Spark's default provider's files: moved even where its partitions stay as many. */
   def rebuilt: Boolean = readsDefault || writesDefault
 
   /** Under checkpoint format v2, the id by which `commits/N` names the version of a store the job loads. */
@@ -43,12 +43,12 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
       "stores"} $stores), read ${if (readsDefault) "by Spark's default provider" else "from its RocksDB stores"}, " +
       s"into ${if (writesDefault) "a snapshot of Spark's default provider" else "a RocksDB store"} of the partition " +
       s"of $to where Spark's partitioning of the operator looks for it, committed as state version ${batch + 2}"
-    else if (o.keyless) s"commit the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
-      s"where it stays) as state version ${batch + 2}"
+    else if (o.keyless) s"write the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
+      s"where it stays) anew as state version ${batch + 2}"
     else s"move every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else "stores"} " +
       s"$stores) from the partition of $from where it is to the one of $to where Spark's partitioning of the " +
-      s"operator looks for it, committing partitions 0-${to - 1} as state version ${batch + 2}" +
-      (if (to > from) s" (partitions $from-${to - 1} start empty)" else s"; partitions $to-${from - 1} are retired")
+      s"operator looks for it, writing partitions 0-${to - 1} anew as state version ${batch + 2}" +
+      (if (to < from) s"; partitions $to-${from - 1} are retired" else "")
   }
 }
 

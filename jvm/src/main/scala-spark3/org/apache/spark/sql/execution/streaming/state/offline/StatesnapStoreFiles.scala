@@ -64,6 +64,9 @@ object StatesnapStoreFiles {
     provider.getStore(version)
   }
 
+  /** Whether the version `rocksDB` loaded keeps column families: Spark 3.5 has none. */
+  def hasColumnFamilies(rocksDB: RocksDB): Boolean = false
+
   /** Checkpoint format v2's id of the version `store` committed: none on Spark 3.5. */
   def checkpointId(store: StateStore): Option[String] = None
 

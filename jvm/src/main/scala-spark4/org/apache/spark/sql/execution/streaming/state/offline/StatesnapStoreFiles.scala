@@ -67,6 +67,16 @@ object StatesnapStoreFiles {
     provider.getStore(version, loadId)
   }
 
+  /**
+   * Whether the version `rocksDB` loaded keeps column families other than the default one (transformWithState, a
+   * join of state format 3): each key then starts with its family's id, which only the version's mapping of names
+   * to ids gives meaning.
+   */
+  def hasColumnFamilies(rocksDB: RocksDB): Boolean = {
+    val default = if (rocksDB.checkColFamilyExists(StateStore.DEFAULT_COL_FAMILY_NAME)) 1 else 0
+    rocksDB.getColFamilyCount(false) + rocksDB.getColFamilyCount(true) > default
+  }
+
   /** Under checkpoint format v2, the id of the version `store` committed. */
   def checkpointId(store: StateStore): Option[String] = store.getStateStoreCheckpointInfo().stateStoreCkptId
 

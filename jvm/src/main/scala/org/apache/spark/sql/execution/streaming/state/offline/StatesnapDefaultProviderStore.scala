@@ -1,12 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state.offline
 
-import java.io.File
-import java.nio.file.Files
-
 import io.statesnap.evolution.UnsafeRowLayout
-import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{HDFSBackedStateStoreProvider, StateStoreConf, StateStoreId}
 import org.apache.spark.sql.types.StructType
@@ -45,19 +40,17 @@ object StatesnapDefaultProviderStore {
    */
   def write(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
       queryConf: Configuration, version: Long): StatesnapOfflineStore.Writer = {
-    val scratch = Files.createTempDirectory("statesnap-default-store-").toFile
+    val scratch = new ScratchStore(id, "Spark's default provider")
     try new SnapshotWriter(id, scratch, keySchema, valueSchema, prefixFields, conf,
       StatesnapOfflineStore.withRunId(queryConf), version)
-    catch { case e: Throwable => FileUtils.deleteQuietly(scratch); throw e }
+    catch { case e: Throwable => scratch.delete(); throw e }
   }
 
-  private final class SnapshotWriter(id: StateStoreId, scratch: File, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long)
+  private final class SnapshotWriter(id: StateStoreId, scratch: ScratchStore, keySchema: StructType,
+      valueSchema: StructType, prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long)
       extends StatesnapOfflineStore.Writer {
-    // A file: URI, so that a cluster whose default file system is another does not resolve it there.
-    private val scratchId = StateStoreId(scratch.toURI.toString, id.operatorId, id.partitionId, id.storeName)
     private val provider = new HDFSBackedStateStoreProvider
-    private val store = StatesnapOfflineStore.opened(provider, scratchId, keySchema, valueSchema, prefixFields, conf,
+    private val store = StatesnapOfflineStore.opened(provider, scratch.id, keySchema, valueSchema, prefixFields, conf,
       hadoopConf, 0)
     private val codec = StatesnapStoreFiles.rocksDBCodec(keySchema, valueSchema, prefixFields)
     private val values = new UnsafeRowLayout(valueSchema)
@@ -67,38 +60,20 @@ object StatesnapDefaultProviderStore {
       val row = codec.decodeValue(value)
       requireRow(values, valueSchema, row, s"the entry for ${id.storeCheckpointLocation()} version $version")
       val keyRow = codec.decodeKey(key)
+      // A lookup in the provider's map in memory: nearly free, and it names the key.
       if (store.get(keyRow) != null) throw StatesnapOfflineStore.keyHeldTwice(id, key)
       store.put(keyRow, row)  // copied by the store
     }
 
     override def checkpointId: Option[String] = None
 
-    override def remove(key: Array[Byte]): Unit = throw new IllegalStateException(s"${id.storeCheckpointLocation()} " +
-      "is written anew: no entry moves out of it")
-
-    override def commit(): Long = {
+    override def commit(): Unit = {
       val committed = store.commit()
       open = false
-      val written = new File(scratchId.storeCheckpointLocation().toUri.getPath)
-      val delta = s"$committed.delta"
-      // The delta, Spark 4.1+'s checksum file of it (`<file>.crc`); Hadoop's own (`.<file>.crc`) are not copied.
-      val (copied, others) = Option(written.listFiles()).getOrElse(Array.empty[File]).filterNot(_.getName
-        .startsWith(".")).partition(f => f.getName == delta || f.getName.startsWith(delta + "."))
-      if (!copied.exists(_.getName == delta) || others.nonEmpty) throw new IllegalStateException(s"a store " +
-        s"committed by Spark's default provider wrote ${written.list().mkString(", ")}, not one delta file: " +
-        "statesnap cannot write a snapshot of it on this Spark build")
-      val dir = id.storeCheckpointLocation()
-      val fs = dir.getFileSystem(hadoopConf)
-      fs.mkdirs(dir)
-      copied.foreach { f =>
-        val into = new Path(dir, s"$version.snapshot${f.getName.stripPrefix(delta)}")
-        if (!FileUtil.copy(f, fs, into, false, hadoopConf)) throw new IllegalStateException(s"could not write $into")
-      }
-      version
+      scratch.copyVersion(s"$committed.delta", s"$version.snapshot", hadoopConf)
     }
 
-    override def close(): Unit =
-      try if (open) store.abort() finally try provider.close() finally FileUtils.deleteQuietly(scratch)
+    override def close(): Unit = try if (open) store.abort() finally try provider.close() finally scratch.delete()
   }
 
   private def requireRow(values: UnsafeRowLayout, schema: StructType, row: UnsafeRow, where: => String): Unit =

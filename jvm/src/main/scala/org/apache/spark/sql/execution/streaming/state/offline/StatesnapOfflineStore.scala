@@ -1,58 +1,24 @@
 package org.apache.spark.sql.execution.streaming.state.offline
 
-import java.nio.file.Files
 import java.util.UUID
 
-import scala.util.control.NonFatal
-
-import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, StateStore,
   StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
 /**
- * One store of a stopped query (without column families) as an offline job reads and writes it: opened with Spark's
- * own RocksDB provider at a committed version (Spark's own load: its snapshot, the changelogs after it), its entries
- * streamed out as the bytes RocksDB holds, changed entry by entry in those bytes (never decoded, so an entry that
- * stays or moves keeps them exactly), and committed as the next version by the provider itself,
- * which writes every file of it (the snapshot, its SST files, the metadata with the number of keys). The
- * `StateStoreConf` the job gives it has changelog checkpointing off, so that the version is a snapshot, which Spark
- * loads whether the query runs with changelogs or not.
- *
- * Under Spark's `RocksDB.put` and `remove`, which keep the store's count of keys; a key is put only where it is not
- * yet (two partitions never hold one key: a store of a query that does is refused, not merged).
+ * The stores of a stopped query (without column families) as an offline job reads and writes them, entry by entry
+ * in the bytes Spark's RocksDB provider stores (never decoded, so an entry keeps them exactly), with Spark's own
+ * RocksDB provider: a store read at a committed version by the provider's own load (its snapshot, the changelogs
+ * after it), and a store of the new layout written anew, by the provider into an empty store of a scratch directory,
+ * committed there and copied into the checkpoint as the version the job appends ([[ScratchStore]]). The
+ * `StateStoreConf` the job gives them has changelog checkpointing off, so that the version is a snapshot, which
+ * Spark loads whether the query runs with changelogs or not, and the count of keys off: Spark's put would read every
+ * key before it writes it to count it, the most expensive step of writing a store anew, so the snapshot says it has
+ * no count and Spark counts its keys when it loads it (`RocksDB.openLocalRocksDB`: "the snapshot doesn't have
+ * tracking number").
  */
-final class StatesnapOfflineStore private (id: StateStoreId, provider: RocksDBStateStoreProvider, store: StateStore)
-    extends StatesnapOfflineStore.Entries with StatesnapOfflineStore.Writer {
-  private val rocksDB = provider.rocksDB
-  private var open = true
-
-  /** Every entry (key, value) of the version loaded, in key order, streamed from RocksDB. */
-  override def entries: Iterator[(Array[Byte], Array[Byte])] = rocksDB.iterator().map(pair => pair.key -> pair.value)
-
-  /** Puts an entry that moves here. @throws IllegalStateException if the store holds the key already */
-  override def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    if (rocksDB.get(key) != null) throw StatesnapOfflineStore.keyHeldTwice(id, key)
-    rocksDB.put(key, value)
-  }
-
-  /** Removes an entry that moves away. */
-  override def remove(key: Array[Byte]): Unit = rocksDB.remove(key)
-
-  override def commit(): Long = {
-    val version = store.commit()
-    open = false
-    version
-  }
-
-  override def checkpointId: Option[String] = StatesnapStoreFiles.checkpointId(store)
-
-  /** Aborts an uncommitted version and releases the store. */
-  override def close(): Unit = try if (open) store.abort() finally provider.close()
-}
-
 object StatesnapOfflineStore {
   /** The entries of a store version as Spark's RocksDB provider stores them, read by an offline job. */
   trait Entries {
@@ -61,43 +27,99 @@ object StatesnapOfflineStore {
     def close(): Unit
   }
 
-  /** A store an offline job writes, entry by entry in the bytes Spark's RocksDB provider stores, then commits. */
+  /**
+   * A store an offline job writes anew, entry by entry in the bytes Spark's RocksDB provider stores, then commits.
+   */
   trait Writer {
-    /** Puts an entry that moves here. @throws IllegalStateException if the store holds the key already */
     def put(key: Array[Byte], value: Array[Byte]): Unit
-    /** Removes an entry that moves away. */
-    def remove(key: Array[Byte]): Unit
-    /** Commits the version after the one opened. @return it */
-    def commit(): Long
+    /**
+     * Commits the version the writer was made for, nothing else of the store's changed.
+     * @throws IllegalStateException if two entries put had one key (two partitions of the query held it, which
+     *   Spark's partitioning never writes): nothing is written
+     */
+    def commit(): Unit
     /** Under checkpoint format v2, the id of the version committed, which the batch's commit names. */
     def checkpointId: Option[String]
-    /** Aborts an uncommitted version and releases the store. */
+    /** Releases the store; a version not committed is not written. */
     def close(): Unit
   }
 
   /**
-   * The store `id` opened at `version`: the one the query committed (under checkpoint format v2, the version the
-   * commit log names by `loadId`), or, where the store has no files yet (a partition a repartition adds), an empty
-   * one written as `version` first ([[startEmpty]]).
+   * The entries of the store `id` at `version`, the one the query committed (under checkpoint format v2, the version
+   * the commit log names by `loadId`), in key order, streamed from RocksDB.
    * @param prefixFields as [[StatesnapStoreFiles.openStore]]
    */
-  def open(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
-      queryConf: Configuration, version: Long, empty: Boolean, loadId: Option[String]): StatesnapOfflineStore = {
-    require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
-    require(!(empty && loadId.isDefined), "a store that starts empty has no version to load by id")
-    val hadoopConf = withRunId(queryConf)
-    val loaded = if (empty) startEmpty(id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version)
-      else loadId
+  def read(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
+      queryConf: Configuration, version: Long, loadId: Option[String]): Entries = {
     val provider = new RocksDBStateStoreProvider
-    new StatesnapOfflineStore(id, provider, opened(provider, id, keySchema, valueSchema, prefixFields, conf,
-      hadoopConf, version, loaded))
+    val store = opened(provider, id, keySchema, valueSchema, prefixFields, conf, withRunId(queryConf), version,
+      loadId)
+    // Its keys would be streamed with their families' ids, which a store written anew maps to no family or another
+    // (a family then read as another's entries): such a store is moved family by family, or not at all.
+    if (StatesnapStoreFiles.hasColumnFamilies(provider.rocksDB)) {
+      try store.abort() finally provider.close()
+      throw new IllegalStateException(s"${id.storeCheckpointLocation()} version $version keeps column families " +
+        "(a transformWithState operator, or a stream-stream join of state format 3), which this job does not move")
+    }
+    new Entries {
+      override def entries: Iterator[(Array[Byte], Array[Byte])] =
+        provider.rocksDB.iterator().map(pair => pair.key -> pair.value)
+      override def close(): Unit = try store.abort() finally provider.close()
+    }
+  }
+
+  /**
+   * The store `id` written anew as `version`: Spark's RocksDB provider puts every entry into an empty store of a
+   * scratch directory and commits it as version 1, whose snapshot, and the SST files it names, are copied as
+   * `<version>.zip` (under checkpoint format v2, `<version>_<id>.zip`, the id the provider gave it), which the provider
+   * loads without any earlier version, replacing one an earlier attempt of the task wrote. Its keys are counted
+   * before it commits, by a pass through the store: fewer keys than entries put is a key held twice.
+   */
+  def writeAnew(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      conf: StateStoreConf, queryConf: Configuration, version: Long): Writer = {
+    require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
+    val scratch = new ScratchStore(id, "Spark's RocksDB provider")
+    try new RocksDBWriter(scratch, keySchema, valueSchema, prefixFields, conf, withRunId(queryConf), version)
+    catch { case e: Throwable => scratch.delete(); throw e }
+  }
+
+  private final class RocksDBWriter(scratch: ScratchStore, keySchema: StructType, valueSchema: StructType,
+      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long) extends Writer {
+    private val provider = new RocksDBStateStoreProvider
+    private val store = opened(provider, scratch.id, keySchema, valueSchema, prefixFields, conf, hadoopConf, 0)
+    private val rocksDB = provider.rocksDB
+    private var puts = 0L
+    private var open = true
+    private var committedId: Option[String] = None
+
+    override def put(key: Array[Byte], value: Array[Byte]): Unit = { rocksDB.put(key, value); puts += 1 }
+
+    override def commit(): Unit = {
+      val keys = rocksDB.iterator().size
+      if (keys != puts) throw keysHeldTwice(scratch.of, puts - keys)
+      store.commit()
+      open = false
+      committedId = StatesnapStoreFiles.checkpointId(store)
+      val suffix = committedId.fold("")("_" + _)
+      scratch.copyVersion(s"1$suffix.zip", s"$version$suffix.zip", hadoopConf)
+    }
+
+    override def checkpointId: Option[String] = committedId
+
+    override def close(): Unit = try if (open) store.abort() finally try provider.close() finally scratch.delete()
   }
 
   /** The refusal of a key that two partitions of a store hold (`key` as Spark's RocksDB provider stores it). */
   private[offline] def keyHeldTwice(id: StateStoreId, key: Array[Byte]): IllegalStateException =
-    new IllegalStateException(s"${id.storeCheckpointLocation()} already holds a key another partition holds too " +
-      s"(0x${key.take(32).map("%02x".format(_)).mkString}): Spark's partitioning never writes one key to two " +
-      "partitions, so this query's state is not what its operator wrote")
+    heldTwice(id, s"a key another partition holds too (0x${key.take(32).map("%02x".format(_)).mkString})")
+
+  /** The refusal of `count` keys that two partitions of a store hold. */
+  private def keysHeldTwice(id: StateStoreId, count: Long): IllegalStateException =
+    heldTwice(id, s"$count keys another partition holds too")
+
+  private def heldTwice(id: StateStoreId, what: String): IllegalStateException = new IllegalStateException(
+    s"${id.storeCheckpointLocation()} would hold $what: Spark's partitioning never writes one key to two partitions, " +
+      "so this query's state is not what its operator wrote")
 
   /**
    * The query's Hadoop conf naming a run of its own: Spark 4's providers name their instance by the run of the query
@@ -116,42 +138,4 @@ object StatesnapOfflineStore {
     try StatesnapStoreFiles.openStore(provider, id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version,
       loadId)
     catch { case e: Throwable => provider.close(); throw e }
-
-  /**
-   * Writes an empty version `version` of the store `id`, which has no files: Spark's RocksDB provider loads a version
-   * only from a snapshot of it or of an earlier version and the changelogs between, so a store starting at a version
-   * above 0 needs one. The provider itself writes it: an empty store committed as version 1 in a scratch directory,
-   * whose snapshot (an empty database's names no SST file) is copied as `<version>.zip` (under checkpoint format v2,
-   * `<version>_<id>.zip`, the id the provider gave it), replacing one an earlier attempt of the task wrote (the job's
-   * driver checked that the store had no files before it).
-   * docs/research/spark-state-partitioning.md §4b has the evidence on 3.5, 4.1 and 4.3.
-   * @return under checkpoint format v2, the id to load the version by
-   */
-  private def startEmpty(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      conf: StateStoreConf, hadoopConf: Configuration, version: Long): Option[String] = {
-    val dir = id.storeCheckpointLocation()
-    val fs = dir.getFileSystem(hadoopConf)
-    val scratch = Files.createTempDirectory("statesnap-empty-store-").toFile
-    try {
-      // A file: URI, so that a cluster whose default file system is another does not resolve it there.
-      val scratchId = StateStoreId(scratch.toURI.toString, id.operatorId, id.partitionId, id.storeName)
-      val provider = new RocksDBStateStoreProvider
-      val store = opened(provider, scratchId, keySchema, valueSchema, prefixFields, conf, hadoopConf, 0)
-      val checkpointId = try { store.commit(); StatesnapStoreFiles.checkpointId(store) }
-        catch { case NonFatal(e) => store.abort(); throw e } finally provider.close()
-      val suffix = checkpointId.fold("")("_" + _)
-      val written = new java.io.File(scratchId.storeCheckpointLocation().toUri.getPath)
-      val snapshot = new java.io.File(written, s"1$suffix.zip")
-      val others = FileUtils.listFiles(written, null, true).toArray.map(_.asInstanceOf[java.io.File])
-        .filterNot(f => f == snapshot || f.getName.endsWith(".crc"))
-      if (!snapshot.isFile || others.nonEmpty) throw new IllegalStateException(s"an empty store committed by " +
-        s"Spark's RocksDB provider wrote ${(snapshot +: others).map(_.getName).mkString(", ")}, not one snapshot " +
-        "alone: statesnap cannot start a store empty on this Spark build")
-      fs.mkdirs(dir)
-      if (!FileUtil.copy(snapshot, fs, new Path(dir, s"$version$suffix.zip"), false, hadoopConf)) {
-        throw new IllegalStateException(s"could not write $dir/$version$suffix.zip")
-      }
-      checkpointId
-    } finally FileUtils.deleteQuietly(scratch)
-  }
 }
