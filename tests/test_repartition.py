@@ -310,15 +310,18 @@ def test_repartition_answers_with_the_tools_exit_codes_and_refuses_what_it_canno
     # A stateful operator without its key's schema (the query ran with Spark's schema check off): nothing to hash.
     refused(lambda ck: shutil.rmtree(Path(ck) / "state" / "0" / "0" / "_metadata"), "has no schema file of store "
             "'default'", "stateSchemaCheck=false")
-    # Two partitions holding one key (partition 1 holding partition 0's files), which no operator writes: the job
-    # names the store they meet in, and its rollback leaves the checkpoint as it was.
+    # A partition holding keys Spark never writes there (partition 1 holding partition 0's files: its keys twice):
+    # the job names the key, where it was read and where Spark writes it, and its rollback leaves the checkpoint as it
+    # was.
     twice = tmp_path / "twice"
     shutil.copytree(checkpoint, twice)
     shutil.rmtree(twice / "state" / "0" / "1")
     shutil.copytree(twice / "state" / "0" / "0", twice / "state" / "0" / "1")
     changed = files(str(twice))
     code, out = cli("repartition", str(twice), "--partitions", "3", "--no-file-sink")
-    assert code == 2 and re.search(r"state/0/\d would hold \d+ keys another partition holds too", out), out
+    assert code == 2 and re.search(r"operator 0 partition 1 store 'default': the stored key 0x[0-9a-f]+ was read "
+                                   r"from partition 1, and Spark's partitioning of 2 partitions writes it to "
+                                   r"partition 0", out), out
     assert files(str(twice)) == changed
 
 

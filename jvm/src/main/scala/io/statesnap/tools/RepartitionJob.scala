@@ -16,8 +16,10 @@ import org.apache.spark.util.SerializableConfiguration
  * places its key, and every store of the new layout written anew by one task from the entries it receives, committed
  * as version N+2 by the provider the state is moved into. Every entry keeps its bytes. Nothing is held in memory but
  * what Spark's shuffle holds (it spills), and what Spark's default provider holds where the state leaves or enters
- * its files ([[StatesnapDefaultProviderStore]]), as it does when the query runs. A key two partitions of the query
- * hold (a state no operator writes) is refused by the writer of the store it meets in.
+ * its files ([[StatesnapDefaultProviderStore]]), as it does when the query runs. Every key is read from the one
+ * partition where Spark's partitioning of the old count wrote it, or refused
+ * ([[io.statesnap.placement.StoredKeyPlacement]]), so that no
+ * store receives a key twice.
  *
  * Every store is written anew, even one whose partition stays, because that is the cheaper way for any change of
  * count: a key keeps its partition with odds of about one in the larger count, so a store changed in place would
@@ -59,13 +61,13 @@ private[tools] object RepartitionJob {
     val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
     val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p =>
       (o, s, p, plan.loadId(o.id, p, s.name)))))
-    val to = plan.to
+    val (from, to) = (plan.from, plan.to)
     val sc = spark.sparkContext
     val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap {
       case (o, store, p, loadId) =>
-        val placement = store.placement(to)
+        val placement = store.placement(from, to)
         read(settings, o.id, p, store, loadId).map { case (key, value) =>
-          val placed = if (o.keyless) 0 else try placement.partition(key) catch {
+          val placed = if (o.keyless) 0 else try placement.partition(key, p) catch {
             case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
               s"store '${store.name}': ${e.getMessage}", e)
           }

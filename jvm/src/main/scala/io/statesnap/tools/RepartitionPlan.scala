@@ -69,8 +69,9 @@ object RepartitionPlan {
       prefixScan: Boolean) {
     /** The leading key fields the store scans by (a session window's key but its session start), else 0. */
     def prefixFields: Int = if (prefixScan) keySchema.length - 1 else 0
-    def placement(partitions: Int): StoredKeyPlacement =
-      new StoredKeyPlacement(keySchema, partitionKey, prefixScan, partitions)
+    /** Where a key read from a partition of `from` goes among `to`. */
+    def placement(from: Int, to: Int): StoredKeyPlacement =
+      new StoredKeyPlacement(keySchema, partitionKey, prefixScan, to, from)
   }
 
   /**

@@ -29,31 +29,45 @@ class StoredKeyPlacementTest {
 
   @Test def aStoredKeyIsPlacedAsItsRow(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WholeKey, 7)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7)
-    assertEquals(rows.map(rowPlacement.partition), rows.map(r => stored.partition(encoded(schema, r))))
+    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7, 1)
+    assertEquals(rows.map(rowPlacement.partition), rows.map(r => stored.partition(encoded(schema, r), 0)))
   }
 
   @Test def aPrefixScannedKeyIsPlacedByItsPrefix(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WithoutLastField, 7)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 7)
-    val placed = rows.map(r => stored.partition(prefixScanned(r)))
+    val stored = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 7, 1)
+    val placed = rows.map(r => stored.partition(prefixScanned(r), 0))
     assertEquals(rows.map(rowPlacement.partition), placed)
     assertEquals("the keys spread over the partitions", 7, placed.distinct.size)
   }
 
   @Test def bytesThatAreNoKeyOfTheLayoutAreRefusedNotHashed(): Unit = {
-    val plain = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7)
+    val plain = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7, 1)
     val key = encoded(schema, rows.head)
     def refusal(bytes: Array[Byte], placement: StoredKeyPlacement = plain): String =
-      try { placement.partition(bytes); fail(s"placed ${bytes.toSeq}"); "" }
+      try { placement.partition(bytes, 0); fail(s"placed ${bytes.toSeq}"); "" }
       catch { case e: IllegalArgumentException => e.getMessage }
     assertTrue(refusal(key.updated(0, 1.toByte)).contains("has no format version byte 0"))
     assertTrue(refusal(key.dropRight(8)).contains("points at bytes"))
     assertTrue(refusal(encoded(StructType.fromDDL("id STRING"), InternalRow(UTF8String.fromString("k"))))
       .contains("is not a key of struct<id:string,sessionStartTime:timestamp>"))
-    val prefixed = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 7)
+    val prefixed = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 7, 1)
     assertTrue(refusal(key, prefixed).contains("no prefix length"))
     val scanned = prefixScanned(rows.head)
     assertTrue(refusal(scanned.dropRight(8), prefixed).contains("its last field"))
+  }
+
+  @Test def aKeyReadFromAPartitionSparkNeverWroteItToIsRefused(): Unit = {
+    val rowPlacement = new KeyPlacement(schema, PartitionKey.WholeKey, 3)
+    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7, 3)
+    rows.foreach { r =>
+      val home = rowPlacement.partition(r)
+      stored.partition(encoded(schema, r), home)
+      val elsewhere = (home + 1) % 3
+      val refused = try { stored.partition(encoded(schema, r), elsewhere); "" }
+        catch { case e: IllegalArgumentException => e.getMessage }
+      assertTrue(refused, refused.contains(s"was read from partition $elsewhere, and Spark's partitioning of 3 " +
+        s"partitions writes it to partition $home"))
+    }
   }
 }

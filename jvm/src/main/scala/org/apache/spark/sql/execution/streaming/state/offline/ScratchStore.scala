@@ -17,7 +17,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
  *
  * @param of the query's store; @param provider the provider that writes it, for an error
  */
-private[offline] final class ScratchStore(val of: StateStoreId, provider: String) {
+private[offline] final class ScratchStore(of: StateStoreId, provider: String) {
   private val dir = Files.createTempDirectory("statesnap-store-").toFile
   // A file: URI, so that a cluster whose default file system is another does not resolve it there.
   /** The store's id in the scratch directory: open the provider with it. */

@@ -59,10 +59,7 @@ object StatesnapDefaultProviderStore {
     override def put(key: Array[Byte], value: Array[Byte]): Unit = {
       val row = codec.decodeValue(value)
       requireRow(values, valueSchema, row, s"the entry for ${id.storeCheckpointLocation()} version $version")
-      val keyRow = codec.decodeKey(key)
-      // A lookup in the provider's map in memory: nearly free, and it names the key.
-      if (store.get(keyRow) != null) throw StatesnapOfflineStore.keyHeldTwice(id, key)
-      store.put(keyRow, row)  // copied by the store
+      store.put(codec.decodeKey(key), row)  // copied by the store
     }
 
     override def checkpointId: Option[String] = None

@@ -32,11 +32,7 @@ object StatesnapOfflineStore {
    */
   trait Writer {
     def put(key: Array[Byte], value: Array[Byte]): Unit
-    /**
-     * Commits the version the writer was made for, nothing else of the store's changed.
-     * @throws IllegalStateException if two entries put had one key (two partitions of the query held it, which
-     *   Spark's partitioning never writes): nothing is written
-     */
+    /** Commits the version the writer was made for, nothing else of the store's changed. */
     def commit(): Unit
     /** Under checkpoint format v2, the id of the version committed, which the batch's commit names. */
     def checkpointId: Option[String]
@@ -72,8 +68,8 @@ object StatesnapOfflineStore {
    * The store `id` written anew as `version`: Spark's RocksDB provider puts every entry into an empty store of a
    * scratch directory and commits it as version 1, whose snapshot, and the SST files it names, are copied as
    * `<version>.zip` (under checkpoint format v2, `<version>_<id>.zip`, the id the provider gave it), which the provider
-   * loads without any earlier version, replacing one an earlier attempt of the task wrote. Its keys are counted
-   * before it commits, by a pass through the store: fewer keys than entries put is a key held twice.
+   * loads without any earlier version, replacing one an earlier attempt of the task wrote. The job puts each key once:
+   * it reads each from the one partition Spark's partitioning wrote it to (`StoredKeyPlacement`).
    */
   def writeAnew(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
       conf: StateStoreConf, queryConf: Configuration, version: Long): Writer = {
@@ -88,15 +84,12 @@ object StatesnapOfflineStore {
     private val provider = new RocksDBStateStoreProvider
     private val store = opened(provider, scratch.id, keySchema, valueSchema, prefixFields, conf, hadoopConf, 0)
     private val rocksDB = provider.rocksDB
-    private var puts = 0L
     private var open = true
     private var committedId: Option[String] = None
 
-    override def put(key: Array[Byte], value: Array[Byte]): Unit = { rocksDB.put(key, value); puts += 1 }
+    override def put(key: Array[Byte], value: Array[Byte]): Unit = rocksDB.put(key, value)
 
     override def commit(): Unit = {
-      val keys = rocksDB.iterator().size
-      if (keys != puts) throw keysHeldTwice(scratch.of, puts - keys)
       store.commit()
       open = false
       committedId = StatesnapStoreFiles.checkpointId(store)
@@ -108,18 +101,6 @@ object StatesnapOfflineStore {
 
     override def close(): Unit = try if (open) store.abort() finally try provider.close() finally scratch.delete()
   }
-
-  /** The refusal of a key that two partitions of a store hold (`key` as Spark's RocksDB provider stores it). */
-  private[offline] def keyHeldTwice(id: StateStoreId, key: Array[Byte]): IllegalStateException =
-    heldTwice(id, s"a key another partition holds too (0x${key.take(32).map("%02x".format(_)).mkString})")
-
-  /** The refusal of `count` keys that two partitions of a store hold. */
-  private def keysHeldTwice(id: StateStoreId, count: Long): IllegalStateException =
-    heldTwice(id, s"$count keys another partition holds too")
-
-  private def heldTwice(id: StateStoreId, what: String): IllegalStateException = new IllegalStateException(
-    s"${id.storeCheckpointLocation()} would hold $what: Spark's partitioning never writes one key to two partitions, " +
-      "so this query's state is not what its operator wrote")
 
   /**
    * The query's Hadoop conf naming a run of its own: Spark 4's providers name their instance by the run of the query
