@@ -17,10 +17,10 @@ import org.apache.spark.unsafe.Platform
  *
  * @param prefixScan the store keeps its key split after all but its last field (the prefix Spark's partitioning
  *   hashes, `partitionKey` then being [[PartitionKey.WithoutLastField]])
- * @param partitions the count a key is placed under; @param writtenIn the count the keys read were written under
+ * @param writtenIn the count the keys read were written under; @param partitions the count a key is placed under
  */
 final class StoredKeyPlacement(keySchema: StructType, partitionKey: PartitionKey, prefixScan: Boolean,
-    partitions: Int, writtenIn: Int) {
+    writtenIn: Int, partitions: Int) {
   require(!prefixScan || partitionKey == PartitionKey.WithoutLastField, "a prefix-scanned key is placed by its prefix")
 
   private val prefixSchema = StructType(keySchema.dropRight(1))

@@ -71,7 +71,7 @@ object RepartitionPlan {
     def prefixFields: Int = if (prefixScan) keySchema.length - 1 else 0
     /** Where a key read from a partition of `from` goes among `to`. */
     def placement(from: Int, to: Int): StoredKeyPlacement =
-      new StoredKeyPlacement(keySchema, partitionKey, prefixScan, to, from)
+      new StoredKeyPlacement(keySchema, partitionKey, prefixScan, from, to)
   }
 
   /**

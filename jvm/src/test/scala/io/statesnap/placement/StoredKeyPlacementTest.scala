@@ -29,20 +29,20 @@ class StoredKeyPlacementTest {
 
   @Test def aStoredKeyIsPlacedAsItsRow(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WholeKey, 7)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7, 1)
+    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 1, 7)
     assertEquals(rows.map(rowPlacement.partition), rows.map(r => stored.partition(encoded(schema, r), 0)))
   }
 
   @Test def aPrefixScannedKeyIsPlacedByItsPrefix(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WithoutLastField, 7)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 7, 1)
+    val stored = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 1, 7)
     val placed = rows.map(r => stored.partition(prefixScanned(r), 0))
     assertEquals(rows.map(rowPlacement.partition), placed)
     assertEquals("the keys spread over the partitions", 7, placed.distinct.size)
   }
 
   @Test def bytesThatAreNoKeyOfTheLayoutAreRefusedNotHashed(): Unit = {
-    val plain = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7, 1)
+    val plain = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 1, 7)
     val key = encoded(schema, rows.head)
     def refusal(bytes: Array[Byte], placement: StoredKeyPlacement = plain): String =
       try { placement.partition(bytes, 0); fail(s"placed ${bytes.toSeq}"); "" }
@@ -51,7 +51,7 @@ class StoredKeyPlacementTest {
     assertTrue(refusal(key.dropRight(8)).contains("points at bytes"))
     assertTrue(refusal(encoded(StructType.fromDDL("id STRING"), InternalRow(UTF8String.fromString("k"))))
       .contains("is not a key of struct<id:string,sessionStartTime:timestamp>"))
-    val prefixed = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 7, 1)
+    val prefixed = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 1, 7)
     assertTrue(refusal(key, prefixed).contains("no prefix length"))
     val scanned = prefixScanned(rows.head)
     assertTrue(refusal(scanned.dropRight(8), prefixed).contains("its last field"))
@@ -59,7 +59,7 @@ class StoredKeyPlacementTest {
 
   @Test def aKeyReadFromAPartitionSparkNeverWroteItToIsRefused(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WholeKey, 3)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 7, 3)
+    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 3, 7)
     rows.foreach { r =>
       val home = rowPlacement.partition(r)
       stored.partition(encoded(schema, r), home)

@@ -19,8 +19,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
  */
 private[offline] final class ScratchStore(of: StateStoreId, provider: String) {
   private val dir = Files.createTempDirectory("statesnap-store-").toFile
-  // A file: URI, so that a cluster whose default file system is another does not resolve it there.
-  /** The store's id in the scratch directory: open the provider with it. */
+  /**
+   * The store's id in the scratch directory: open the provider with it. A file: URI, so that a cluster whose default
+   * file system is another does not resolve it there.
+   */
   val id: StateStoreId = StateStoreId(dir.toURI.toString, of.operatorId, of.partitionId, of.storeName)
 
   /**
