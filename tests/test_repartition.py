@@ -14,9 +14,10 @@ import json
 import os
 import re
 import shutil
+import zipfile
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import pytest
 from pyspark.sql import functions as F
@@ -31,6 +32,8 @@ from test_other_operators import run_to_end
 
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 FORMAT_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+JOIN_FORMAT_CONF = "spark.sql.streaming.join.stateFormatVersion"
+RECORDS = "$statesnap_snapshots"
 StoppedInterrupted = "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain"
 ONLY_ON_PINNED = pytest.mark.skipif(not PINNED, reason="the same code path as the steps every minor runs")
 # Spark 4.0 and 4.2 run the same product code as 4.1 and 4.3 (scala-spark4; their shims differ in what the provider
@@ -116,15 +119,50 @@ def stores(checkpoint: str) -> list[tuple[int, str]]:
 
 
 def entries(checkpoint: str) -> dict[tuple[int, str], dict[int, dict[bytes, bytes]]]:
-    """(operator, store) -> partition -> key -> value, as committed at the latest batch, read from the files."""
+    """(operator, store) -> partition -> key -> value, as committed at the latest batch, read from the files; a
+    store with column families (a join of state format 3) by each family instead, but the default one, which must be
+    empty, and statesnap's records (`records_by_partition`)."""
     version = latest_committed_version(checkpoint)
-    return {(op, store): {p: read_store(checkpoint, op, p, version, store)["default"]
-                          for p in partitions(checkpoint, op)} for op, store in stores(checkpoint)}
+    found: dict[tuple[int, str], dict[int, dict[bytes, bytes]]] = {}
+    for op, store in stores(checkpoint):
+        for p in partitions(checkpoint, op):
+            families = read_store(checkpoint, op, p, version, store)
+            if len(families) > 1:
+                assert families.pop("default") == {}, f"operator {op} partition {p}: entries in the default family"
+                families.pop(RECORDS, None)
+            for family, kept in families.items():
+                found.setdefault((op, store if family == "default" else family), {})[p] = kept
+    return found
+
+
+def records_by_partition(checkpoint: str, op: int = 0) -> dict[int, dict[bytes, bytes]]:
+    """statesnap's records kept in each partition's store (a store with column families on statesnap's provider)."""
+    version = latest_committed_version(checkpoint)
+    return {p: read_store(checkpoint, op, p, version).get(RECORDS, {}) for p in partitions(checkpoint, op)}
+
+
+def family_flags(checkpoint: str, op: int = 0) -> dict[int, dict[str, bool]]:
+    """By partition, each column family of the latest snapshot and whether Spark counts it as internal."""
+    version = latest_committed_version(checkpoint)
+    flags = {}
+    for p in partitions(checkpoint, op):
+        [snapshot] = [f for f in Path(checkpoint, "state", str(op), str(p)).glob("*.zip")
+                      if re.fullmatch(rf"{version}(_.*)?\.zip", f.name)]
+        with zipfile.ZipFile(snapshot) as z:
+            flags[p] = json.loads(z.read("metadata").decode().splitlines()[1])["columnFamilyTypeMap"]
+    return flags
 
 
 def misplaced(spark, checkpoint: str, operator: str, op: int, store: str, by_partition: dict, count: int) -> list:
-    """(where committed, where KeyPlacement puts it) of each key committed in another partition."""
+    """(where committed, where KeyPlacement puts it) of each key committed in another partition; a join's column
+    family placed by the key schema the query gives it (its key `id`, then the value's index)."""
     placements = spark._jvm.io.statesnap.testkit.Placements
+    if operator == "symmetricHashJoin" and not (Path(checkpoint) / "state" / str(op) / "0" / store).exists():
+        ddl = "field0 STRING" + (", index BIGINT" if store.endswith("keyWithIndexToValue") else "")
+        key_schema = spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
+        hashed = "WholeKey" if store.endswith("keyToNumValues") else "WithoutLastField"
+        return [(p, q) for p, stored in by_partition.items() if stored for q in placements.partitionsOfKeys(
+            key_schema, hashed, count, [bytearray(state_row(k)) for k in stored], None) if q != p]
     prefix_scan = operator == "sessionWindowStateStoreSaveExec"
     out = []
     for p, stored in by_partition.items():
@@ -151,6 +189,9 @@ def operator_names(checkpoint: str) -> dict[int, str]:
     for op, store in stores(checkpoint):
         if store == "left-keyToNumValues":
             names[op] = "symmetricHashJoin"
+        v2 = newest_metadata_v2(checkpoint, op)
+        if v2:
+            names[op] = json.loads(v2.read_text().splitlines()[1])["operatorInfo"]["operatorName"]
         metadata = Path(checkpoint) / "state" / str(op) / "_metadata" / "metadata"
         recorded = Path(checkpoint) / "state" / str(op) / "_statesnap" / "operator"
         if metadata.exists():
@@ -158,6 +199,12 @@ def operator_names(checkpoint: str) -> dict[int, str]:
         elif recorded.exists():
             names[op] = recorded.read_text().strip()
     return names
+
+
+def newest_metadata_v2(checkpoint: str, op: int) -> Optional[Path]:
+    """Spark's newest operator metadata v2 file of operator `op` (transformWithState, a join of state format 3)."""
+    files = [f for f in (Path(checkpoint) / "state" / str(op) / "_metadata" / "v2").glob("*") if f.name.isdigit()]
+    return max(files, key=lambda f: int(f.name), default=None)
 
 
 def default_provider_entries(checkpoint: str) -> dict[tuple[int, str], dict[int, dict[bytes, bytes]]]:
@@ -192,18 +239,48 @@ def assert_moved(spark, checkpoint: str, before: dict, count: int, after: Option
 @pytest.fixture
 def session_for(spark):
     """Sets the session's provider and changelog checkpointing for new queries; puts both back afterwards."""
-    keys = (PROVIDER_CONF, CHANGELOG_CONF, "spark.sql.shuffle.partitions", FORMAT_CONF)
+    keys = (PROVIDER_CONF, CHANGELOG_CONF, "spark.sql.shuffle.partitions", FORMAT_CONF, JOIN_FORMAT_CONF)
     before = {k: spark.conf.get(k, None) for k in keys}
 
-    def configure(provider: str, changelog: bool, checkpoint_format: int = 1) -> None:
+    def configure(provider: str, changelog: bool, checkpoint_format: int = 1,
+                  join_format: Optional[int] = None) -> None:
         spark.conf.set(PROVIDER_CONF, STOCK_PROVIDER if provider == "spark" else statesnap.PROVIDER_CLASS)
         spark.conf.set(CHANGELOG_CONF, str(changelog).lower())
         spark.conf.set("spark.sql.shuffle.partitions", "2")
+        if join_format is not None:
+            spark.conf.set(JOIN_FORMAT_CONF, str(join_format))
         if checkpoint_format != 1:
             spark.conf.set(FORMAT_CONF, str(checkpoint_format))
     yield configure
     for k, v in before.items():
         spark.conf.set(k, v) if v is not None else spark.conf.unset(k)
+
+
+def moved_up_and_down(spark, tmp_path, name: str,
+                      also: Optional[Callable[[str], Callable[[int], None]]] = None) -> str:
+    """Runs scenario `name` on the session's settings beside a control that never moves, repartitioned after its
+    second run to 5 partitions and after its third to 3, each run's output equal to the control's and every entry
+    moved where Spark reads it (`assert_moved`); `also(checkpoint)`, called before each repartition, gives what else
+    to check after it, given the count. @return the checkpoint"""
+    sources = 2 if name == "stream-stream join" else 1
+    inputs = [str(tmp_path / f"in{i}") for i in range(sources)]
+    control_inputs = [str(tmp_path / f"control{i}") for i in range(sources)]
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    repartition_after = {2: 5, 3: 3}  # after the second run to 5 partitions, after the third back to 3
+    for i, rows in enumerate(rounds(name), start=1):
+        feed(inputs, rows)
+        feed(control_inputs, rows)
+        assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control), f"run {i}"
+        if i in repartition_after:
+            count = repartition_after[i]
+            before = entries(checkpoint)
+            check = also(checkpoint) if also else None
+            result = statesnap.repartition(checkpoint, count, no_file_sink=True)
+            assert result.outcome == statesnap.tools.Outcome.CHANGE, result.lines
+            assert_moved(spark, checkpoint, before, count)
+            if check:
+                check(count)
+    return checkpoint
 
 
 @pytest.mark.slow
@@ -221,21 +298,7 @@ def test_state_moves_up_and_down_and_the_query_continues_as_a_control_that_never
                                                                                           checkpoint_format):
     _, _, _, provider, changelog = OPERATORS[name]
     session_for(provider, changelog, checkpoint_format)
-    sources = 2 if name == "stream-stream join" else 1
-    inputs = [str(tmp_path / f"in{i}") for i in range(sources)]
-    control_inputs = [str(tmp_path / f"control{i}") for i in range(sources)]
-    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
-    repartition_after = {2: 5, 3: 3}  # after the second run to 5 partitions, after the third back to 3
-    for i, rows in enumerate(rounds(name), start=1):
-        feed(inputs, rows)
-        feed(control_inputs, rows)
-        assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control), f"run {i}"
-        if i in repartition_after:
-            count = repartition_after[i]
-            before = entries(checkpoint)
-            result = statesnap.repartition(checkpoint, count, no_file_sink=True)
-            assert result.outcome == statesnap.tools.Outcome.CHANGE, result.lines
-            assert_moved(spark, checkpoint, before, count)
+    checkpoint = moved_up_and_down(spark, tmp_path, name)
     pinned = json.loads((Path(checkpoint) / "offsets" / str(max(
         int(n) for n in os.listdir(Path(checkpoint) / "offsets") if n.isdigit()))).read_text().splitlines()[1])
     assert pinned["conf"]["spark.sql.shuffle.partitions"] == "3"
@@ -336,21 +399,34 @@ def test_a_transform_with_state_operator_is_refused_by_name(spark, app_dirs, cli
     assert files(checkpoint) == before
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(MINOR in ("3.5", "4.0"), reason="Spark 3.5 and 4.0 have join state formats 1 and 2 only")
-def test_a_join_of_state_format_3_is_refused_by_name(spark, session_for, tmp_path, cli):
-    """Its four stores are column families of one store, with operator metadata v2 as transformWithState's: the
-    refusal names the join and its state format, not transformWithState."""
-    session_for("spark", False)
-    spark.conf.set("spark.sql.streaming.join.stateFormatVersion", "3")
-    inputs, checkpoint = [str(tmp_path / "l"), str(tmp_path / "r")], str(tmp_path / "ck")
-    try:
-        feed(inputs, rounds("stream-stream join")[0])
-        run(spark, "stream-stream join", inputs, checkpoint)
-    finally:
-        spark.conf.unset("spark.sql.streaming.join.stateFormatVersion")
+@pytest.mark.parametrize("provider", ["spark", pytest.param("statesnap", marks=ONLY_ON_PINNED)])
+def test_a_join_of_state_format_3_moves_family_by_family(spark, session_for, tmp_path, cli, provider):
+    """Its four stores are column families of one store (and statesnap's records a fifth, on statesnap's provider):
+    each family's entries move by its own key layout into a store written anew with the same families, each with
+    the flag Spark counts internal ones by; every partition keeps statesnap's records (an added one partition 0's);
+    Spark's operator metadata v2 says the new count. Spark's default provider keeps no column families: a release
+    to it is refused by name, nothing changed."""
+    session_for(provider, False, join_format=3)
+
+    def also(checkpoint: str) -> Callable[[int], None]:
+        flags, records = family_flags(checkpoint)[0], records_by_partition(checkpoint)
+        assert set(flags) >= {"left-keyToNumValues", "right-keyWithIndexToValue"} and \
+            (RECORDS in flags) == (provider == "statesnap"), flags
+
+        def check(count: int) -> None:
+            assert family_flags(checkpoint) == {p: flags for p in range(count)}
+            assert records_by_partition(checkpoint) == {p: records.get(p, records[0]) for p in range(count)}
+        return check
+    checkpoint = moved_up_and_down(spark, tmp_path, "stream-stream join", also)
+    metadata = json.loads(newest_metadata_v2(checkpoint, 0).read_text().splitlines()[1])
+    assert metadata["operatorInfo"]["operatorName"] == "symmetricHashJoin"
+    assert {s["numPartitions"] for s in metadata["stateStoreInfo"]} == {3}
     before = files(checkpoint)
-    code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
-    assert code == 4 and "operator 0 is a stream-stream join of state format 3" in out, out
+    code, out = cli("release", checkpoint, "--provider", "hdfs", "--no-file-sink")
+    assert code == 4 and "operator 0 is a stream-stream join of state format 3" in out and \
+        "Spark's default provider cannot keep" in out, out
     assert files(checkpoint) == before
 
 

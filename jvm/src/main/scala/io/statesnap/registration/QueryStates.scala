@@ -140,7 +140,7 @@ private[statesnap] object QueryStates {
   }
 
   /** The batches an operator's metadata v2 directory `dir` has a file for (none without the directory). */
-  private def metadataV2Batches(fs: FileSystem, dir: Path): Seq[Long] =
+  private[statesnap] def metadataV2Batches(fs: FileSystem, dir: Path): Seq[Long] =
     if (!fs.exists(dir)) Nil else fs.listStatus(dir).toSeq.map(_.getPath.getName).flatMap(_.toLongOption)
 
   /** Spark's operator metadata files: a version line, then the metadata as JSON. */

@@ -8,8 +8,8 @@ import scala.reflect.ClassTag
 import org.apache.spark.serializer.{DeserializationStream, SerializationStream, Serializer, SerializerInstance}
 
 /**
- * The serializer of [[RepartitionJob]]'s shuffle, whose records are an entry's target and key, then its value:
- * `[int target][int length][key][int length][value]`, nothing else. Kryo, for the same record, tracked every array
+ * The serializer of [[RepartitionJob]]'s shuffle, whose records are an entry's target, family and key, then its
+ * value: `[int target][int family][int length][key][int length][value]`, nothing else. Kryo, for the same record, tracked every array
  * for references and wrote its class: about a fifth of the job's time on 2 cores (`make bench`'s repartition).
  * Spark's shuffle writes a record's key and value through `writeKey` and `writeValue` and reads them back through
  * `asKeyValueIterator`, spilled or not; nothing else of it is used. A stream that ends inside a record is an error,
@@ -24,8 +24,9 @@ private[tools] final class EntrySerializer extends Serializer with Serializable 
     override def serializeStream(s: OutputStream): SerializationStream = new SerializationStream {
       private val out = new DataOutputStream(s)
       override def writeKey[T: ClassTag](key: T): SerializationStream = {
-        val (target, bytes) = key.asInstanceOf[(Int, Array[Byte])]
+        val (target, family, bytes) = key.asInstanceOf[EntrySerializer.Key]
         out.writeInt(target)
+        out.writeInt(family)
         writeBytes(bytes)
       }
       override def writeValue[T: ClassTag](value: T): SerializationStream = writeBytes(value.asInstanceOf[Array[Byte]])
@@ -45,7 +46,7 @@ private[tools] final class EntrySerializer extends Serializer with Serializable 
       // An EOFException ends Spark's iteration of the records: only where the next record would start.
       override def readKey[T: ClassTag](): T = {
         val target = in.readInt()
-        (target, whole(readBytes())).asInstanceOf[T]
+        (target, whole(in.readInt()), whole(readBytes())).asInstanceOf[T]
       }
       override def readValue[T: ClassTag](): T = whole(readBytes()).asInstanceOf[T]
       override def readObject[T: ClassTag](): T = unsupported
@@ -67,4 +68,9 @@ private[tools] final class EntrySerializer extends Serializer with Serializable 
 
   private def unsupported: Nothing =
     throw new UnsupportedOperationException("statesnap's shuffle serializer writes keys and values only")
+}
+
+private[tools] object EntrySerializer {
+  /** A record's key: the index of the store it is written to, the index of its family in that store, its key. */
+  type Key = (Int, Int, Array[Byte])
 }

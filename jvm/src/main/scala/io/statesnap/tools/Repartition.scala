@@ -260,7 +260,7 @@ object Repartition {
       else None
     val stateRoot = new Path(checkpoint.root, "state")
     val retired = new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
-    checkpoint.operators._2.foreach { op =>
+    checkpoint.allOperators.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       val records = OperatorRecordFiles.root(stateRoot.toString, op)
       val (kept, dropped) = checkpoint.partitions(op).partition(_ < to)
@@ -274,7 +274,10 @@ object Repartition {
           checkpoint.fs.mkdirs(into.getParent)
           if (!checkpoint.fs.rename(from, into)) throw new IllegalStateException(s"could not move $from to $into")
       }
-      rewriteOperatorMetadata(checkpoint, new Path(operatorDir, "_metadata/metadata"), to)
+      val v1 = new Path(operatorDir, "_metadata/metadata")
+      rewriteOperatorMetadata(checkpoint, v1, v1, to)
+      checkpoint.operatorMetadataV2(op, batch).foreach(rewriteOperatorMetadata(checkpoint, _,
+        new Path(operatorDir, s"_metadata/v2/$batch"), to))
     }
     stepDone("retired")
     val file = checkpoint.offsetsFile(batch)
@@ -283,16 +286,18 @@ object Repartition {
   }
 
   /**
-   * Spark 4's operator metadata (v1: a version line, then JSON) with every store's `numPartitions` set to `to`: Spark
-   * writes it in a query's first batch and does not check it on restart, but its state reader reads it.
+   * Spark 4's operator metadata `file` (v1 or v2: a version line, then JSON) written as `into` with every store's
+   * `numPartitions` set to `to`: Spark writes it in a run's first batch (v2: as `_metadata/v2/<batch>`, which the
+   * appended batch gets, so that the newest says the new count) and does not check it on restart, but its state
+   * reader reads it.
    */
-  private def rewriteOperatorMetadata(checkpoint: StoppedCheckpoint, file: Path, to: Int): Unit =
+  private def rewriteOperatorMetadata(checkpoint: StoppedCheckpoint, file: Path, into: Path, to: Int): Unit =
     if (checkpoint.fs.exists(file)) {
       val lines = new String(checkpoint.read(file), UTF_8).split("\n", -1).toSeq
       val json = JsonMethods.parse(lines(1)).transformField {
         case ("numPartitions", JInt(_)) => "numPartitions" -> JInt(to)
       }
-      checkpoint.write(file, (lines.head +: JsonMethods.compact(json) +: lines.drop(2)).mkString("\n").getBytes(UTF_8))
+      checkpoint.write(into, (lines.head +: JsonMethods.compact(json) +: lines.drop(2)).mkString("\n").getBytes(UTF_8))
     }
 
   /**
@@ -339,7 +344,7 @@ object Repartition {
         StoppedCheckpoint.isDefaultProviderVersionFile(_, batch + 1)
       else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isRocksDBFile
       else StoppedCheckpoint.isVersionFile(_, batch + 1)
-    checkpoint.operators._2.foreach { op =>
+    checkpoint.allOperators.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       checkpoint.partitions(op).foreach { p =>
         val partitionDir = new Path(operatorDir, p.toString)

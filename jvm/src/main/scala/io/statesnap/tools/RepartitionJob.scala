@@ -2,12 +2,14 @@ package io.statesnap.tools
 
 import scala.util.Try
 
+import io.statesnap.placement.StoredKeyPlacement
 import io.statesnap.provider.MigrationProbe
 import org.apache.spark.{Partitioner, TaskContext}
 import org.apache.spark.rdd.ShuffledRDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
 import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapDefaultProviderStore, StatesnapOfflineStore}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore.Entry
 import org.apache.spark.util.SerializableConfiguration
 
 /**
@@ -41,13 +43,13 @@ private[tools] object RepartitionJob {
       hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], readsDefault: Boolean,
       writesDefault: Boolean)
 
-  /** An entry in the shuffle: (its target's index, its key), its value. */
-  private type Moved = ((Int, Array[Byte]), Array[Byte])
+  /** An entry in the shuffle: (its target's index, its family's index in its store, its key), its value. */
+  private type Moved = (EntrySerializer.Key, Array[Byte])
 
   /** A target store by its index, the shuffle's partition: an entry goes to the task that writes its store. */
   private final class ToTarget(targets: Int) extends Partitioner {
     override def numPartitions: Int = targets
-    override def getPartition(key: Any): Int = key.asInstanceOf[(Int, Array[Byte])]._1
+    override def getPartition(key: Any): Int = key.asInstanceOf[EntrySerializer.Key]._1
   }
 
   /**
@@ -65,47 +67,66 @@ private[tools] object RepartitionJob {
     val sc = spark.sparkContext
     val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap {
       case (o, store, p, loadId) =>
-        val placement = store.placement(from, to)
-        read(settings, o.id, p, store, loadId).map { case (key, value) =>
-          val placed = if (o.keyless) 0 else try placement.partition(key, p) catch {
-            case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
-              s"store '${store.name}': ${e.getMessage}", e)
-          }
-          (index((o.id, store.name, placed)), key) -> value
+        val placed = targetsOf(o, store, p, from, to)
+        read(settings, o.id, p, store, loadId).flatMap { entry =>
+          placed(entry).map(partition => (index((o.id, store.name, partition)), entry.family, entry.key) ->
+            entry.value)
         }
     })
-    val moves = new ShuffledRDD[(Int, Array[Byte]), Array[Byte], Array[Byte]](moved, new ToTarget(targets.size))
+    val moves = new ShuffledRDD[EntrySerializer.Key, Array[Byte], Array[Byte]](moved, new ToTarget(targets.size))
       .setSerializer(new EntrySerializer)
     sc.setJobDescription("statesnap repartition")
     sc.runJob(moves, (it: Iterator[Moved]) => {
       val target = targets(TaskContext.getPartitionId())
-      Try(write(settings, target, it.map { case ((_, key), value) => key -> value })).toEither
+      Try(write(settings, target, it.map { case ((_, family, key), value) => Entry(family, key, value) })).toEither
     }, (_: Int, result: Either[Throwable, Written]) => reported(result))
+  }
+
+  /**
+   * The partitions of `to` an entry of `store` read from partition `p` of `from` goes to: one, by its family's
+   * placement (an operator without a key keeps partition 0); a family kept with the store, the partition itself if
+   * it stays, and from partition 0 every partition added too.
+   */
+  private def targetsOf(o: RepartitionPlan.Operator, store: RepartitionPlan.Store, p: Int, from: Int,
+      to: Int): Entry => Iterator[Int] = {
+    val placements = store.families.map(f => f.placement match {
+      case RepartitionPlan.ByKey(partitionKey, prefixScan) =>
+        Some(new StoredKeyPlacement(f.layout.keySchema, partitionKey, prefixScan, from, to))
+      case RepartitionPlan.WithTheStore => None
+    })
+    val withTheStore = (if (p < to) Seq(p) else Nil) ++ (if (p == 0) from until to else Nil)
+    entry => if (o.keyless) Iterator.single(0) else placements(entry.family).fold(withTheStore.iterator) { placement =>
+      try Iterator.single(placement.partition(entry.key, p)) catch {
+        case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
+          s"store '${store.name}'${if (store.columnFamilies) s" column family " +
+          s"'${store.families(entry.family).layout.name}'" else ""}: ${e.getMessage}", e)
+      }
+    }
   }
 
   /** The entries of one store at the version read, the store released when the task ends. */
   private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
-      loadId: Option[String]): Iterator[(Array[Byte], Array[Byte])] = {
+      loadId: Option[String]): Iterator[Entry] = {
     val id = StateStoreId(settings.stateRoot, operator, partition, store.name)
-    val opened = if (settings.readsDefault) StatesnapDefaultProviderStore.read(id, store.keySchema, store.valueSchema,
-        store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version)
-      else StatesnapOfflineStore.read(id, store.keySchema, store.valueSchema, store.prefixFields, settings.storeConf,
+    val opened = if (settings.readsDefault) StatesnapDefaultProviderStore.read(id, store.layouts.head,
+        settings.storeConf, settings.hadoopConf.value, settings.version)
+      else StatesnapOfflineStore.read(id, store.layouts, store.columnFamilies, settings.storeConf,
         settings.hadoopConf.value, settings.version, loadId)
     TaskContext.get().addTaskCompletionListener[Unit](_ => opened.close())
     opened.entries
   }
 
   /** Writes one target anew from the entries it receives, and commits it. */
-  private def write(settings: Settings, target: Target, entries: Iterator[(Array[Byte], Array[Byte])]): Written = {
+  private def write(settings: Settings, target: Target, entries: Iterator[Entry]): Written = {
     val id = StateStoreId(settings.stateRoot, target.operator, target.partition, target.store.name)
     val store = target.store
-    val opened = if (settings.writesDefault) StatesnapDefaultProviderStore.write(id, store.keySchema,
-        store.valueSchema, store.prefixFields, settings.storeConf, settings.hadoopConf.value, settings.version + 1)
-      else StatesnapOfflineStore.writeAnew(id, store.keySchema, store.valueSchema, store.prefixFields,
+    val opened = if (settings.writesDefault) StatesnapDefaultProviderStore.write(id, store.layouts.head,
         settings.storeConf, settings.hadoopConf.value, settings.version + 1)
+      else StatesnapOfflineStore.writeAnew(id, store.layouts, store.columnFamilies, settings.storeConf,
+        settings.hadoopConf.value, settings.version + 1)
     try {
       var written = 0L
-      entries.foreach { case (key, value) => opened.put(key, value); written += 1 }
+      entries.foreach { entry => opened.put(entry); written += 1 }
       opened.commit()
       settings.probe.foreach(_.offlineStep("store"))
       Written(target, written, opened.checkpointId)

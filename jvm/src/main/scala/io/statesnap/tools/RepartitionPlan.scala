@@ -2,11 +2,13 @@ package io.statesnap.tools
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
-import io.statesnap.placement.{PartitionKey, StoredKeyPlacement}
+import io.statesnap.placement.PartitionKey
 import io.statesnap.provider.OperatorRecordFiles
 import io.statesnap.registration.{QueryStates, SparkOperator}
+import io.statesnap.snapshot.RecordFamily
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapOfflineStore, StatesnapStoreFiles}
 import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
 
 /**
@@ -62,17 +64,38 @@ object RepartitionPlan {
   private def storeIndex(store: String): Int = math.max(0, JoinStores.indexOf(store))
 
   /**
-   * One store every partition of an operator keeps: its name, its key and value schemas as Spark's schema file
-   * records them, and how a key of it is placed.
+   * One store every partition of an operator keeps: its name, and its families of entries, each with its layout as
+   * Spark's schema file records it and how an entry of it is placed; a store without column families keeps one,
+   * the default family (`columnFamilies` false).
    */
-  final case class Store(name: String, keySchema: StructType, valueSchema: StructType, partitionKey: PartitionKey,
-      prefixScan: Boolean) {
-    /** The leading key fields the store scans by (a session window's key but its session start), else 0. */
-    def prefixFields: Int = if (prefixScan) keySchema.length - 1 else 0
-    /** Where a key read from a partition of `from` goes among `to`. */
-    def placement(from: Int, to: Int): StoredKeyPlacement =
-      new StoredKeyPlacement(keySchema, partitionKey, prefixScan, from, to)
+  final case class Store(name: String, families: Seq[Family], columnFamilies: Boolean) {
+    def layouts: Seq[StatesnapOfflineStore.Family] = families.map(_.layout)
   }
+
+  /** A family of entries of a store, and where its entries go. */
+  final case class Family(layout: StatesnapOfflineStore.Family, placement: Placement)
+
+  /** Where the entries of a family go among the new layout's partitions. */
+  sealed trait Placement
+
+  /**
+   * Each entry by its key, into the partition Spark's partitioning of the operator reads it from.
+   * @param prefixScan the family keeps its key split after all but its last field (a session window's)
+   */
+  final case class ByKey(partitionKey: PartitionKey, prefixScan: Boolean) extends Placement
+
+  /**
+   * With the store: statesnap's records of its states (`$statesnap_snapshots`), kept per store version, not per key.
+   * A partition that stays keeps its own; a partition added gets partition 0's, as statesnap's record files are
+   * copied ([[Repartition]]).
+   */
+  case object WithTheStore extends Placement
+
+  /** A store without column families, placed by its key. */
+  private def singleFamily(name: String, key: StructType, value: StructType, partitionKey: PartitionKey,
+      prefixScan: Boolean): Store = Store(name, Seq(Family(StatesnapOfflineStore.Family(
+    StateStoreId.DEFAULT_STORE_NAME, key, value, if (prefixScan) key.length - 1 else 0, internal = false),
+    ByKey(partitionKey, prefixScan))), columnFamilies = false)
 
   /**
    * A stateful operator: its stores, and whether it has no key (a global aggregation, a streaming limit), which Spark
@@ -111,16 +134,18 @@ object RepartitionPlan {
     confs.get(InternalPartitionsConf).filterNot(_ == from.toString).foreach(n => refuse(s"offsets/$batch pins " +
       s"${StoppedCheckpoint.ShufflePartitionsConf}=$from and $InternalPartitionsConf=$n: which one the state has " +
       "is not clear"))
-    val (transformWithState, others) = checkpoint.operators
+    val (columnFamilies, others) = checkpoint.operators
     val stateRoot = new Path(checkpoint.root, "state").toString
-    val (joins, transforms) = transformWithState.partition(op =>
+    val (joins, transforms) = columnFamilies.partition(op =>
       QueryStates.columnFamilyOperator(stateRoot, op, checkpoint.hadoopConf).contains(SparkOperator.StreamStreamJoin))
-    if (joins.nonEmpty) refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
-      "(spark.sql.streaming.join.stateFormatVersion=3: its stores are column families of one store), which " +
-      "repartition does not move yet")
     if (transforms.nonEmpty) refuse(s"operator ${transforms.mkString(", ")} is transformWithState, whose column " +
       "families (and timers and TTL indexes) repartition does not move yet")
-    val operators = others.map(operator(checkpoint, batch, _, from))
+    if (joins.nonEmpty && (provider == ProviderClasses.SparkDefault || target.contains(ProviderClasses.SparkDefault)))
+      refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
+        s"(spark.sql.streaming.join.stateFormatVersion=3, pinned), whose column families Spark's default provider " +
+        "cannot keep")
+    val operators = (joins.map(joinOfColumnFamilies(checkpoint, batch, _, from, provider)) ++
+      others.map(operator(checkpoint, batch, _, from))).sortBy(_.id)
     val count = to.getOrElse(from)
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
     loadIds.foreach(ids => operators.foreach { o =>
@@ -156,17 +181,51 @@ object RepartitionPlan {
     val placed = stores.map { case (name, key, value) =>
       val partitionKey = operator.fold[Either[String, PartitionKey]](Right(PartitionKey.WholeKey))(
         PartitionKey.of(_, name)).fold(why => refuse(s"operator $op ($describe): $why"), identity)
-      Store(name, key, value, partitionKey, prefixScan = operator.contains(SparkOperator.SessionWindow))
+      singleFamily(name, key, value, partitionKey, prefixScan = operator.contains(SparkOperator.SessionWindow))
     }
     val keyless = operator.contains(SparkOperator.GlobalLimit) ||
-      placed.forall(_.keySchema.forall(_.dataType == NullType))
+      placed.forall(_.layouts.forall(_.keySchema.forall(_.dataType == NullType)))
+    requireLayout(checkpoint, op, from, keyless)
+    Operator(op, describe, placed, keyless)
+  }
+
+  /** Refuses a keyed operator's partitions other than the `from` the query pins (a partition missing, or left). */
+  private def requireLayout(checkpoint: StoppedCheckpoint, op: Int, from: Int, keyless: Boolean): Unit = {
     val partitions = checkpoint.partitions(op)
     if (!keyless) {
-      (0 until from).diff(partitions).headOption.foreach(p => refuse(s"state/$op has no partition $p of the $from " +
-        "the query pins: not a layout Spark leaves"))
-      partitions.filter(_ >= from).headOption.foreach(p => refuse(leftOver(new Path(operatorDir, p.toString), p)))
+      (0 until from).diff(partitions).headOption.foreach(p => checkpoint.refuse(s"state/$op has no partition $p of " +
+        s"the $from the query pins: not a layout Spark leaves"))
+      partitions.filter(_ >= from).headOption.foreach(p => checkpoint.refuse(leftOver(
+        new Path(checkpoint.root, s"state/$op/$p"), p)))
     }
-    Operator(op, describe, placed, keyless)
+  }
+
+  /**
+   * A stream-stream join of state format 3: one store whose column families are the four stores of formats 1 and
+   * 2, by the same names and key layouts (Spark's v3 schema file), each placed as that store is; the families that
+   * count values by key are internal ones (Spark's `SymmetricHashJoinStateManager`, checked on every read:
+   * `StatesnapStoreFiles.requireFamilies`). On statesnap's provider the store keeps statesnap's records of each family
+   * too ([[WithTheStore]]).
+   */
+  private def joinOfColumnFamilies(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int,
+      provider: String): Operator = {
+    val id = StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME)
+    val where = s"state/$op (a stream-stream join of state format 3)"
+    val families = StatesnapStoreFiles.schemaFileFamilies(id, batch, checkpoint.hadoopConf, where).map { f =>
+      val partitionKey = PartitionKey.of(SparkOperator.StreamStreamJoin, f.name)
+        .fold(why => checkpoint.refuse(s"$where: its column family '${f.name}': $why"), identity)
+      if (f.prefixFields != 0) checkpoint.refuse(s"$where: its column family '${f.name}' scans by a prefix of its " +
+        "key, which no join of Spark 4.1 to 4.3 does")
+      Family(f.copy(internal = f.name.endsWith("-keyToNumValues")), ByKey(partitionKey, prefixScan = false))
+    }
+    if (families.map(_.layout.name).sorted != JoinStores.sorted) checkpoint.refuse(s"$where: Spark's schema file " +
+      s"names the column families ${families.map(_.layout.name).mkString(", ")}, not a join's " +
+      JoinStores.mkString(", "))
+    val records = Option.when(provider == ProviderClasses.Statesnap)(Family(StatesnapOfflineStore.Family(
+      RecordFamily.Name, RecordFamily.KeySchema, RecordFamily.ValueSchema, 0, internal = true), WithTheStore))
+    requireLayout(checkpoint, op, from, keyless = false)
+    Operator(op, "stream-stream join, state format 3", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
+      families ++ records, columnFamilies = true)), keyless = false)
   }
 
   /**

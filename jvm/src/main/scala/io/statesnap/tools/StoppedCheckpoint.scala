@@ -6,6 +6,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, CommitStateIds}
+import io.statesnap.registration.QueryStates
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.apache.spark.sql.SparkSession
@@ -108,13 +109,25 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
     avro
   }
 
-  /** The operators Spark wrote transformWithState operator metadata (v2) for, and the other stateful ones. */
-  def operators: (Seq[Int], Seq[Int]) = {
+  /**
+   * The operators Spark wrote operator metadata v2 for, whose state is in column families (transformWithState; on
+   * Spark 4.1+ a stream-stream join of state format 3: `QueryStates.columnFamilyOperator` tells them apart), and the
+   * other stateful ones.
+   */
+  def operators: (Seq[Int], Seq[Int]) = allOperators.partition(op => fs.exists(metadataV2Dir(op)))
+
+  /** Every stateful operator, in order. */
+  def allOperators: Seq[Int] = {
     val state = new Path(root, "state")
-    val all = if (!fs.exists(state)) Nil
-      else fs.listStatus(state).toSeq.flatMap(s => s.getPath.getName.toIntOption).sorted
-    all.partition(op => fs.exists(new Path(root, s"state/$op/_metadata/v2")))
+    if (!fs.exists(state)) Nil else fs.listStatus(state).toSeq.flatMap(s => s.getPath.getName.toIntOption).sorted
   }
+
+  /** The newest operator metadata v2 file of `op` up to batch `upTo`, if Spark wrote one. */
+  def operatorMetadataV2(op: Int, upTo: Long): Option[Path] =
+    QueryStates.metadataV2Batches(fs, metadataV2Dir(op)).filter(_ <= upTo).maxOption
+      .map(b => new Path(metadataV2Dir(op), b.toString))
+
+  private def metadataV2Dir(op: Int): Path = new Path(root, s"state/$op/_metadata/v2")
 
   /** The partitions of operator `op` that have a directory, in order. */
   def partitions(op: Int): Seq[Int] =

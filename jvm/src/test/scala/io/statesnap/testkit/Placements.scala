@@ -33,6 +33,20 @@ object Placements {
   }
 
   /**
+   * The same for keys of the key schema `keySchemaJson` (Spark's JSON), hashed as `partitionKey` (`WholeKey`,
+   * `WithoutLastField`) says: a column family whose layout the caller knows.
+   */
+  def partitionsOfKeys(keySchemaJson: String, partitionKey: String, partitions: Int,
+      keys: java.util.List[Array[Byte]], rests: java.util.List[Array[Byte]]): Array[Int] = {
+    val keySchema = DataType.fromJson(keySchemaJson).asInstanceOf[StructType]
+    val hashed = partitionKey match {
+      case "WholeKey" => PartitionKey.WholeKey
+      case "WithoutLastField" => PartitionKey.WithoutLastField
+    }
+    placed(new KeyPlacement(keySchema, hashed, partitions), keySchema.length, keys, rests)
+  }
+
+  /**
    * The same for the column family of a transformWithState variable of `kind` (`value`, `list`, `map`) whose key
    * schema is `keySchemaJson` (Spark's JSON).
    */

@@ -51,21 +51,36 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * A store without column families (every stateful operator's but transformWithState's) opened at `version` by
-   * `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]]; `loadId` is checkpoint
-   * format v2's, which Spark 3.5 does not have.
+   * A store opened at `version` by `provider`, Spark's RocksDB provider or its default one, for
+   * [[StatesnapOfflineStore]]; `loadId` is checkpoint format v2's and `columnFamilies` Spark 4's, which Spark 3.5
+   * does not have.
    * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
    */
   def openStore(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
+      prefixFields: Int, columnFamilies: Boolean, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
       loadId: Option[String]): StateStore = {
     require(loadId.isEmpty, s"Spark ${org.apache.spark.SPARK_VERSION} names no store version by id")
+    require(!columnFamilies, noFamilies)
     provider.init(id, keySchema, valueSchema, prefixFields, conf, hadoopConf)
     provider.getStore(version)
   }
 
   /** Whether the version `rocksDB` loaded keeps column families: Spark 3.5 has none. */
   def hasColumnFamilies(rocksDB: RocksDB): Boolean = false
+
+  /** Spark 4's column families, which Spark 3.5 does not have: never called. */
+  def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Unit =
+    throw new UnsupportedOperationException(noFamilies)
+  def iterator(rocksDB: RocksDB, family: String): Iterator[ByteArrayPair] =
+    throw new UnsupportedOperationException(noFamilies)
+  def schemaFileFamilies(id: StateStoreId, batch: Long, hadoopConf: Configuration,
+      where: String): Seq[StatesnapOfflineStore.Family] = throw new UnsupportedOperationException(noFamilies)
+  def createFamily(rocksDB: RocksDB, name: String, internal: Boolean): Unit =
+    throw new UnsupportedOperationException(noFamilies)
+  def put(rocksDB: RocksDB, key: Array[Byte], value: Array[Byte], family: String): Unit =
+    throw new UnsupportedOperationException(noFamilies)
+
+  private def noFamilies = s"Spark ${org.apache.spark.SPARK_VERSION} keeps no column families"
 
   /** Checkpoint format v2's id of the version `store` committed: none on Spark 3.5. */
   def checkpointId(store: StateStore): Option[String] = None

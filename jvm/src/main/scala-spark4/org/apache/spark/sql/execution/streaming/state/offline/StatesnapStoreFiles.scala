@@ -54,18 +54,65 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * A store without column families (every stateful operator's but transformWithState's) opened at `version` by
-   * `provider`, Spark's RocksDB provider or its default one, for [[StatesnapOfflineStore]]; under checkpoint format
-   * v2, the version the commit log names by `loadId`.
+   * A store opened at `version` by `provider`, Spark's RocksDB provider or its default one, for
+   * [[StatesnapOfflineStore]]; under checkpoint format v2, the version the commit log names by `loadId`.
    * @param prefixFields the number of leading key fields the store scans by (a session window's), else 0
+   * @param columnFamilies the store keeps column families (Spark's RocksDB provider only)
    */
   def openStore(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
+      prefixFields: Int, columnFamilies: Boolean, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
       loadId: Option[String]): StateStore = {
-    provider.init(id, keySchema, valueSchema, spec(keySchema, prefixFields), useColumnFamilies = false, conf,
-      hadoopConf, useMultipleValuesPerKey = false, None)
+    provider.init(id, keySchema, valueSchema, spec(keySchema, prefixFields), columnFamilies, conf, hadoopConf,
+      useMultipleValuesPerKey = false, None)
     provider.getStore(version, loadId)
   }
+
+  /**
+   * Refuses, naming `where`, a version `rocksDB` loaded that keeps a column family but `families` (name, internal)
+   * and the default one, or lacks one of them, or flags one otherwise (Spark counts internal families apart).
+   */
+  def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Unit = {
+    require(!families.exists(_._1 == StateStore.DEFAULT_COL_FAMILY_NAME), "the default family is not moved")
+    def named = families.map { case (name, internal) => s"'$name'${if (internal) " (internal)" else ""}" }
+      .mkString(", ")
+    families.find(f => !rocksDB.checkColFamilyExists(f._1)).foreach(f => throw new IllegalStateException(s"$where " +
+      s"keeps no column family '${f._1}', one of those the operator's schema file names ($named): not a store " +
+      "Spark leaves"))
+    val default = if (rocksDB.checkColFamilyExists(StateStore.DEFAULT_COL_FAMILY_NAME)) 1 else 0
+    val (kept, internal) = (rocksDB.getColFamilyCount(false) - default, rocksDB.getColFamilyCount(true))
+    if (kept != families.count(!_._2) || internal != families.count(_._2)) throw new IllegalStateException(s"$where " +
+      s"keeps $kept column families and $internal internal ones besides the default, where the job moves $named: " +
+      "a family the job does not know would be lost, or one flagged otherwise counted as another kind")
+  }
+
+  /** The entries of the column family `family` of the version `rocksDB` loaded, each key without its family's id. */
+  def iterator(rocksDB: RocksDB, family: String): Iterator[ByteArrayPair] = rocksDB.iterator(family)
+
+  /**
+   * The column families of the store `id` as Spark's files say them in batch `batch` (the v3 schema file its newest
+   * operator metadata v2 names), but the default one, each flagged not internal; refused, naming `where`, if one scans
+   * by a range of its key (transformWithState's timers and TTL indexes, which this job does not move).
+   */
+  def schemaFileFamilies(id: StateStoreId, batch: Long, hadoopConf: Configuration,
+      where: String): Seq[StatesnapOfflineStore.Family] =
+    StatesnapSparkSchemaFiles.transformWithStateFamilies(id, batch, hadoopConf).values.toSeq.sortBy(_.colFamilyName)
+      .filter(_.colFamilyName != StateStore.DEFAULT_COL_FAMILY_NAME).map { f =>
+        val prefixFields = f.keyStateEncoderSpec match {
+          case Some(_: NoPrefixKeyStateEncoderSpec) => 0
+          case Some(PrefixKeyScanStateEncoderSpec(_, n)) => n
+          case other => throw new IllegalStateException(s"$where: the column family '${f.colFamilyName}' keeps its " +
+            s"keys by ${other.getOrElse("an encoding its schema file does not name")}, which this job does not move")
+        }
+        StatesnapOfflineStore.Family(f.colFamilyName, f.keySchema, f.valueSchema, prefixFields, internal = false)
+      }
+
+  /** Creates the column family `name` in the store `rocksDB` writes, empty, internal or not. */
+  def createFamily(rocksDB: RocksDB, name: String, internal: Boolean): Unit =
+    rocksDB.createColFamilyIfAbsent(name, internal)
+
+  /** Puts `key` (without a family's id) with `value` into the column family `family` of the store `rocksDB`. */
+  def put(rocksDB: RocksDB, key: Array[Byte], value: Array[Byte], family: String): Unit =
+    rocksDB.put(key, value, family)
 
   /**
    * Whether the version `rocksDB` loaded keeps column families other than the default one (transformWithState, a

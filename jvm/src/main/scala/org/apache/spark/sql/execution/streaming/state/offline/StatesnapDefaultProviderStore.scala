@@ -3,6 +3,7 @@ package org.apache.spark.sql.execution.streaming.state.offline
 import io.statesnap.evolution.UnsafeRowLayout
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore.{Entry, Family}
 import org.apache.spark.sql.execution.streaming.state.{HDFSBackedStateStoreProvider, StateStoreConf, StateStoreId}
 import org.apache.spark.sql.types.StructType
 
@@ -15,17 +16,18 @@ import org.apache.spark.sql.types.StructType
  */
 object StatesnapDefaultProviderStore {
   /** The store `id` at `version`, loaded by that provider (its snapshot and deltas). */
-  def read(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
-      queryConf: Configuration, version: Long): StatesnapOfflineStore.Entries = {
+  def read(id: StateStoreId, family: Family, conf: StateStoreConf, queryConf: Configuration,
+      version: Long): StatesnapOfflineStore.Entries = {
+    import family.{keySchema, prefixFields, valueSchema}
     val provider = new HDFSBackedStateStoreProvider
-    val store = StatesnapOfflineStore.opened(provider, id, keySchema, valueSchema, prefixFields, conf,
+    val store = StatesnapOfflineStore.opened(provider, id, Seq(family), columnFamilies = false, conf,
       StatesnapOfflineStore.withRunId(queryConf), version)
     val codec = StatesnapStoreFiles.rocksDBCodec(keySchema, valueSchema, prefixFields)
     val values = new UnsafeRowLayout(valueSchema)
     new StatesnapOfflineStore.Entries {
-      override def entries: Iterator[(Array[Byte], Array[Byte])] = store.iterator().map { pair =>
+      override def entries: Iterator[Entry] = store.iterator().map { pair =>
         requireRow(values, valueSchema, pair.value, s"${id.storeCheckpointLocation()} version $version")
-        codec.encodeKey(pair.key) -> codec.encodeValue(pair.value)
+        Entry(0, codec.encodeKey(pair.key), codec.encodeValue(pair.value))
       }
       override def close(): Unit = try store.abort() finally provider.close()
     }
@@ -38,28 +40,27 @@ object StatesnapDefaultProviderStore {
    * the checksum file Spark 4.1+ writes beside it. The provider holds the whole store in memory, as it does when the
    * query runs.
    */
-  def write(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
-      queryConf: Configuration, version: Long): StatesnapOfflineStore.Writer = {
+  def write(id: StateStoreId, family: Family, conf: StateStoreConf, queryConf: Configuration,
+      version: Long): StatesnapOfflineStore.Writer = {
     val scratch = new ScratchStore(id, "Spark's default provider")
-    try new SnapshotWriter(id, scratch, keySchema, valueSchema, prefixFields, conf,
-      StatesnapOfflineStore.withRunId(queryConf), version)
+    try new SnapshotWriter(id, scratch, family, conf, StatesnapOfflineStore.withRunId(queryConf), version)
     catch { case e: Throwable => scratch.delete(); throw e }
   }
 
-  private final class SnapshotWriter(id: StateStoreId, scratch: ScratchStore, keySchema: StructType,
-      valueSchema: StructType, prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long)
-      extends StatesnapOfflineStore.Writer {
+  private final class SnapshotWriter(id: StateStoreId, scratch: ScratchStore, family: Family, conf: StateStoreConf,
+      hadoopConf: Configuration, version: Long) extends StatesnapOfflineStore.Writer {
+    import family.{keySchema, prefixFields, valueSchema}
     private val provider = new HDFSBackedStateStoreProvider
-    private val store = StatesnapOfflineStore.opened(provider, scratch.id, keySchema, valueSchema, prefixFields, conf,
+    private val store = StatesnapOfflineStore.opened(provider, scratch.id, Seq(family), columnFamilies = false, conf,
       hadoopConf, 0)
     private val codec = StatesnapStoreFiles.rocksDBCodec(keySchema, valueSchema, prefixFields)
     private val values = new UnsafeRowLayout(valueSchema)
     private var open = true
 
-    override def put(key: Array[Byte], value: Array[Byte]): Unit = {
-      val row = codec.decodeValue(value)
+    override def put(entry: Entry): Unit = {
+      val row = codec.decodeValue(entry.value)
       requireRow(values, valueSchema, row, s"the entry for ${id.storeCheckpointLocation()} version $version")
-      store.put(codec.decodeKey(key), row)  // copied by the store
+      store.put(codec.decodeKey(entry.key), row)  // copied by the store
     }
 
     override def checkpointId: Option[String] = None

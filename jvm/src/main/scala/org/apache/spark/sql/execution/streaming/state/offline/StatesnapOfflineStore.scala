@@ -8,8 +8,8 @@ import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBState
 import org.apache.spark.sql.types.StructType
 
 /**
- * The stores of a stopped query (without column families) as an offline job reads and writes them, entry by entry
- * in the bytes Spark's RocksDB provider stores (never decoded, so an entry keeps them exactly), with Spark's own
+ * The stores of a stopped query as an offline job reads and writes them, entry by entry, family by family, in the
+ * bytes Spark's RocksDB provider stores (never decoded, so an entry keeps them exactly), with Spark's own
  * RocksDB provider: a store read at a committed version by the provider's own load (its snapshot, the changelogs
  * after it), and a store of the new layout written anew, by the provider into an empty store of a scratch directory,
  * committed there and copied into the checkpoint as the version the job appends ([[ScratchStore]]). The
@@ -20,9 +20,21 @@ import org.apache.spark.sql.types.StructType
  * tracking number").
  */
 object StatesnapOfflineStore {
+  /**
+   * One of the families of entries a store keeps, as an offline job moves it: a store without column families
+   * keeps one, the default; a store with them (a stream-stream join of state format 3) keeps each family by name,
+   * created with Spark's flag for the operator's internal ones, which Spark counts apart.
+   * @param prefixFields the number of leading key fields the family scans by (a session window's), else 0
+   */
+  final case class Family(name: String, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      internal: Boolean)
+
+  /** An entry of the family `family` (its index among the store's [[Family]]s), its key without the family's id. */
+  final case class Entry(family: Int, key: Array[Byte], value: Array[Byte])
+
   /** The entries of a store version as Spark's RocksDB provider stores them, read by an offline job. */
   trait Entries {
-    def entries: Iterator[(Array[Byte], Array[Byte])]
+    def entries: Iterator[Entry]
     /** Releases the store. */
     def close(): Unit
   }
@@ -31,7 +43,7 @@ object StatesnapOfflineStore {
    * A store an offline job writes anew, entry by entry in the bytes Spark's RocksDB provider stores, then commits.
    */
   trait Writer {
-    def put(key: Array[Byte], value: Array[Byte]): Unit
+    def put(entry: Entry): Unit
     /** Commits the version the writer was made for, nothing else of the store's changed. */
     def commit(): Unit
     /** Under checkpoint format v2, the id of the version committed, which the batch's commit names. */
@@ -42,52 +54,62 @@ object StatesnapOfflineStore {
 
   /**
    * The entries of the store `id` at `version`, the one the query committed (under checkpoint format v2, the version
-   * the commit log names by `loadId`), in key order, streamed from RocksDB.
-   * @param prefixFields as [[StatesnapStoreFiles.openStore]]
+   * the commit log names by `loadId`), in key order, streamed from RocksDB; a store with column families
+   * (`columnFamilies`) family by family, by name, each key without its family's id. Such a store must keep exactly
+   * `families` (and the default family), each flagged as given: a family missing or in excess, or flagged otherwise,
+   * is refused, so that no entry is lost or counted as another kind.
    */
-  def read(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int, conf: StateStoreConf,
+  def read(id: StateStoreId, families: Seq[Family], columnFamilies: Boolean, conf: StateStoreConf,
       queryConf: Configuration, version: Long, loadId: Option[String]): Entries = {
     val provider = new RocksDBStateStoreProvider
-    val store = opened(provider, id, keySchema, valueSchema, prefixFields, conf, withRunId(queryConf), version,
-      loadId)
-    // Its keys would be streamed with their families' ids, which a store written anew maps to no family or another
-    // (a family then read as another's entries): such a store is moved family by family, or not at all.
-    if (StatesnapStoreFiles.hasColumnFamilies(provider.rocksDB)) {
-      try store.abort() finally provider.close()
-      throw new IllegalStateException(s"${id.storeCheckpointLocation()} version $version keeps column families " +
-        "(a transformWithState operator, or a stream-stream join of state format 3), which this job does not move")
-    }
+    val store = opened(provider, id, families, columnFamilies, conf, withRunId(queryConf), version, loadId)
+    val where = s"${id.storeCheckpointLocation()} version $version"
+    val rocksDB = provider.rocksDB
+    try {
+      if (columnFamilies) StatesnapStoreFiles.requireFamilies(rocksDB, families.map(f => f.name -> f.internal), where)
+      // Its keys would be streamed with their families' ids, which a store written anew maps to no family or another
+      // (a family then read as another's entries): such a store is moved family by family, or not at all.
+      else if (StatesnapStoreFiles.hasColumnFamilies(rocksDB)) throw new IllegalStateException(s"$where keeps " +
+        "column families (a transformWithState operator, or a stream-stream join of state format 3), which this " +
+        "job does not move")
+    } catch { case e: Throwable => try store.abort() finally provider.close(); throw e }
     new Entries {
-      override def entries: Iterator[(Array[Byte], Array[Byte])] =
-        provider.rocksDB.iterator().map(pair => pair.key -> pair.value)
+      override def entries: Iterator[Entry] =
+        if (!columnFamilies) rocksDB.iterator().map(pair => Entry(0, pair.key, pair.value))
+        else families.indices.iterator.flatMap(i => StatesnapStoreFiles.iterator(rocksDB, families(i).name)
+          .map(pair => Entry(i, pair.key, pair.value)))
       override def close(): Unit = try store.abort() finally provider.close()
     }
   }
 
   /**
    * The store `id` written anew as `version`: Spark's RocksDB provider puts every entry into an empty store of a
-   * scratch directory and commits it as version 1, whose snapshot, and the SST files it names, are copied as
-   * `<version>.zip` (under checkpoint format v2, `<version>_<id>.zip`, the id the provider gave it), which the provider
-   * loads without any earlier version, replacing one an earlier attempt of the task wrote. The job puts each key once:
-   * it reads each from the one partition Spark's partitioning wrote it to (`StoredKeyPlacement`).
+   * scratch directory (with column families, each of `families` created first, by name, with its flag) and commits
+   * it as version 1, whose snapshot, and the SST files it names, are copied as `<version>.zip` (under checkpoint
+   * format v2, `<version>_<id>.zip`, the id the provider gave it), which the provider loads without any earlier
+   * version, replacing one an earlier attempt of the task wrote. The job puts each key once: it reads each from the
+   * one partition Spark's partitioning wrote it to (`StoredKeyPlacement`).
    */
-  def writeAnew(id: StateStoreId, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      conf: StateStoreConf, queryConf: Configuration, version: Long): Writer = {
+  def writeAnew(id: StateStoreId, families: Seq[Family], columnFamilies: Boolean, conf: StateStoreConf,
+      queryConf: Configuration, version: Long): Writer = {
     require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
     val scratch = new ScratchStore(id, "Spark's RocksDB provider")
-    try new RocksDBWriter(scratch, keySchema, valueSchema, prefixFields, conf, withRunId(queryConf), version)
+    try new RocksDBWriter(scratch, families, columnFamilies, conf, withRunId(queryConf), version)
     catch { case e: Throwable => scratch.delete(); throw e }
   }
 
-  private final class RocksDBWriter(scratch: ScratchStore, keySchema: StructType, valueSchema: StructType,
-      prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long) extends Writer {
+  private final class RocksDBWriter(scratch: ScratchStore, families: Seq[Family], columnFamilies: Boolean,
+      conf: StateStoreConf, hadoopConf: Configuration, version: Long) extends Writer {
     private val provider = new RocksDBStateStoreProvider
-    private val store = opened(provider, scratch.id, keySchema, valueSchema, prefixFields, conf, hadoopConf, 0)
+    private val store = opened(provider, scratch.id, families, columnFamilies, conf, hadoopConf, 0)
     private val rocksDB = provider.rocksDB
     private var open = true
     private var committedId: Option[String] = None
+    if (columnFamilies) families.foreach(f => StatesnapStoreFiles.createFamily(rocksDB, f.name, f.internal))
 
-    override def put(key: Array[Byte], value: Array[Byte]): Unit = rocksDB.put(key, value)
+    override def put(entry: Entry): Unit =
+      if (columnFamilies) StatesnapStoreFiles.put(rocksDB, entry.key, entry.value, families(entry.family).name)
+      else rocksDB.put(entry.key, entry.value)
 
     override def commit(): Unit = {
       store.commit()
@@ -112,11 +134,18 @@ object StatesnapOfflineStore {
     hadoopConf
   }
 
-  /** `provider` initialized for the store `id` and opened at `version` (by id: v2); closed if that fails. */
-  private[offline] def opened(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType,
-      valueSchema: StructType, prefixFields: Int, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
-      loadId: Option[String] = None): StateStore =
-    try StatesnapStoreFiles.openStore(provider, id, keySchema, valueSchema, prefixFields, conf, hadoopConf, version,
-      loadId)
+  /**
+   * `provider` initialized for the store `id` and opened at `version` (by id: v2); closed if that fails. A store
+   * without column families is opened with its one family's layout; one with them, with the first family's (the
+   * provider's encoders are never used: the job moves bytes).
+   */
+  private[offline] def opened(provider: StateStoreProvider, id: StateStoreId, families: Seq[Family],
+      columnFamilies: Boolean, conf: StateStoreConf, hadoopConf: Configuration, version: Long,
+      loadId: Option[String] = None): StateStore = {
+    require(columnFamilies || families.size == 1, s"a store without column families keeps one, not $families")
+    val layout = families.head
+    try StatesnapStoreFiles.openStore(provider, id, layout.keySchema, layout.valueSchema,
+      if (columnFamilies) 0 else layout.prefixFields, columnFamilies, conf, hadoopConf, version, loadId)
     catch { case e: Throwable => provider.close(); throw e }
+  }
 }

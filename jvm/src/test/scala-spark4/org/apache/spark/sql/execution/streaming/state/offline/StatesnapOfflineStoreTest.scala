@@ -23,12 +23,50 @@ class StatesnapOfflineStoreTest {
    * to ids: tried, state "b" then read back state "a"'s entries (the id "b" got anew was "a"'s). Refused instead.
    */
   @Test def aStoreWithColumnFamiliesIsRefusedNotStreamedAsBytes(): Unit = {
-    val f = new ProviderFixture()
-    f.commitState(f.sparkRocksDb(), 0, "a", schema, Map("x" -> Seq(1), "y" -> Seq(2)))
-    f.commitState(f.sparkRocksDb(), 1, "b", schema, Map("z" -> Seq(3)))
+    val f = withTwoFamilies()
     val e = assertThrows(classOf[IllegalStateException], () => StatesnapOfflineStore.read(
-      StateStoreId(f.checkpoint, 0, 0), f.keySchema, schema, 0, jobConf, new Configuration, 2, None))
+      StateStoreId(f.checkpoint, 0, 0), Seq(family("default")), columnFamilies = false, jobConf, new Configuration, 2,
+      None))
     assertTrue(e.getMessage, e.getMessage.contains("0/0 version 2 keeps column families"))
     assertEquals("the store is left as it was", Map("z" -> Seq(3)), f.readWithSpark(2, "b", schema))
   }
+
+  /** Read family by family and written anew with each family created by name: each reads back its own entries. */
+  @Test def aStoreWithColumnFamiliesMovesFamilyByFamily(): Unit = {
+    val f = withTwoFamilies()
+    val families = Seq(family("b"), family("a"))  // another order than the ids': each is found by its name
+    val read = StatesnapOfflineStore.read(StateStoreId(f.checkpoint, 0, 0), families, columnFamilies = true, jobConf,
+      new Configuration, 2, None)
+    val entries = try read.entries.map(e => e.copy(key = e.key.clone, value = e.value.clone)).toList
+      finally read.close()
+    assertEquals(Seq(0, 1, 1), entries.map(_.family).sorted)
+    val written = StatesnapOfflineStore.writeAnew(StateStoreId(f.checkpoint, 0, 0), families, columnFamilies = true,
+      jobConf, new Configuration, 3)
+    try { entries.reverse.foreach(written.put); written.commit() } finally written.close()
+    assertEquals(Map("x" -> Seq(1), "y" -> Seq(2)), f.readWithSpark(3, "a", schema))
+    assertEquals(Map("z" -> Seq(3)), f.readWithSpark(3, "b", schema))
+  }
+
+  /** A family the job was not given would be lost, and one flagged otherwise counted apart: both refused. */
+  @Test def aFamilyTheJobDoesNotKnowOrFlagsOtherwiseIsRefused(): Unit = {
+    val f = withTwoFamilies()
+    for ((families, says) <- Seq(Seq(family("a")) -> "keeps 2 column families and 0 internal ones",
+      Seq(family("a"), family("b").copy(internal = true)) -> "keeps 2 column families and 0 internal ones",
+      Seq(family("a"), family("c")) -> "keeps no column family 'c'")) {
+      val e = assertThrows(classOf[IllegalStateException], () => StatesnapOfflineStore.read(
+        StateStoreId(f.checkpoint, 0, 0), families, columnFamilies = true, jobConf, new Configuration, 2, None))
+      assertTrue(e.getMessage, e.getMessage.contains("0/0 version 2 " + says))
+    }
+  }
+
+  /** Spark's RocksDB provider's store with families `a` (keys x, y) and `b` (key z), committed as version 2. */
+  private def withTwoFamilies(): ProviderFixture = {
+    val f = new ProviderFixture()
+    f.commitState(f.sparkRocksDb(), 0, "a", schema, Map("x" -> Seq(1), "y" -> Seq(2)))
+    f.commitState(f.sparkRocksDb(), 1, "b", schema, Map("z" -> Seq(3)))
+    f
+  }
+
+  private def family(name: String) = StatesnapOfflineStore.Family(name, StructType.fromDDL("id STRING"), schema, 0,
+    internal = false)
 }
