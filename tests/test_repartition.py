@@ -19,15 +19,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
 import faults
 import statesnap
-from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, _group_state_app, run_app, write_input
-from committed_state import (latest_committed_version, partitions, read_default_provider_store, read_store,
-                             state_row)
+from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, StateSpec, _group_state_app, run_app, write_input
+from committed_state import (decode_row, latest_committed_version, partitions, read_default_provider_store,
+                             read_store, state_row)
 from minors import MINOR, OPERATOR_METADATA, PINNED, SPARK_STATE_READER, TRANSFORM_WITH_STATE
+
+if TRANSFORM_WITH_STATE:
+    from pyspark.sql.streaming import StatefulProcessor
+else:  # Spark 3.5 has no transformWithState: its cases are skipped
+    StatefulProcessor = object
 from test_other_operators import run_to_end
 
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -389,13 +395,15 @@ def test_repartition_answers_with_the_tools_exit_codes_and_refuses_what_it_canno
 
 
 @pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
-def test_a_transform_with_state_operator_is_refused_by_name(spark, app_dirs, cli):
+def test_a_transform_with_state_operator_is_not_released_to_the_default_provider(spark, app_dirs, cli):
+    """Spark's default provider keeps no column families: refused by name, nothing changed."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set")])
     run_app(spark, source, checkpoint, "n int")
     before = files(checkpoint)
-    code, out = cli("repartition", checkpoint, "--partitions", "3", "--no-file-sink")
-    assert code == 4 and "operator 0 is transformWithState" in out, out
+    code, out = cli("release", checkpoint, "--provider", "hdfs", "--no-file-sink")
+    assert code == 4 and "operator 0 is transformWithState, whose column families Spark's default provider cannot " \
+        "keep" in out, out
     assert files(checkpoint) == before
 
 
@@ -428,6 +436,143 @@ def test_a_join_of_state_format_3_moves_family_by_family(spark, session_for, tmp
     assert code == 4 and "operator 0 is a stream-stream join of state format 3" in out and \
         "Spark's default provider cannot keep" in out, out
     assert files(checkpoint) == before
+
+
+# transformWithState's variables (value, list, map; each with TTL too): every kind of column family Spark keeps for
+# them (the variables, a list's counters, TTL indexes by time), keyed by the grouping key `id` in each of its layouts.
+TWS_STATES = [StateSpec("v", "c bigint"), StateSpec("l", "c bigint", kind="list"),
+              StateSpec("m", "c bigint", to_state=lambda v: {(f"u{v % 3}",): (v,)}, kind="map"),
+              StateSpec("vt", "c bigint", ttl_ms=10 ** 9), StateSpec("lt", "c bigint", kind="list", ttl_ms=10 ** 9),
+              StateSpec("mt", "c bigint", to_state=lambda v: {(f"u{v % 2}",): (v,)}, kind="map", ttl_ms=10 ** 9)]
+
+
+def grouping_id(family: str, key: bytes) -> str:
+    """The grouping key `id` a transformWithState family's stored key holds, read by this test's own decoder from
+    the layout Spark gives that family (docs/research/spark-state-partitioning.md §6)."""
+    if family in ("m", "mt") or family.endswith("_keyToTimestamp"):  # [len][0][struct<key>][0][rest]
+        length = int.from_bytes(key[:4], "little")
+        return decode_row(state_row(key[4:4 + length]), "key struct<id string>")[0][0]
+    if family.startswith("$ttl_") or family.endswith("_timestampToKey"):  # [len][0][time][0][struct<elementKey>]
+        rest = state_row(key[4 + int.from_bytes(key[:4], "little"):])
+        if family == "$ttl_mt":
+            return decode_row(rest, "elementKey struct<key struct<id string>, userKey struct<uk string>>")[0][0][0]
+        return decode_row(rest, "elementKey struct<id string>")[0][0]
+    return decode_row(state_row(key), "id string")[0]  # [0][row]: a value or list variable, a list's counters
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
+@pytest.mark.parametrize("provider", [pytest.param("spark", marks=pytest.mark.skipif(MINOR == "4.2", reason="sampled")),
+                                      pytest.param("statesnap", marks=ONLY_ON_PINNED)])
+def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, session_for, tmp_path, provider):
+    """Every column family of a transformWithState store (value, list and map variables, with and without TTL: their
+    counters and TTL indexes) moves by the grouping key it holds, 2 -> 5 -> 3 partitions; each run reads what a
+    control that never moved reads; every entry is committed once, byte for byte, where Spark now looks for its id
+    (the id read from each family's layout by this test's decoder, placed by Spark's partitioning of `id`)."""
+    session_for(provider, False)
+    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    placements = spark._jvm.io.statesnap.testkit.Placements
+    runs = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)], [(k, 10 * i + 3, "set") for i, k in enumerate(KEYS[::2])],
+            [(k, 10 * i + 5, "set") for i, k in enumerate(KEYS[1::3])] + [("new1", 7, "set")],
+            [(k, 1, "get") for k in KEYS] + [("new2", 8, "set")]]
+    for i, rows in enumerate(runs, start=1):
+        write_input(source, rows)
+        write_input(control_source, rows)
+        assert run_app(spark, source, checkpoint, TWS_STATES).seen == \
+            run_app(spark, control_source, control, TWS_STATES).seen, f"run {i}"
+        count = {2: 5, 3: 3}.get(i)
+        if count:
+            before = entries(checkpoint)
+            assert {f for _, f in before} >= {"v", "l", "m", "$ttl_vt", "$ttl_lt", "$ttl_mt", "$count_lt"}, before
+            result = statesnap.repartition(checkpoint, count, no_file_sink=True)
+            assert result.outcome == statesnap.tools.Outcome.CHANGE, result.lines
+            after = entries(checkpoint)
+            # Every family Spark's schema file names is created, as the operator would: one the store lacked, empty.
+            assert set(before) <= set(after)
+            assert all(kept == {} for f in set(after) - set(before) for kept in after[f].values())
+            for (op, family), by_partition in after.items():
+                assert Counter((k, v) for kept in by_partition.values() for k, v in kept.items()) == \
+                    Counter((k, v) for kept in before.get((op, family), {}).values() for k, v in kept.items()), family
+                for p, kept in by_partition.items():
+                    ids = [grouping_id(family, k) for k in kept]
+                    assert set(placements.partitionsOfIds(ids, count)) <= {p}, (family, p)
+            assert sorted(partitions(checkpoint)) == list(range(count))
+
+
+class TimersApp(StatefulProcessor):
+    """Counts each id's rows and registers an event-time timer 50 s after each; a timer that fires says when, and
+    the count it finds."""
+
+    def init(self, handle) -> None:
+        self.handle = handle
+        self.count = handle.getValueState("count", "n bigint")
+
+    def _count(self) -> int:
+        return int(self.count.get()[0]) if self.count.exists() else 0
+
+    def handleInputRows(self, key, rows, timerValues):
+        n = self._count()
+        for pdf in rows:
+            for value in pdf["value"]:
+                n += 1
+                self.handle.registerTimer(int(value) * 1000 + 50_000)
+        self.count.update((n,))
+        yield pd.DataFrame({"id": [key[0]], "event": [f"count {n}"]})
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        yield pd.DataFrame({"id": [key[0]], "event": [f"fired {expiredTimerInfo.getExpiryTimeInMs()} at "
+                                                      f"count {self._count()}"]})
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(MINOR not in ("4.0", "4.1", "4.3"), reason="transformWithState: the oldest, pinned, newest")
+def test_transform_with_state_timers_move_and_fire_where_a_control_fires_them(spark, session_for, tmp_path):
+    """Event-time timers (both of Spark's timer families: by key, a prefix scan; by time, a range scan) move with the
+    count they belong to, 2 -> 5 -> 3 partitions, and fire in the same batches with the same counts as a control that
+    never moved; every entry is committed once, where Spark now looks for its id."""
+    session_for("spark", True)
+    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
+    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    placements = spark._jvm.io.statesnap.testkit.Placements
+
+    def run_timers(src: str, ck: str) -> list[str]:
+        rows = (spark.readStream.schema(INPUT_SCHEMA).json(src).withColumn("at", F.timestamp_seconds("value"))
+                .withWatermark("at", "10 seconds"))
+        query = rows.groupBy("id").transformWithStateInPandas(TimersApp(), "id string, event string", "Update",
+                                                              "EventTime")
+        return sorted(str(tuple(r)) for r in run_to_end(query, ck, "update"))
+    # A batch's watermark is the one the batch before it left (its max event time - 10 s): the second run leaves
+    # 320 s, which the third, after the first repartition, fires the timers to; the fifth, after the second, to 390 s.
+    runs = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)],
+            [(k, 10 * i + 3, "set") for i, k in enumerate(KEYS[::2])] + [("push", 330, "set")],
+            [(k, 10 * i + 5, "set") for i, k in enumerate(KEYS[1::3])], [("late", 400, "set")],
+            [("later", 401, "set")]]
+    fired = []
+    for i, rows in enumerate(runs, start=1):
+        write_input(source, rows)
+        write_input(control_source, rows)
+        out = run_timers(source, checkpoint)
+        assert out == run_timers(control_source, control), f"run {i}"
+        fired.append(sum("fired" in r for r in out))
+        count = {2: 5, 3: 3}.get(i)
+        if count:
+            before = entries(checkpoint)
+            timers = {f for _, f in before if "Timers_" in f}
+            assert timers == {"$eventTimers_keyToTimestamp", "$eventTimers_timestampToKey"}, before
+            result = statesnap.repartition(checkpoint, count, no_file_sink=True)
+            assert result.outcome == statesnap.tools.Outcome.CHANGE, result.lines
+            after = entries(checkpoint)
+            for family in timers | {"count"}:
+                moved = after[(0, family)]
+                assert Counter(e for kept in moved.values() for e in kept.items()) == \
+                    Counter(e for kept in before[(0, family)].values() for e in kept.items()), family
+                for p, kept in moved.items():
+                    assert set(placements.partitionsOfIds([grouping_id(family, k) for k in kept], count)) <= {p}
+    assert fired[2] > 0 and fired[4] > 0, f"timers fired after each repartition: {fired}"
 
 
 def counted_twice(spark, tmp_path) -> tuple[list[str], list[str], str, str]:

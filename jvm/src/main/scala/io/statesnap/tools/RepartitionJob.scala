@@ -90,8 +90,7 @@ private[tools] object RepartitionJob {
   private def targetsOf(o: RepartitionPlan.Operator, store: RepartitionPlan.Store, p: Int, from: Int,
       to: Int): Entry => Iterator[Int] = {
     val placements = store.families.map(f => f.placement match {
-      case RepartitionPlan.ByKey(partitionKey, prefixScan) =>
-        Some(new StoredKeyPlacement(f.layout.keySchema, partitionKey, prefixScan, from, to))
+      case RepartitionPlan.ByKey(key) => Some(new StoredKeyPlacement(key, from, to))
       case RepartitionPlan.WithTheStore => None
     })
     val withTheStore = (if (p < to) Seq(p) else Nil) ++ (if (p == 0) from until to else Nil)

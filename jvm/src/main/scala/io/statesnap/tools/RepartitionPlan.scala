@@ -2,7 +2,7 @@ package io.statesnap.tools
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
-import io.statesnap.placement.PartitionKey
+import io.statesnap.placement.{PartitionKey, StoredKey, TransformWithStateKeys}
 import io.statesnap.provider.OperatorRecordFiles
 import io.statesnap.registration.{QueryStates, SparkOperator}
 import io.statesnap.snapshot.RecordFamily
@@ -78,11 +78,8 @@ object RepartitionPlan {
   /** Where the entries of a family go among the new layout's partitions. */
   sealed trait Placement
 
-  /**
-   * Each entry by its key, into the partition Spark's partitioning of the operator reads it from.
-   * @param prefixScan the family keeps its key split after all but its last field (a session window's)
-   */
-  final case class ByKey(partitionKey: PartitionKey, prefixScan: Boolean) extends Placement
+  /** Each entry by its key, stored as `key` says, into the partition Spark's partitioning of the operator reads. */
+  final case class ByKey(key: StoredKey) extends Placement
 
   /**
    * With the store: statesnap's records of its states (`$statesnap_snapshots`), kept per store version, not per key.
@@ -95,7 +92,8 @@ object RepartitionPlan {
   private def singleFamily(name: String, key: StructType, value: StructType, partitionKey: PartitionKey,
       prefixScan: Boolean): Store = Store(name, Seq(Family(StatesnapOfflineStore.Family(
     StateStoreId.DEFAULT_STORE_NAME, key, value, if (prefixScan) key.length - 1 else 0, internal = false),
-    ByKey(partitionKey, prefixScan))), columnFamilies = false)
+    ByKey(if (!prefixScan) StoredKey.Whole(key, partitionKey) else StoredKey.Split(Some(StructType(key.dropRight(1))),
+      StructType(key.takeRight(1)), inFirst = true, Nil)))), columnFamilies = false)
 
   /**
    * A stateful operator: its stores, and whether it has no key (a global aggregation, a streaming limit), which Spark
@@ -138,13 +136,15 @@ object RepartitionPlan {
     val stateRoot = new Path(checkpoint.root, "state").toString
     val (joins, transforms) = columnFamilies.partition(op =>
       QueryStates.columnFamilyOperator(stateRoot, op, checkpoint.hadoopConf).contains(SparkOperator.StreamStreamJoin))
-    if (transforms.nonEmpty) refuse(s"operator ${transforms.mkString(", ")} is transformWithState, whose column " +
-      "families (and timers and TTL indexes) repartition does not move yet")
-    if (joins.nonEmpty && (provider == ProviderClasses.SparkDefault || target.contains(ProviderClasses.SparkDefault)))
-      refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
+    if (provider == ProviderClasses.SparkDefault || target.contains(ProviderClasses.SparkDefault)) {
+      if (joins.nonEmpty) refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
         s"(spark.sql.streaming.join.stateFormatVersion=3, pinned), whose column families Spark's default provider " +
         "cannot keep")
+      if (transforms.nonEmpty) refuse(s"operator ${transforms.mkString(", ")} is transformWithState, whose column " +
+        "families Spark's default provider cannot keep")
+    }
     val operators = (joins.map(joinOfColumnFamilies(checkpoint, batch, _, from, provider)) ++
+      transforms.map(transformWithState(checkpoint, batch, _, from, provider)) ++
       others.map(operator(checkpoint, batch, _, from))).sortBy(_.id)
     val count = to.getOrElse(from)
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
@@ -216,17 +216,39 @@ object RepartitionPlan {
         .fold(why => checkpoint.refuse(s"$where: its column family '${f.name}': $why"), identity)
       if (f.prefixFields != 0) checkpoint.refuse(s"$where: its column family '${f.name}' scans by a prefix of its " +
         "key, which no join of Spark 4.1 to 4.3 does")
-      Family(f.copy(internal = f.name.endsWith("-keyToNumValues")), ByKey(partitionKey, prefixScan = false))
+      Family(f.copy(internal = f.name.endsWith("-keyToNumValues")), ByKey(StoredKey.Whole(f.keySchema, partitionKey)))
     }
     if (families.map(_.layout.name).sorted != JoinStores.sorted) checkpoint.refuse(s"$where: Spark's schema file " +
       s"names the column families ${families.map(_.layout.name).mkString(", ")}, not a join's " +
       JoinStores.mkString(", "))
-    val records = Option.when(provider == ProviderClasses.Statesnap)(Family(StatesnapOfflineStore.Family(
-      RecordFamily.Name, RecordFamily.KeySchema, RecordFamily.ValueSchema, 0, internal = true), WithTheStore))
     requireLayout(checkpoint, op, from, keyless = false)
     Operator(op, "stream-stream join, state format 3", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
-      families ++ records, columnFamilies = true)), keyless = false)
+      families ++ records(provider), columnFamilies = true)), keyless = false)
   }
+
+  /**
+   * A transformWithState operator (Spark 4.0+): one store whose column families are its variables and Spark's own
+   * for them (timers, TTL indexes, a list's counters, all internal: their names start with `$`), from Spark's v3
+   * schema file; each placed by the grouping key it holds ([[TransformWithStateKeys]]).
+   */
+  private def transformWithState(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int,
+      provider: String): Operator = {
+    val id = StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME)
+    val where = s"state/$op (transformWithState)"
+    val families = StatesnapStoreFiles.schemaFileFamilies(id, batch, checkpoint.hadoopConf, where)
+      .filter(_.name != RecordFamily.Name).map(f => f.copy(internal = f.name.startsWith("$")))
+    val keys = TransformWithStateKeys.storedKeys(families.map(f => TransformWithStateKeys.Layout(f.name, f.keySchema,
+      f.prefixFields, f.rangeOrdinals))).fold(why => checkpoint.refuse(s"$where: $why"), identity)
+    requireLayout(checkpoint, op, from, keyless = false)
+    Operator(op, "transformWithState", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
+      families.map(f => Family(f, ByKey(keys(f.name)))) ++ records(provider), columnFamilies = true)),
+      keyless = false)
+  }
+
+  /** On statesnap's provider, its records of a store's states, kept in a family of the store. */
+  private def records(provider: String): Option[Family] = Option.when(provider == ProviderClasses.Statesnap)(
+    Family(StatesnapOfflineStore.Family(RecordFamily.Name, RecordFamily.KeySchema, RecordFamily.ValueSchema, 0,
+      internal = true), WithTheStore))
 
   /**
    * The operator of stores whose name Spark recorded nowhere (Spark 3.5 writes no operator metadata, and the query

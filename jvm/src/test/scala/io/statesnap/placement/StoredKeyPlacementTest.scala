@@ -15,6 +15,8 @@ import org.junit.Test
 class StoredKeyPlacementTest {
   private val schema = StructType.fromDDL("id STRING, sessionStartTime TIMESTAMP")
   private val rows = (0 until 100).map(i => InternalRow(UTF8String.fromString(s"k$i"), i * 1000L))
+  private val sessionWindow = StoredKey.Split(Some(StructType(schema.take(1))), StructType(schema.drop(1)),
+    inFirst = true, Nil)
 
   private def encoded(schema: StructType, row: InternalRow): Array[Byte] =
     Array[Byte](0) ++ UnsafeProjection.create(schema)(row).getBytes
@@ -29,20 +31,20 @@ class StoredKeyPlacementTest {
 
   @Test def aStoredKeyIsPlacedAsItsRow(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WholeKey, 7)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 1, 7)
+    val stored = new StoredKeyPlacement(StoredKey.Whole(schema, PartitionKey.WholeKey), 1, 7)
     assertEquals(rows.map(rowPlacement.partition), rows.map(r => stored.partition(encoded(schema, r), 0)))
   }
 
   @Test def aPrefixScannedKeyIsPlacedByItsPrefix(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WithoutLastField, 7)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 1, 7)
+    val stored = new StoredKeyPlacement(sessionWindow, 1, 7)
     val placed = rows.map(r => stored.partition(prefixScanned(r), 0))
     assertEquals(rows.map(rowPlacement.partition), placed)
     assertEquals("the keys spread over the partitions", 7, placed.distinct.size)
   }
 
   @Test def bytesThatAreNoKeyOfTheLayoutAreRefusedNotHashed(): Unit = {
-    val plain = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 1, 7)
+    val plain = new StoredKeyPlacement(StoredKey.Whole(schema, PartitionKey.WholeKey), 1, 7)
     val key = encoded(schema, rows.head)
     def refusal(bytes: Array[Byte], placement: StoredKeyPlacement = plain): String =
       try { placement.partition(bytes, 0); fail(s"placed ${bytes.toSeq}"); "" }
@@ -51,15 +53,15 @@ class StoredKeyPlacementTest {
     assertTrue(refusal(key.dropRight(8)).contains("points at bytes"))
     assertTrue(refusal(encoded(StructType.fromDDL("id STRING"), InternalRow(UTF8String.fromString("k"))))
       .contains("is not a key of struct<id:string,sessionStartTime:timestamp>"))
-    val prefixed = new StoredKeyPlacement(schema, PartitionKey.WithoutLastField, prefixScan = true, 1, 7)
+    val prefixed = new StoredKeyPlacement(sessionWindow, 1, 7)
     assertTrue(refusal(key, prefixed).contains("no prefix length"))
     val scanned = prefixScanned(rows.head)
-    assertTrue(refusal(scanned.dropRight(8), prefixed).contains("its last field"))
+    assertTrue(refusal(scanned.dropRight(8), prefixed).contains("its rest"))
   }
 
   @Test def aKeyReadFromAPartitionSparkNeverWroteItToIsRefused(): Unit = {
     val rowPlacement = new KeyPlacement(schema, PartitionKey.WholeKey, 3)
-    val stored = new StoredKeyPlacement(schema, PartitionKey.WholeKey, prefixScan = false, 3, 7)
+    val stored = new StoredKeyPlacement(StoredKey.Whole(schema, PartitionKey.WholeKey), 3, 7)
     rows.foreach { r =>
       val home = rowPlacement.partition(r)
       stored.partition(encoded(schema, r), home)

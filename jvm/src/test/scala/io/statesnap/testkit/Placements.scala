@@ -6,9 +6,11 @@ import io.statesnap.placement.{KeyPlacement, PartitionKey}
 import io.statesnap.registration.SparkOperator
 import io.statesnap.snapshot.StateKind
 import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{JoinedRow, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
 import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.unsafe.types.UTF8String
 
 /** For tests/test_key_placement.py, through py4j: where [[KeyPlacement]] places the keys a test read from disk. */
 object Placements {
@@ -30,6 +32,12 @@ object Placements {
       case "WithoutLastField" => PartitionKey.WithoutLastField
     }
     placed(new KeyPlacement(keySchema, hashed, partitions), keySchema.length, keys, rests)
+  }
+
+  /** The partitions Spark's partitioning of a key `id STRING` places each of `ids` in, among `partitions`. */
+  def partitionsOfIds(ids: java.util.List[String], partitions: Int): Array[Int] = {
+    val placement = new KeyPlacement(StructType.fromDDL("id STRING"), PartitionKey.WholeKey, partitions)
+    ids.asScala.map(id => placement.partition(InternalRow(UTF8String.fromString(id)))).toArray
   }
 
   /**

@@ -69,7 +69,7 @@ object StatesnapStoreFiles {
   def hasColumnFamilies(rocksDB: RocksDB): Boolean = false
 
   /** Spark 4's column families, which Spark 3.5 does not have: never called. */
-  def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Unit =
+  def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Set[String] =
     throw new UnsupportedOperationException(noFamilies)
   def iterator(rocksDB: RocksDB, family: String): Iterator[ByteArrayPair] =
     throw new UnsupportedOperationException(noFamilies)

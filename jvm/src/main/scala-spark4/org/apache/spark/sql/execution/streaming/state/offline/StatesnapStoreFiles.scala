@@ -68,21 +68,30 @@ object StatesnapStoreFiles {
   }
 
   /**
-   * Refuses, naming `where`, a version `rocksDB` loaded that keeps a column family but `families` (name, internal)
-   * and the default one, or lacks one of them, or flags one otherwise (Spark counts internal families apart).
+   * Refuses, naming `where`, a version `rocksDB` loaded that keeps a column family but those of `families` (name,
+   * internal) and the default one, or flags one of them otherwise (Spark counts internal families apart), or holds
+   * entries in the default family, where no operator with families keeps any. One of `families` it lacks has no
+   * entries to move (transformWithState creates a family as the application first asks for it, and Spark's schema
+   * file names some no store keeps).
+   * @return the families of `families` it keeps
    */
-  def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Unit = {
+  def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Set[String] = {
     require(!families.exists(_._1 == StateStore.DEFAULT_COL_FAMILY_NAME), "the default family is not moved")
-    def named = families.map { case (name, internal) => s"'$name'${if (internal) " (internal)" else ""}" }
-      .mkString(", ")
-    families.find(f => !rocksDB.checkColFamilyExists(f._1)).foreach(f => throw new IllegalStateException(s"$where " +
-      s"keeps no column family '${f._1}', one of those the operator's schema file names ($named): not a store " +
-      "Spark leaves"))
+    val kept = families.filter(f => rocksDB.checkColFamilyExists(f._1))
     val default = if (rocksDB.checkColFamilyExists(StateStore.DEFAULT_COL_FAMILY_NAME)) 1 else 0
-    val (kept, internal) = (rocksDB.getColFamilyCount(false) - default, rocksDB.getColFamilyCount(true))
-    if (kept != families.count(!_._2) || internal != families.count(_._2)) throw new IllegalStateException(s"$where " +
-      s"keeps $kept column families and $internal internal ones besides the default, where the job moves $named: " +
-      "a family the job does not know would be lost, or one flagged otherwise counted as another kind")
+    val (user, internal) = (rocksDB.getColFamilyCount(false) - default, rocksDB.getColFamilyCount(true))
+    if (user != kept.count(!_._2) || internal != kept.count(_._2)) {
+      val named = kept.map { case (name, internal) => s"'$name'${if (internal) " (internal)" else ""}" }
+      throw new IllegalStateException(s"$where keeps $user column families and $internal internal ones besides the " +
+        s"default, where those the job moves are ${if (named.isEmpty) "none" else named.mkString(", ")}: a family " +
+        "the job does not know would be lost, or one flagged otherwise counted as another kind")
+    }
+    if (default == 1) {
+      val entries = rocksDB.iterator(StateStore.DEFAULT_COL_FAMILY_NAME)
+      try if (entries.hasNext) throw new IllegalStateException(s"$where holds entries in its default column family, " +
+        "where no operator with column families keeps any: they would be lost") finally entries.closeIfNeeded()
+    }
+    kept.map(_._1).toSet
   }
 
   /** The entries of the column family `family` of the version `rocksDB` loaded, each key without its family's id. */
@@ -90,20 +99,22 @@ object StatesnapStoreFiles {
 
   /**
    * The column families of the store `id` as Spark's files say them in batch `batch` (the v3 schema file its newest
-   * operator metadata v2 names), but the default one, each flagged not internal; refused, naming `where`, if one scans
-   * by a range of its key (transformWithState's timers and TTL indexes, which this job does not move).
+   * operator metadata v2 names), but the default one, each flagged not internal; refused, naming `where`, if one keeps
+   * its keys in an order this job does not read.
    */
   def schemaFileFamilies(id: StateStoreId, batch: Long, hadoopConf: Configuration,
       where: String): Seq[StatesnapOfflineStore.Family] =
     StatesnapSparkSchemaFiles.transformWithStateFamilies(id, batch, hadoopConf).values.toSeq.sortBy(_.colFamilyName)
       .filter(_.colFamilyName != StateStore.DEFAULT_COL_FAMILY_NAME).map { f =>
-        val prefixFields = f.keyStateEncoderSpec match {
-          case Some(_: NoPrefixKeyStateEncoderSpec) => 0
-          case Some(PrefixKeyScanStateEncoderSpec(_, n)) => n
+        val (prefixFields, rangeOrdinals) = f.keyStateEncoderSpec match {
+          case Some(_: NoPrefixKeyStateEncoderSpec) => (0, Nil)
+          case Some(PrefixKeyScanStateEncoderSpec(_, n)) => (n, Nil)
+          case Some(RangeKeyScanStateEncoderSpec(_, ordinals)) => (0, ordinals)
           case other => throw new IllegalStateException(s"$where: the column family '${f.colFamilyName}' keeps its " +
             s"keys by ${other.getOrElse("an encoding its schema file does not name")}, which this job does not move")
         }
-        StatesnapOfflineStore.Family(f.colFamilyName, f.keySchema, f.valueSchema, prefixFields, internal = false)
+        StatesnapOfflineStore.Family(f.colFamilyName, f.keySchema, f.valueSchema, prefixFields, internal = false,
+          rangeOrdinals)
       }
 
   /** Creates the column family `name` in the store `rocksDB` writes, empty, internal or not. */

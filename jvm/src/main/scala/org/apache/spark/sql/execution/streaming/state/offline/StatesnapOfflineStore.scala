@@ -25,9 +25,11 @@ object StatesnapOfflineStore {
    * keeps one, the default; a store with them (a stream-stream join of state format 3) keeps each family by name,
    * created with Spark's flag for the operator's internal ones, which Spark counts apart.
    * @param prefixFields the number of leading key fields the family scans by (a session window's), else 0
+   * @param rangeOrdinals the key fields a family scans by a range of (transformWithState's timers and TTL indexes),
+   *   kept first in Spark's order-preserving encoding, else none
    */
   final case class Family(name: String, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      internal: Boolean)
+      internal: Boolean, rangeOrdinals: Seq[Int] = Nil)
 
   /** An entry of the family `family` (its index among the store's [[Family]]s), its key without the family's id. */
   final case class Entry(family: Int, key: Array[Byte], value: Array[Byte])
@@ -55,9 +57,10 @@ object StatesnapOfflineStore {
   /**
    * The entries of the store `id` at `version`, the one the query committed (under checkpoint format v2, the version
    * the commit log names by `loadId`), in key order, streamed from RocksDB; a store with column families
-   * (`columnFamilies`) family by family, by name, each key without its family's id. Such a store must keep exactly
-   * `families` (and the default family), each flagged as given: a family missing or in excess, or flagged otherwise,
-   * is refused, so that no entry is lost or counted as another kind.
+   * (`columnFamilies`) family by family, by name, each key without its family's id. Such a store may keep no family
+   * but `families` (and the default family, empty: an operator with families keeps nothing there), each flagged as
+   * given: a family in excess or flagged otherwise, or an entry in the default family, is refused, so that no entry
+   * is lost or counted as another kind.
    */
   def read(id: StateStoreId, families: Seq[Family], columnFamilies: Boolean, conf: StateStoreConf,
       queryConf: Configuration, version: Long, loadId: Option[String]): Entries = {
@@ -65,19 +68,20 @@ object StatesnapOfflineStore {
     val store = opened(provider, id, families, columnFamilies, conf, withRunId(queryConf), version, loadId)
     val where = s"${id.storeCheckpointLocation()} version $version"
     val rocksDB = provider.rocksDB
-    try {
+    val kept = try {
       if (columnFamilies) StatesnapStoreFiles.requireFamilies(rocksDB, families.map(f => f.name -> f.internal), where)
       // Its keys would be streamed with their families' ids, which a store written anew maps to no family or another
       // (a family then read as another's entries): such a store is moved family by family, or not at all.
       else if (StatesnapStoreFiles.hasColumnFamilies(rocksDB)) throw new IllegalStateException(s"$where keeps " +
         "column families (a transformWithState operator, or a stream-stream join of state format 3), which this " +
         "job does not move")
+      else Set.empty[String]
     } catch { case e: Throwable => try store.abort() finally provider.close(); throw e }
     new Entries {
       override def entries: Iterator[Entry] =
         if (!columnFamilies) rocksDB.iterator().map(pair => Entry(0, pair.key, pair.value))
-        else families.indices.iterator.flatMap(i => StatesnapStoreFiles.iterator(rocksDB, families(i).name)
-          .map(pair => Entry(i, pair.key, pair.value)))
+        else families.indices.iterator.filter(i => kept(families(i).name)).flatMap(i =>
+          StatesnapStoreFiles.iterator(rocksDB, families(i).name).map(pair => Entry(i, pair.key, pair.value)))
       override def close(): Unit = try store.abort() finally provider.close()
     }
   }

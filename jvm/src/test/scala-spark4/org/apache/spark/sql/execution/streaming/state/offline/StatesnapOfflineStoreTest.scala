@@ -47,16 +47,37 @@ class StatesnapOfflineStoreTest {
     assertEquals(Map("z" -> Seq(3)), f.readWithSpark(3, "b", schema))
   }
 
-  /** A family the job was not given would be lost, and one flagged otherwise counted apart: both refused. */
+  /**
+   * A family the job was not given would be lost, and one flagged otherwise counted apart: both refused. A family
+   * it was given that the store lacks has nothing to move.
+   */
   @Test def aFamilyTheJobDoesNotKnowOrFlagsOtherwiseIsRefused(): Unit = {
     val f = withTwoFamilies()
-    for ((families, says) <- Seq(Seq(family("a")) -> "keeps 2 column families and 0 internal ones",
-      Seq(family("a"), family("b").copy(internal = true)) -> "keeps 2 column families and 0 internal ones",
-      Seq(family("a"), family("c")) -> "keeps no column family 'c'")) {
-      val e = assertThrows(classOf[IllegalStateException], () => StatesnapOfflineStore.read(
-        StateStoreId(f.checkpoint, 0, 0), families, columnFamilies = true, jobConf, new Configuration, 2, None))
-      assertTrue(e.getMessage, e.getMessage.contains("0/0 version 2 " + says))
+    def read(families: Seq[StatesnapOfflineStore.Family]) = StatesnapOfflineStore.read(StateStoreId(f.checkpoint, 0,
+      0), families, columnFamilies = true, jobConf, new Configuration, 2, None)
+    val refusals = Seq(
+      Seq(family("a")) -> ("keeps 2 column families and 0 internal ones besides the default, where those the job " +
+        "moves are 'a'"),
+      Seq(family("a"), family("b").copy(internal = true)) -> "where those the job moves are 'a', 'b' (internal)")
+    for ((families, says) <- refusals) {
+      val e = assertThrows(classOf[IllegalStateException], () => read(families))
+      assertTrue(e.getMessage, e.getMessage.contains("0/0 version 2 ") && e.getMessage.contains(says))
     }
+    val absent = read(Seq(family("a"), family("c"), family("b")))
+    try assertEquals(Seq(0, 0, 2), absent.entries.map(_.family).toList) finally absent.close()
+  }
+
+  /** The default family of a store with families holds nothing an operator wrote: an entry there is refused. */
+  @Test def anEntryInTheDefaultFamilyIsRefusedNotLeftBehind(): Unit = {
+    val f = withTwoFamilies()
+    val provider = f.sparkRocksDb()
+    val store = provider.getStore(2, None)
+    store.put(f.key("d"), f.row(StructType.fromDDL("value BINARY"), Array[Byte](1)))
+    assertEquals(3L, store.commit())
+    provider.close()
+    val e = assertThrows(classOf[IllegalStateException], () => StatesnapOfflineStore.read(StateStoreId(f.checkpoint,
+      0, 0), Seq(family("a"), family("b")), columnFamilies = true, jobConf, new Configuration, 3, None))
+    assertTrue(e.getMessage, e.getMessage.contains("0/0 version 3 holds entries in its default column family"))
   }
 
   /** Spark's RocksDB provider's store with families `a` (keys x, y) and `b` (key z), committed as version 2. */
