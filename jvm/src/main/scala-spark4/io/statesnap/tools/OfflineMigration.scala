@@ -159,7 +159,10 @@ object OfflineMigration {
     if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
       s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
     val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
-    val (transformWithState, others) = checkpoint.operators
+    val (withMetadataV2, others) = checkpoint.operators
+    val transformWithState = checkpoint.transformWithStateOperators
+    withMetadataV2.diff(transformWithState).headOption.foreach(op => refuse(s"operator $op is a stream-stream join " +
+      "of state format 3 (its stores column families of one), which migrate does not carry into the appended batch"))
     val (op, family) = transformWithState match {
       case Seq(op) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
         StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)

@@ -10,12 +10,21 @@ import org.apache.spark.sql.types.StructType
  * (`scala-spark3`: Spark 3.5 has none).
  */
 object TransformWithStateAdoption {
-  /** Refuses a checkpoint with a transformWithState operator where Spark runs it on its own provider only. */
+  /**
+   * Refuses a checkpoint with a transformWithState operator where Spark runs it on its own provider only, and there a
+   * stream-stream join of state format 3 (its families in one store), which adopt does not move.
+   */
   def refuseWhereSparkKeepsIt(checkpoint: StoppedCheckpoint): Unit =
     if (!StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
-      checkpoint.operators._1.headOption.foreach { op => checkpoint.refuse(s"operator $op is a transformWithState " +
-        s"operator, which Spark ${org.apache.spark.SPARK_VERSION} runs on its own provider only (SPARK-54117); " +
-        "`python -m statesnap migrate` migrates its state offline instead") }
+      val transformWithState = checkpoint.transformWithStateOperators
+      checkpoint.operators._1.headOption.foreach { op =>
+        if (transformWithState.contains(op)) checkpoint.refuse(s"operator $op is a transformWithState operator, " +
+          s"which Spark ${org.apache.spark.SPARK_VERSION} runs on its own provider only (SPARK-54117); " +
+          "`python -m statesnap migrate` migrates its state offline instead")
+        else checkpoint.refuse(s"operator $op is a stream-stream join of state format 3 (its stores column " +
+          s"families of one), which adopt does not move onto statesnap's provider on Spark " +
+          s"${org.apache.spark.SPARK_VERSION}")
+      }
     }
 
   /**

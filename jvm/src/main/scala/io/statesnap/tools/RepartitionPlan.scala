@@ -133,9 +133,8 @@ object RepartitionPlan {
       s"${StoppedCheckpoint.ShufflePartitionsConf}=$from and $InternalPartitionsConf=$n: which one the state has " +
       "is not clear"))
     val (columnFamilies, others) = checkpoint.operators
-    val stateRoot = new Path(checkpoint.root, "state").toString
-    val (joins, transforms) = columnFamilies.partition(op =>
-      QueryStates.columnFamilyOperator(stateRoot, op, checkpoint.hadoopConf).contains(SparkOperator.StreamStreamJoin))
+    val transforms = checkpoint.transformWithStateOperators
+    val joins = columnFamilies.diff(transforms)
     if (provider == ProviderClasses.SparkDefault || target.contains(ProviderClasses.SparkDefault)) {
       if (joins.nonEmpty) refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
         s"(spark.sql.streaming.join.stateFormatVersion=3, pinned), whose column families Spark's default provider " +

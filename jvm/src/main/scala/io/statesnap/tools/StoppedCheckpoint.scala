@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, CommitStateIds}
-import io.statesnap.registration.QueryStates
+import io.statesnap.registration.{QueryStates, SparkOperator}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.apache.spark.sql.SparkSession
@@ -115,6 +115,16 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
    * other stateful ones.
    */
   def operators: (Seq[Int], Seq[Int]) = allOperators.partition(op => fs.exists(metadataV2Dir(op)))
+
+  /**
+   * The transformWithState operators: those with operator metadata v2 that Spark does not name a stream-stream join
+   * (whose state format 3 writes it too). The one rule telling them apart, for every tool.
+   */
+  def transformWithStateOperators: Seq[Int] = {
+    val stateRoot = new Path(root, "state").toString
+    operators._1.filterNot(op =>
+      QueryStates.columnFamilyOperator(stateRoot, op, hadoopConf).contains(SparkOperator.StreamStreamJoin))
+  }
 
   /** Every stateful operator, in order. */
   def allOperators: Seq[Int] = {
