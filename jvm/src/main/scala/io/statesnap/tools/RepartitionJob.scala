@@ -68,9 +68,10 @@ private[tools] object RepartitionJob {
     val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap {
       case (o, store, p, loadId) =>
         val placed = targetsOf(o, store, p, from, to)
+        // The index of the target of each partition of `to`, looked up once per store, not once per entry.
+        val target = (0 until to).map(partition => index.getOrElse((o.id, store.name, partition), -1)).toArray
         read(settings, o.id, p, store, loadId).flatMap { entry =>
-          placed(entry).map(partition => (index((o.id, store.name, partition)), entry.family, entry.key) ->
-            entry.value)
+          placed(entry).map(partition => (target(partition), entry.family, entry.key) -> entry.value)
         }
     })
     val moves = new ShuffledRDD[EntrySerializer.Key, Array[Byte], Array[Byte]](moved, new ToTarget(targets.size))
@@ -92,7 +93,7 @@ private[tools] object RepartitionJob {
     val placements = store.families.map(f => f.placement match {
       case RepartitionPlan.ByKey(key) => Some(new StoredKeyPlacement(key, from, to))
       case RepartitionPlan.WithTheStore => None
-    })
+    }).toArray
     val withTheStore = (if (p < to) Seq(p) else Nil) ++ (if (p == 0) from until to else Nil)
     entry => if (o.keyless) Iterator.single(0) else placements(entry.family).fold(withTheStore.iterator) { placement =>
       try Iterator.single(placement.partition(entry.key, p)) catch {
