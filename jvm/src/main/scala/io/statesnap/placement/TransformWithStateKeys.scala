@@ -50,7 +50,9 @@ object TransformWithStateKeys {
       s"${if (f.rangeOrdinals.nonEmpty) s" (a range of fields ${f.rangeOrdinals.mkString(", ")} first)" else ""}, " +
       s"where statesnap does not find the grouping key ${grouping.simpleString}")
     if (f.rangeOrdinals.nonEmpty) {
-      val rest = StructType(f.keySchema.zipWithIndex.collect { case (field, i) if !f.rangeOrdinals.contains(i) => field })
+      val rest = StructType(f.keySchema.zipWithIndex.collect {
+        case (field, i) if !f.rangeOrdinals.contains(i) => field
+      })
       Seq(Seq(0), Seq(0, 0)).find(p => structAt(rest, p).exists(sameLayout(_, grouping)))
         .map(p => Right(StoredKey.Split(None, rest, inFirst = false, p))).getOrElse(missing)
     } else if (f.prefixFields == 0) {

@@ -9,8 +9,9 @@ import org.apache.spark.serializer.{DeserializationStream, SerializationStream, 
 
 /**
  * The serializer of [[RepartitionJob]]'s shuffle, whose records are an entry's target, family and key, then its
- * value: `[int target][int family][int length][key][int length][value]`, nothing else. Kryo, for the same record, tracked every array
- * for references and wrote its class: about a fifth of the job's time on 2 cores (`make bench`'s repartition).
+ * value: `[int target][int family][int length][key][int length][value]`, nothing else. Kryo, for the same record,
+ * tracked every array for references and wrote its class: about a fifth of the job's time on 2 cores (`make bench`'s
+ * repartition).
  * Spark's shuffle writes a record's key and value through `writeKey` and `writeValue` and reads them back through
  * `asKeyValueIterator`, spilled or not; nothing else of it is used. A stream that ends inside a record is an error,
  * not a shorter stream.

@@ -34,7 +34,8 @@ class EntrySerializerTest {
 
   @Test def aTruncatedStreamIsAnErrorNotAShorterOne(): Unit = {
     val bytes = written(Seq((1, 3, Array[Byte](1, 2, 3)) -> Array[Byte](4, 5)))
-    // Cut inside the value, the key or before the family: Spark's iterator would end quietly at an EOFException, losing the entry.
+    // Cut inside the value, the key or before the family: Spark's iterator would end quietly at an EOFException,
+    // losing the entry.
     Seq(1, 4, bytes.length - 8, bytes.length - 4).foreach { cut =>
       assertThrows(classOf[IllegalStateException], () => read(bytes.dropRight(cut)))
     }
