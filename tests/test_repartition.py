@@ -477,11 +477,12 @@ def grouping_id(family: str, key: bytes) -> str:
 @pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 @pytest.mark.parametrize("provider", [pytest.param("spark", marks=pytest.mark.skipif(MINOR == "4.2", reason="sampled")),
                                       pytest.param("statesnap", marks=ONLY_ON_PINNED)])
-def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, session_for, tmp_path, provider):
+def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, session_for, tmp_path, cli, provider):
     """Every column family of a transformWithState store (value, list and map variables, with and without TTL: their
     counters and TTL indexes) moves by the grouping key it holds, 2 -> 5 -> 3 partitions; each run reads what a
     control that never moved reads; every entry is committed once, byte for byte, where Spark now looks for its id
-    (the id read from each family's layout by this test's decoder, placed by Spark's partitioning of `id`)."""
+    (the id read from each family's layout by this test's decoder, placed by Spark's partitioning of `id`). Released
+    from statesnap's provider to Spark's, the stores keep statesnap's records, which move with them."""
     session_for(provider, False)
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
@@ -511,6 +512,15 @@ def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, sess
                     ids = [grouping_id(family, k) for k in kept]
                     assert set(placements.partitionsOfIds(ids, count)) <= {p}, (family, p)
             assert sorted(partitions(checkpoint)) == list(range(count))
+    if provider == "statesnap":
+        code, out = cli("release", checkpoint)
+        assert code == 3, out
+        assert statesnap.repartition(checkpoint, 2, no_file_sink=True).outcome == statesnap.tools.Outcome.CHANGE
+        assert all(RECORDS in flags for flags in family_flags(checkpoint).values())
+        write_input(source, runs[-1])
+        write_input(control_source, runs[-1])
+        assert run_app(spark, source, checkpoint, TWS_STATES).seen == \
+            run_app(spark, control_source, control, TWS_STATES).seen
 
 
 class TimersApp(StatefulProcessor):

@@ -142,8 +142,8 @@ object RepartitionPlan {
       if (transforms.nonEmpty) refuse(s"operator ${transforms.mkString(", ")} is transformWithState, whose column " +
         "families Spark's default provider cannot keep")
     }
-    val operators = (joins.map(joinOfColumnFamilies(checkpoint, batch, _, from, provider)) ++
-      transforms.map(transformWithState(checkpoint, batch, _, from, provider)) ++
+    val operators = (joins.map(joinOfColumnFamilies(checkpoint, batch, _, from)) ++
+      transforms.map(transformWithState(checkpoint, batch, _, from)) ++
       others.map(operator(checkpoint, batch, _, from))).sortBy(_.id)
     val count = to.getOrElse(from)
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
@@ -203,11 +203,10 @@ object RepartitionPlan {
    * A stream-stream join of state format 3: one store whose column families are the four stores of formats 1 and
    * 2, by the same names and key layouts (Spark's v3 schema file), each placed as that store is; the families that
    * count values by key are internal ones (Spark's `SymmetricHashJoinStateManager`, checked on every read:
-   * `StatesnapStoreFiles.requireFamilies`). On statesnap's provider the store keeps statesnap's records of each family
-   * too ([[WithTheStore]]).
+   * `StatesnapStoreFiles.requireFamilies`); statesnap's records of each family beside, where a store has them
+   * ([[records]]).
    */
-  private def joinOfColumnFamilies(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int,
-      provider: String): Operator = {
+  private def joinOfColumnFamilies(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {
     val id = StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME)
     val where = s"state/$op (a stream-stream join of state format 3)"
     val families = StatesnapStoreFiles.schemaFileFamilies(id, batch, checkpoint.hadoopConf, where).map { f =>
@@ -222,16 +221,16 @@ object RepartitionPlan {
       JoinStores.mkString(", "))
     requireLayout(checkpoint, op, from, keyless = false)
     Operator(op, "stream-stream join, state format 3", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
-      families ++ records(provider), columnFamilies = true)), keyless = false)
+      families :+ records, columnFamilies = true)), keyless = false)
   }
 
   /**
    * A transformWithState operator (Spark 4.0+): one store whose column families are its variables and Spark's own
    * for them (timers, TTL indexes, a list's counters, all internal: their names start with `$`), from Spark's v3
-   * schema file; each placed by the grouping key it holds ([[TransformWithStateKeys]]).
+   * schema file; each placed by the grouping key it holds ([[TransformWithStateKeys]]); statesnap's records beside,
+   * where a store has them ([[records]]).
    */
-  private def transformWithState(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int,
-      provider: String): Operator = {
+  private def transformWithState(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {
     val id = StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME)
     val where = s"state/$op (transformWithState)"
     val families = StatesnapStoreFiles.schemaFileFamilies(id, batch, checkpoint.hadoopConf, where)
@@ -240,14 +239,15 @@ object RepartitionPlan {
       f.prefixFields, f.rangeOrdinals))).fold(why => checkpoint.refuse(s"$where: $why"), identity)
     requireLayout(checkpoint, op, from, keyless = false)
     Operator(op, "transformWithState", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
-      families.map(f => Family(f, ByKey(keys(f.name)))) ++ records(provider), columnFamilies = true)),
-      keyless = false)
+      families.map(f => Family(f, ByKey(keys(f.name)))) :+ records, columnFamilies = true)), keyless = false)
   }
 
-  /** On statesnap's provider, its records of a store's states, kept in a family of the store. */
-  private def records(provider: String): Option[Family] = Option.when(provider == ProviderClasses.Statesnap)(
-    Family(StatesnapOfflineStore.Family(RecordFamily.Name, RecordFamily.KeySchema, RecordFamily.ValueSchema, 0,
-      internal = true), WithTheStore))
+  /**
+   * statesnap's records of a store's states, kept in a family of the store on statesnap's provider, and left there
+   * when a query is released to Spark's: moved wherever a store has them, created only where one arrives.
+   */
+  private val records: Family = Family(StatesnapOfflineStore.Family(RecordFamily.Name, RecordFamily.KeySchema,
+    RecordFamily.ValueSchema, 0, internal = true, keptEmpty = false), WithTheStore)
 
   /**
    * The operator of stores whose name Spark recorded nowhere (Spark 3.5 writes no operator metadata, and the query

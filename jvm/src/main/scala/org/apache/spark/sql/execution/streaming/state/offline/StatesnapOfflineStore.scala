@@ -22,14 +22,17 @@ import org.apache.spark.sql.types.StructType
 object StatesnapOfflineStore {
   /**
    * One of the families of entries a store keeps, as an offline job moves it: a store without column families
-   * keeps one, the default; a store with them (a stream-stream join of state format 3) keeps each family by name,
-   * created with Spark's flag for the operator's internal ones, which Spark counts apart.
+   * keeps one, the default; a store with them (transformWithState, a stream-stream join of state format 3) keeps
+   * each family by name, created with Spark's flag for the operator's internal ones, which Spark counts apart.
    * @param prefixFields the number of leading key fields the family scans by (a session window's), else 0
    * @param rangeOrdinals the key fields a family scans by a range of (transformWithState's timers and TTL indexes),
    *   kept first in Spark's order-preserving encoding, else none
+   * @param keptEmpty a store written anew has the family even if no entry of it arrives (the operator's own, which
+   *   it declares), else only with its first entry (statesnap's records, which a store has only if statesnap wrote
+   *   them)
    */
   final case class Family(name: String, keySchema: StructType, valueSchema: StructType, prefixFields: Int,
-      internal: Boolean, rangeOrdinals: Seq[Int] = Nil)
+      internal: Boolean, rangeOrdinals: Seq[Int] = Nil, keptEmpty: Boolean = true)
 
   /** An entry of the family `family` (its index among the store's [[Family]]s), its key without the family's id. */
   final case class Entry(family: Int, key: Array[Byte], value: Array[Byte])
@@ -109,11 +112,20 @@ object StatesnapOfflineStore {
     private val rocksDB = provider.rocksDB
     private var open = true
     private var committedId: Option[String] = None
-    if (columnFamilies) families.foreach(f => StatesnapStoreFiles.createFamily(rocksDB, f.name, f.internal))
+    private val created = families.map(_.keptEmpty && columnFamilies).toArray
+    families.indices.filter(created).foreach(create)
+
+    private def create(family: Int): Unit = {
+      StatesnapStoreFiles.createFamily(rocksDB, families(family).name, families(family).internal)
+      created(family) = true
+    }
 
     override def put(entry: Entry): Unit =
-      if (columnFamilies) StatesnapStoreFiles.put(rocksDB, entry.key, entry.value, families(entry.family).name)
-      else rocksDB.put(entry.key, entry.value)
+      if (!columnFamilies) rocksDB.put(entry.key, entry.value)
+      else {
+        if (!created(entry.family)) create(entry.family)
+        StatesnapStoreFiles.put(rocksDB, entry.key, entry.value, families(entry.family).name)
+      }
 
     override def commit(): Unit = {
       store.commit()

@@ -31,10 +31,14 @@ class StatesnapOfflineStoreTest {
     assertEquals("the store is left as it was", Map("z" -> Seq(3)), f.readWithSpark(2, "b", schema))
   }
 
-  /** Read family by family and written anew with each family created by name: each reads back its own entries. */
+  /**
+   * Read family by family and written anew with each family created by name: each reads back its own entries. A
+   * family not kept empty (statesnap's records) is created only with an entry.
+   */
   @Test def aStoreWithColumnFamiliesMovesFamilyByFamily(): Unit = {
     val f = withTwoFamilies()
-    val families = Seq(family("b"), family("a"))  // another order than the ids': each is found by its name
+    // Another order than the ids': each is found by its name.
+    val families = Seq(family("b"), family("a"), family("c").copy(keptEmpty = false))
     val read = StatesnapOfflineStore.read(StateStoreId(f.checkpoint, 0, 0), families, columnFamilies = true, jobConf,
       new Configuration, 2, None)
     val entries = try read.entries.map(e => e.copy(key = e.key.clone, value = e.value.clone)).toList
@@ -45,6 +49,9 @@ class StatesnapOfflineStoreTest {
     try { entries.reverse.foreach(written.put); written.commit() } finally written.close()
     assertEquals(Map("x" -> Seq(1), "y" -> Seq(2)), f.readWithSpark(3, "a", schema))
     assertEquals(Map("z" -> Seq(3)), f.readWithSpark(3, "b", schema))
+    // Read with a and b alone: a family "c" would be one the job does not know.
+    StatesnapOfflineStore.read(StateStoreId(f.checkpoint, 0, 0), families.take(2), columnFamilies = true, jobConf,
+      new Configuration, 3, None).close()
   }
 
   /**
