@@ -473,6 +473,18 @@ def grouping_id(family: str, key: bytes) -> str:
     return decode_row(state_row(key), "id string")[0]  # [0][row]: a value or list variable, a list's counters
 
 
+def assert_moved_by_id(spark, before: dict, after: dict, count: int, families: set[str]) -> None:
+    """Every entry of each transformWithState family of `families` (operator 0) is committed after the move exactly
+    once, byte for byte, in the partition Spark's partitioning places the id it holds (`grouping_id`)."""
+    placements = spark._jvm.io.statesnap.testkit.Placements
+    for family in families:
+        moved = after[(0, family)]
+        assert Counter(e for kept in moved.values() for e in kept.items()) == \
+            Counter(e for kept in before.get((0, family), {}).values() for e in kept.items()), family
+        for p, kept in moved.items():
+            assert set(placements.partitionsOfIds([grouping_id(family, k) for k in kept], count)) <= {p}, (family, p)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 @pytest.mark.parametrize("provider", [pytest.param("spark", marks=pytest.mark.skipif(MINOR == "4.2", reason="sampled")),
@@ -486,7 +498,6 @@ def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, sess
     session_for(provider, False)
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
-    placements = spark._jvm.io.statesnap.testkit.Placements
     runs = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)], [(k, 10 * i + 3, "set") for i, k in enumerate(KEYS[::2])],
             [(k, 10 * i + 5, "set") for i, k in enumerate(KEYS[1::3])] + [("new1", 7, "set")],
             [(k, 1, "get") for k in KEYS] + [("new2", 8, "set")]]
@@ -505,12 +516,7 @@ def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, sess
             # Every family Spark's schema file names is created, as the operator would: one the store lacked, empty.
             assert set(before) <= set(after)
             assert all(kept == {} for f in set(after) - set(before) for kept in after[f].values())
-            for (op, family), by_partition in after.items():
-                assert Counter((k, v) for kept in by_partition.values() for k, v in kept.items()) == \
-                    Counter((k, v) for kept in before.get((op, family), {}).values() for k, v in kept.items()), family
-                for p, kept in by_partition.items():
-                    ids = [grouping_id(family, k) for k in kept]
-                    assert set(placements.partitionsOfIds(ids, count)) <= {p}, (family, p)
+            assert_moved_by_id(spark, before, after, count, {f for _, f in after})
             assert sorted(partitions(checkpoint)) == list(range(count))
     if provider == "statesnap":
         code, out = cli("release", checkpoint)
@@ -560,7 +566,6 @@ def test_transform_with_state_timers_move_and_fire_where_a_control_fires_them(sp
     session_for("spark", True)
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
-    placements = spark._jvm.io.statesnap.testkit.Placements
 
     def run_timers(src: str, ck: str) -> list[str]:
         rows = (spark.readStream.schema(INPUT_SCHEMA).json(src).withColumn("at", F.timestamp_seconds("value"))
@@ -588,13 +593,7 @@ def test_transform_with_state_timers_move_and_fire_where_a_control_fires_them(sp
             assert timers == {"$eventTimers_keyToTimestamp", "$eventTimers_timestampToKey"}, before
             result = statesnap.repartition(checkpoint, count, no_file_sink=True)
             assert result.outcome == statesnap.tools.Outcome.CHANGE, result.lines
-            after = entries(checkpoint)
-            for family in timers | {"count"}:
-                moved = after[(0, family)]
-                assert Counter(e for kept in moved.values() for e in kept.items()) == \
-                    Counter(e for kept in before[(0, family)].values() for e in kept.items()), family
-                for p, kept in moved.items():
-                    assert set(placements.partitionsOfIds([grouping_id(family, k) for k in kept], count)) <= {p}
+            assert_moved_by_id(spark, before, entries(checkpoint), count, timers | {"count"})
     assert fired[2] > 0 and fired[4] > 0, f"timers fired after each repartition: {fired}"
 
 

@@ -207,9 +207,8 @@ object RepartitionPlan {
    * ([[records]]).
    */
   private def joinOfColumnFamilies(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {
-    val id = StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME)
     val where = s"state/$op (a stream-stream join of state format 3)"
-    val families = StatesnapStoreFiles.schemaFileFamilies(id, batch, checkpoint.hadoopConf, where).map { f =>
+    val families = schemaFileFamilies(checkpoint, batch, op, where).map { f =>
       val partitionKey = PartitionKey.of(SparkOperator.StreamStreamJoin, f.name)
         .fold(why => checkpoint.refuse(s"$where: its column family '${f.name}': $why"), identity)
       if (f.prefixFields != 0) checkpoint.refuse(s"$where: its column family '${f.name}' scans by a prefix of its " +
@@ -219,9 +218,7 @@ object RepartitionPlan {
     if (families.map(_.layout.name).sorted != JoinStores.sorted) checkpoint.refuse(s"$where: Spark's schema file " +
       s"names the column families ${families.map(_.layout.name).mkString(", ")}, not a join's " +
       JoinStores.mkString(", "))
-    requireLayout(checkpoint, op, from, keyless = false)
-    Operator(op, "stream-stream join, state format 3", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
-      families :+ records, columnFamilies = true)), keyless = false)
+    ofColumnFamilies(checkpoint, op, from, "stream-stream join, state format 3", families)
   }
 
   /**
@@ -231,15 +228,26 @@ object RepartitionPlan {
    * where a store has them ([[records]]).
    */
   private def transformWithState(checkpoint: StoppedCheckpoint, batch: Long, op: Int, from: Int): Operator = {
-    val id = StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME)
     val where = s"state/$op (transformWithState)"
-    val families = StatesnapStoreFiles.schemaFileFamilies(id, batch, checkpoint.hadoopConf, where)
-      .filter(_.name != RecordFamily.Name).map(f => f.copy(internal = f.name.startsWith("$")))
+    val families = schemaFileFamilies(checkpoint, batch, op, where).filter(_.name != RecordFamily.Name)
+      .map(f => f.copy(internal = f.name.startsWith("$")))
     val keys = TransformWithStateKeys.storedKeys(families.map(f => TransformWithStateKeys.Layout(f.name, f.keySchema,
       f.prefixFields, f.rangeOrdinals))).fold(why => checkpoint.refuse(s"$where: $why"), identity)
+    ofColumnFamilies(checkpoint, op, from, "transformWithState", families.map(f => Family(f, ByKey(keys(f.name)))))
+  }
+
+  /** The column families Spark's schema file names for the one store of operator `op` in `batch`. */
+  private def schemaFileFamilies(checkpoint: StoppedCheckpoint, batch: Long, op: Int,
+      where: String): Seq[StatesnapOfflineStore.Family] = StatesnapStoreFiles.schemaFileFamilies(
+    StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, StateStoreId.DEFAULT_STORE_NAME), batch,
+    checkpoint.hadoopConf, where)
+
+  /** An operator keeping `families` (and statesnap's records) in one store of column families per partition. */
+  private def ofColumnFamilies(checkpoint: StoppedCheckpoint, op: Int, from: Int, describe: String,
+      families: Seq[Family]): Operator = {
     requireLayout(checkpoint, op, from, keyless = false)
-    Operator(op, "transformWithState", Seq(Store(StateStoreId.DEFAULT_STORE_NAME,
-      families.map(f => Family(f, ByKey(keys(f.name)))) :+ records, columnFamilies = true)), keyless = false)
+    Operator(op, describe, Seq(Store(StateStoreId.DEFAULT_STORE_NAME, families :+ records, columnFamilies = true)),
+      keyless = false)
   }
 
   /**
