@@ -4,7 +4,7 @@ import io.statesnap.ScalaCompat._
 import io.statesnap.registration.SparkOperator
 import io.statesnap.snapshot.StateKind
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, Literal, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.types.StructType
 
@@ -17,20 +17,30 @@ import org.apache.spark.sql.types.StructType
  * The partition is that `HashPartitioning`'s own `partitionIdExpression`, evaluated on the key row: Spark's code,
  * whichever hash its minor uses (Murmur3 on 3.5, the collation-aware Murmur3 on 4.x). Hashing a struct equals hashing
  * its fields in order (`InterpretedHashFunction`), so a nested key places as its fields would.
- * docs/research/spark-state-partitioning.md has the evidence, per minor. Not thread-safe: one per task.
+ * docs/research/spark-state-partitioning.md has the evidence, per minor. Several counts are placed at once, by one
+ * projection (a move checks a key's partition under the count it was written in and places it under the new one).
+ * Not thread-safe: one per task.
+ *
+ * @param counts the numbers of partitions a key is placed under, in the order [[partitions]] gives them
  */
-final class KeyPlacement(keySchema: StructType, partitionKey: PartitionKey, partitions: Int) {
-  require(partitions > 0, s"a query has at least one partition, not $partitions")
+final class KeyPlacement(keySchema: StructType, partitionKey: PartitionKey, counts: Seq[Int]) {
+  require(counts.nonEmpty && counts.forall(_ > 0), s"a query has at least one partition, not ${counts.mkString(", ")}")
+
+  def this(keySchema: StructType, partitionKey: PartitionKey, partitions: Int) =
+    this(keySchema, partitionKey, Seq(partitions))
 
   private val hashed: Seq[Expression] = partitionKey.ordinals(keySchema).map { i =>
     BoundReference(i, keySchema(i).dataType, keySchema(i).nullable)
   }
   // A key without fields (a global aggregation, a limit): Spark plans such an operator on one partition (AllTuples).
-  private val projection = Option.when(hashed.nonEmpty)(
-    UnsafeProjection.create(Seq(HashPartitioning(hashed, partitions).partitionIdExpression)))
+  private val projection = UnsafeProjection.create(
+    if (hashed.isEmpty) counts.map(_ => Literal(0)) else counts.map(HashPartitioning(hashed, _).partitionIdExpression))
 
-  /** The partition Spark reads `key` (a row of the store's key schema) from. */
-  def partition(key: InternalRow): Int = projection.fold(0)(_(key).getInt(0))
+  /** The partition Spark reads `key` (a row of the store's key schema) from, under the first count. */
+  def partition(key: InternalRow): Int = partitions(key).getInt(0)
+
+  /** The partitions Spark reads `key` from, under each count in order: a row the next call reuses. */
+  def partitions(key: InternalRow): InternalRow = projection(key)
 }
 
 /** The part of a store's key row that is the operator's key expressions, which Spark's partitioning hashes. */

@@ -57,8 +57,7 @@ object StoredKey {
  * @param writtenIn the count the keys read were written under; @param partitions the count a key is placed under
  */
 final class StoredKeyPlacement(stored: StoredKey, writtenIn: Int, partitions: Int) {
-  private val now = new KeyPlacement(stored.hashed, stored.partitionKey, partitions)
-  private val written = new KeyPlacement(stored.hashed, stored.partitionKey, writtenIn)
+  private val writtenAndNow = new KeyPlacement(stored.hashed, stored.partitionKey, Seq(writtenIn, partitions))
   private val (firstLayout, restLayout, read) = stored match {
     case StoredKey.Whole(schema, _) => (None, new UnsafeRowLayout(schema), new UnsafeRow(schema.length))
     case split: StoredKey.Split => (split.first.map(new UnsafeRowLayout(_)), new UnsafeRowLayout(split.rest),
@@ -86,11 +85,12 @@ final class StoredKeyPlacement(stored: StoredKey, writtenIn: Int, partitions: In
         else read.pointTo(key, Platform.BYTE_ARRAY_OFFSET + 5 + length, key.length - 5 - length)
         path.zip(split.structs.tail).foldLeft(read: InternalRow) { case (r, (i, s)) => r.getStruct(i, s.length) }
     }
-    val writtenTo = written.partition(row)
+    val placed = writtenAndNow.partitions(row)
+    val writtenTo = placed.getInt(0)
     if (writtenTo != readFrom) throw new IllegalArgumentException(s"the stored key ${hex(key)} was read from " +
       s"partition $readFrom, and Spark's partitioning of $writtenIn partitions writes it to partition $writtenTo: " +
       "the store holds a key its operator never wrote there")
-    now.partition(row)
+    placed.getInt(1)
   }
 
   /** The `length` bytes at `offset` are `[0][row]`, the row in `rows`'s layout if known. */
