@@ -214,7 +214,7 @@ object Repartition {
       probe: Option[MigrationProbe]): (Long, Map[(Int, Int, String), String]) = {
     val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) ++ JobConfs),
-      new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.readsDefault, plan.writesDefault)
+      new SerializableConfiguration(checkpoint.hadoopConf), probe, plan.readsDefault, plan.writesDefault, plan.from)
     val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
     val started = System.nanoTime()
     var done = 0

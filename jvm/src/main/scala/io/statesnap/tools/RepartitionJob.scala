@@ -37,11 +37,12 @@ private[tools] object RepartitionJob {
 
   /**
    * The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]);
-   * `readsDefault`, `writesDefault`: the state leaves, or enters, Spark's default provider's files.
+   * `readsDefault`, `writesDefault`: the state leaves, or enters, Spark's default provider's files; `sources`: the
+   * partitions each store is read from, each read in RocksDB's key order unless `readsDefault`.
    */
   final case class Settings(stateRoot: String, version: Long, storeConf: StateStoreConf,
       hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], readsDefault: Boolean,
-      writesDefault: Boolean)
+      writesDefault: Boolean, sources: Int)
 
   /** An entry in the shuffle: (its target's index, its family's index in its store, its key), its value. */
   private type Moved = (EntrySerializer.Key, Array[Byte])
@@ -123,7 +124,7 @@ private[tools] object RepartitionJob {
     val opened = if (settings.writesDefault) StatesnapDefaultProviderStore.write(id, store.layouts.head,
         settings.storeConf, settings.hadoopConf.value, settings.version + 1)
       else StatesnapOfflineStore.writeAnew(id, store.layouts, store.columnFamilies, settings.storeConf,
-        settings.hadoopConf.value, settings.version + 1)
+        settings.hadoopConf.value, settings.version + 1, if (settings.readsDefault) 0 else settings.sources)
     try {
       var written = 0L
       entries.foreach { entry => opened.put(entry); written += 1 }

@@ -82,6 +82,16 @@ object StatesnapStoreFiles {
 
   private def noFamilies = s"Spark ${org.apache.spark.SPARK_VERSION} keeps no column families"
 
+  /**
+   * The RocksDB options of `rocksDB` for a bulk load of what a store written anew is given ([[SortedRunsLoader]]):
+   * Spark 3.5 keeps them to itself.
+   */
+  def bulkLoadOptions(rocksDB: RocksDB): Option[org.rocksdb.Options] = {
+    val field = classOf[RocksDB].getDeclaredField("org$apache$spark$sql$execution$streaming$state$RocksDB$$dbOptions")
+    field.setAccessible(true)
+    Some(field.get(rocksDB).asInstanceOf[org.rocksdb.Options])
+  }
+
   /** Checkpoint format v2's id of the version `store` committed: none on Spark 3.5. */
   def checkpointId(store: StateStore): Option[String] = None
 

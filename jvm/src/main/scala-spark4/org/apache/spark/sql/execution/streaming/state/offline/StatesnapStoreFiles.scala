@@ -135,6 +135,13 @@ object StatesnapStoreFiles {
     rocksDB.getColFamilyCount(false) + rocksDB.getColFamilyCount(true) > default
   }
 
+  /**
+   * The RocksDB options of `rocksDB` for a bulk load of what a store written anew is given ([[SortedRunsLoader]]);
+   * None where Spark's put adds to the value it is given (4.2+'s row checksums), which a bulk load would not.
+   */
+  def bulkLoadOptions(rocksDB: RocksDB): Option[org.rocksdb.Options] =
+    if (StatesnapSparkGlue.rowChecksums(rocksDB)) None else Some(rocksDB.rocksDbOptions)
+
   /** Under checkpoint format v2, the id of the version `store` committed. */
   def checkpointId(store: StateStore): Option[String] = store.getStateStoreCheckpointInfo().stateStoreCkptId
 

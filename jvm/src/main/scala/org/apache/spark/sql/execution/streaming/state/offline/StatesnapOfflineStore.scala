@@ -95,18 +95,20 @@ object StatesnapOfflineStore {
    * it as version 1, whose snapshot, and the SST files it names, are copied as `<version>.zip` (under checkpoint
    * format v2, `<version>_<id>.zip`, the id the provider gave it), which the provider loads without any earlier
    * version, replacing one an earlier attempt of the task wrote. The job puts each key once: it reads each from the
-   * one partition Spark's partitioning wrote it to (`StoredKeyPlacement`).
+   * one partition Spark's partitioning wrote it to (`StoredKeyPlacement`). A store without column families is loaded
+   * in bulk ([[SortedRunsLoader]]) from the `sortedRuns` runs in key order its entries arrive in (one per store they
+   * are read from; 0: in no order, every entry put).
    */
   def writeAnew(id: StateStoreId, families: Seq[Family], columnFamilies: Boolean, conf: StateStoreConf,
-      queryConf: Configuration, version: Long): Writer = {
+      queryConf: Configuration, version: Long, sortedRuns: Int): Writer = {
     require(!RocksDBConf(conf).enableChangelogCheckpointing, "an offline job commits snapshots: changelogs off")
     val scratch = new ScratchStore(id, "Spark's RocksDB provider")
-    try new RocksDBWriter(scratch, families, columnFamilies, conf, withRunId(queryConf), version)
+    try new RocksDBWriter(scratch, families, columnFamilies, conf, withRunId(queryConf), version, sortedRuns)
     catch { case e: Throwable => scratch.delete(); throw e }
   }
 
   private final class RocksDBWriter(scratch: ScratchStore, families: Seq[Family], columnFamilies: Boolean,
-      conf: StateStoreConf, hadoopConf: Configuration, version: Long) extends Writer {
+      conf: StateStoreConf, hadoopConf: Configuration, version: Long, sortedRuns: Int) extends Writer {
     private val provider = new RocksDBStateStoreProvider
     private val store = opened(provider, scratch.id, families, columnFamilies, conf, hadoopConf, 0)
     private val rocksDB = provider.rocksDB
@@ -120,14 +122,20 @@ object StatesnapOfflineStore {
       created(family) = true
     }
 
+    // A store without families is loaded in bulk from the sorted runs it is given; a family's keys carry its id,
+    // which Spark's put adds.
+    private val loader = if (columnFamilies) None else StatesnapStoreFiles.bulkLoadOptions(rocksDB).map(options =>
+      new SortedRunsLoader(rocksDB, options, sortedRuns, rocksDB.put(_, _)))
+
     override def put(entry: Entry): Unit =
-      if (!columnFamilies) rocksDB.put(entry.key, entry.value)
+      if (!columnFamilies) loader.fold(rocksDB.put(entry.key, entry.value))(_.add(entry.key, entry.value))
       else {
         if (!created(entry.family)) create(entry.family)
         StatesnapStoreFiles.put(rocksDB, entry.key, entry.value, families(entry.family).name)
       }
 
     override def commit(): Unit = {
+      loader.foreach(_.ingest())
       store.commit()
       open = false
       committedId = StatesnapStoreFiles.checkpointId(store)
@@ -137,7 +145,8 @@ object StatesnapOfflineStore {
 
     override def checkpointId: Option[String] = committedId
 
-    override def close(): Unit = try if (open) store.abort() finally try provider.close() finally scratch.delete()
+    override def close(): Unit = try loader.foreach(_.close()) finally try if (open) store.abort()
+      finally try provider.close() finally scratch.delete()
   }
 
   /**

@@ -45,7 +45,7 @@ class StatesnapOfflineStoreTest {
       finally read.close()
     assertEquals(Seq(0, 1, 1), entries.map(_.family).sorted)
     val written = StatesnapOfflineStore.writeAnew(StateStoreId(f.checkpoint, 0, 0), families, columnFamilies = true,
-      jobConf, new Configuration, 3)
+      jobConf, new Configuration, 3, sortedRuns = 0)
     try { entries.reverse.foreach(written.put); written.commit() } finally written.close()
     assertEquals(Map("x" -> Seq(1), "y" -> Seq(2)), f.readWithSpark(3, "a", schema))
     assertEquals(Map("z" -> Seq(3)), f.readWithSpark(3, "b", schema))
@@ -85,6 +85,26 @@ class StatesnapOfflineStoreTest {
     val e = assertThrows(classOf[IllegalStateException], () => StatesnapOfflineStore.read(StateStoreId(f.checkpoint,
       0, 0), Seq(family("a"), family("b")), columnFamilies = true, jobConf, new Configuration, 3, None))
     assertTrue(e.getMessage, e.getMessage.contains("0/0 version 3 holds entries in its default column family"))
+  }
+
+  /**
+   * A store without families is loaded in bulk from the runs in key order its entries arrive in; entries past the
+   * runs it was told of (a source read in no order) are put: Spark's provider loads every entry back, whatever the
+   * order they came in.
+   */
+  @Test def aStoreWithoutFamiliesIsLoadedFromSortedRunsAndWhatIsNotSortedIsPut(): Unit = {
+    val f = new ProviderFixture()
+    val id = StateStoreId(f.checkpoint, 0, 0)
+    val layout = Seq(StatesnapOfflineStore.Family("default", schema, schema, 0, internal = false))
+    // Keys in RocksDB's bytewise order as their numbers are.
+    def entry(i: Int) = StatesnapOfflineStore.Entry(0, Array[Byte](0, (i >> 8).toByte, i.toByte), Array(i.toByte))
+    val arriving = (0 until 100 by 2) ++ (1 until 100 by 2) ++ (300 until 200 by -1)
+    val written = StatesnapOfflineStore.writeAnew(id, layout, columnFamilies = false, jobConf, new Configuration, 1,
+      sortedRuns = 2)
+    try { arriving.foreach(i => written.put(entry(i))); written.commit() } finally written.close()
+    val read = StatesnapOfflineStore.read(id, layout, columnFamilies = false, jobConf, new Configuration, 1, None)
+    val back = try read.entries.map(e => (e.key.toSeq, e.value.toSeq)).toList finally read.close()
+    assertEquals(arriving.sorted.map(i => (entry(i).key.toSeq, entry(i).value.toSeq)).toList, back)
   }
 
   /** Spark's RocksDB provider's store with families `a` (keys x, y) and `b` (key z), committed as version 2. */

@@ -1,0 +1,71 @@
+package org.apache.spark.sql.execution.streaming.state.offline
+
+import java.io.File
+import java.nio.file.Files
+
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.commons.io.FileUtils
+import org.apache.spark.sql.execution.streaming.state.RocksDB
+import org.rocksdb.{EnvOptions, IngestExternalFileOptions, Options, RocksDB => NativeRocksDB, SstFileWriter}
+
+/**
+ * RocksDB's bulk load for a store an offline job writes anew whose entries arrive as sorted runs: each source store
+ * is read in RocksDB's key order, so the entries one source sends to this store are a run in that order. Each run is
+ * written as an SST file with the store's own options (its table format, bloom filter and compression, as a flush
+ * would write it) and ingested into the store's RocksDB before Spark commits it: no memtable, no flush, which cost a
+ * store written by puts more than its puts (`make bench`'s repartition). An entry that does not follow its run's last
+ * key in RocksDB's bytewise order starts a new run; past `runs` runs, every entry is put instead ([[put]]): a source
+ * that is not sorted, or a shuffle that interleaved runs, costs speed, never an entry. The job puts each key once
+ * (`StoredKeyPlacement`), so no run holds a key another does. Not thread-safe: one per task.
+ *
+ * @param rocksDB the store, opened by Spark's provider; @param options its RocksDB options
+ * @param put how an entry is put when runs are not what arrives
+ */
+private[offline] final class SortedRunsLoader(rocksDB: RocksDB, options: Options, runs: Int,
+    put: (Array[Byte], Array[Byte]) => Unit) {
+  // Spark's RocksDB keeps its native database to itself; an ingestion is one call on it, before Spark's commit.
+  private val db = {
+    val field = classOf[RocksDB].getDeclaredField("db")
+    field.setAccessible(true)
+    field.get(rocksDB).asInstanceOf[NativeRocksDB]
+  }
+  private val env = new EnvOptions()
+  private val dir = Files.createTempDirectory("statesnap-runs-").toFile
+  private val files = ArrayBuffer.empty[File]
+  private var writer: Option[SstFileWriter] = None
+  private var last: Array[Byte] = _
+
+  def add(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (writer.nonEmpty && java.util.Arrays.compareUnsigned(last, key) >= 0) finishRun()
+    if (writer.isEmpty && files.size < runs) startRun()
+    writer match {
+      case Some(w) => w.put(key, value); last = key
+      case None => put(key, value)
+    }
+  }
+
+  /** Ingests every run written into the store, each as its own file (runs may overlap each other's key ranges). */
+  def ingest(): Unit = {
+    finishRun()
+    val ingestion = new IngestExternalFileOptions().setMoveFiles(true)
+    try files.foreach(f => db.ingestExternalFile(java.util.Collections.singletonList(f.getPath), ingestion))
+    finally ingestion.close()
+  }
+
+  /** Deletes what was not ingested. */
+  def close(): Unit = try writer.foreach(_.close()) finally try env.close() finally FileUtils.deleteQuietly(dir)
+
+  private def startRun(): Unit = {
+    val file = new File(dir, s"run-${files.size}.sst")
+    val w = new SstFileWriter(env, options)
+    w.open(file.getPath)
+    writer = Some(w)
+    files += file
+  }
+
+  private def finishRun(): Unit = writer.foreach { w =>
+    writer = None
+    try w.finish() finally w.close()
+  }
+}
