@@ -149,6 +149,42 @@ def test_an_apply_in_pandas_with_state_query_is_adopted_evolved_and_released(spa
     assert released.seen == adopted.seen and released.migrated_entries is None
 
 
+@pytest.mark.parametrize("kind", [
+    "group state",
+    pytest.param("transformWithState", marks=pytest.mark.skipif(
+        not (TRANSFORM_WITH_STATE and TWS_ONLINE), reason="transformWithState on statesnap's provider: 4.0 and 4.1"))])
+def test_every_partition_of_an_adopted_state_migrates_whichever_commits_first(spark, app_dirs, on_provider, cli,
+                                                                               kind):
+    """5 partitions on 2 cores: the tasks of the first statesnap batch run in waves, and the first to commit makes
+    Spark's schema files say the new layout while the later ones, holding no statesnap record yet, have not loaded.
+    Each must read its bytes as Spark's files said when they were written: every key's old value, the new field null
+    (read under the new layout, an unmigrated int and a null string read as another int and "")."""
+    source, checkpoint = app_dirs
+    keys = [f"k{i}" for i in range(20)]
+    write_input(source, [(k, 100 + i, "set") for i, k in enumerate(keys)])
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "5")  # pinned by the checkpoint from its first batch
+    try:
+        if kind == "group state":
+            def version(schema: str):
+                return run_group_state_app(spark, source, checkpoint, schema, timeout=True)
+        else:
+            def version(schema: str):
+                return run_app(spark, source, checkpoint, [StateSpec("count", schema)])
+        on_provider(STOCK, lambda: version("n int"))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    code, out = cli("adopt", checkpoint)
+    assert code == 3, out
+    write_input(source, [(k, 0, "read") for k in keys])
+    evolved = version("n bigint, note string")
+    old = {k: [100 + i, None] for i, k in enumerate(keys)}
+    expected = {k: [v] for k, v in old.items()} if kind == "group state" else \
+        {k: [{"count": v}] for k, v in old.items()}
+    assert evolved.seen == expected
+    assert evolved.migrated_entries == len(keys)
+
+
 def test_an_adopted_aggregation_migrates_once_its_operator_is_known(spark, app_dirs, on_provider, cli,
                                                                    registrations):
     """A streaming aggregation made on Spark's provider. Spark 4.x names the operator in its metadata: adopt scans

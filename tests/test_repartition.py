@@ -109,6 +109,21 @@ def run(spark, name: str, inputs: list[str], checkpoint: str) -> list[str]:
     return sorted(str(tuple(row)) for row in run_to_end(query(spark, inputs), checkpoint, mode))
 
 
+# A next version of a query whose state schema changed (statesnap migrates it, Spark's provider would refuse it), and
+# its output as the version before would have said it.
+EVOLVED = {"group state with a timeout": (
+    lambda s, i: _group_state_app(s, i[0], "last bigint, note string", lambda v: (v, None), timeout=True),
+    lambda row: row.replace(", null]", "]"))}
+
+
+def run_evolved(spark, name: str, inputs: list[str], checkpoint: str) -> tuple[list[str], list[str]]:
+    """One run of the next version of the query ([[EVOLVED]]): its output rows, sorted, as text, and as the version
+    before would have said them."""
+    query, as_before = EVOLVED[name]
+    rows = sorted(str(tuple(row)) for row in run_to_end(query(spark, inputs), checkpoint, OPERATORS[name][2]))
+    return rows, [as_before(row) for row in rows]
+
+
 def feed(inputs: list[str], rows: list[list[tuple[str, int, str]]]) -> None:
     for directory, batch in zip(inputs, rows):
         write_input(directory, batch)
@@ -712,18 +727,28 @@ def test_a_checkpoint_of_sparks_default_provider_is_adopted_and_released_as_a_co
     statesnap's stores (in `partitions`, if given), one appended batch; the query runs on statesnap, is released back
     to the default provider (in `released` partitions, if given: every entry of statesnap's stores, byte for byte,
     in the snapshot of the partition Spark reads it from) and runs on, its output equal all along to a control's that
-    never left the default provider."""
+    never left the default provider. Once adopted, a query whose next version changes its state schema (group state:
+    a field added) is deployed: statesnap migrates the entries adopted, and the default provider runs the next
+    version once released."""
     session_for("spark", False)
     spark.conf.set(PROVIDER_CONF, DEFAULT_PROVIDER)
     sources = 2 if name == "stream-stream join" else 1
     inputs = [str(tmp_path / f"in{i}") for i in range(sources)]
     control_inputs = [str(tmp_path / f"control{i}") for i in range(sources)]
     checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    deployed, said_by_next = False, []
 
     def both(rows) -> None:
+        """A run of the query and of the control; once adopted, the query's next version if its state evolves."""
         feed(inputs, rows)
         feed(control_inputs, rows)
-        assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)
+        expected = run(spark, name, control_inputs, control)
+        if deployed and name in EVOLVED:
+            said, as_before = run_evolved(spark, name, inputs, checkpoint)
+            assert as_before == expected
+            said_by_next.extend(said)
+        else:
+            assert run(spark, name, inputs, checkpoint) == expected
 
     runs = rounds(name)
     for rows in runs[:2]:
@@ -745,8 +770,11 @@ def test_a_checkpoint_of_sparks_default_provider_is_adopted_and_released_as_a_co
                 assert sum(len(s) for s in by_partition.values()) == \
                     spark.read.format("statestore").option("operatorId", op).load(control).count()
     spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)  # the session's provider is not read on restart
+    deployed = True
     for rows in runs[2:4]:
         both(rows)
+    # The entries adopted were migrated: the new field is null where the version before set the state.
+    assert name not in EVOLVED or any(", null]" in row for row in said_by_next), said_by_next
     before = entries(checkpoint)
     result = statesnap.tools.release(checkpoint, provider="hdfs", partitions=released, no_file_sink=True)
     assert result.outcome is statesnap.tools.Outcome.CHANGE, result.lines

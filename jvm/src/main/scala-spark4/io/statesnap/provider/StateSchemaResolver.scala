@@ -81,10 +81,12 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   /**
    * A state with entries but no statesnap record (a checkpoint adopted from Spark's provider, or a record lost):
-   * the schemas Spark's own files say its bytes have, which Spark itself would read them with.
+   * the schemas Spark's own files say its bytes have, which Spark itself would read them with: as the files were in
+   * the batch that wrote the version loaded, as the tools read them at the latest committed batch. This batch's may
+   * say the new schemas already, rewritten by another partition's commit ([[ColumnFamilyContext.beforeCommit]]).
    */
   private def fromSparkFiles(state: String, current: StateSnapshotRecord): StateSnapshotRecord = {
-    val (key, value) = context.sparkSchemas(state, store.version).getOrElse(throw new StatesnapException(
+    val (key, value) = context.sparkSchemas(state, store.version - 1).getOrElse(throw new StatesnapException(
       MissingSnapshot, s"${describe(state)} holds entries but neither a statesnap snapshot nor Spark's own schema " +
         "files say which schema its bytes were written with, and statesnap will not guess. Nothing was read or " +
         "rewritten. Restore the checkpoint's state/<operator>/_stateSchema and _metadata files, or start from a " +

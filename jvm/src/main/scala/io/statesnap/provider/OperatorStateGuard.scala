@@ -9,7 +9,7 @@ import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import io.statesnap.SparkClasses.CheckpointFileManager
-import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -26,8 +26,9 @@ import org.slf4j.LoggerFactory
  * (`CheckpointFileManager.createAtomic`) after the first commit of that version, and in force for every version
  * from it on. A batch that is rolled back leaves no trace: a load of an earlier version reads the record in
  * force then, and the next commit replaces any later one. A state with entries but no record in force (an older
- * layout, a record removed) is compared with Spark's own schema file for the operator, then recorded. Partition
- * 0 keeps that schema file saying the schemas the bytes have, for Spark's own tools.
+ * layout, a record removed) is compared with Spark's own schema file for the operator as it was at the version
+ * loaded ([[SparkSchemaFileHistory]]), then recorded. Partition 0 keeps that schema file saying the schemas the
+ * bytes have, for Spark's own tools.
  */
 private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: StructType, valueSchema: StructType,
     declared: DeclaredSnapshots, hadoopConf: Configuration) extends StateRecordWriter {
@@ -70,7 +71,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       val ours = inForce(loadedVersion)
       val recorded = ours.orElse {
         if (loadedVersion == 0) None // a new state: recorded at its first commit
-        else Some(sparkSchemaFile.getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
+        else Some(sparkSchemaFile(loadedVersion).getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
           s"$describe holds state version $loadedVersion, but neither statesnap's record ($dir) nor Spark's own " +
             "schema file of the operator says which schema its bytes have, so statesnap will not guess. Nothing " +
             "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
@@ -116,13 +117,15 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     matchedFrom = Some(version)
     log.info(s"statesnap: recorded the state schema of $describe in $path")
     if (id.partitionId == 0) {
-      SparkSingleStateSchemaFile.update(id, keySchema, valueSchema, hadoopConf)
+      SparkSchemaFileHistory.update(id, keySchema, valueSchema, version, hadoopConf)
         .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describe"))
     }
   }
 
-  private def sparkSchemaFile: Option[StateSnapshotRecord] = SparkSingleStateSchemaFile.read(id, hadoopConf)
-    .map { case (key, value) => SparkSchemaRecords.singleState(id.storeName, key, value) }
+  /** What Spark's schema file said for the bytes of `version` (partition 0 may have rewritten it since). */
+  private def sparkSchemaFile(version: Long): Option[StateSnapshotRecord] =
+    SparkSchemaFileHistory.at(id, version, hadoopConf)
+      .map { case (key, value) => SparkSchemaRecords.singleState(id.storeName, key, value) }
 
   private def describe: String = {
     val state = migrates.fold("the state")(m => s"state '${m.state}'")

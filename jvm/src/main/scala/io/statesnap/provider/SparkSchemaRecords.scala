@@ -21,13 +21,13 @@ object SparkSchemaRecords {
 
   /**
    * The single state of operator `id.operatorId` under the name a registration gives it (`groupState`,
-   * `aggregation`), made from Spark's schema file of its store, if it has one: the other operators' states are
-   * guarded, never migrated.
+   * `aggregation`), made from Spark's schema file of its store as it was at state version `version`
+   * ([[SparkSchemaFileHistory]]), if it has one: the other operators' states are guarded, never migrated.
    * @throws io.statesnap.StatesnapException naming the file when it gives an operator Spark names arbitrary-state
    *   a value layout other than group state's, which Spark never writes (a damaged file): not a state of no name
    */
-  def namedSingleState(id: StateStoreId, hadoopConf: Configuration): Option[StateSnapshotRecord] =
-    SparkSingleStateSchemaFile.read(id, hadoopConf).flatMap { case (key, value) =>
+  def namedSingleState(id: StateStoreId, version: Long, hadoopConf: Configuration): Option[StateSnapshotRecord] =
+    SparkSchemaFileHistory.at(id, version, hadoopConf).flatMap { case (key, value) =>
       val single = singleState(id.storeName, key, value)
       lazy val operator = QueryStates.operator(id.checkpointRootLocation, id.operatorId, hadoopConf)
       if (SparkOperator.holdsGroupState(value, operator)) {

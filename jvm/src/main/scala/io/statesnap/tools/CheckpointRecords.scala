@@ -84,7 +84,7 @@ object CheckpointRecords {
       val id = StateStoreId(s.stateRoot.toString, s.operator, 0, s.storeName)
       val states = TransformWithStateRecords.sparkRecords(s.stateRoot.toString, s.operator, s.batch, hadoopConf)
       val records = if (states.nonEmpty) states
-      else SparkSchemaRecords.namedSingleState(id, hadoopConf).toSeq
+      else SparkSchemaRecords.namedSingleState(id, s.store.version, hadoopConf).toSeq
       records.map(s.store -> _)
     }
 

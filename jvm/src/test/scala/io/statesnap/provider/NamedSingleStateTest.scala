@@ -39,7 +39,7 @@ class NamedSingleStateTest {
   private def named(operator: Option[String], value: StructType): Option[(String, OperatorKind)] = {
     val id = StateStoreId(stateRoot(operator), 0, 0)
     SparkSingleStateSchemaFile.update(id, key, value, conf)
-    SparkSchemaRecords.namedSingleState(id, conf).map(r => (r.stateName, r.operator))
+    SparkSchemaRecords.namedSingleState(id, 1, conf).map(r => (r.stateName, r.operator))
   }
 
   @Test def theOperatorSparkNamesSaysWhichSingleStateARegistrationNames(): Unit = {

@@ -13,12 +13,18 @@ import org.apache.spark.sql.types.StructType
  */
 object SparkSingleStateSchemaFile {
   /** The key and value schemas the file records for the operator of `id`; None when there is no such file. */
-  def read(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] = {
-    val file = path(id)
-    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+  def read(id: StateStoreId, hadoopConf: Configuration): Option[(StructType, StructType)] =
+    readFile(path(id), hadoopConf)
+
+  /**
+   * The key and value schemas a file in this format records (the file itself, or a copy statesnap kept of it); None
+   * when there is no such file, or it is empty (a copy of a file that did not exist).
+   */
+  def readFile(file: Path, hadoopConf: Configuration): Option[(StructType, StructType)] = {
+    val fs = file.getFileSystem(hadoopConf)
     CheckpointFile.read(file, Describes) {
-      if (!fm.exists(file)) None else {
-        val in = fm.open(file)
+      if (!fs.exists(file) || fs.getFileStatus(file).getLen == 0) None else {
+        val in = fs.open(file)
         try SingleStateSchemaFormat.read(in) finally in.close()
       }
     }
@@ -32,15 +38,20 @@ object SparkSingleStateSchemaFile {
       hadoopConf: Configuration): Option[Path] =
     if (read(id, hadoopConf).contains((keySchema, valueSchema))) None else {
       val file = path(id)
-      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-      fm.mkdirs(file.getParent)
-      val out = fm.createAtomic(file, overwriteIfPossible = true)
-      try SingleStateSchemaFormat.write(keySchema, valueSchema, out) catch {
-        case e: Throwable => out.cancel(); throw e
-      }
-      out.close()
+      writeFile(file, Some((keySchema, valueSchema)), hadoopConf)
       Some(file)
     }
+
+  /** Writes `file` in this format whole or not at all, saying `schemas` (None: empty, no schemas). */
+  def writeFile(file: Path, schemas: Option[(StructType, StructType)], hadoopConf: Configuration): Unit = {
+    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+    fm.mkdirs(file.getParent)
+    val out = fm.createAtomic(file, overwriteIfPossible = true)
+    try schemas.foreach { case (key, value) => SingleStateSchemaFormat.write(key, value, out) } catch {
+      case e: Throwable => out.cancel(); throw e
+    }
+    out.close()
+  }
 
   /** What the file holds, as an error names it. */
   val Describes = "Spark's state schema file"
