@@ -32,6 +32,7 @@ Workloads (see bench/README.md for how to read the results):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -82,8 +83,10 @@ MIGRATION_KINDS = {"value": "transformWithState value state", "list": "transform
                    "avroValue": "transformWithState value state, Avro-encoded"}
 
 
+@functools.cache
 def build_bench_classes() -> None:
-    """The JVM harnesses, compiled for the running pyspark's minor (scripts/build_jar.sh reads $PYTHON)."""
+    """The JVM harnesses, compiled once per run for the running pyspark's minor (scripts/build_jar.sh reads
+    $PYTHON): the harnesses' JVMs and the bench's session (`Sampled`) load them."""
     subprocess.run([str(ROOT / "scripts" / "build_jar.sh"), "bench"], check=True, cwd=ROOT,
                    env={**os.environ, "PYTHON": sys.executable})
 
@@ -117,8 +120,10 @@ def session():
 
     import statesnap
 
+    build_bench_classes()
     spark = statesnap.configure(
         SparkSession.builder.master("local[2]").appName("statesnap-bench")
+        .config("spark.driver.extraClassPath", classes("bench-classes"))
         .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")
     ).getOrCreate()
@@ -261,14 +266,12 @@ def run_rewriter(entries: list[int], repeats: int) -> list[dict]:
 def run_repartition(entries: list[int], repeats: int) -> list[dict]:
     """At each size, a stock streaming count over that many keys (2 partitions), repartitioned to 5 by statesnap and
     by Spark's own repartition, alternating, each on a fresh copy, after one uncounted round of each: entries/s of the
-    whole call, and the JVM's peak heap during it (every heap pool's peak, reset before the call; one JVM runs both:
-    local mode)."""
+    whole call, and the JVM's heap during it (one JVM runs both: local mode), sampled and after each GC
+    (jvm/src/bench `Sampled`)."""
     import statesnap
 
     spark = session()
-    jvm = spark.sparkContext._jvm
-    pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
-             if str(p.getType()) == "Heap memory"]
+    sampled = spark.sparkContext._jvm.io.statesnap.bench.Sampled
     results = []
     for n in entries:
         work = Path(tempfile.mkdtemp(prefix="statesnap-bench-repartition-"))
@@ -280,25 +283,27 @@ def run_repartition(entries: list[int], repeats: int) -> list[dict]:
                 for side in ("statesnap", "spark") if i % 2 == 0 else ("spark", "statesnap"):
                     copy = str(work / f"{side}-{i}")
                     shutil.copytree(original, copy)
-                    jvm.System.gc()
-                    for pool in pools:
-                        pool.resetPeakUsage()
+                    recording = sampled.start()
                     start = time.perf_counter()
-                    if side == "statesnap":
-                        result = statesnap.repartition(copy, 5, no_file_sink=True)
-                        assert result.exit_code == 3, result.lines
-                    else:
-                        spark._streamingCheckpointManager.repartition(copy, 5)
+                    try:
+                        if side == "statesnap":
+                            result = statesnap.repartition(copy, 5, no_file_sink=True)
+                            assert result.exit_code == 3, result.lines
+                        else:
+                            spark._streamingCheckpointManager.repartition(copy, 5)
+                    finally:
+                        heap = recording.stop()
                     seconds = time.perf_counter() - start
-                    peak = sum(pool.getPeakUsage().getUsed() for pool in pools) // (1024 * 1024)
+                    peak, after_gc = heap.peakHeapMb(), heap.afterGcMb()
                     if i > 0:
-                        sides[side].append((seconds, peak))
+                        sides[side].append((seconds, peak, after_gc))
                     shutil.rmtree(copy, ignore_errors=True)
-                    print(f"[repartition] {n:,} entries, {side}: {seconds:.1f} s, peak heap {peak} MB"
-                          f"{'' if i > 0 else ' (warm-up, not counted)'}", flush=True)
+                    print(f"[repartition] {n:,} entries, {side}: {seconds:.1f} s, peak heap {peak} MB, after GC "
+                          f"{_mb(after_gc)} ({heap.gcs()} GCs){'' if i > 0 else ' (warm-up, not counted)'}", flush=True)
             best = {side: min(runs) for side, runs in sides.items()}
-            results.append({"entries": n, **{f"{side}_per_s": round(n / s) for side, (s, _) in best.items()},
-                            **{f"{side}_peak_heap_mb": max(p for _, p in runs) for side, runs in sides.items()},
+            results.append({"entries": n, **{f"{side}_per_s": round(n / best[side][0]) for side in sides},
+                            **{f"{side}_peak_heap_mb": max(r[1] for r in runs) for side, runs in sides.items()},
+                            **{f"{side}_after_gc_mb": max(r[2] for r in runs) for side, runs in sides.items()},
                             "ratio": best["spark"][0] / best["statesnap"][0]})
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -309,13 +314,16 @@ def repartition_section(rows: list[dict]) -> list[str]:
     lines = ["## Repartition: statesnap vs Spark's own offline repartition", "",
              "A stock streaming count's checkpoint (Spark's RocksDB provider, 2 partitions) repartitioned to 5, each "
              "run on a fresh copy, statesnap's `repartition` and Spark's `_streamingCheckpointManager.repartition` "
-             "alternating, after one uncounted warm-up round of each (best of the repeats; the whole call, its Spark job "
-             "and its commit included). Peak heap: the driver JVM's heap pools' peak during the call (local mode: the "
-             "tasks run in it too).", "",
+             "alternating, after one uncounted warm-up round of each (best of the repeats; the whole call, its Spark "
+             "job and its commit included). Heap: the driver JVM's (local mode: the tasks run in it too), sampled "
+             "every 5 ms after a GC before the call (the peak, garbage included) and after each GC during it (the "
+             "largest: what the call keeps alive), the largest over the counted runs.", "",
              "| entries | statesnap (entries/s) | Spark (entries/s) | throughput ratio (target >= 2) | peak heap "
-             "statesnap | peak heap Spark |", "|---|---|---|---|---|---|"]
+             "statesnap | peak heap Spark | heap after GC statesnap | heap after GC Spark |",
+             "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['entries']:,} | {r['statesnap_per_s']:,} | {r['spark_per_s']:,} | x{r['ratio']:.2f} | "
-              f"{r['statesnap_peak_heap_mb']} MB | {r['spark_peak_heap_mb']} MB |" for r in rows]
+              f"{r['statesnap_peak_heap_mb']} MB | {r['spark_peak_heap_mb']} MB | {_mb(r['statesnap_after_gc_mb'])} | "
+              f"{_mb(r['spark_after_gc_mb'])} |" for r in rows]
     return lines + [""]
 
 

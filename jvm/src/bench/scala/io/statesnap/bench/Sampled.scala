@@ -28,14 +28,23 @@ object Sampled {
    * that runs meanwhile is recorded too.
    */
   def apply(body: => Unit): Sampled = {
-    val memory = ManagementFactory.getMemoryMXBean
+    val recording = start()
+    try body finally recording.stop()
+    recording.stop() // the same record: a recording ends once
+  }
+
+  /** Starts recording as [[apply]] does, for work driven from elsewhere (Python, through py4j): `stop()` ends it. */
+  def start(): Recording = new Recording
+
+  final class Recording private[Sampled] {
+    private val memory = ManagementFactory.getMemoryMXBean
     System.gc()
-    val peak = new AtomicLong(memory.getHeapMemoryUsage.getUsed)
-    val afterGc = new AtomicLong(-1)
-    val gcs = new java.util.concurrent.atomic.AtomicInteger
-    val heapPools = ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP)
+    private val peak = new AtomicLong(memory.getHeapMemoryUsage.getUsed)
+    private val afterGc = new AtomicLong(-1)
+    private val gcs = new java.util.concurrent.atomic.AtomicInteger
+    private val heapPools = ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP)
       .map(_.getName).toSet
-    val listener: NotificationListener = (n: Notification, _: AnyRef) =>
+    private val listener: NotificationListener = (n: Notification, _: AnyRef) =>
       if (n.getType == GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION) {
         val gc = GarbageCollectionNotificationInfo.from(n.getUserData.asInstanceOf[CompositeData])
         // Delivered asynchronously: the GC run above, before the work, may arrive after this listener is added.
@@ -47,21 +56,30 @@ object Sampled {
           gcs.incrementAndGet()
         }
       }
-    val collectors = ManagementFactory.getGarbageCollectorMXBeans.asScala.collect { case e: NotificationEmitter => e }
+    private val collectors =
+      ManagementFactory.getGarbageCollectorMXBeans.asScala.collect { case e: NotificationEmitter => e }
     collectors.foreach(_.addNotificationListener(listener, null, null))
-    @volatile var running = true
-    val sampler = new Thread(() => while (running) {
+    @volatile private var running = true
+    private val sampler = new Thread(() => while (running) {
       peak.accumulateAndGet(memory.getHeapMemoryUsage.getUsed, math.max)
       Thread.sleep(5)
     })
     sampler.setDaemon(true)
     sampler.start()
-    val os = ManagementFactory.getOperatingSystemMXBean.asInstanceOf[com.sun.management.OperatingSystemMXBean]
-    val (start, cpuStart) = (System.nanoTime(), os.getProcessCpuTime)
-    try body finally running = false
-    val sampled = Sampled((System.nanoTime() - start) / 1e9, (os.getProcessCpuTime - cpuStart) / 1e9, 0L)
-    sampler.join()
-    collectors.foreach(_.removeNotificationListener(listener))
-    sampled.copy(peakHeapBytes = peak.get, afterGcBytes = afterGc.get, gcs = gcs.get)
+    private val os = ManagementFactory.getOperatingSystemMXBean.asInstanceOf[com.sun.management.OperatingSystemMXBean]
+    private val (started, cpuStarted) = (System.nanoTime(), os.getProcessCpuTime)
+    private var result: Option[Sampled] = None
+
+    /** Ends the recording (once: a second call returns the same). */
+    def stop(): Sampled = synchronized {
+      if (result.isEmpty) {
+        running = false
+        val sampled = Sampled((System.nanoTime() - started) / 1e9, (os.getProcessCpuTime - cpuStarted) / 1e9, 0L)
+        sampler.join()
+        collectors.foreach(_.removeNotificationListener(listener))
+        result = Some(sampled.copy(peakHeapBytes = peak.get, afterGcBytes = afterGc.get, gcs = gcs.get))
+      }
+      result.get
+    }
   }
 }
