@@ -16,8 +16,10 @@ import org.rocksdb.{EnvOptions, IngestExternalFileOptions, Options, RocksDB => N
  * would write it) and ingested into the store's RocksDB before Spark commits it: no memtable, no flush, which cost a
  * store written by puts more than its puts (`make bench`'s repartition). An entry that does not follow its run's last
  * key in RocksDB's bytewise order starts a new run; past `runs` runs, every entry is put instead ([[put]]): a source
- * that is not sorted, or a shuffle that interleaved runs, costs speed, never an entry. The job puts each key once
- * (`StoredKeyPlacement`), so no run holds a key another does. Not thread-safe: one per task.
+ * that is not sorted, or a shuffle that interleaved runs, costs speed, never an entry. Each file lands in level 0,
+ * so no more are written than the level-0 file count at which RocksDB compacts (4 by default): a store moved from
+ * many partitions does not open with hundreds of level-0 files, and puts the runs past them. The job puts each key
+ * once (`StoredKeyPlacement`), so no run holds a key another does. Not thread-safe: one per task.
  *
  * @param rocksDB the store, opened by Spark's provider; @param options its RocksDB options
  * @param put how an entry is put when runs are not what arrives
@@ -30,6 +32,7 @@ private[offline] final class SortedRunsLoader(rocksDB: RocksDB, options: Options
     field.setAccessible(true)
     field.get(rocksDB).asInstanceOf[NativeRocksDB]
   }
+  private val maxFiles = math.min(runs, options.level0FileNumCompactionTrigger)
   private val env = new EnvOptions()
   private val dir = Files.createTempDirectory("statesnap-runs-").toFile
   private val files = ArrayBuffer.empty[File]
@@ -38,7 +41,7 @@ private[offline] final class SortedRunsLoader(rocksDB: RocksDB, options: Options
 
   def add(key: Array[Byte], value: Array[Byte]): Unit = {
     if (writer.nonEmpty && java.util.Arrays.compareUnsigned(last, key) >= 0) finishRun()
-    if (writer.isEmpty && files.size < runs) startRun()
+    if (writer.isEmpty && files.size < maxFiles) startRun()
     writer match {
       case Some(w) => w.put(key, value); last = key
       case None => put(key, value)

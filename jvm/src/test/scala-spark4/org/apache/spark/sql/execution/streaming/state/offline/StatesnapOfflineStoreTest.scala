@@ -93,18 +93,22 @@ class StatesnapOfflineStoreTest {
    * order they came in.
    */
   @Test def aStoreWithoutFamiliesIsLoadedFromSortedRunsAndWhatIsNotSortedIsPut(): Unit = {
-    val f = new ProviderFixture()
-    val id = StateStoreId(f.checkpoint, 0, 0)
-    val layout = Seq(StatesnapOfflineStore.Family("default", schema, schema, 0, internal = false))
     // Keys in RocksDB's bytewise order as their numbers are.
     def entry(i: Int) = StatesnapOfflineStore.Entry(0, Array[Byte](0, (i >> 8).toByte, i.toByte), Array(i.toByte))
-    val arriving = (0 until 100 by 2) ++ (1 until 100 by 2) ++ (300 until 200 by -1)
-    val written = StatesnapOfflineStore.writeAnew(id, layout, columnFamilies = false, jobConf, new Configuration, 1,
-      sortedRuns = 2)
-    try { arriving.foreach(i => written.put(entry(i))); written.commit() } finally written.close()
-    val read = StatesnapOfflineStore.read(id, layout, columnFamilies = false, jobConf, new Configuration, 1, None)
-    val back = try read.entries.map(e => (e.key.toSeq, e.value.toSeq)).toList finally read.close()
-    assertEquals(arriving.sorted.map(i => (entry(i).key.toSeq, entry(i).value.toSeq)).toList, back)
+    val layout = Seq(StatesnapOfflineStore.Family("default", schema, schema, 0, internal = false))
+    val cases = Seq(
+      2 -> ((0 until 100 by 2) ++ (1 until 100 by 2) ++ (300 until 200 by -1)), // two runs, then no order
+      10 -> (0 until 6).flatMap(r => r until 120 by 6)) // six runs: more than RocksDB's level-0 compaction trigger
+    for ((runs, arriving) <- cases) {
+      val f = new ProviderFixture()
+      val id = StateStoreId(f.checkpoint, 0, 0)
+      val written = StatesnapOfflineStore.writeAnew(id, layout, columnFamilies = false, jobConf, new Configuration,
+        1, sortedRuns = runs)
+      try { arriving.foreach(i => written.put(entry(i))); written.commit() } finally written.close()
+      val read = StatesnapOfflineStore.read(id, layout, columnFamilies = false, jobConf, new Configuration, 1, None)
+      val back = try read.entries.map(e => (e.key.toSeq, e.value.toSeq)).toList finally read.close()
+      assertEquals(s"$runs runs", arriving.sorted.map(i => (entry(i).key.toSeq, entry(i).value.toSeq)).toList, back)
+    }
   }
 
   /** Spark's RocksDB provider's store with families `a` (keys x, y) and `b` (key z), committed as version 2. */
