@@ -71,10 +71,11 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       val ours = inForce(loadedVersion)
       val recorded = ours.orElse {
         if (loadedVersion == 0) None // a new state: recorded at its first commit
-        else Some(sparkSchemaFile(loadedVersion).getOrElse(throw new StatesnapException(StatesnapException.MissingSnapshot,
-          s"$describe holds state version $loadedVersion, but neither statesnap's record ($dir) nor Spark's own " +
-            "schema file of the operator says which schema its bytes have, so statesnap will not guess. Nothing " +
-            "was read or rewritten. Restore the missing files, or start the query on a new checkpoint.")))
+        else Some(sparkSchemaFile(loadedVersion).getOrElse(throw new StatesnapException(
+          StatesnapException.MissingSnapshot, s"$describe holds state version $loadedVersion, but neither " +
+            s"statesnap's record ($dir) nor Spark's own schema file of the operator says which schema its bytes " +
+            "have, so statesnap will not guess. Nothing was read or rewritten. Restore the missing files, or start " +
+            "the query on a new checkpoint.")))
       }
       // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
       val step = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation)) match {

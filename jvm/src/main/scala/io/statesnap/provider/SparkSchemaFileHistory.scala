@@ -21,8 +21,12 @@ object SparkSchemaFileHistory {
   /** The key and value schemas the file said for the bytes of state version `version` of the store `id`. */
   def at(id: StateStoreId, version: Long, hadoopConf: Configuration): Option[(StructType, StructType)] = {
     val now = SparkSingleStateSchemaFile.read(id, hadoopConf)
-    copies(id, hadoopConf).filter(_ > version).sorted.headOption
-      .fold(now)(v => SparkSingleStateSchemaFile.readFile(copy(id, v), hadoopConf))
+    copies(id, hadoopConf).filter(_ > version).sorted.headOption.fold(now) { v =>
+      val kept = copy(id, v)
+      // Empty: statesnap kept that there was no file (Spark's own is never empty: refused as damaged when read).
+      if (kept.getFileSystem(hadoopConf).getFileStatus(kept).getLen == 0) None
+      else SparkSingleStateSchemaFile.readFile(kept, hadoopConf)
+    }
   }
 
   /**

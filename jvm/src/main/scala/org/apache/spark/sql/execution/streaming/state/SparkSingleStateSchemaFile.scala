@@ -18,13 +18,13 @@ object SparkSingleStateSchemaFile {
 
   /**
    * The key and value schemas a file in this format records (the file itself, or a copy statesnap kept of it); None
-   * when there is no such file, or it is empty (a copy of a file that did not exist).
+   * when there is no such file. A file that is not one (empty, cut short) is refused, naming it.
    */
   def readFile(file: Path, hadoopConf: Configuration): Option[(StructType, StructType)] = {
-    val fs = file.getFileSystem(hadoopConf)
+    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
     CheckpointFile.read(file, Describes) {
-      if (!fs.exists(file) || fs.getFileStatus(file).getLen == 0) None else {
-        val in = fs.open(file)
+      if (!fm.exists(file)) None else {
+        val in = fm.open(file)
         try SingleStateSchemaFormat.read(in) finally in.close()
       }
     }
@@ -42,7 +42,7 @@ object SparkSingleStateSchemaFile {
       Some(file)
     }
 
-  /** Writes `file` in this format whole or not at all, saying `schemas` (None: empty, no schemas). */
+  /** Writes `file` in this format whole or not at all, saying `schemas` (None: an empty file, which says none). */
   def writeFile(file: Path, schemas: Option[(StructType, StructType)], hadoopConf: Configuration): Unit = {
     val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
     fm.mkdirs(file.getParent)
