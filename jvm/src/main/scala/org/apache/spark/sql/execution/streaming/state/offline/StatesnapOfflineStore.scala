@@ -122,10 +122,11 @@ object StatesnapOfflineStore {
       created(family) = true
     }
 
-    // A store without families is loaded in bulk from the sorted runs it is given; a family's keys carry its id,
-    // which Spark's put adds.
-    private val loader = if (columnFamilies) None else StatesnapStoreFiles.bulkLoadOptions(rocksDB).map(options =>
-      new SortedRunsLoader(rocksDB, options, sortedRuns, rocksDB.put(_, _)))
+    // A store without families is loaded in bulk from the sorted runs it is given, if any; a family's keys carry
+    // its id, which Spark's put adds.
+    private val loader = if (columnFamilies || sortedRuns == 0) None
+      else StatesnapStoreFiles.bulkLoadOptions(rocksDB)
+        .map(new SortedRunsLoader(rocksDB, _, sortedRuns, rocksDB.put(_, _)))
 
     override def put(entry: Entry): Unit =
       if (!columnFamilies) loader.fold(rocksDB.put(entry.key, entry.value))(_.add(entry.key, entry.value))
