@@ -38,8 +38,8 @@ from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
-__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "check", "inspect", "migrate", "release",
-           "repartition"]
+__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "inspect", "migrate",
+           "release", "repartition"]
 
 _REFUSAL = "io.statesnap.tools.ToolRefusal"
 
@@ -280,6 +280,28 @@ def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = 
     with spark_session(dict(conf or {}), master) as spark:
         return _report("repartition", spark.sparkContext._jvm.io.statesnap.tools.Repartition.repartition(
             spark._jsparkSession, checkpoint, partitions, file_sink, no_file_sink, dry_run))
+
+
+@_boundary("change-key")
+def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]] = None,
+               file_sink: Optional[str] = None, no_file_sink: bool = False, dry_run: bool = False) -> ToolResult:
+    """Changes the key of the stateful operators of a stopped query whose key the new version changes: ``query`` is
+    the new version's streaming DataFrame (before ``writeStream``), the source of truth for each operator's new key
+    and aggregate functions. Every entry gets its new key, in the partition where Spark looks for it, all in one
+    appended batch, by one Spark job in the query's session; entries that meet under one new key (a grouping column
+    removed) are merged by the query's own aggregate functions, as Spark merges partial aggregates. ``keys`` gives
+    each new key field the old entries have no value for, as a SQL expression over the old key's and value's fields
+    (a constant ``"'eu'"``, a derived value ``"upper(substr(user, 1, 2))"``, an explicit narrowing); a field kept
+    may be widened (int to bigint), never narrowed without one. Name the query's sink: ``file_sink`` (its output
+    path) or ``no_file_sink=True``. Streaming aggregations only, so far; any other key change is refused, nothing
+    written.
+
+    Example: ``change_key("/checkpoints/usage", usage_by_user(spark), no_file_sink=True)``."""
+    if not hasattr(query, "_jdf") or not query.isStreaming:
+        raise ToolError(f"change_key takes the new version's streaming DataFrame, not {query!r}")
+    spark = query.sparkSession
+    return _report("change-key", spark.sparkContext._jvm.io.statesnap.tools.Repartition.changeKey(
+        spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), file_sink, no_file_sink, dry_run))
 
 
 def _require_partitions(partitions: Optional[int]) -> None:

@@ -88,7 +88,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = if (!isAggregation) "" else " A " +
             "streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
             s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value " +
-            "(docs/evolution-rules.md).")
+            s"(docs/evolution-rules.md). $ChangeKeyHint")
       }
       pending = None
       step.next.foreach(write)
@@ -152,7 +152,12 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   }
 }
 
-private object OperatorStateGuard {
+private[provider] object OperatorStateGuard {
+  /** How a streaming aggregation's grouping key changes, for a refusal of a changed key. */
+  val ChangeKeyHint: String = "One whose grouping key changes migrates offline: stop the query and run " +
+    "statesnap.tools.change_key(checkpoint, <the new version's streaming DataFrame>), which gives every entry its " +
+    "new key (README, \"Change a key\")."
+
   /** A state that migrates, the snapshot the application declares for it, and its operator's kind (its rules). */
   private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, operator: OperatorKind)
 

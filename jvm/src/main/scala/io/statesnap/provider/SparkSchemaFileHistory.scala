@@ -44,6 +44,22 @@ object SparkSchemaFileHistory {
     }
   }
 
+  /**
+   * Undoes [[update]] as of `version` (a version never committed: an offline batch rolled back): the file made to say
+   * again what its copy kept (absent, where the copy is empty), and the copy removed. Nothing where none was kept.
+   */
+  def restore(id: StateStoreId, version: Long, hadoopConf: Configuration): Unit = {
+    val kept = copy(id, version)
+    val fs = kept.getFileSystem(hadoopConf)
+    if (fs.exists(kept)) {
+      val file = SparkSingleStateSchemaFile.path(id)
+      // Kept empty: there was no file.
+      if (fs.getFileStatus(kept).getLen == 0) fs.delete(file, false)
+      else SparkSingleStateSchemaFile.writeFile(file, SparkSingleStateSchemaFile.readFile(kept, hadoopConf), hadoopConf)
+      fs.delete(kept, false)
+    }
+  }
+
   private def dir(id: StateStoreId): Path = new Path(new Path(OperatorRecordFiles.root(id.checkpointRootLocation,
     id.operatorId), "sparkSchemaFile"), id.storeName)
 

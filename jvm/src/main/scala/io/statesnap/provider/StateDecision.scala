@@ -81,7 +81,8 @@ private[statesnap] object StateDecision {
     case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot)) =>
       Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
         ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed (for map state, the user key); keys " +
-          "identify entries and are never rewritten", "keep the grouping key and map key types as they were")), "")
+          "identify entries and are never rewritten", "keep the grouping key and map key types as they were" +
+          (if (current.operator == OperatorKind.Aggregation) s". ${OperatorStateGuard.ChangeKeyHint}" else ""))), "")
     case Some(old) =>
       // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
       val mode = current.compatibility.orElse(old.compatibility)

@@ -2,13 +2,16 @@ package io.statesnap.tools
 
 import java.nio.charset.StandardCharsets.UTF_8
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.statesnap.{CommitStateIds, ProviderClasses}
+import io.statesnap.{CommitStateIds, ProviderClasses, SparkClasses}
 import io.statesnap.ScalaCompat._
-import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles}
+import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, SparkSchemaFileHistory}
+import io.statesnap.snapshot.RowSchemaSnapshot
 import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.util.SerializableConfiguration
 import org.json4s._
 import org.json4s.jackson.JsonMethods
@@ -43,6 +46,7 @@ object Repartition {
   private val Verb = "repartition"
   val Adopt = "adopt"
   val ReleaseToDefault = "release --provider hdfs"
+  val ChangeKey = "change-key"
   // Off in the job: changelogs, so that every version it commits is a snapshot, which Spark loads with changelogs on
   // or off; and the count of keys, which would read every key before its put (StatesnapOfflineStore).
   private val JobConfs = Map("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false",
@@ -79,6 +83,18 @@ object Repartition {
     move(spark, location, ReleaseToDefault, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
   }
 
+  /**
+   * `change_key`: the key of each stateful operator whose key the new version's query (`query`, its streaming
+   * DataFrame) changes, every entry given its new key by [[KeyChangePlan]] (`keys`: SQL expressions of new key
+   * fields), in the partition Spark's partitioning of the new key reads, entries meeting under one key merged by the
+   * query's own aggregate functions; statesnap's records and Spark's schema file say the new key from the appended
+   * batch's version on.
+   */
+  def changeKey(spark: SparkSession, location: String, query: SparkClasses.Dataset[_],
+      keys: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport =
+    move(spark, location, ChangeKey, None, fileSink, noFileSink, dryRun,
+      KeyChangePlan(_, _, query, Option(keys).fold(Map.empty[String, String])(_.asScala.toMap)))
+
   /** Whether the latest batch of `checkpoint` is one of `verb` ([[Adopt]], [[ReleaseToDefault]]) not finished. */
   def interrupted(checkpoint: StoppedCheckpoint, verb: String): Boolean =
     checkpoint.pinnedConfs(checkpoint.latestBatch).get(StoppedCheckpoint.ProviderConf)
@@ -91,12 +107,14 @@ object Repartition {
     case _ => provider
   }
 
+  /** @param rekey the plan with each operator's key change, if any ([[changeKey]]) */
   private def move(spark: SparkSession, location: String, verb: String, partitions: Option[Int], fileSink: String,
-      noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+      noFileSink: Boolean, dryRun: Boolean,
+      rekey: (StoppedCheckpoint, RepartitionPlan) => RepartitionPlan = (_, plan) => plan): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
     val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, verb, fileSink, noFileSink, dryRun)(
       recover(checkpoint, verb, _, dryRun)).fold(report => return report, identity)
-    if (verb != Verb) {
+    if (verb == Adopt || verb == ReleaseToDefault) {
       // A move to another provider finished by the recovery (or done before) leaves the query there already.
       val batch = checkpoint.latestCommittedBatch
       val pinned = checkpoint.pinnedProvider(batch)
@@ -110,19 +128,22 @@ object Repartition {
       }
     }
     val rocksDB = Set(ProviderClasses.SparkRocksDB, ProviderClasses.Statesnap)
-    val plan = verb match {
+    val plan = rekey(checkpoint, verb match {
       case Adopt => RepartitionPlan(checkpoint, partitions, Set(ProviderClasses.SparkDefault),
         s"this adopt moves a checkpoint of Spark's default provider (${ProviderClasses.SparkDefault})",
         Some(ProviderClasses.Statesnap))
       case ReleaseToDefault => RepartitionPlan(checkpoint, partitions, rocksDB, "release --provider hdfs moves " +
         s"a checkpoint of statesnap's provider (or Spark's RocksDB provider, ${ProviderClasses.SparkRocksDB})",
         Some(ProviderClasses.SparkDefault))
-      case _ => RepartitionPlan(checkpoint, partitions, rocksDB, "repartition moves the state of a query on " +
+      case _ => RepartitionPlan(checkpoint, partitions, rocksDB, s"$verb moves the state of a query on " +
         s"Spark's RocksDB provider (${ProviderClasses.SparkRocksDB}) or statesnap's, and keeps it there", None)
-    }
+    })
     if (plan.writesDefault) CheckpointRecords.refuseDisagreements(checkpoint)
     sink.requireAt(plan.batch, checkpoint.refuse)
-    if (plan.from == plan.to && !plan.rebuilt) return ToolReport(recovered :+ s"the query's state already has " +
+    if (verb == ChangeKey && !plan.rekeyed) return ToolReport(recovered :+ "the new version's query keeps the key " +
+      s"of every stateful operator of $location: nothing to do", if (recovered.isEmpty) ToolReport.Nothing
+      else ToolReport.Change)
+    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed) return ToolReport(recovered :+ s"the query's state already has " +
       s"${plan.to} partitions (offsets/${plan.batch}): nothing to do",
       if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
     val next = plan.batch + 1
@@ -132,8 +153,8 @@ object Repartition {
         case ReleaseToDefault => Seq(s"Spark's default provider instead of ${plan.provider}")
         case _ => Nil
       })
-    val steps = Seq(s"append batch $next to the query (a copy of batch ${plan.batch}'s offsets, pinning " +
-      s"${pins.mkString(" and ")})") ++ plan.says ++ sink.says(next)
+    val steps = Seq(s"append batch $next to the query (a copy of batch ${plan.batch}'s offsets" +
+      (if (pins.isEmpty) ")" else s", pinning ${pins.mkString(" and ")})")) ++ plan.says ++ sink.says(next)
     if (dryRun) ToolReport(steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
     else ToolReport(recovered ++ steps.map("done: " + _) ++ append(spark, checkpoint, verb, plan, sink),
       ToolReport.Change)
@@ -152,6 +173,7 @@ object Repartition {
     stepDone("poisoned")
     val (in, committed) = try {
       copyRecords(checkpoint, plan)
+      recordNewKeys(checkpoint, plan)
       stepDone("records")
       runJob(spark, checkpoint, verb, plan, probe)
     } catch {
@@ -175,6 +197,8 @@ object Repartition {
     if (plan.writesDefault) Seq(s"wrote $in entries into Spark's default provider's snapshots", "done: restart " +
       s"the query: its state is in Spark's default provider, in ${plan.to} partitions (the provider is pinned in its " +
       "checkpoint; the session's is not read)")
+    else if (plan.rekeyed) Seq(s"wrote $in entries, each under its new key", "done: restart the query with its " +
+      "new version: its state has the new key")
     else if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with " +
       s"statesnap (statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
     else Seq(s"wrote $in entries, each into the partition Spark reads it from now", s"done: restart the query: its " +
@@ -205,6 +229,31 @@ object Repartition {
         }
       }
     }
+
+  /**
+   * For each operator whose key changes: statesnap's record in force of each store (where statesnap keeps one) and
+   * Spark's schema file of the operator say the new key from the version the job writes on (the old ones stay in
+   * force for the versions before it, and in the record's history; Spark's file's old content kept by
+   * [[SparkSchemaFileHistory]]); removed by [[rollBack]] with the batch.
+   */
+  private def recordNewKeys(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    val version = plan.batch + 2
+    for (o <- plan.operators; change <- o.keyChange; store <- o.stores) {
+      val root = OperatorRecordFiles.root(stateRoot, o.id)
+      o.targets(plan.to).foreach { p =>
+        val dir = OperatorRecordFiles.dir(root, p, store.name)
+        OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, p, store.name), version - 1)
+          .map(OperatorRecordFiles.read(checkpoint.fs, _)).foreach { record =>
+            checkpoint.write(OperatorRecordFiles.file(dir, version), record.succeededBy(record.copy(keySnapshot =
+              new RowSchemaSnapshot().configure(change.newKey), recordedAtVersion = version,
+              recordedAtMillis = System.currentTimeMillis())).toBytes)
+          }
+      }
+      SparkSchemaFileHistory.update(StateStoreId(stateRoot, o.id, 0, store.name), change.newKey, change.value,
+        version, checkpoint.hadoopConf)
+    }
+  }
 
   /**
    * Runs the job, a line on stderr as each store is written.
@@ -330,8 +379,8 @@ object Repartition {
   }
 
   /**
-   * Removes everything the job of `verb` wrote for the uncommitted batch `batch`: state version `batch + 1` of every
-   * store (RocksDB's, or the default provider's snapshot; where the state is in Spark's default provider's files,
+   * Removes everything the job of `verb` wrote for the uncommitted batch `batch`: statesnap's records and Spark's
+   * schema file as of version `batch + 1` (a key change's), state version `batch + 1` of every store (RocksDB's, or the default provider's snapshot; where the state is in Spark's default provider's files,
    * every RocksDB file, its SSTs too), and in the partitions it added (beyond the count `batch - 1` pins)
    * everything; its offsets (the guard) last.
    */
@@ -354,8 +403,15 @@ object Repartition {
             .filter(f => written(f.getName)).foreach(checkpoint.delete(_))
         }
       }
-      recordsOfPartitionsFrom(checkpoint, OperatorRecordFiles.root(stateRoot.toString, op), from)
-        .foreach(checkpoint.fs.delete(_, true))
+      val records = OperatorRecordFiles.root(stateRoot.toString, op)
+      recordsOfPartitionsFrom(checkpoint, records, from).foreach(checkpoint.fs.delete(_, true))
+      // A key change's records and Spark's schema file as of the version never committed.
+      for (p <- 0 until from; store <- "default" +: checkpoint.namedStores(op, 0)) {
+        checkpoint.fs.delete(OperatorRecordFiles.file(OperatorRecordFiles.dir(records, p, store), batch + 1), false)
+      }
+      (StateStoreId.DEFAULT_STORE_NAME +: checkpoint.namedStores(op, 0)).distinct.foreach(store =>
+        SparkSchemaFileHistory.restore(StateStoreId(stateRoot.toString, op, 0, store), batch + 1,
+          checkpoint.hadoopConf))
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))
     log.info(s"statesnap: rolled back batch $batch of ${checkpoint.location}")

@@ -1,14 +1,19 @@
 package io.statesnap.tools
 
+import java.util.Arrays
+
 import scala.util.Try
 
-import io.statesnap.placement.StoredKeyPlacement
+import io.statesnap.evolution.UnsafeRowLayout
+import io.statesnap.keys.KeyChange
+import io.statesnap.placement.{KeyPlacement, PartitionKey, StoredKeyPlacement}
 import io.statesnap.provider.MigrationProbe
 import org.apache.spark.{Partitioner, TaskContext}
 import org.apache.spark.rdd.ShuffledRDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
-import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapDefaultProviderStore, StatesnapOfflineStore}
+import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapDefaultProviderStore, StatesnapOfflineStore,
+  StatesnapStoreFiles}
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore.Entry
 import org.apache.spark.util.SerializableConfiguration
 
@@ -23,14 +28,21 @@ import org.apache.spark.util.SerializableConfiguration
  * ([[io.statesnap.placement.StoredKeyPlacement]]), so that no
  * store receives a key twice.
  *
+ * An operator whose key the deploy changes ([[KeyChange]]) has each entry given its new key as it is read, placed by
+ * it, and the shuffle sorts each target's entries by key (RocksDB's order), so that the entries meeting under one new
+ * key arrive together and are merged into one as they are written ([[merged]]): streamed, never gathered in memory.
+ *
  * Every store is written anew, even one whose partition stays, because that is the cheaper way for any change of
  * count: a key keeps its partition with odds of about one in the larger count, so a store changed in place would
  * take most of its entries out one by one (each removal a read and a delete, and its key sent through the shuffle)
  * beside the puts of those coming in (`make bench`'s repartition).
  */
 private[tools] object RepartitionJob {
-  /** A store the job writes: the new layout's partition `partition` of an operator's store `store`. */
-  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store)
+  /**
+   * A store the job writes: the new layout's partition `partition` of an operator's store `store`, and the change of
+   * the operator's key, if any, whose merge it applies to entries meeting under one key.
+   */
+  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, keyChange: Option[KeyChange])
 
   /** What one target's task did: the entries it wrote, and under checkpoint format v2 the id of the version. */
   final case class Written(target: Target, entries: Long, id: Option[String])
@@ -60,7 +72,10 @@ private[tools] object RepartitionJob {
    */
   def run(spark: SparkSession, plan: RepartitionPlan, settings: Settings,
       reported: Either[Throwable, Written] => Unit): Unit = {
-    val targets = plan.operators.flatMap(o => o.stores.flatMap(s => o.targets(plan.to).map(Target(o.id, _, s))))
+    val targets = plan.operators.flatMap(o => o.stores.flatMap { s =>
+      val written = o.keyChange.fold(s)(RepartitionPlan.rekeyed(s, _))
+      o.targets(plan.to).map(Target(o.id, _, written, o.keyChange))
+    })
     val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
     val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p =>
       (o, s, p, plan.loadId(o.id, p, s.name)))))
@@ -68,19 +83,26 @@ private[tools] object RepartitionJob {
     val sc = spark.sparkContext
     val moved = sc.parallelize(sources, math.max(1, sources.size)).mapPartitions(_.flatMap {
       case (o, store, p, loadId) =>
-        val placed = targetsOf(o, store, p, from, to)
+        val placed: Entry => Iterator[(Int, Entry)] = o.keyChange match {
+          case None =>
+            val partitionsOf = targetsOf(o, store, p, from, to)
+            entry => partitionsOf(entry).map(_ -> entry)
+          case Some(change) => rekeyed(o, store, p, from, to, change)
+        }
         // The index of the target of each partition of `to`, looked up once per store, not once per entry.
         val target = (0 until to).map(partition => index.getOrElse((o.id, store.name, partition), -1)).toArray
         read(settings, o.id, p, store, loadId).flatMap { entry =>
-          placed(entry).map(partition => (target(partition), entry.family, entry.key) -> entry.value)
+          placed(entry).map { case (partition, e) => (target(partition), e.family, e.key) -> e.value }
         }
     })
     val moves = new ShuffledRDD[EntrySerializer.Key, Array[Byte], Array[Byte]](moved, new ToTarget(targets.size))
       .setSerializer(new EntrySerializer)
+    if (plan.rekeyed) moves.setKeyOrdering(InRocksDBOrder)
     sc.setJobDescription("statesnap repartition")
     sc.runJob(moves, (it: Iterator[Moved]) => {
       val target = targets(TaskContext.getPartitionId())
-      Try(write(settings, target, it.map { case ((_, family, key), value) => Entry(family, key, value) })).toEither
+      val entries = it.map { case ((_, family, key), value) => Entry(family, key, value) }
+      Try(write(settings, target, target.keyChange.fold(entries)(merged(entries, _)))).toEither
     }, (_: Int, result: Either[Throwable, Written]) => reported(result))
   }
 
@@ -101,6 +123,65 @@ private[tools] object RepartitionJob {
         case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
           s"store '${store.name}'${if (store.columnFamilies) s" column family " +
           s"'${store.families(entry.family).layout.name}'" else ""}: ${e.getMessage}", e)
+      }
+    }
+  }
+
+  /**
+   * An entry of `store` read from partition `p` given its new key: its old key checked as [[targetsOf]] checks it (its
+   * layout, the partition it was written to), its value checked against its layout before a rule reads it, then
+   * placed by Spark's partitioning of the new key (the operator's whole key, as for an aggregation) among `to`.
+   */
+  private def rekeyed(o: RepartitionPlan.Operator, store: RepartitionPlan.Store, p: Int, from: Int, to: Int,
+      change: KeyChange): Entry => Iterator[(Int, Entry)] = {
+    val checked = targetsOf(o, store, p, from, from)
+    val old = StatesnapStoreFiles.rocksDBCodec(change.oldKey, change.value, 0)
+    val now = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.value, 0)
+    val values = new UnsafeRowLayout(change.value)
+    val rekey = change.newRekey()
+    val placement = new KeyPlacement(change.newKey, PartitionKey.WholeKey, to)
+    entry => {
+      checked(entry)
+      val value = old.decodeValue(entry.value)
+      values.problem(value.getBaseObject, value.getBaseOffset, value.getSizeInBytes).foreach(why =>
+        throw new IllegalStateException(s"operator ${o.id} partition $p store '${store.name}': a value is not of " +
+          s"the layout ${change.value.simpleString} Spark's schema file records: $why"))
+      val key = rekey(old.decodeKey(entry.key), value)
+      Iterator.single(placement.partition(key) -> Entry(entry.family, now.encodeKey(key), entry.value))
+    }
+  }
+
+  /**
+   * The entries of a target of a key change, in key order, those of one key merged into one by the change's merge
+   * (the operator's own aggregate functions), one key's values at a time.
+   */
+  private def merged(entries: Iterator[Entry], change: KeyChange): Iterator[Entry] = {
+    val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.value, 0)
+    val merge = change.merge.newMerger()
+    val in = entries.buffered
+    new Iterator[Entry] {
+      override def hasNext: Boolean = in.hasNext
+      override def next(): Entry = {
+        val first = in.next()
+        if (!in.hasNext || !Arrays.equals(in.head.key, first.key)) first
+        else {
+          var value = codec.decodeValue(first.value).copy()
+          while (in.hasNext && Arrays.equals(in.head.key, first.key)) {
+            value = merge(value, codec.decodeValue(in.next().value))
+          }
+          Entry(first.family, first.key, codec.encodeValue(value))
+        }
+      }
+    }
+  }
+
+  /** The shuffle's keys in the order RocksDB keeps them (by target and family, then the key's unsigned bytes). */
+  private object InRocksDBOrder extends Ordering[EntrySerializer.Key] {
+    override def compare(a: EntrySerializer.Key, b: EntrySerializer.Key): Int = {
+      val byTarget = Integer.compare(a._1, b._1)
+      if (byTarget != 0) byTarget else {
+        val byFamily = Integer.compare(a._2, b._2)
+        if (byFamily != 0) byFamily else Arrays.compareUnsigned(a._3, b._3)
       }
     }
   }

@@ -2,6 +2,7 @@ package io.statesnap.tools
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
+import io.statesnap.keys.KeyChange
 import io.statesnap.placement.{PartitionKey, StoredKey, TransformWithStateKeys}
 import io.statesnap.provider.OperatorRecordFiles
 import io.statesnap.registration.{QueryStates, SparkOperator}
@@ -28,6 +29,8 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
   def writesDefault: Boolean = target == ProviderClasses.SparkDefault
   /** The state leaves or enters Spark's default provider's files: moved even where its partitions stay as many. */
   def rebuilt: Boolean = readsDefault || writesDefault
+  /** An operator's key changes ([[Operator.keyChange]]): its entries are moved even where the count stays. */
+  def rekeyed: Boolean = operators.exists(_.keyChange.nonEmpty)
 
   /** Under checkpoint format v2, the id by which `commits/N` names the version of a store the job loads. */
   def loadId(operator: Int, partition: Int, store: String): Option[String] =
@@ -41,7 +44,10 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
     val stores = o.stores.map(_.name).mkString(", ")
-    if (rebuilt) s"write every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else
+    if (o.keyChange.nonEmpty) s"give every entry of operator ${o.id} (${o.describe}) its new key " +
+      s"(${o.keyChange.get.says.mkString("; ")}), in the partition of $to where Spark's partitioning of the operator " +
+      s"looks for it, written anew as state version ${batch + 2}"
+    else if (rebuilt) s"write every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else
       "stores"} $stores), read ${if (readsDefault) "by Spark's default provider" else "from its RocksDB stores"}, " +
       s"into ${if (writesDefault) "a snapshot of Spark's default provider" else "a RocksDB store"} of the partition " +
       s"of $to where Spark's partitioning of the operator looks for it, committed as state version ${batch + 2}"
@@ -75,6 +81,10 @@ object RepartitionPlan {
   /** A family of entries of a store, and where its entries go. */
   final case class Family(layout: StatesnapOfflineStore.Family, placement: Placement)
 
+  /** `store` (of one family) as a key change writes it: its entries' key in the new layout. */
+  def rekeyed(store: Store, change: KeyChange): Store =
+    store.copy(families = store.families.map(f => f.copy(layout = f.layout.copy(keySchema = change.newKey))))
+
   /** Where the entries of a family go among the new layout's partitions. */
   sealed trait Placement
 
@@ -97,9 +107,11 @@ object RepartitionPlan {
 
   /**
    * A stateful operator: its stores, and whether it has no key (a global aggregation, a streaming limit), which Spark
-   * plans on one partition (AllTuples): its state stays in partition 0 whatever the count.
+   * plans on one partition (AllTuples): its state stays in partition 0 whatever the count; and the change of its key
+   * the new version of the query makes, if any (its one store gets every entry under its new key).
    */
-  final case class Operator(id: Int, describe: String, stores: Seq[Store], keyless: Boolean) {
+  final case class Operator(id: Int, describe: String, stores: Seq[Store], keyless: Boolean,
+      keyChange: Option[KeyChange] = None) {
     /** The partitions whose stores hold state now, and those that will. */
     def sources(from: Int): Seq[Int] = if (keyless) Seq(0) else 0 until from
     def targets(to: Int): Seq[Int] = if (keyless) Seq(0) else 0 until to

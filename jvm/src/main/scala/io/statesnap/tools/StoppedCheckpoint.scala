@@ -198,7 +198,8 @@ object StoppedCheckpoint {
     "migrate" -> "statesnap.migration.interrupted.RunStatesnapMigrateAgain",
     "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain",
     "adopt" -> "statesnap.adopt.interrupted.RunStatesnapAdoptAgain",
-    "release --provider hdfs" -> "statesnap.release.interrupted.RunStatesnapReleaseProviderHdfsAgain")
+    "release --provider hdfs" -> "statesnap.release.interrupted.RunStatesnapReleaseProviderHdfsAgain",
+    "change-key" -> "statesnap.changekey.interrupted.RunStatesnapChangeKeyAgain")
 
   /**
    * Whether `name` is a RocksDB store's file of one of `versions` (none: of any): `<version>.zip` under checkpoint

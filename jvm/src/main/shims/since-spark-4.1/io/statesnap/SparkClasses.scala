@@ -18,6 +18,10 @@ object SparkClasses {
   type FileStreamSinkLog = org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog
   val FileStreamSinkLog = org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog
   type SinkFileStatus = org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus
+  type StateStoreWriter = org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreWriter
+  type StateStoreSaveExec = org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreSaveExec
+  /** The Dataset class Spark 4 runs queries of (its API's `Dataset` is abstract since 4.0). */
+  type Dataset[T] = org.apache.spark.sql.classic.Dataset[T]
   /** The logical plan nodes of transformWithState: Scala's, and Python's as 4.1 renamed it. */
   val TransformWithStateNodes: Seq[Class[_]] = Seq(
     classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithState],

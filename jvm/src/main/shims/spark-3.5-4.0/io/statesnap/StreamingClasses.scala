@@ -15,4 +15,6 @@ trait StreamingClasses {
   type FileStreamSinkLog = org.apache.spark.sql.execution.streaming.FileStreamSinkLog
   val FileStreamSinkLog = org.apache.spark.sql.execution.streaming.FileStreamSinkLog
   type SinkFileStatus = org.apache.spark.sql.execution.streaming.SinkFileStatus
+  type StateStoreWriter = org.apache.spark.sql.execution.streaming.StateStoreWriter
+  type StateStoreSaveExec = org.apache.spark.sql.execution.streaming.StateStoreSaveExec
 }

@@ -7,6 +7,7 @@ package io.statesnap
 object SparkClasses extends StreamingClasses {
   type SparkSession = org.apache.spark.sql.SparkSession
   val SparkSession = org.apache.spark.sql.SparkSession
+  type Dataset[T] = org.apache.spark.sql.Dataset[T]
   /** The logical plan nodes of transformWithState: none, Spark 3.5 has no transformWithState. */
   val TransformWithStateNodes: Seq[Class[_]] = Nil
 }

@@ -8,6 +8,8 @@ object SparkClasses extends StreamingClasses {
   /** The session class Spark 4 runs queries in (its API's `SparkSession` is abstract since 4.0). */
   type SparkSession = org.apache.spark.sql.classic.SparkSession
   val SparkSession = org.apache.spark.sql.classic.SparkSession
+  /** The Dataset class Spark 4 runs queries of (its API's `Dataset` is abstract since 4.0). */
+  type Dataset[T] = org.apache.spark.sql.classic.Dataset[T]
   /** The logical plan nodes of transformWithState: Scala's, and Python's as 4.0 names it. */
   val TransformWithStateNodes: Seq[Class[_]] = Seq(
     classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithState],

@@ -1,0 +1,61 @@
+package io.statesnap.keys
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BindReferences, JoinedRow, MutableProjection, SpecificInternalRow,
+  UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateFunction, DeclarativeAggregate,
+  ImperativeAggregate, TypedImperativeAggregate}
+import org.apache.spark.sql.types.{StructField, StructType}
+
+/**
+ * Two buffers of a streaming aggregation's state merged as Spark merges partial aggregates, by each aggregate
+ * function's own merge, taken from the plan of the query being deployed: a declarative function's
+ * `mergeExpressions`, an imperative one's `merge` (a typed one's buffer deserialized first and serialized after, as
+ * Spark's object hash aggregate does). So `count`, `sum`, `avg`, `min`, `max`, `approx_count_distinct`,
+ * `collect_list` and user aggregates merge exactly as Spark merges them, never by a guess from buffer names.
+ * Built on the driver, shipped to the tasks; each task makes its own [[newMerger]].
+ */
+final case class AggregateMerge(functions: Seq[AggregateFunction]) {
+  /** The layout of a buffer: the functions' buffers one after the other, as Spark's state keeps them. */
+  def bufferSchema: StructType =
+    StructType(functions.flatMap(_.aggBufferAttributes).map(a => StructField(a.name, a.dataType, a.nullable)))
+
+  /** The functions by name, for what a tool says. */
+  def describe: String = functions.map(_.prettyName).mkString(", ")
+
+  /** A merge of two buffers into a new one (neither changed). Not thread-safe: one per task. */
+  def newMerger(): (InternalRow, InternalRow) => UnsafeRow = {
+    val types = functions.flatMap(_.aggBufferAttributes).map(_.dataType)
+    val offsets = functions.scanLeft(0)(_ + _.aggBufferAttributes.size)
+    val placed = functions.zip(offsets)
+    // A declarative function's merge reads its buffer (left) and the other's (right, its input buffer attributes).
+    val inputs = functions.flatMap(_.aggBufferAttributes) ++ functions.flatMap(_.inputAggBufferAttributes)
+    val declared = placed.collect { case (d: DeclarativeAggregate, at) =>
+      d.mergeExpressions.zipWithIndex.map { case (e, i) => (at + i, BindReferences.bindReference(e, inputs)) }
+    }.flatten
+    val imperative = placed.collect { case (f: ImperativeAggregate, at) =>
+      (f.withNewMutableAggBufferOffset(at).withNewInputAggBufferOffset(at), at)
+    }
+    val merged = MutableProjection.create(declared.map(_._2))
+    val buffer = new SpecificInternalRow(types)
+    val out = UnsafeProjection.create(types.toArray)
+    val joined = new JoinedRow
+    (left, right) => {
+      types.indices.foreach(i => buffer.update(i, left.get(i, types(i))))
+      val values = merged(joined(left, right))
+      declared.indices.foreach { i =>
+        val at = declared(i)._1
+        buffer.update(at, values.get(i, types(at)))
+      }
+      imperative.foreach {
+        case (typed: TypedImperativeAggregate[_], at) =>
+          // The state keeps a typed function's buffer serialized; its merge works on the object.
+          if (!buffer.isNullAt(at)) buffer.update(at, typed.deserialize(buffer.getBinary(at)))
+          typed.merge(buffer, right)
+          typed.serializeAggregateBufferInPlace(buffer)
+        case (f, _) => f.merge(buffer, right)
+      }
+      out(buffer).copy()
+    }
+  }
+}

@@ -1,0 +1,154 @@
+"""``change_key`` (issue 36): a stopped query's stateful operator gets the key its new version groups by, every entry
+merged, derived or widened by the new query's own plan, proven against an independent control and reader.
+
+Each case runs version 1 of a query over the first rounds of input, changes its key with version 2's streaming
+DataFrame, then runs version 2 over two more rounds. A control query runs version 2 from the start over the same
+rounds. Right after the change, every store of the changed checkpoint, read from the files by
+``tests/committed_state.py`` (rocksdict, no Spark, no statesnap), holds byte for byte what the control's holds after
+the same input: every key in the new layout, in the partition Spark's partitioning of the new key puts it (the
+control's stores were written by Spark itself), every merged buffer equal to the one Spark built. Every later run's
+output equals the control's. Refusals leave the checkpoint byte-identical."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, write_input
+from committed_state import latest_committed_version, partitions, read_store
+from minors import PINNED
+import statesnap
+from statesnap import tools
+from test_other_operators import run_to_end
+
+USERS = [f"u{i}" for i in range(12)]
+ONLY_ON_PINNED = pytest.mark.skipif(not PINNED, reason="the same decision on every minor; its refusals on the pinned")
+
+
+def aggregates():
+    # Whole numbers, so that avg's double sum is exact in whichever order partial sums are merged.
+    return [F.count("*").alias("n"), F.sum("value").alias("total"), F.avg("value").alias("mean"),
+            F.min("value").alias("low"), F.max("value").alias("high"), F.approx_count_distinct("op").alias("ops")]
+
+
+def stream(spark, source: str):
+    return spark.readStream.schema(INPUT_SCHEMA).json(source)
+
+
+# name: (version 1, version 2, the `keys` change_key is given); each a function of (spark, source).
+CASES = {
+    "a grouping column removed": (
+        lambda s, i: stream(s, i).groupBy("id", "op").agg(*aggregates()),
+        lambda s, i: stream(s, i).groupBy("id").agg(*aggregates()), None),
+    "a grouping column added, a constant": (
+        lambda s, i: stream(s, i).where("op != 'z'").groupBy("id").agg(*aggregates()),
+        lambda s, i: stream(s, i).withColumn("region", F.when(F.col("op") == "z", "z").otherwise("eu"))
+        .groupBy("id", "region").agg(*aggregates()), {"region": "'eu'"}),
+    "a grouping column added, derived from the key": (
+        lambda s, i: stream(s, i).groupBy("id").agg(*aggregates()),
+        lambda s, i: stream(s, i).withColumn("prefix", F.substring("id", 1, 2)).groupBy("id", "prefix")
+        .agg(*aggregates()),
+        {"prefix": "substring(id, 1, 2)"}),
+    "a grouping column widened": (
+        lambda s, i: stream(s, i).withColumn("bucket", (F.col("value") % 7).cast("int")).groupBy("bucket")
+        .agg(*aggregates()),
+        lambda s, i: stream(s, i).withColumn("bucket", (F.col("value") % 7).cast("bigint")).groupBy("bucket")
+        .agg(*aggregates()),
+        None),
+}
+
+
+def rounds() -> list[list[tuple[str, int, str]]]:
+    """Input rounds: every user on several ops (their groups merge), users seen again after the change, new ones."""
+    first = [(u, 3 * i + j, op) for i, u in enumerate(USERS) for j, op in enumerate("abc"[:1 + i % 3])]
+    second = [(u, 5 * i + 1, "b") for i, u in enumerate(USERS[::2])] + [(u, 2 * i, "d") for i, u in enumerate(USERS)]
+    third = [(u, 7 * i, "a") for i, u in enumerate(USERS[1::3])] + [("n1", 4, "a"), ("n2", 9, "z")]
+    fourth = [(u, i, "c") for i, u in enumerate(USERS[::4])] + [("n1", 5, "b")]
+    return [first, second, third, fourth]
+
+
+def run(spark, query, source: str, checkpoint: str) -> list[str]:
+    return sorted(str(tuple(r)) for r in run_to_end(query(spark, source), checkpoint, "update"))
+
+
+def stores(checkpoint: str) -> dict[int, dict[bytes, bytes]]:
+    """Partition -> key -> value of operator 0's store as committed, read from the files."""
+    version = latest_committed_version(checkpoint)
+    return {p: read_store(checkpoint, 0, p, version)["default"] for p in partitions(checkpoint)}
+
+
+def files(checkpoint: str) -> dict[str, bytes]:
+    return {str(p.relative_to(checkpoint)): p.read_bytes() for p in Path(checkpoint).rglob("*") if p.is_file()}
+
+
+@pytest.fixture(params=["statesnap", "spark"])
+def provider(request, spark):
+    """Checkpoints on statesnap's provider, or Spark's own RocksDB provider (pinned in each)."""
+    if request.param == "spark":
+        spark.conf.set(PROVIDER_CONF, STOCK_PROVIDER)
+    yield request.param
+    spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_changed_key_restarts_equal_to_a_control_that_grouped_by_it_from_the_start(spark, tmp_path, provider, name):
+    v1, v2, keys = CASES[name]
+    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
+    changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
+    first, second, *after = rounds()
+    for batch in (first, second):
+        write_input(source, batch)
+        write_input(control_source, batch)
+        run(spark, v1, source, changed)
+        run(spark, v2, control_source, control)
+
+    result = tools.change_key(changed, v2(spark, source), keys=keys, no_file_sink=True)
+
+    assert result.outcome == tools.Outcome.CHANGE, result.lines
+    assert stores(changed) == stores(control), "the store under the new key is not the one Spark built"
+    for batch in after:
+        write_input(source, batch)
+        write_input(control_source, batch)
+        assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
+    assert stores(changed) == stores(control)
+
+
+@ONLY_ON_PINNED
+@pytest.mark.parametrize("v2, keys, says", [
+    (lambda s, i: stream(s, i).withColumn("value", F.col("value").cast("int")).groupBy("id", "value").count(), None,
+     "key field `value` INT was BIGINT, and a narrowing may lose values"),
+    (lambda s, i: stream(s, i).groupBy("id", "value", "op").count(), None,
+     "key field `op` STRING is new, and the old entries have no value for it"),
+    (lambda s, i: stream(s, i).groupBy("id").count(), {"region": "'eu'"},
+     "an expression is given for key field region"),
+], ids=["a narrowing", "a new field without its value", "an expression for no field"])
+def test_a_key_change_it_cannot_decide_is_refused_naming_the_field_and_nothing_is_written(spark, tmp_path, v2, keys,
+                                                                                          says):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    write_input(source, rounds()[0])
+    run(spark, lambda s, i: stream(s, i).groupBy("id", "value").count(), source, checkpoint)
+    before = files(checkpoint)
+
+    result = tools.change_key(checkpoint, v2(spark, source), keys=keys, no_file_sink=True)
+
+    assert result.outcome == tools.Outcome.REFUSED, result.lines
+    assert says in result.lines[0] and "Nothing was changed" in result.lines[0], result.lines
+    assert files(checkpoint) == before
+
+
+@ONLY_ON_PINNED
+def test_a_restart_with_a_changed_grouping_key_is_refused_naming_the_key_and_the_command(spark, tmp_path):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    write_input(source, rounds()[0])
+    v1, v2, _ = CASES["a grouping column removed"]
+    run(spark, v1, source, checkpoint)
+    write_input(source, rounds()[1])
+
+    with pytest.raises(Exception) as refused:
+        run(spark, v2, source, checkpoint)
+
+    message = str(refused.value)
+    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in message and "statesnap.tools.change_key" in message, message
+    assert "struct<id:string,op:string>" in message and "struct<id:string>" in message, message
