@@ -10,6 +10,7 @@ control's stores were written by Spark itself), every merged buffer equal to the
 output equals the control's. Refusals leave the checkpoint byte-identical."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, write_input
 from committed_state import latest_committed_version, partitions, read_store
 from minors import PINNED
+import faults
 import statesnap
 from statesnap import tools
 from test_other_operators import run_to_end
@@ -152,3 +154,62 @@ def test_a_restart_with_a_changed_grouping_key_is_refused_naming_the_key_and_the
     message = str(refused.value)
     assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in message and "statesnap.tools.change_key" in message, message
     assert "struct<id:string,op:string>" in message and "struct<id:string>" in message, message
+
+
+def by_user(spark):
+    """Version 2 of the crash tests' query, for ``--app`` (its input: STATESNAP_TEST_SOURCE)."""
+    return CASES["a grouping column removed"][1](spark, os.environ["STATESNAP_TEST_SOURCE"])
+
+
+def by_user_and_op(spark):
+    """Version 1 of the crash tests' query: deploying it again is rolling the key change back."""
+    return CASES["a grouping column removed"][0](spark, os.environ["STATESNAP_TEST_SOURCE"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [pytest.param("poisoned", marks=ONLY_ON_PINNED), "records", "store", "commit",
+                                  pytest.param("retired", marks=ONLY_ON_PINNED)])
+def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(spark, tmp_path, cli, monkeypatch,
+                                                                              step):
+    """Killed after `step`: before the commit, the next run rolls the batch back, every file as it was (statesnap's
+    records of the new key and Spark's schema file too), so version 1 may even be deployed again; after it, the next
+    run finishes the batch. Then the change runs to the end, equal to a control that grouped by the new key from the
+    start."""
+    v1, v2, _ = CASES["a grouping column removed"]
+    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
+    changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
+    first, second, *after = rounds()
+    for batch in (first, second):
+        write_input(source, batch)
+        write_input(control_source, batch)
+        run(spark, v1, source, changed)
+        run(spark, v2, control_source, control)
+    before = files(changed)
+    monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
+
+    crashed = faults.crash_tool("change-key", changed, step, "--app", "test_change_key:by_user")
+
+    assert crashed.returncode != 0, crashed.stdout + crashed.stderr
+    write_input(source, after[0])
+    write_input(control_source, after[0])
+    # A restart fails on the driver before it reads any state: on the guard's provider class, or before it, on Spark's
+    # own check of the key Spark's schema file still says.
+    with pytest.raises(Exception, match="RunStatesnapChangeKeyAgain|STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
+        run(spark, v2, source, changed)
+    if step in ("poisoned", "records", "store"):
+        code, out = cli("change-key", changed, "--app", "test_change_key:by_user_and_op", "--no-file-sink")
+        assert code == 3 and "rolled back batch 2" in out and "nothing to do" in out, out
+        now = files(changed)
+        assert {k: now.get(k) for k in before} == before
+        assert not [k for k in now if "sparkSchemaFile" in k or k.endswith("/3.snapshot")], now.keys()
+    code, out = cli("change-key", changed, "--app", "test_change_key:by_user", "--no-file-sink")
+    if step in ("commit", "retired"):
+        assert code == 3 and "finished the change-key interrupted after committing batch 2" in out, out
+    else:
+        assert code == 3 and "each under its new key" in out, out
+    assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
+    for batch in after[1:]:
+        write_input(source, batch)
+        write_input(control_source, batch)
+        assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
+    assert stores(changed) == stores(control)

@@ -1,4 +1,4 @@
-"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition <checkpoint> ...``.
+"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition|change-key <checkpoint> ...``.
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
 checkpoint format) through Spark's JVM, read-only. ``adopt`` and ``release`` move a stopped query's checkpoint
@@ -6,6 +6,7 @@ from Spark's RocksDB provider to statesnap's and back, rewriting only the provid
 moves a checkpoint of Spark's default provider entry by entry, in one appended batch.
 ``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
 ``repartition`` changes the number of state partitions of a stopped query, moving every entry where Spark looks for it.
+``change-key`` gives a stopped query's operators the key the new version's query (``--app module:function``) groups by.
 
 Every command runs the Python API of the same name (``statesnap.tools``) and exits with its outcome, the same for
 every command: 0 nothing to change, 3 the checkpoint changes (or would, on a dry run), 4 refused before any change,
@@ -14,6 +15,7 @@ every command: 0 nothing to change, 3 the checkpoint changes (or would, on a dry
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from typing import Optional, Sequence
@@ -43,6 +45,11 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "repartition":
         return tools.repartition(args.checkpoint, args.partitions, file_sink=args.file_sink,
                                  no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
+    if args.command == "change-key":
+        from statesnap.checkpoint import spark_session
+        with spark_session(session["conf"], session["master"]) as spark:
+            return tools.change_key(args.checkpoint, _app(args.app)(spark), keys=dict(args.key),
+                                    file_sink=args.file_sink, no_file_sink=args.no_file_sink, dry_run=args.dry_run)
     changes = {}
     for group in args.states:
         if "schema" not in group:
@@ -53,6 +60,19 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     return tools.migrate(args.checkpoint, changes, file_sink=args.file_sink, no_file_sink=args.no_file_sink,
                          compatibility=args.compatibility, sql_conf=dict(args.sql_conf), dry_run=args.dry_run,
                          **session)
+
+
+def _app(app: str):
+    """The function ``module:function`` names, which builds the new version's streaming DataFrame from a session."""
+    module, _, function = app.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), function) if module and function else None
+    except (ImportError, AttributeError) as e:
+        raise tools.ToolError(f"--app {app}: {e}") from e
+    if not callable(found):
+        raise tools.ToolError(f"--app {app}: name a function as module:function, which takes a SparkSession and "
+                              "returns the new version's streaming DataFrame")
+    return found
 
 
 def _snapshot(snapshot_json: Optional[str]) -> Optional[RowSnapshot]:
@@ -166,6 +186,22 @@ def _parser() -> argparse.ArgumentParser:
     repartition.add_argument("--partitions", required=True, type=int, help="the number of partitions")
     _sink_arguments(repartition)
     repartition.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    change_key = commands.add_parser(
+        "change-key", parents=[common],
+        help="give a stopped query's operators the key its new version groups by",
+        description="Gives every entry of each stateful operator whose key the new version's query changes its new "
+                    "key, in the partition where Spark looks for it, committed as one appended batch (with no rows: "
+                    "name its sink, --file-sink or --no-file-sink); entries meeting under one key (a grouping column "
+                    "removed) are merged by the query's own aggregate functions. Streaming aggregations. Exit code: 0 "
+                    "no key changes, 3 changed (or would be), 4 refused, 2 error.")
+    change_key.add_argument("--app", required=True, metavar="MODULE:FUNCTION",
+                            help="the function that builds the new version's streaming DataFrame from a SparkSession "
+                                 "(importable: on PYTHONPATH)")
+    change_key.add_argument("--key", action="append", default=[], metavar="FIELD=SQL", type=_conf,
+                            help="the value of a new key field for the old entries, a SQL expression over the old "
+                                 "key's and value's fields (repeatable)")
+    _sink_arguments(change_key)
+    change_key.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
     return parser
 
 
