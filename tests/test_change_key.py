@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, write_input
 from committed_state import latest_committed_version, partitions, read_store
-from minors import PINNED
+from minors import MINOR, PINNED
 import faults
 import statesnap
 from statesnap import tools
@@ -26,6 +26,23 @@ from test_other_operators import run_to_end
 
 USERS = [f"u{i}" for i in range(12)]
 ONLY_ON_PINNED = pytest.mark.skipif(not PINNED, reason="the same decision on every minor; its refusals on the pinned")
+# CI time: the pinned minor runs every case on statesnap's provider; the oldest and newest minors the cases that move
+# keys between partitions or read a window's struct, and Spark's own provider; 4.0 and 4.2 (the same code as 4.1 and
+# 4.3) one case.
+SAMPLE = {"4.1": ("a grouping column removed", "a grouping column added, a constant",
+                  "a grouping column added, derived from the key", "a grouping column widened",
+                  "a window aggregation's grouping gains a column", "a grouping column removed, collect_list"),
+          "3.5": ("a grouping column removed", "a grouping column widened",
+                  "a window aggregation's grouping gains a column"),
+          "4.3": ("a grouping column removed", "a grouping column widened",
+                  "a window aggregation's grouping gains a column")}
+ON_SPARKS_PROVIDER = ("a grouping column removed",)
+
+
+def sampled(provider: str, name: str):
+    runs = name in (SAMPLE.get(MINOR, ("a grouping column removed",)) if provider == "statesnap" else
+                    ON_SPARKS_PROVIDER if MINOR in ("3.5", "4.3") else ())
+    return pytest.param(provider, name, marks=pytest.mark.skipif(not runs, reason="sampled on this minor (CI time)"))
 
 
 def aggregates():
@@ -38,27 +55,42 @@ def stream(spark, source: str):
     return spark.readStream.schema(INPUT_SCHEMA).json(source)
 
 
-# name: (version 1, version 2, the `keys` change_key is given); each a function of (spark, source).
+# name: (version 1, version 2, the `keys` change_key is given, whether the stores equal the control's byte for byte);
+# each version a function of (spark, source).
 CASES = {
     "a grouping column removed": (
         lambda s, i: stream(s, i).groupBy("id", "op").agg(*aggregates()),
-        lambda s, i: stream(s, i).groupBy("id").agg(*aggregates()), None),
+        lambda s, i: stream(s, i).groupBy("id").agg(*aggregates()), None, True),
     "a grouping column added, a constant": (
         lambda s, i: stream(s, i).where("op != 'z'").groupBy("id").agg(*aggregates()),
         lambda s, i: stream(s, i).withColumn("region", F.when(F.col("op") == "z", "z").otherwise("eu"))
-        .groupBy("id", "region").agg(*aggregates()), {"region": "'eu'"}),
+        .groupBy("id", "region").agg(*aggregates()), {"region": "'eu'"}, True),
     "a grouping column added, derived from the key": (
         lambda s, i: stream(s, i).groupBy("id").agg(*aggregates()),
         lambda s, i: stream(s, i).withColumn("prefix", F.substring("id", 1, 2)).groupBy("id", "prefix")
-        .agg(*aggregates()),
-        {"prefix": "substring(id, 1, 2)"}),
+        .agg(*aggregates()), {"prefix": "substring(id, 1, 2)"}, True),
     "a grouping column widened": (
         lambda s, i: stream(s, i).withColumn("bucket", (F.col("value") % 7).cast("int")).groupBy("bucket")
         .agg(*aggregates()),
         lambda s, i: stream(s, i).withColumn("bucket", (F.col("value") % 7).cast("bigint")).groupBy("bucket")
+        .agg(*aggregates()), None, True),
+    "a window aggregation's grouping gains a column": (
+        lambda s, i: windowed(stream(s, i).where("op != 'z'")).groupBy(F.window("at", "20 seconds"), "id")
         .agg(*aggregates()),
-        None),
+        lambda s, i: windowed(stream(s, i)).withColumn("region", F.when(F.col("op") == "z", "z").otherwise("eu"))
+        .groupBy(F.window("at", "20 seconds"), "id", "region").agg(*aggregates()), {"region": "'eu'"}, True),
+    # A typed aggregate (its buffer serialized in the state): the merged list's order is the merge's, not the
+    # input's, so the outputs are compared sorted, not the stores' bytes.
+    "a grouping column removed, collect_list": (
+        lambda s, i: stream(s, i).groupBy("id", "op").agg(F.count("*").alias("n"), F.collect_list("value").alias("vs"))
+        .select("id", "op", "n", F.sort_array("vs")),
+        lambda s, i: stream(s, i).groupBy("id").agg(F.count("*").alias("n"), F.collect_list("value").alias("vs"))
+        .select("id", "n", F.sort_array("vs")), None, False),
 }
+
+
+def windowed(df):
+    return df.withColumn("at", F.timestamp_seconds("value"))
 
 
 def rounds() -> list[list[tuple[str, int, str]]]:
@@ -84,19 +116,16 @@ def files(checkpoint: str) -> dict[str, bytes]:
     return {str(p.relative_to(checkpoint)): p.read_bytes() for p in Path(checkpoint).rglob("*") if p.is_file()}
 
 
-@pytest.fixture(params=["statesnap", "spark"])
-def provider(request, spark):
-    """Checkpoints on statesnap's provider, or Spark's own RocksDB provider (pinned in each)."""
-    if request.param == "spark":
-        spark.conf.set(PROVIDER_CONF, STOCK_PROVIDER)
-    yield request.param
-    spark.conf.set(PROVIDER_CONF, statesnap.PROVIDER_CLASS)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_changed_key_restarts_equal_to_a_control_that_grouped_by_it_from_the_start(spark, tmp_path, provider, name):
-    v1, v2, keys = CASES[name]
+@pytest.mark.parametrize("provider, name", [sampled(p, n) for p in ("statesnap", "spark") for n in CASES])
+def test_a_changed_key_restarts_equal_to_a_control_that_grouped_by_it_from_the_start(spark, on_provider, tmp_path,
+                                                                                     provider, name):
+    """On statesnap's provider, or Spark's own RocksDB provider (pinned in each checkpoint)."""
+    on_provider(STOCK_PROVIDER if provider == "spark" else statesnap.PROVIDER_CLASS,
+                lambda: changed_equal_to_control(spark, tmp_path, *CASES[name]))
+
+
+def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact) -> None:
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
     first, second, *after = rounds()
@@ -109,12 +138,12 @@ def test_a_changed_key_restarts_equal_to_a_control_that_grouped_by_it_from_the_s
     result = tools.change_key(changed, v2(spark, source), keys=keys, no_file_sink=True)
 
     assert result.outcome == tools.Outcome.CHANGE, result.lines
-    assert stores(changed) == stores(control), "the store under the new key is not the one Spark built"
+    assert not exact or stores(changed) == stores(control), "the store under the new key is not the one Spark built"
     for batch in after:
         write_input(source, batch)
         write_input(control_source, batch)
         assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
-    assert stores(changed) == stores(control)
+    assert not exact or stores(changed) == stores(control)
 
 
 @ONLY_ON_PINNED
@@ -144,7 +173,7 @@ def test_a_key_change_it_cannot_decide_is_refused_naming_the_field_and_nothing_i
 def test_a_restart_with_a_changed_grouping_key_is_refused_naming_the_key_and_the_command(spark, tmp_path):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
     write_input(source, rounds()[0])
-    v1, v2, _ = CASES["a grouping column removed"]
+    v1, v2, _, _ = CASES["a grouping column removed"]
     run(spark, v1, source, checkpoint)
     write_input(source, rounds()[1])
 
@@ -167,15 +196,19 @@ def by_user_and_op(spark):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", [pytest.param("poisoned", marks=ONLY_ON_PINNED), "records", "store", "commit",
-                                  pytest.param("retired", marks=ONLY_ON_PINNED)])
+@pytest.mark.parametrize("step", [
+    # Rolled back and finished on the pinned and newest minors; the steps around them on the pinned (the protocol's
+    # every step is also repartition's, tests/test_repartition.py).
+    pytest.param(step, marks=pytest.mark.skipif(MINOR not in ("4.1", "4.3") or (step in ("store", "retired") and
+                                                                              not PINNED), reason="CI time"))
+    for step in ("records", "store", "commit", "retired")])
 def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(spark, tmp_path, cli, monkeypatch,
                                                                               step):
     """Killed after `step`: before the commit, the next run rolls the batch back, every file as it was (statesnap's
     records of the new key and Spark's schema file too), so version 1 may even be deployed again; after it, the next
     run finishes the batch. Then the change runs to the end, equal to a control that grouped by the new key from the
     start."""
-    v1, v2, _ = CASES["a grouping column removed"]
+    v1, v2, _, _ = CASES["a grouping column removed"]
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
     first, second, *after = rounds()
