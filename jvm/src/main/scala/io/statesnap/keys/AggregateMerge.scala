@@ -15,16 +15,14 @@ import org.apache.spark.sql.types.{StructField, StructType}
  * `collect_list` and user aggregates merge exactly as Spark merges them, never by a guess from buffer names.
  * Built on the driver, shipped to the tasks; each task makes its own [[newMerger]].
  */
-final case class AggregateMerge(functions: Seq[AggregateFunction]) {
+final case class AggregateMerge(functions: Seq[AggregateFunction]) extends ValueMerge {
   /** The layout of a buffer: the functions' buffers one after the other, as Spark's state keeps them. */
   def bufferSchema: StructType =
     StructType(functions.flatMap(_.aggBufferAttributes).map(a => StructField(a.name, a.dataType, a.nullable)))
 
-  /** The functions by name, for what a tool says. */
-  def describe: String = functions.map(_.prettyName).mkString(", ")
+  override def describe: String = functions.map(_.prettyName).mkString(", ")
 
-  /** A merge of two buffers into a new one (neither changed). Not thread-safe: one per task. */
-  def newMerger(): (InternalRow, InternalRow) => UnsafeRow = {
+  override def newMerger(): (InternalRow, InternalRow) => UnsafeRow = {
     val types = functions.flatMap(_.aggBufferAttributes).map(_.dataType)
     val offsets = functions.scanLeft(0)(_ + _.aggBufferAttributes.size)
     val placed = functions.zip(offsets)

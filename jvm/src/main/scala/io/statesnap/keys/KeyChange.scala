@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.StructType
  * @param says what the change does to each field, for the tool's report
  */
 final case class KeyChange(oldKey: StructType, value: StructType, newKey: StructType, newKeyFields: Seq[Expression],
-    merge: AggregateMerge, says: Seq[String]) {
+    merge: ValueMerge, says: Seq[String]) {
   /** The new key of an entry from its old key and value. Not thread-safe: one per task; the row is reused. */
   def newRekey(): (InternalRow, InternalRow) => UnsafeRow = {
     val project = UnsafeProjection.create(newKeyFields)

@@ -1,7 +1,7 @@
 package io.statesnap.keys
 
 import io.statesnap.evolution.{SqlExpressions, SqlSettings}
-import io.statesnap.keys.NewQueryOperators.Aggregation
+import io.statesnap.keys.NewQueryOperators.Keyed
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression}
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
@@ -14,9 +14,9 @@ import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
  *  - kept: the old key field of the same name, its type kept or widened (Spark's up-cast: int to bigint, ...); a
  *    narrowing is refused unless given;
  *  - else refused: a new field needs a value for the old entries.
- * Old key fields the new key drops make entries meet under one key: a streaming aggregation merges them by its own
- * functions ([[AggregateMerge]]). The value must keep its layout: the aggregate functions' buffers as the state has
- * them (a key and its aggregates changed in one deploy is not yet supported).
+ * Old key fields the new key drops make entries meet under one key, merged by the operator's [[ValueMerge]] (a
+ * streaming aggregation by its own functions, a dedup keeps the key seen). The value must keep its layout
+ * ([[NewQueryOperators.Keyed.valueProblem]]: a key and the aggregates changed in one deploy is not yet supported).
  */
 object KeyChanges {
   /**
@@ -24,7 +24,7 @@ object KeyChanges {
    * @param describe the operator, as the checkpoint knows it
    * @return None where the key is unchanged and nothing is given
    */
-  def decide(describe: String, oldKey: StructType, value: StructType, to: Aggregation, expressions: Map[String, String],
+  def decide(describe: String, oldKey: StructType, value: StructType, to: Keyed, expressions: Map[String, String],
       settings: SqlSettings): Either[String, Option[KeyChange]] = {
     // Recorded nullable: Spark accepts a key recorded nullable for one that is not, and some minors (4.3) record
     // every key field nullable whatever the plan says.
@@ -34,21 +34,15 @@ object KeyChanges {
     if (unknown.nonEmpty) return Left(s"$where: an expression is given for ${unknown.mkString(", ")}, which the new " +
       s"key does not have")
     if (sameLayout(oldKey, newKey) && expressions.isEmpty) return Right(None)
-    if (to.stateFormatVersion != 2) return Left(s"$where: its state is of format ${to.stateFormatVersion} " +
-      "(spark.sql.streaming.aggregation.stateFormatVersion), whose value repeats the key: only format 2 changes key")
-    val buffers = to.merge.bufferSchema
-    if (value.map(_.dataType) != buffers.map(_.dataType)) return Left(s"$where: the new version's aggregates " +
-      s"(${to.merge.describe}) keep buffers ${buffers.toDDL}, and the state has ${value.toDDL}: a key and the " +
-      "aggregates changed in one deploy are not yet supported. Fix: deploy the key change with the aggregates as " +
-      "they were, then the aggregates")
+    to.valueProblem(value).foreach(why => return Left(s"$where: $why"))
     val input = StructType(oldKey ++ value)
     val fields = newKey.fields.toSeq.map { field =>
       val to = s"key field `${field.name}` ${field.dataType.sql}"
       expressions.get(field.name) match {
         case Some(sql) =>
-          val given = s"$where: the expression given for $to, `$sql`"
-          SqlExpressions.resolve(sql, input, settings).left.map(why => s"$given: $why").flatMap(e =>
-            upCast(e, field.dataType, settings).toRight(s"$given is ${e.dataType.sql}: cast it in the expression")
+          val expression = s"$where: the expression given for $to, `$sql`"
+          SqlExpressions.resolve(sql, input, settings).left.map(why => s"$expression: $why").flatMap(e =>
+            upCast(e, field.dataType, settings).toRight(s"$expression is ${e.dataType.sql}: cast it in the expression")
               .map(cast => (cast, s"$to: from `$sql`")))
         case None => Some(oldKey.fieldNames.indexOf(field.name)).filter(_ >= 0) match {
           case Some(i) =>
@@ -68,7 +62,7 @@ object KeyChanges {
       val kept = fields.collect { case Right((e, said)) => (e, said) }
       val dropped = oldKey.fieldNames.filterNot(newKey.fieldNames.contains)
       Some(KeyChange(oldKey, value, newKey, kept.map(_._1), to.merge, kept.map(_._2) ++ dropped.map(d =>
-        s"key field `$d` dropped: the entries that then meet under one key merged by ${to.merge.describe}")))
+        s"key field `$d` dropped: the entries that then meet under one key merged (${to.merge.describe})")))
     }
   }
 

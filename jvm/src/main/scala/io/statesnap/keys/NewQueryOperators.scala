@@ -2,10 +2,11 @@ package io.statesnap.keys
 
 import io.statesnap.SparkClasses
 import org.apache.spark.sql.execution.SparkStrategy
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.ReturnAnswer
 import org.apache.spark.sql.execution.SparkPlanner
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.sql.types.{LongType, NullType, StructField, StructType}
 
 /**
  * The stateful operators of the query a deploy starts, read from the plan Spark makes of its streaming DataFrame,
@@ -19,12 +20,37 @@ object NewQueryOperators {
     def describe: String
   }
 
+  /** An operator whose key a deploy may change: its key as its state keeps it, and how values under one key merge. */
+  sealed trait Keyed extends NewOperator {
+    def key: StructType
+    def merge: ValueMerge
+    /** Why the values the state has (`value`, Spark's schema file) cannot be kept under the new key, if so. */
+    def valueProblem(value: StructType): Option[String]
+  }
+
   /**
-   * A streaming aggregation: its grouping key as its state keeps it, and the merge of its aggregate functions, whose
-   * buffers its state keeps as the value.
+   * A streaming aggregation: its grouping key, and the merge of its aggregate functions, whose buffers its state
+   * keeps as the value (state format 2; format 1 repeats the key in the value).
    */
-  final case class Aggregation(key: StructType, merge: AggregateMerge, stateFormatVersion: Int) extends NewOperator {
+  final case class Aggregation(key: StructType, merge: AggregateMerge, stateFormatVersion: Int) extends Keyed {
     override def describe: String = s"streaming aggregation by ${key.fieldNames.mkString(", ")} (${merge.describe})"
+    override def valueProblem(value: StructType): Option[String] =
+      if (stateFormatVersion != 2) Some(s"its state is of format $stateFormatVersion " +
+        "(spark.sql.streaming.aggregation.stateFormatVersion), whose value repeats the key: only format 2 changes key")
+      else Option.when(value.map(_.dataType) != merge.bufferSchema.map(_.dataType))(s"the new version's aggregates " +
+        s"(${merge.describe}) keep buffers ${merge.bufferSchema.toDDL}, and the state has ${value.toDDL}: a key and " +
+        "the aggregates changed in one deploy are not yet supported. Fix: deploy the key change with the aggregates " +
+        "as they were, then the aggregates")
+  }
+
+  /** dropDuplicates (`withinWatermark`: dropDuplicatesWithinWatermark): its columns, and what its value holds. */
+  final case class Deduplication(key: StructType, value: StructType, withinWatermark: Boolean) extends Keyed {
+    override def describe: String = s"${if (withinWatermark) "dropDuplicatesWithinWatermark" else "dropDuplicates"}" +
+      s" by ${key.fieldNames.mkString(", ")}"
+    override def merge: ValueMerge = if (withinWatermark) LatestExpiry else KeepOne
+    override def valueProblem(old: StructType): Option[String] =
+      Option.when(old.map(_.dataType) != value.map(_.dataType))(s"the state's values are ${old.toDDL}, and a " +
+        s"${if (withinWatermark) "dropDuplicatesWithinWatermark" else "dropDuplicates"} keeps ${value.toDDL}")
   }
 
   /** Another stateful operator, which this version does not change the key of. */
@@ -45,12 +71,19 @@ object NewQueryOperators {
     val planned = planner.plan(ReturnAnswer(state.optimizer.execute(query.queryExecution.analyzed))).next()
     planned.collect { case writer: SparkClasses.StateStoreWriter => writer }.map {
       case save: SparkClasses.StateStoreSaveExec => save.child match {
-        case aggregate: BaseAggregateExec => Aggregation(StructType(save.keyExpressions.map(a =>
-          StructField(a.name, a.dataType, a.nullable))), AggregateMerge(aggregate.aggregateExpressions.map(
-          _.aggregateFunction)), save.stateFormatVersion)
+        case aggregate: BaseAggregateExec => Aggregation(schema(save.keyExpressions),
+          AggregateMerge(aggregate.aggregateExpressions.map(_.aggregateFunction)), save.stateFormatVersion)
         case other => Other(s"streaming aggregation over ${other.nodeName}")
       }
+      // Their values as Spark's operators keep them (`schemaForValueRow`, which Scala keeps protected).
+      case dedup: SparkClasses.StreamingDeduplicateExec => Deduplication(schema(dedup.keyExpressions),
+        StructType(Seq(StructField("__dummy__", NullType))), withinWatermark = false)
+      case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec => Deduplication(schema(dedup.keyExpressions),
+        StructType(Seq(StructField("expiresAtMicros", LongType, nullable = false))), withinWatermark = true)
       case other => Other(other.nodeName)
     }
   }
+
+  private def schema(attributes: Seq[Attribute]): StructType =
+    StructType(attributes.map(a => StructField(a.name, a.dataType, a.nullable)))
 }

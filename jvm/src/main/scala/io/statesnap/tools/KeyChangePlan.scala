@@ -3,7 +3,7 @@ package io.statesnap.tools
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{KeyChanges, NewQueryOperators}
-import io.statesnap.keys.NewQueryOperators.{Aggregation, Other}
+import io.statesnap.keys.NewQueryOperators.{Keyed, Other}
 
 /**
  * The operators of a stopped checkpoint matched with those of the new version's query (by operator id, as Spark
@@ -22,17 +22,17 @@ private[tools] object KeyChangePlan {
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     val changed = plan.operators.zip(operators).map {
-      case (old, now: Aggregation) =>
+      case (old, now: Keyed) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
-          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a streaming aggregation in " +
-            "the new version's query: not the same operator")
+          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${now.describe} in the new " +
+            "version's query: not the same operator")
         }
         val ofThisKey = keys.filter { case (field, _) => now.key.fieldNames.contains(field) }
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
           layout.valueSchema, now, ofThisKey, settings).fold(refuse, identity)
         if (change.nonEmpty && old.keyless) refuse(s"operator ${old.id} (${old.describe}) has no key in the " +
-          "checkpoint (a global aggregation, on one partition): its grouping cannot gain one")
+          "checkpoint (a global aggregation, on one partition): it cannot gain one")
         old.copy(keyChange = change)
       case (old, Other(_)) => old
     }

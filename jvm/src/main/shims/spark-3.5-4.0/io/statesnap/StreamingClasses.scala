@@ -17,4 +17,6 @@ trait StreamingClasses {
   type SinkFileStatus = org.apache.spark.sql.execution.streaming.SinkFileStatus
   type StateStoreWriter = org.apache.spark.sql.execution.streaming.StateStoreWriter
   type StateStoreSaveExec = org.apache.spark.sql.execution.streaming.StateStoreSaveExec
+  type StreamingDeduplicateExec = org.apache.spark.sql.execution.streaming.StreamingDeduplicateExec
+  type StreamingDeduplicateWithinWatermarkExec = org.apache.spark.sql.execution.streaming.StreamingDeduplicateWithinWatermarkExec
 }
