@@ -183,18 +183,20 @@ def test_a_key_change_it_cannot_decide_is_refused_naming_the_field_and_nothing_i
 
 
 @ONLY_ON_PINNED
-def test_a_restart_with_a_changed_grouping_key_is_refused_naming_the_key_and_the_command(spark, tmp_path):
+@pytest.mark.parametrize("name", ["a grouping column removed", "dropDuplicates on fewer columns"])
+def test_a_restart_with_a_changed_key_is_refused_naming_the_key_and_the_command(spark, tmp_path, name):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    mode = "append" if name in APPENDS else "update"
     write_input(source, rounds()[0])
-    v1, v2, _, _ = CASES["a grouping column removed"]
-    run(spark, v1, source, checkpoint)
+    v1, v2, _, _ = CASES[name]
+    run(spark, v1, source, checkpoint, mode)
     write_input(source, rounds()[1])
 
     with pytest.raises(Exception) as refused:
-        run(spark, v2, source, checkpoint)
+        run(spark, v2, source, checkpoint, mode)
 
     message = str(refused.value)
-    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in message and "statesnap.tools.change_key" in message, message
+    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in message and "statesnap.change_key(checkpoint" in message, message
     assert "struct<id:string,op:string>" in message and "struct<id:string>" in message, message
 
 

@@ -13,8 +13,9 @@ refuses with an error that names the state and field. ``register_snapshot`` atta
 fields and confirmed drops to a state of one query, version by version; ``set_compatibility`` sets how its
 changes must stay compatible (``Compatibility``). Around ``awaitTermination()``, ``statesnap.refusals()`` raises a
 refusal as one ``StateSchemaError`` whose first line is statesnap's message. The offline tools (inspect, check,
-adopt, release, migrate, repartition) are ``statesnap.tools``, a Python API with typed results that
-``python -m statesnap`` runs; ``statesnap.repartition`` is the one that changes where a query's state lives.
+adopt, release, migrate, repartition, change_key) are ``statesnap.tools``, a Python API with typed results that
+``python -m statesnap`` runs; ``statesnap.repartition`` changes where a query's state lives, and
+``statesnap.change_key`` the key its operators keep it by.
 """
 from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
 from statesnap._errors import StateSchemaError, refusals
@@ -27,7 +28,7 @@ from statesnap._snapshots import (
     set_compatibility,
     unregister_snapshot,
 )
-from statesnap.tools import repartition
+from statesnap.tools import change_key, repartition
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ __all__ = [
     "ScalaSnapshot",
     "SnapshotDefinitionError",
     "StateSchemaError",
+    "change_key",
     "configure",
     "jar_path",
     "refusals",

@@ -54,6 +54,9 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private def aggregation = Migrates(SparkOperator.Aggregation.stateName,
     declared.rowSnapshot(SparkOperator.Aggregation.stateName, valueSchema), OperatorKind.Aggregation)
   private def isAggregation = operator.contains(SparkOperator.Aggregation)
+  /** An operator whose key `statesnap.change_key` changes offline. */
+  private def changesKeyOffline = isAggregation ||
+    operator.exists(o => o == SparkOperator.Dedup || o == SparkOperator.DedupWithinWatermark)
   /** What the next commit records (None: the record in force at the loaded version stays). */
   @volatile private var pending: Option[StateSnapshotRecord] = None
   /**
@@ -85,10 +88,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1), StateEncoding.UnsafeRow, describe)
         case None =>
           StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
-            loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = if (!isAggregation) "" else " A " +
+            loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = (if (!isAggregation) "" else " A " +
             "streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
             s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value " +
-            s"(docs/evolution-rules.md). $ChangeKeyHint")
+            "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else s" $ChangeKeyHint"))
       }
       pending = None
       step.next.foreach(write)
@@ -153,9 +156,9 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 }
 
 private[provider] object OperatorStateGuard {
-  /** How a streaming aggregation's grouping key changes, for a refusal of a changed key. */
-  val ChangeKeyHint: String = "One whose grouping key changes migrates offline: stop the query and run " +
-    "statesnap.tools.change_key(checkpoint, <the new version's streaming DataFrame>), which gives every entry its " +
+  /** How the key of a streaming aggregation or a dedup changes, for a refusal of a changed key. */
+  val ChangeKeyHint: String = "A changed grouping key or dedup columns migrate offline: stop the query and run " +
+    "statesnap.change_key(checkpoint, <the new version's streaming DataFrame>), which gives every entry its " +
     "new key (README, \"Change a key\")."
 
   /** A state that migrates, the snapshot the application declares for it, and its operator's kind (its rules). */
