@@ -1,6 +1,7 @@
 package io.statesnap.keys
 
 import io.statesnap.SparkClasses
+import io.statesnap.ScalaCompat._
 import org.apache.spark.sql.execution.SparkStrategy
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.ReturnAnswer
