@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -151,6 +152,9 @@ def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None
     result = tools.change_key(changed, v2(spark, source), keys=keys, no_file_sink=True)
 
     assert result.outcome == tools.Outcome.CHANGE, result.lines
+    # Every key in the new layout, in the partition where Spark put the control's; where merged values are not the
+    # control's bytes (a list's order, an expiry), the keys still are.
+    assert {p: set(kept) for p, kept in stores(changed).items()} == {p: set(kept) for p, kept in stores(control).items()}
     assert not exact or stores(changed) == stores(control), "the store under the new key is not the one Spark built"
     for batch in after:
         write_input(source, batch)
@@ -179,6 +183,32 @@ def test_a_key_change_it_cannot_decide_is_refused_naming_the_field_and_nothing_i
 
     assert result.outcome == tools.Outcome.REFUSED, result.lines
     assert says in result.lines[0] and "Nothing was changed" in result.lines[0], result.lines
+    assert files(checkpoint) == before
+
+
+def counted(spark, source: str, *keys: str):
+    """applyInPandasWithState counting each group's rows, grouped by `keys`."""
+    def count(key, frames, state):
+        n = (state.get[0] if state.exists else 0) + sum(len(frame) for frame in frames)
+        state.update((n,))
+        yield pd.DataFrame({"key": [str(key)], "n": [n]})
+
+    return stream(spark, source).groupBy(*keys).applyInPandasWithState(count, "key string, n long", "n long",
+                                                                          "update", "NoTimeout")
+
+
+@ONLY_ON_PINNED
+def test_a_group_states_key_change_is_refused_naming_it_and_nothing_is_written(spark, tmp_path):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    write_input(source, rounds()[0])
+    run(spark, lambda s, i: counted(s, i, "id", "op"), source, checkpoint)
+    before = files(checkpoint)
+
+    result = tools.change_key(checkpoint, counted(spark, source, "id"), no_file_sink=True)
+
+    assert result.outcome == tools.Outcome.REFUSED, result.lines
+    assert "keeps group state by (id STRING,op STRING)" in result.lines[0] and \
+        "change_key does not change a group state's key yet" in result.lines[0], result.lines
     assert files(checkpoint) == before
 
 

@@ -73,7 +73,7 @@ object KeyChanges {
     else None
 
   /** Keys a state reads the same way: the same types in the same order, and the same names. */
-  private def sameLayout(a: StructType, b: StructType): Boolean =
+  def sameLayout(a: StructType, b: StructType): Boolean =
     nullable(a).map(f => (f.name, f.dataType)) == nullable(b).map(f => (f.name, f.dataType))
 
   /** `schema` with every field nullable, nested ones too. */

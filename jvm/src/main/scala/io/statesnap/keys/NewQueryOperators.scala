@@ -54,12 +54,21 @@ object NewQueryOperators {
         s"${if (withinWatermark) "dropDuplicatesWithinWatermark" else "dropDuplicates"} keeps ${value.toDDL}")
   }
 
-  /** Another stateful operator, which this version does not change the key of. */
+  /**
+   * applyInPandasWithState / (flat)MapGroupsWithState: its grouping key, which no tool changes yet (the groups that
+   * would meet have no merge of Spark's own; refused where it changes).
+   */
+  final case class GroupState(key: StructType) extends NewOperator {
+    override def describe: String = s"group state by ${key.fieldNames.mkString(", ")}"
+  }
+
+  /** Another stateful operator, whose key this tool does not read (a change of it is refused at restart). */
   final case class Other(describe: String) extends NewOperator
 
   /** The stateful operators of the streaming DataFrame `query`, by operator id. */
   def of(query: SparkClasses.Dataset[_]): Seq[NewOperator] = {
-    require(query.isStreaming, "the new version's query is a streaming DataFrame (spark.readStream...), not a batch one")
+    require(query.isStreaming, "the new version's query is a streaming DataFrame (spark.readStream...), not a " +
+      "batch one")
     // Optimized and planned as Spark plans a micro-batch of it (`IncrementalExecution`'s planner: the streaming
     // strategies first); a streaming Dataset's own physical plan is a batch query's.
     val session = query.sparkSession
@@ -81,6 +90,8 @@ object NewQueryOperators {
         StructType(Seq(StructField("__dummy__", NullType))), withinWatermark = false)
       case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec => Deduplication(schema(dedup.keyExpressions),
         StructType(Seq(StructField("expiresAtMicros", LongType, nullable = false))), withinWatermark = true)
+      case groups: SparkClasses.FlatMapGroupsWithStateExec => GroupState(schema(groups.groupingAttributes))
+      case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => GroupState(schema(groups.groupingAttributes))
       case other => Other(other.nodeName)
     }
   }

@@ -3,7 +3,7 @@ package io.statesnap.tools
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{KeyChanges, NewQueryOperators}
-import io.statesnap.keys.NewQueryOperators.{Keyed, Other}
+import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other}
 
 /**
  * The operators of a stopped checkpoint matched with those of the new version's query (by operator id, as Spark
@@ -25,8 +25,8 @@ private[tools] object KeyChangePlan {
       case (old, now: Keyed) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
-          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${now.describe} in the new " +
-            "version's query: not the same operator")
+          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${now.describe} in the " +
+            "new version's query: not the same operator")
         }
         val ofThisKey = keys.filter { case (field, _) => now.key.fieldNames.contains(field) }
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
@@ -34,6 +34,13 @@ private[tools] object KeyChangePlan {
         if (change.nonEmpty && old.keyless) refuse(s"operator ${old.id} (${old.describe}) has no key in the " +
           "checkpoint (a global aggregation, on one partition): it cannot gain one")
         old.copy(keyChange = change)
+      case (old, GroupState(key)) =>
+        old.stores.headOption.flatMap(_.families.headOption).map(_.layout.keySchema)
+          .filterNot(KeyChanges.sameLayout(_, key)).foreach(was => refuse(s"operator ${old.id} (${old.describe}) " +
+            s"keeps group state by (${was.toDDL}), and the new version's query groups it by (${key.toDDL}): " +
+            "change_key does not change a group state's key yet (groups that meet under one key have no merge of " +
+            "Spark's own). Fix: keep the grouping key, or start the new version on a new checkpoint"))
+        old
       case (old, Other(_)) => old
     }
     val unused = keys.keySet.filterNot(field => changed.exists(_.keyChange.exists(_.newKey.fieldNames.contains(field))))

@@ -143,8 +143,8 @@ object Repartition {
     if (verb == ChangeKey && !plan.rekeyed) return ToolReport(recovered :+ "the new version's query keeps the key " +
       s"of every stateful operator of $location: nothing to do", if (recovered.isEmpty) ToolReport.Nothing
       else ToolReport.Change)
-    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed) return ToolReport(recovered :+ s"the query's state already has " +
-      s"${plan.to} partitions (offsets/${plan.batch}): nothing to do",
+    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed) return ToolReport(recovered :+ "the query's state " +
+      s"already has ${plan.to} partitions (offsets/${plan.batch}): nothing to do",
       if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
     val next = plan.batch + 1
     val pins = (if (plan.from == plan.to) Nil else Seq(s"${StoppedCheckpoint.ShufflePartitionsConf}=${plan.to} " +
@@ -380,9 +380,10 @@ object Repartition {
 
   /**
    * Removes everything the job of `verb` wrote for the uncommitted batch `batch`: statesnap's records and Spark's
-   * schema file as of version `batch + 1` (a key change's), state version `batch + 1` of every store (RocksDB's, or the default provider's snapshot; where the state is in Spark's default provider's files,
-   * every RocksDB file, its SSTs too), and in the partitions it added (beyond the count `batch - 1` pins)
-   * everything; its offsets (the guard) last.
+   * schema file as of version `batch + 1` (a key change's), state version `batch + 1` of every store (RocksDB's, or
+   * the default provider's snapshot; where the state is in Spark's default provider's files, every RocksDB file, its
+   * SSTs too), and in the partitions it added (beyond the count `batch - 1` pins) everything; its offsets (the guard)
+   * last.
    */
   private def rollBack(checkpoint: StoppedCheckpoint, verb: String, batch: Long): Unit = {
     val from = checkpoint.pinnedConfs(batch - 1)(StoppedCheckpoint.ShufflePartitionsConf).toInt

@@ -20,8 +20,13 @@ object SparkClasses {
   type SinkFileStatus = org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus
   type StateStoreWriter = org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreWriter
   type StateStoreSaveExec = org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreSaveExec
+  type FlatMapGroupsWithStateExec =
+    org.apache.spark.sql.execution.streaming.operators.stateful.flatmapgroupswithstate.FlatMapGroupsWithStateExec
+  type FlatMapGroupsInPandasWithStateExec =
+    org.apache.spark.sql.execution.python.streaming.FlatMapGroupsInPandasWithStateExec
   type StreamingDeduplicateExec = org.apache.spark.sql.execution.streaming.operators.stateful.StreamingDeduplicateExec
-  type StreamingDeduplicateWithinWatermarkExec = org.apache.spark.sql.execution.streaming.operators.stateful.StreamingDeduplicateWithinWatermarkExec
+  type StreamingDeduplicateWithinWatermarkExec =
+    org.apache.spark.sql.execution.streaming.operators.stateful.StreamingDeduplicateWithinWatermarkExec
   /** The Dataset class Spark 4 runs queries of (its API's `Dataset` is abstract since 4.0). */
   type Dataset[T] = org.apache.spark.sql.classic.Dataset[T]
   /** The logical plan nodes of transformWithState: Scala's, and Python's as 4.1 renamed it. */

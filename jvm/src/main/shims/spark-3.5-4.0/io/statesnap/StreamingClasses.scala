@@ -17,6 +17,8 @@ trait StreamingClasses {
   type SinkFileStatus = org.apache.spark.sql.execution.streaming.SinkFileStatus
   type StateStoreWriter = org.apache.spark.sql.execution.streaming.StateStoreWriter
   type StateStoreSaveExec = org.apache.spark.sql.execution.streaming.StateStoreSaveExec
+  type FlatMapGroupsWithStateExec = org.apache.spark.sql.execution.streaming.FlatMapGroupsWithStateExec
   type StreamingDeduplicateExec = org.apache.spark.sql.execution.streaming.StreamingDeduplicateExec
-  type StreamingDeduplicateWithinWatermarkExec = org.apache.spark.sql.execution.streaming.StreamingDeduplicateWithinWatermarkExec
+  type StreamingDeduplicateWithinWatermarkExec =
+    org.apache.spark.sql.execution.streaming.StreamingDeduplicateWithinWatermarkExec
 }

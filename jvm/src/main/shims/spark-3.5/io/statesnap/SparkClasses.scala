@@ -8,6 +8,7 @@ object SparkClasses extends StreamingClasses {
   type SparkSession = org.apache.spark.sql.SparkSession
   val SparkSession = org.apache.spark.sql.SparkSession
   type Dataset[T] = org.apache.spark.sql.Dataset[T]
+  type FlatMapGroupsInPandasWithStateExec = org.apache.spark.sql.execution.python.FlatMapGroupsInPandasWithStateExec
   /** The logical plan nodes of transformWithState: none, Spark 3.5 has no transformWithState. */
   val TransformWithStateNodes: Seq[Class[_]] = Nil
 }

@@ -10,6 +10,8 @@ object SparkClasses extends StreamingClasses {
   val SparkSession = org.apache.spark.sql.classic.SparkSession
   /** The Dataset class Spark 4 runs queries of (its API's `Dataset` is abstract since 4.0). */
   type Dataset[T] = org.apache.spark.sql.classic.Dataset[T]
+  type FlatMapGroupsInPandasWithStateExec =
+    org.apache.spark.sql.execution.python.streaming.FlatMapGroupsInPandasWithStateExec
   /** The logical plan nodes of transformWithState: Scala's, and Python's as 4.0 names it. */
   val TransformWithStateNodes: Seq[Class[_]] = Seq(
     classOf[org.apache.spark.sql.catalyst.plans.logical.TransformWithState],
