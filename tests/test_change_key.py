@@ -126,6 +126,10 @@ def stores(checkpoint: str) -> dict[int, dict[bytes, bytes]]:
     return {p: read_store(checkpoint, 0, p, version)["default"] for p in partitions(checkpoint)}
 
 
+def keys_by_partition(checkpoint: str) -> dict[int, set[bytes]]:
+    return {p: set(kept) for p, kept in stores(checkpoint).items()}
+
+
 def files(checkpoint: str) -> dict[str, bytes]:
     return {str(p.relative_to(checkpoint)): p.read_bytes() for p in Path(checkpoint).rglob("*") if p.is_file()}
 
@@ -136,10 +140,13 @@ def test_a_changed_key_restarts_equal_to_a_control_that_grouped_by_it_from_the_s
                                                                                      provider, name):
     """On statesnap's provider, or Spark's own RocksDB provider (pinned in each checkpoint)."""
     on_provider(STOCK_PROVIDER if provider == "spark" else statesnap.PROVIDER_CLASS,
-                lambda: changed_equal_to_control(spark, tmp_path, *CASES[name], "append" if name in APPENDS else "update"))
+                lambda: changed_equal_to_control(spark, tmp_path, *CASES[name],
+                                                 "append" if name in APPENDS else "update"))
 
 
-def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None:
+def before_the_change(spark, tmp_path, v1, v2, mode: str = "update") -> tuple[str, str, str, str, list]:
+    """Version 1 run over the first two rounds, the control (version 2) over the same: (input, control's input,
+    checkpoint, control's checkpoint, the rounds after)."""
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
     first, second, *after = rounds()
@@ -148,13 +155,18 @@ def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None
         write_input(control_source, batch)
         run(spark, v1, source, changed, mode)
         run(spark, v2, control_source, control, mode)
+    return source, control_source, changed, control, after
+
+
+def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None:
+    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2, mode)
 
     result = tools.change_key(changed, v2(spark, source), keys=keys, no_file_sink=True)
 
     assert result.outcome == tools.Outcome.CHANGE, result.lines
     # Every key in the new layout, in the partition where Spark put the control's; where merged values are not the
     # control's bytes (a list's order, an expiry), the keys still are.
-    assert {p: set(kept) for p, kept in stores(changed).items()} == {p: set(kept) for p, kept in stores(control).items()}
+    assert keys_by_partition(changed) == keys_by_partition(control)
     assert not exact or stores(changed) == stores(control), "the store under the new key is not the one Spark built"
     for batch in after:
         write_input(source, batch)
@@ -254,14 +266,7 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
     run finishes the batch. Then the change runs to the end, equal to a control that grouped by the new key from the
     start."""
     v1, v2, _, _ = CASES["a grouping column removed"]
-    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
-    changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
-    first, second, *after = rounds()
-    for batch in (first, second):
-        write_input(source, batch)
-        write_input(control_source, batch)
-        run(spark, v1, source, changed)
-        run(spark, v2, control_source, control)
+    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2)
     before = files(changed)
     monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
 
