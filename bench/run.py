@@ -28,6 +28,8 @@ Workloads (see bench/README.md for how to read the results):
              `spark._streamingCheckpointManager.repartition`), each on a fresh copy of the same streaming
              aggregation's checkpoint (Spark's RocksDB provider, 2 -> 5 partitions), at each size, with the peak
              heap of each (Spark 4.2+ only: before, Spark has no repartition to compare with).
+  change-key `statesnap.change_key` of a streaming count by (g, r) to the count by g (4 entries merged into each),
+             beside statesnap's and (4.2+) Spark's own repartition of the same checkpoint: Spark has no key change.
 """
 from __future__ import annotations
 
@@ -263,51 +265,117 @@ def run_rewriter(entries: list[int], repeats: int) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------------- repartition
+def timed_on_copies(spark, label: str, n: int, original: str, work: Path, sides: dict, repeats: int) -> dict:
+    """Each of `sides` (name: a call on a checkpoint) run on a fresh copy of `original`, alternating, after one
+    uncounted round of each: (seconds, peak heap MB, heap after GC MB) of each counted run, by side. The JVM's heap
+    during the call (one JVM runs them all: local mode) is sampled and read after each GC (jvm/src/bench `Sampled`)."""
+    sampled = spark.sparkContext._jvm.io.statesnap.bench.Sampled
+    runs: dict[str, list] = {side: [] for side in sides}
+    # Round 0 warms every side up (class loading, Spark's code generation, the JIT) and is not counted.
+    for i in range(repeats + 1):
+        for side in list(sides) if i % 2 == 0 else list(reversed(sides)):
+            copy = str(work / f"{side}-{i}")
+            shutil.copytree(original, copy)
+            recording = sampled.start()
+            start = time.perf_counter()
+            try:
+                sides[side](copy)
+            finally:
+                heap = recording.stop()
+            seconds = time.perf_counter() - start
+            peak, after_gc = heap.peakHeapMb(), heap.afterGcMb()
+            if i > 0:
+                runs[side].append((seconds, peak, after_gc))
+            shutil.rmtree(copy, ignore_errors=True)
+            print(f"[{label}] {n:,} entries, {side}: {seconds:.1f} s, peak heap {peak} MB, after GC "
+                  f"{_mb(after_gc)} ({heap.gcs()} GCs){'' if i > 0 else ' (warm-up, not counted)'}", flush=True)
+    return runs
+
+
+def summary(n: int, runs: dict) -> dict:
+    """Entries/s of each side's best run, and its largest heaps."""
+    best = {side: min(r) for side, r in runs.items()}
+    return {"entries": n, **{f"{side}_per_s": round(n / best[side][0]) for side in runs},
+            **{f"{side}_peak_heap_mb": max(r[1] for r in rs) for side, rs in runs.items()},
+            **{f"{side}_after_gc_mb": max(r[2] for r in rs) for side, rs in runs.items()}}
+
+
 def run_repartition(entries: list[int], repeats: int) -> list[dict]:
     """At each size, a stock streaming count over that many keys (2 partitions), repartitioned to 5 by statesnap and
-    by Spark's own repartition, alternating, each on a fresh copy, after one uncounted round of each: entries/s of the
-    whole call, and the JVM's heap during it (one JVM runs both: local mode), sampled and after each GC
-    (jvm/src/bench `Sampled`)."""
+    by Spark's own repartition: entries/s of the whole call, and the heap during it ([[timed_on_copies]])."""
     import statesnap
 
     spark = session()
-    sampled = spark.sparkContext._jvm.io.statesnap.bench.Sampled
+
+    def ours(copy: str) -> None:
+        result = statesnap.repartition(copy, 5, no_file_sink=True)
+        assert result.exit_code == 3, result.lines
+
     results = []
     for n in entries:
         work = Path(tempfile.mkdtemp(prefix="statesnap-bench-repartition-"))
         try:
-            original = stock_count_checkpoint(spark, work, n)
-            sides: dict[str, list] = {"statesnap": [], "spark": []}
-            # Round 0 warms both sides up (class loading, Spark's code generation, the JIT) and is not counted.
-            for i in range(repeats + 1):
-                for side in ("statesnap", "spark") if i % 2 == 0 else ("spark", "statesnap"):
-                    copy = str(work / f"{side}-{i}")
-                    shutil.copytree(original, copy)
-                    recording = sampled.start()
-                    start = time.perf_counter()
-                    try:
-                        if side == "statesnap":
-                            result = statesnap.repartition(copy, 5, no_file_sink=True)
-                            assert result.exit_code == 3, result.lines
-                        else:
-                            spark._streamingCheckpointManager.repartition(copy, 5)
-                    finally:
-                        heap = recording.stop()
-                    seconds = time.perf_counter() - start
-                    peak, after_gc = heap.peakHeapMb(), heap.afterGcMb()
-                    if i > 0:
-                        sides[side].append((seconds, peak, after_gc))
-                    shutil.rmtree(copy, ignore_errors=True)
-                    print(f"[repartition] {n:,} entries, {side}: {seconds:.1f} s, peak heap {peak} MB, after GC "
-                          f"{_mb(after_gc)} ({heap.gcs()} GCs){'' if i > 0 else ' (warm-up, not counted)'}", flush=True)
-            best = {side: min(runs) for side, runs in sides.items()}
-            results.append({"entries": n, **{f"{side}_per_s": round(n / best[side][0]) for side in sides},
-                            **{f"{side}_peak_heap_mb": max(r[1] for r in runs) for side, runs in sides.items()},
-                            **{f"{side}_after_gc_mb": max(r[2] for r in runs) for side, runs in sides.items()},
-                            "ratio": best["spark"][0] / best["statesnap"][0]})
+            runs = timed_on_copies(spark, "repartition", n, stock_count_checkpoint(spark, work, n), work, {
+                "statesnap": ours, "spark": lambda copy: spark._streamingCheckpointManager.repartition(copy, 5)},
+                repeats)
+            results.append({**summary(n, runs), "ratio": min(runs["spark"])[0] / min(runs["statesnap"])[0]})
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def run_change_key(entries: list[int], repeats: int) -> list[dict]:
+    """At each size, a stock streaming count over that many groups (g, r), 4 values of r per g, 2 partitions:
+    `change_key` to the count by g (every 4 entries merged into one in the store written), beside statesnap's
+    and Spark's own repartition of the same checkpoint (2 -> 5: the same entries read and written, no key changed),
+    the closest offline state job Spark has: entries/s of the whole call, and the heap during it."""
+    import statesnap
+
+    spark = session()
+    results = []
+    for n in entries:
+        work = Path(tempfile.mkdtemp(prefix="statesnap-bench-change-key-"))
+        try:
+            original = stock_count_checkpoint(spark, work, n, by=("key DIV 4 AS g", "key % 4 AS r"))
+            by_g = (spark.readStream.schema("key long").parquet(str(work / "input"))
+                    .selectExpr("key DIV 4 AS g", "key % 4 AS r").groupBy("g").count())
+
+            def change_key(copy: str) -> None:
+                result = statesnap.change_key(copy, by_g, no_file_sink=True)
+                assert result.exit_code == 3, result.lines
+
+            def repartition(copy: str) -> None:
+                result = statesnap.repartition(copy, 5, no_file_sink=True)
+                assert result.exit_code == 3, result.lines
+
+            sides = {"change_key": change_key, "repartition": repartition}
+            if tuple(map(int, spark_minor().split("."))) >= (4, 2):
+                sides["spark"] = lambda copy: spark._streamingCheckpointManager.repartition(copy, 5)
+            runs = timed_on_copies(spark, "change-key", n, original, work, sides, repeats)
+            results.append(summary(n, runs))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def change_key_section(rows: list[dict]) -> list[str]:
+    lines = ["## Change a key: statesnap's `change_key` beside repartition", "",
+             "A stock streaming count by (g, r) (Spark's RocksDB provider, 2 partitions, 4 values of r per g) given "
+             "the key g by `change_key` (every 4 entries merged by count's own merge, in the store being written: "
+             "each read back there and merged with the next), beside statesnap's and Spark's own repartition of the same checkpoint to 5 partitions (the same "
+             "entries read and written, no key changed): Spark has no key change to compare with. Each run on a "
+             "fresh copy, alternating, after one uncounted warm-up round (best of the repeats; the whole call). "
+             "Heap as for repartition.", "",
+             "| entries | change_key (entries/s) | statesnap repartition (entries/s) | Spark repartition (entries/s) | "
+             "change_key / Spark repartition | heap after GC change_key | heap after GC Spark |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        spark = r.get("spark_per_s")
+        versus = f"x{r['change_key_per_s'] / spark:.2f}" if spark else "n/a"
+        lines.append(f"| {r['entries']:,} | {r['change_key_per_s']:,} | {r['repartition_per_s']:,} | "
+                     f"{f'{spark:,}' if spark else 'n/a (4.2+)'} | {versus} | {_mb(r['change_key_after_gc_mb'])} | "
+                     f"{_mb(r['spark_after_gc_mb']) if spark else 'n/a'} |")
+    return lines + [""]
 
 
 def repartition_section(rows: list[dict]) -> list[str]:
@@ -328,15 +396,17 @@ def repartition_section(rows: list[dict]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------- report
-def stock_count_checkpoint(spark, work: Path, keys: int) -> str:
-    """The checkpoint (under `work`) of a streaming count over `keys` groups in 2 partitions, run to its end on Spark's
-    RocksDB provider; the session's provider is left unset."""
+def stock_count_checkpoint(spark, work: Path, keys: int, by: tuple = ("key",)) -> str:
+    """The checkpoint (under `work`) of a streaming count over `keys` rows (`key` 0 to keys - 1) grouped `by` (SQL
+    expressions), in 2 partitions, run to its end on Spark's RocksDB provider; the session's provider is left
+    unset."""
     provider_conf = "spark.sql.streaming.stateStore.providerClass"
     spark.range(keys, numPartitions=2).selectExpr("id AS key").write.parquet(str(work / "input"))
     checkpoint = str(work / "checkpoint")
     spark.conf.set(provider_conf, STOCK)
     try:
-        (spark.readStream.schema("key long").parquet(str(work / "input")).groupBy("key").count()
+        (spark.readStream.schema("key long").parquet(str(work / "input")).selectExpr(*by)
+         .groupBy(*[e.split(" AS ")[-1] for e in by]).count()
          .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
          .trigger(availableNow=True).start().awaitTermination())
     finally:
@@ -450,6 +520,8 @@ def report(results: dict, path: Path) -> None:
         lines += rewriter_section(results["rewriter"])
     if "repartition" in results:
         lines += repartition_section(results["repartition"])
+    if "change-key" in results:
+        lines += change_key_section(results["change-key"])
     path.write_text("\n".join(lines) + "\n")
     path.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     chart(results, path.with_suffix(".png"))
@@ -576,7 +648,7 @@ def chart(results: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["migration", "steady", "avro", "avro-wide", "scan", "rewriter",
-                                           "repartition"],
+                                           "repartition", "change-key"],
                         action="append")
     parser.add_argument("--entries", default="1000000,4000000", help="migration and rewriter sizes, comma separated")
     parser.add_argument("--repeats", type=int, default=5)
@@ -585,7 +657,7 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out or ROOT / "bench" / f"results{'' if spark_minor() == '4.1' else '-spark' + spark_minor()}.md")
     chosen = args.only or (["migration", "steady", "scan"] + (["avro", "avro-wide"] if tws_on_statesnap() else []) +
-                           ["rewriter", "repartition"])
+                           ["rewriter", "repartition", "change-key"])
     # A subset run keeps the other workloads' latest figures ("measured" says when each was).
     previous = out.with_suffix(".json")
     results = json.loads(previous.read_text()) if args.only and previous.exists() else {}
@@ -595,7 +667,9 @@ def main() -> None:
                "scan": lambda: run_scan(max(1, args.repeats - 2)),
                "rewriter": lambda: run_rewriter([int(n) for n in args.entries.split(",")], max(1, args.repeats - 2)),
                "repartition": lambda: run_repartition([int(n) for n in args.entries.split(",")],
-                                                      max(2, args.repeats - 2))}
+                                                      max(2, args.repeats - 2)),
+               "change-key": lambda: run_change_key([int(n) for n in args.entries.split(",")],
+                                                    max(2, args.repeats - 2))}
     for workload in chosen:
         if workload in ("avro", "avro-wide") and not tws_on_statesnap():
             print(f"[{workload}] skipped: a transformWithState workload, which runs on statesnap before Spark 4.2 only")

@@ -1,7 +1,5 @@
 package io.statesnap.tools
 
-import java.util.Arrays
-
 import scala.util.Try
 
 import io.statesnap.evolution.UnsafeRowLayout
@@ -29,8 +27,10 @@ import org.apache.spark.util.SerializableConfiguration
  * store receives a key twice.
  *
  * An operator whose key the deploy changes ([[KeyChange]]) has each entry given its new key as it is read, placed by
- * it, and the shuffle sorts each target's entries by key (RocksDB's order), so that the entries meeting under one new
- * key arrive together and are merged into one as they are written ([[merged]]): streamed, never gathered in memory.
+ * it, and the entries meeting under one new key are merged into one in the store being written, each read back there
+ * and merged with the next ([[writeMerging]]): the store is where they meet, so nothing is gathered in memory (a
+ * shuffle sorted by key would hold each target's entries in Spark's execution memory until it spills, measured to
+ * grow with the state: `make bench`'s change-key).
  *
  * Every store is written anew, even one whose partition stays, because that is the cheaper way for any change of
  * count: a key keeps its partition with odds of about one in the larger count, so a store changed in place would
@@ -97,12 +97,10 @@ private[tools] object RepartitionJob {
     })
     val moves = new ShuffledRDD[EntrySerializer.Key, Array[Byte], Array[Byte]](moved, new ToTarget(targets.size))
       .setSerializer(new EntrySerializer)
-    if (plan.rekeyed) moves.setKeyOrdering(InRocksDBOrder)
     sc.setJobDescription("statesnap repartition")
     sc.runJob(moves, (it: Iterator[Moved]) => {
       val target = targets(TaskContext.getPartitionId())
-      val entries = it.map { case ((_, family, key), value) => Entry(family, key, value) }
-      Try(write(settings, target, target.keyChange.fold(entries)(merged(entries, _)))).toEither
+      Try(write(settings, target, it.map { case ((_, family, key), value) => Entry(family, key, value) })).toEither
     }, (_: Int, result: Either[Throwable, Written]) => reported(result))
   }
 
@@ -151,41 +149,6 @@ private[tools] object RepartitionJob {
     }
   }
 
-  /**
-   * The entries of a target of a key change, in key order, those of one key merged into one by the change's merge
-   * (the operator's own aggregate functions), one key's values at a time.
-   */
-  private def merged(entries: Iterator[Entry], change: KeyChange): Iterator[Entry] = {
-    val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.value, 0)
-    val merge = change.merge.newMerger()
-    val in = entries.buffered
-    new Iterator[Entry] {
-      override def hasNext: Boolean = in.hasNext
-      override def next(): Entry = {
-        val first = in.next()
-        if (!in.hasNext || !Arrays.equals(in.head.key, first.key)) first
-        else {
-          var value = codec.decodeValue(first.value).copy()
-          while (in.hasNext && Arrays.equals(in.head.key, first.key)) {
-            value = merge(value, codec.decodeValue(in.next().value))
-          }
-          Entry(first.family, first.key, codec.encodeValue(value))
-        }
-      }
-    }
-  }
-
-  /** The shuffle's keys in the order RocksDB keeps them (by target and family, then the key's unsigned bytes). */
-  private object InRocksDBOrder extends Ordering[EntrySerializer.Key] {
-    override def compare(a: EntrySerializer.Key, b: EntrySerializer.Key): Int = {
-      val byTarget = Integer.compare(a._1, b._1)
-      if (byTarget != 0) byTarget else {
-        val byFamily = Integer.compare(a._2, b._2)
-        if (byFamily != 0) byFamily else Arrays.compareUnsigned(a._3, b._3)
-      }
-    }
-  }
-
   /** The entries of one store at the version read, the store released when the task ends. */
   private def read(settings: Settings, operator: Int, partition: Int, store: RepartitionPlan.Store,
       loadId: Option[String]): Iterator[Entry] = {
@@ -198,20 +161,49 @@ private[tools] object RepartitionJob {
     opened.entries
   }
 
-  /** Writes one target anew from the entries it receives, and commits it. */
+  /**
+   * Writes one target anew from the entries it receives, and commits it; a key change's target with its entries that
+   * meet under one key merged ([[writeMerging]]).
+   */
   private def write(settings: Settings, target: Target, entries: Iterator[Entry]): Written = {
     val id = StateStoreId(settings.stateRoot, target.operator, target.partition, target.store.name)
     val store = target.store
     val opened = if (settings.writesDefault) StatesnapDefaultProviderStore.write(id, store.layouts.head,
         settings.storeConf, settings.hadoopConf.value, settings.version + 1)
       else StatesnapOfflineStore.writeAnew(id, store.layouts, store.columnFamilies, settings.storeConf,
-        settings.hadoopConf.value, settings.version + 1, if (settings.readsDefault) 0 else settings.sources)
+        settings.hadoopConf.value, settings.version + 1,
+        if (settings.readsDefault || target.keyChange.nonEmpty) 0 else settings.sources)
     try {
-      var written = 0L
-      entries.foreach { entry => opened.put(entry); written += 1 }
+      val written = target.keyChange.fold {
+        var written = 0L
+        entries.foreach { entry => opened.put(entry); written += 1 }
+        written
+      }(writeMerging(opened, entries, _))
       opened.commit()
       settings.probe.foreach(_.offlineStep("store"))
       Written(target, written, opened.checkpointId)
     } finally opened.close()
+  }
+
+  /**
+   * Puts each entry of a key change's target, merged with the value put for its key before, if any, by the change's
+   * merge (the operator's own aggregate functions, a dedup's): read back from the store, where the entries meeting
+   * under one key meet. @return the keys written
+   */
+  private def writeMerging(opened: StatesnapOfflineStore.Writer, entries: Iterator[Entry], change: KeyChange): Long = {
+    val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.value, 0)
+    val merge = change.merge.newMerger()
+    var written = 0L
+    entries.foreach { entry =>
+      opened.get(entry) match {
+        case None =>
+          opened.put(entry)
+          written += 1
+        case Some(before) =>
+          val kept = codec.decodeValue(before).copy()
+          opened.put(entry.copy(value = codec.encodeValue(merge(kept, codec.decodeValue(entry.value)))))
+      }
+    }
+    written
   }
 }

@@ -63,6 +63,9 @@ object StatesnapDefaultProviderStore {
       store.put(codec.decodeKey(entry.key), row)  // copied by the store
     }
 
+    override def get(entry: Entry): Option[Array[Byte]] =
+      Option(store.get(codec.decodeKey(entry.key))).map(codec.encodeValue)
+
     override def checkpointId: Option[String] = None
 
     override def commit(): Unit = {

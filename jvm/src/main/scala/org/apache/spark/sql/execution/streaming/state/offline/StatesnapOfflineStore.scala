@@ -49,6 +49,12 @@ object StatesnapOfflineStore {
    */
   trait Writer {
     def put(entry: Entry): Unit
+    /**
+     * The value put for `entry`'s key so far, if any (an offline job that merges the entries meeting under one key
+     * reads it back: the store is the only place they meet, so nothing is gathered in memory). A store without
+     * column families only.
+     */
+    def get(entry: Entry): Option[Array[Byte]]
     /** Commits the version the writer was made for, nothing else of the store's changed. */
     def commit(): Unit
     /** Under checkpoint format v2, the id of the version committed, which the batch's commit names. */
@@ -97,7 +103,7 @@ object StatesnapOfflineStore {
    * version, replacing one an earlier attempt of the task wrote. The job puts each key once: it reads each from the
    * one partition Spark's partitioning wrote it to (`StoredKeyPlacement`). A store without column families is loaded
    * in bulk ([[SortedRunsLoader]]) from the `sortedRuns` runs in key order its entries arrive in (one per store they
-   * are read from; 0: in no order, every entry put).
+   * are read from; 0: in no order, every entry put, and readable back by [[Writer.get]]).
    */
   def writeAnew(id: StateStoreId, families: Seq[Family], columnFamilies: Boolean, conf: StateStoreConf,
       queryConf: Configuration, version: Long, sortedRuns: Int): Writer = {
@@ -134,6 +140,11 @@ object StatesnapOfflineStore {
         if (!created(entry.family)) create(entry.family)
         StatesnapStoreFiles.put(rocksDB, entry.key, entry.value, families(entry.family).name)
       }
+
+    override def get(entry: Entry): Option[Array[Byte]] = {
+      require(!columnFamilies && loader.isEmpty, "read back from a store without families, written by put")
+      Option(rocksDB.get(entry.key))
+    }
 
     override def commit(): Unit = {
       loader.foreach(_.ingest())
