@@ -49,7 +49,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
         from statesnap.checkpoint import spark_session
         with spark_session(session["conf"], session["master"]) as spark:
             return tools.change_key(args.checkpoint, _app(args.app)(spark), keys=dict(args.key),
-                                    file_sink=args.file_sink, no_file_sink=args.no_file_sink, dry_run=args.dry_run)
+                                    merge=dict(args.merge), file_sink=args.file_sink,
+                                    no_file_sink=args.no_file_sink, dry_run=args.dry_run)
     changes = {}
     for group in args.states:
         if "schema" not in group:
@@ -200,6 +201,9 @@ def _parser() -> argparse.ArgumentParser:
     change_key.add_argument("--key", action="append", default=[], metavar="FIELD=SQL", type=_conf,
                             help="the value of a new key field for the old entries, a SQL expression over the old "
                                  "key's and value's fields (repeatable)")
+    change_key.add_argument("--merge", action="append", default=[], metavar="FIELD=SQL", type=_conf,
+                            help="group state: a field of the merged state of groups that meet under one key, a SQL "
+                                 "expression over the two states a and b (repeatable; every field)")
     _sink_arguments(change_key)
     change_key.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
     return parser

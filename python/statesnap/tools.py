@@ -284,7 +284,8 @@ def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = 
 
 @_boundary("change-key")
 def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]] = None,
-               file_sink: Optional[str] = None, no_file_sink: bool = False, dry_run: bool = False) -> ToolResult:
+               merge: Optional[Mapping[str, str]] = None, file_sink: Optional[str] = None, no_file_sink: bool = False,
+               dry_run: bool = False) -> ToolResult:
     """Changes the key of the stateful operators of a stopped query whose key the new version changes: ``query`` is
     the new version's streaming DataFrame (before ``writeStream``), the source of truth for each operator's new key
     and aggregate functions. Every entry gets its new key, in the partition where Spark looks for it, all in one
@@ -292,16 +293,19 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
     removed) are merged by the query's own aggregate functions, as Spark merges partial aggregates. ``keys`` gives
     each new key field the old entries have no value for, as a SQL expression over the old key's and value's fields
     (a constant ``"'eu'"``, a derived value ``"upper(substr(user, 1, 2))"``, an explicit narrowing); a field kept
-    may be widened (int to bigint), never narrowed without one. Name the query's sink: ``file_sink`` (its output
-    path) or ``no_file_sink=True``. Streaming aggregations only, so far; any other key change is refused, nothing
-    written.
+    may be widened (int to bigint), never narrowed without one. A dedup keeps the keys it saw seen. Group state
+    (applyInPandasWithState, (flat)MapGroupsWithState) has no merge of Spark's own: where groups meet under one new
+    key, ``merge`` gives each field of the state as a SQL expression over the two states ``a`` and ``b``
+    (``{"n": "a.n + b.n"}``); without one such a change is refused. Name the query's sink: ``file_sink`` (its output
+    path) or ``no_file_sink=True``. Any other key change (joins, transformWithState) is refused, nothing written.
 
     Example: ``change_key("/checkpoints/usage", usage_by_user(spark), no_file_sink=True)``."""
     if not hasattr(query, "_jdf") or not query.isStreaming:
         raise ToolError(f"change_key takes the new version's streaming DataFrame, not {query!r}")
     spark = query.sparkSession
     return _report("change-key", spark.sparkContext._jvm.io.statesnap.tools.Repartition.changeKey(
-        spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), file_sink, no_file_sink, dry_run))
+        spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}), file_sink, no_file_sink,
+        dry_run))
 
 
 def _require_partitions(partitions: Optional[int]) -> None:

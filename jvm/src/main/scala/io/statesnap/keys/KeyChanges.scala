@@ -58,16 +58,22 @@ object KeyChanges {
         }
       }
     }
+    val dropped = oldKey.fieldNames.filterNot(newKey.fieldNames.contains)
+    // Old keys meet under one new key where a field is dropped or an old field is given anew (a narrowing).
+    val meet = dropped ++ expressions.keys.filter(oldKey.fieldNames.contains)
+    if (meet.nonEmpty && to.merge == NoneMeet) return Left(s"$where: the entries of old keys that differ only in " +
+      s"${meet.map(f => s"`$f`").mkString(", ")} meet under one new key, and their values have no merge of Spark's " +
+      "own. Fix: register one, merge={'<field>': '<SQL over the two states a and b>', ...} for every field of the " +
+      "state (e.g. 'a.n + b.n'), or keep those key fields")
     fields.collectFirst { case Left(why) => why }.toLeft {
       val kept = fields.collect { case Right((e, said)) => (e, said) }
-      val dropped = oldKey.fieldNames.filterNot(newKey.fieldNames.contains)
       Some(KeyChange(oldKey, value, newKey, kept.map(_._1), to.merge, kept.map(_._2) ++ dropped.map(d =>
         s"key field `$d` dropped: the entries that then meet under one key merged (${to.merge.describe})")))
     }
   }
 
   /** `e` as `to`: itself, or cast where Spark's up-cast allows (no value lost), else None. */
-  private def upCast(e: Expression, to: DataType, settings: SqlSettings): Option[Expression] =
+  def upCast(e: Expression, to: DataType, settings: SqlSettings): Option[Expression] =
     if (nullable(e.dataType) == nullable(to)) Some(e)
     else if (Cast.canUpCast(e.dataType, to)) Some(settings.cast(e, to))
     else None

@@ -2,6 +2,7 @@ package io.statesnap.keys
 
 import io.statesnap.SparkClasses
 import io.statesnap.ScalaCompat._
+import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.spark.sql.execution.SparkStrategy
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.ReturnAnswer
@@ -55,11 +56,14 @@ object NewQueryOperators {
   }
 
   /**
-   * applyInPandasWithState / (flat)MapGroupsWithState: its grouping key, which no tool changes yet (the groups that
-   * would meet have no merge of Spark's own; refused where it changes).
+   * applyInPandasWithState / (flat)MapGroupsWithState: its grouping key, and the merge the user registers for the
+   * groups that meet under one new key ([[GroupStateMerge]]; Spark has none: [[NoneMeet]] until one is given).
    */
-  final case class GroupState(key: StructType) extends NewOperator {
+  final case class GroupState(key: StructType, merge: ValueMerge = NoneMeet) extends Keyed {
     override def describe: String = s"group state by ${key.fieldNames.mkString(", ")}"
+    override def valueProblem(value: StructType): Option[String] =
+      Option.when(GroupStateSnapshot.unwrap(value).isEmpty)(s"its value ${value.toDDL} is not Spark's group state " +
+        "layout")
   }
 
   /** Another stateful operator, whose key this tool does not read (a change of it is refused at restart). */

@@ -35,3 +35,14 @@ case object LatestExpiry extends ValueMerge {
   override def newMerger(): (InternalRow, InternalRow) => UnsafeRow = (left, right) =>
     (if (right.getLong(0) > left.getLong(0)) right else left).asInstanceOf[UnsafeRow].copy()
 }
+
+/**
+ * No merge: the operator has none of Spark's own (group state) and the user registered none, so a key change may
+ * only map each old key to a key of its own (a field added, widened or renamed); two entries meeting under one new
+ * key fail the job, which then rolls back.
+ */
+case object NoneMeet extends ValueMerge {
+  override def describe: String = "none: no two old keys meet under one new key"
+  override def newMerger(): (InternalRow, InternalRow) => UnsafeRow = (_, _) => throw new IllegalStateException(
+    "two entries met under one new key of a state that has no merge (group state without one registered)")
+}

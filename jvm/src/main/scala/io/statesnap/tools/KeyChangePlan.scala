@@ -2,7 +2,7 @@ package io.statesnap.tools
 
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
-import io.statesnap.keys.{KeyChanges, NewQueryOperators}
+import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other}
 
 /**
@@ -11,9 +11,13 @@ import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other}
  * change of each operator whose key changes, or a refusal, nothing written.
  */
 private[tools] object KeyChangePlan {
-  /** @param keys SQL expressions of new key fields, by name, for the operators whose new key has the field */
+  /**
+   * @param keys SQL expressions of new key fields, by name, for the operators whose new key has the field
+   * @param merge the merge of the group states that meet under one new key: a SQL expression over the two states (a
+   *   and b) by field of the state
+   */
   def apply(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
-      keys: Map[String, String]): RepartitionPlan = {
+      keys: Map[String, String], merge: Map[String, String]): RepartitionPlan = {
     import checkpoint.refuse
     val operators = NewQueryOperators.of(query)
     if (operators.size != plan.operators.size) refuse(s"the new version's query has ${operators.size} stateful " +
@@ -22,11 +26,16 @@ private[tools] object KeyChangePlan {
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     val changed = plan.operators.zip(operators).map {
-      case (old, now: Keyed) =>
+      case (old, keyed: Keyed) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
-          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${now.describe} in the " +
+          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${keyed.describe} in the " +
             "new version's query: not the same operator")
+        }
+        val now = keyed match {
+          case groups: GroupState if merge.nonEmpty => groups.copy(merge = GroupStateMerge.of(layout.valueSchema,
+            merge, settings).fold(why => refuse(s"operator ${old.id} (${old.describe}): $why"), identity))
+          case other => other
         }
         val ofThisKey = keys.filter { case (field, _) => now.key.fieldNames.contains(field) }
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
@@ -34,15 +43,11 @@ private[tools] object KeyChangePlan {
         if (change.nonEmpty && old.keyless) refuse(s"operator ${old.id} (${old.describe}) has no key in the " +
           "checkpoint (a global aggregation, on one partition): it cannot gain one")
         old.copy(keyChange = change)
-      case (old, GroupState(key)) =>
-        old.stores.headOption.flatMap(_.families.headOption).map(_.layout.keySchema)
-          .filterNot(KeyChanges.sameLayout(_, key)).foreach(was => refuse(s"operator ${old.id} (${old.describe}) " +
-            s"keeps group state by (${was.toDDL}), and the new version's query groups it by (${key.toDDL}): " +
-            "change_key does not change a group state's key yet (groups that meet under one key have no merge of " +
-            "Spark's own). Fix: keep the grouping key, or start the new version on a new checkpoint"))
-        old
       case (old, Other(_)) => old
     }
+    if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge]))) refuse("a " +
+      "merge is given, and no group state's key changes in the new version's query (an aggregation merges by its " +
+      "own functions, a dedup keeps its keys seen)")
     val unused = keys.keySet.filterNot(field => changed.exists(_.keyChange.exists(_.newKey.fieldNames.contains(field))))
     if (unused.nonEmpty) refuse(s"an expression is given for key field ${unused.toSeq.sorted.mkString(", ")}, which " +
       "no changed key of the new version's query has")

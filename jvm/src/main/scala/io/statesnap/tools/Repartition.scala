@@ -87,13 +87,16 @@ object Repartition {
    * `change_key`: the key of each stateful operator whose key the new version's query (`query`, its streaming
    * DataFrame) changes, every entry given its new key by [[KeyChangePlan]] (`keys`: SQL expressions of new key
    * fields), in the partition Spark's partitioning of the new key reads, entries meeting under one key merged by the
-   * query's own aggregate functions; statesnap's records and Spark's schema file say the new key from the appended
+   * query's own aggregate functions (a dedup: kept seen; group state: by `merge`, SQL by field of the state); statesnap's records and Spark's schema file say the new key from the appended
    * batch's version on.
    */
   def changeKey(spark: SparkSession, location: String, query: SparkClasses.Dataset[_],
-      keys: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport =
+      keys: java.util.Map[String, String], merge: java.util.Map[String, String], fileSink: String,
+      noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+    def scala(m: java.util.Map[String, String]) = Option(m).fold(Map.empty[String, String])(_.asScala.toMap)
     move(spark, location, ChangeKey, None, fileSink, noFileSink, dryRun,
-      KeyChangePlan(_, _, query, Option(keys).fold(Map.empty[String, String])(_.asScala.toMap)))
+      KeyChangePlan(_, _, query, scala(keys), scala(merge)))
+  }
 
   /** Whether the latest batch of `checkpoint` is one of `verb` ([[Adopt]], [[ReleaseToDefault]]) not finished. */
   def interrupted(checkpoint: StoppedCheckpoint, verb: String): Boolean =

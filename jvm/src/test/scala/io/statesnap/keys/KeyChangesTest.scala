@@ -1,7 +1,8 @@
 package io.statesnap.keys
 
 import io.statesnap.evolution.SqlSettings
-import io.statesnap.keys.NewQueryOperators.{Aggregation, Deduplication}
+import io.statesnap.keys.NewQueryOperators.{Aggregation, Deduplication, GroupState}
+import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Literal, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Count, Max, Sum}
@@ -93,5 +94,25 @@ class KeyChangesTest {
     assertEquals(LatestExpiry, change.merge)
     val expiry = UnsafeProjection.create(Array[DataType](LongType))
     assertEquals(9L, change.merge.newMerger()(expiry(InternalRow(4L)).copy(), expiry(InternalRow(9L))).getLong(0))
+  }
+
+  @Test def groupStatesMeetOnlyWithARegisteredMerge(): Unit = {
+    val value = GroupStateSnapshot.wrap(StructType.fromDDL("n BIGINT"), withTimeout = true)
+    val why = refusal(KeyChanges.decide("operator 0", StructType.fromDDL("id STRING, op STRING"), value,
+      GroupState(StructType.fromDDL("id STRING")), Map.empty, settings))
+    assertTrue(why, why.contains("`op` meet under one new key") && why.contains("merge={"))
+    val merge = GroupStateMerge.of(value, Map("n" -> "a.n + b.n"), settings).toOption.get
+    val widened = KeyChanges.decide("operator 0", StructType.fromDDL("id INT"), value,
+      GroupState(StructType.fromDDL("id BIGINT")), Map.empty, settings)
+    assertEquals("a widened key meets no other: no merge needed", NoneMeet, widened.toOption.flatten.get.merge)
+
+    // The states merged by the registered SQL; the latest timeout kept; a group without a state takes the other's.
+    val rows = UnsafeProjection.create(value.map(_.dataType).toArray)
+    val merged = merge.newMerger()(rows(InternalRow(InternalRow(2L), 100L)).copy(),
+      rows(InternalRow(InternalRow(3L), 50L)).copy())
+    assertEquals((5L, 100L), (merged.getStruct(0, 1).getLong(0), merged.getLong(1)))
+    val removed = merge.newMerger()(rows(InternalRow(null, 300L)).copy(),
+      rows(InternalRow(InternalRow(3L), 50L)).copy())
+    assertEquals((3L, 300L), (removed.getStruct(0, 1).getLong(0), removed.getLong(1)))
   }
 }
