@@ -176,6 +176,23 @@ def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None
 
 
 @ONLY_ON_PINNED
+def test_a_dry_run_says_what_each_field_gets_and_writes_nothing(spark, tmp_path, cli, monkeypatch):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    write_input(source, rounds()[0])
+    run(spark, CASES["a grouping column removed"][0], source, checkpoint)
+    before = files(checkpoint)
+    monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
+
+    code, out = cli("change-key", checkpoint, "--app", "test_change_key:by_user", "--no-file-sink", "--dry-run")
+
+    assert code == 3, out
+    assert "would give every entry of operator 0 (streaming aggregation) its new key (key field `id` STRING: kept; " \
+           "key field `op` dropped: the entries that then meet under one key merged (count, sum, avg, min, max, " \
+           "approx_count_distinct))" in out and "dry run: nothing was changed" in out, out
+    assert files(checkpoint) == before
+
+
+@ONLY_ON_PINNED
 @pytest.mark.parametrize("v2, keys, says", [
     (lambda s, i: stream(s, i).withColumn("value", F.col("value").cast("int")).groupBy("id", "value").count(), None,
      "key field `value` INT was BIGINT, and a narrowing may lose values"),
