@@ -18,7 +18,7 @@ from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, States
                   run_two_operator_app, write_input)
 from committed_state import read_store
 from migration_evidence import assert_migrated
-from minors import TWS_ONLINE
+from minors import MINOR, TWS_ONLINE
 from processes import run_to_exit
 
 ON_43 = pyspark.__version__.startswith("4.3.")
@@ -279,6 +279,7 @@ def sink_rows(spark, output: str) -> list[tuple[str, int]]:
 
 @pytest.mark.slow
 @SPARK_42_ON
+@pytest.mark.skipif(MINOR == "4.2", reason="CI time: 4.2 shares 4.3's code but its glue; the sink's log is Spark's")
 def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(spark, tmp_path, cli):
     """migrate appends a batch; a file sink's log must hold it too, or the query dies at the log's next compaction
     (every 10 batches) with BATCH_METADATA_NOT_FOUND. The migrated query runs 20 more batches, past two compactions,
