@@ -193,8 +193,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Gives every entry of each stateful operator whose key the new version's query changes its new "
                     "key, in the partition where Spark looks for it, committed as one appended batch (with no rows: "
                     "name its sink, --file-sink or --no-file-sink); entries meeting under one key (a grouping column "
-                    "removed) are merged by the query's own aggregate functions. Streaming aggregations. Exit code: 0 "
-                    "no key changes, 3 changed (or would be), 4 refused, 2 error.")
+                    "removed) are merged by the query's own aggregate functions, a dedup keeps them seen, group state "
+                    "merges by --merge. Exit code: 0 no key changes, 3 changed (or would be), 4 refused, 2 error.")
     change_key.add_argument("--app", required=True, metavar="MODULE:FUNCTION",
                             help="the function that builds the new version's streaming DataFrame from a SparkSession "
                                  "(importable: on PYTHONPATH)")
