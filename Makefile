@@ -24,7 +24,8 @@ OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests
 TWS_ONLINE_SPARKS := 4.0
 TWS_ONLINE_SUITES := $(OPERATOR_SUITES) tests/test_value_state_evolution.py tests/test_state_shapes.py \
   tests/test_sql_rules.py tests/test_python_snapshots.py tests/test_avro_state.py tests/test_avro_spark_scenarios.py \
-  tests/test_spark_state_reader.py tests/test_safe_around_spark.py tests/test_fault_injection.py
+  tests/test_spark_state_reader.py tests/test_safe_around_spark.py tests/test_fault_injection.py \
+  tests/test_map_user_key.py
 # Spark 4.2 has every line of 4.3's product but its 15 lines of glue (jvm/minors): it runs the operators, the tools
 # that read and rewrite its checkpoints and the differential suite; 4.3 runs all of the operator suites (CI time).
 SHARES_NEWEST_SPARKS := 4.2

@@ -37,7 +37,7 @@ def test_list_state_migrates_every_element(spark, app_dirs):
     assert result.migrated_entries == 4  # elements, not keys
 
 
-def test_map_state_values_migrate_and_a_user_key_change_is_refused(spark, app_dirs):
+def test_map_state_values_migrate_and_a_user_key_narrowing_is_refused(spark, app_dirs):
     source, checkpoint = app_dirs
     v1 = [StateSpec("totals", "n int", lambda v: {("x",): (v,), ("y",): (-v,)}, kind="map")]
     set_all(source, 3)
@@ -56,7 +56,7 @@ def test_map_state_values_migrate_and_a_user_key_change_is_refused(spark, app_di
         run_app(spark, source, checkpoint, v3)
     message = str(refused.value)
     assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'totals'" in message
-    assert "field '<key>'" in message and "userKey:struct<k:string>" in message
+    assert "field 'userKey.k': string -> int" in message and "userKey:struct<k:string>" in message
     assert run_app(spark, source, checkpoint, v2).seen["a"][0]["totals"]['["x"]'] == [3, None]
 
 

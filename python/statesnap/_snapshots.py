@@ -113,14 +113,22 @@ class ScalaSnapshot:
     class_name: str
 
 
-def register_snapshot(spark: SparkSession, state_name: str, snapshot: Union[RowSnapshot, ScalaSnapshot], *,
-                      checkpoint: Optional[str] = None, query_name: Optional[str] = None) -> None:
+def register_snapshot(spark: SparkSession, state_name: str,
+                      snapshot: Optional[Union[RowSnapshot, ScalaSnapshot]] = None, *,
+                      map_key: Optional[RowSnapshot] = None, checkpoint: Optional[str] = None,
+                      query_name: Optional[str] = None) -> None:
     """Attach ``snapshot`` to the state ``state_name`` of one query: the one on ``checkpoint`` (its
     ``checkpointLocation``) or the one named ``query_name`` (``queryName``). Exactly one of them.
 
     ``state_name`` is a transformWithState variable's name, ``"groupState"`` for the state struct of an
     applyInPandasWithState or (flat)MapGroupsWithState operator, or ``"aggregation"`` for the buffers of a
     streaming aggregation (every added aggregate then needs a starting value in ``defaults``).
+
+    ``map_key`` says how a map state's user key evolves: its rules are over the map's key ``struct<key, userKey>``
+    (the grouping key, which never changes, then the user key), paths under ``userKey``:
+    ``RowSnapshot(version=2, defaults={"userKey.device": "'web'"})``, derived SQL over the old key
+    (``"upper(userKey.city)"``, ``"key.value"``). An added user key field needs a value; entries that would meet
+    under one new key are refused. ``snapshot`` and ``map_key`` can be registered together or apart.
 
     The JVM validates the definition with the code executors run and raises :class:`SnapshotDefinitionError`
     naming the state and field. What is registered reaches the query when it starts (so register before
@@ -129,6 +137,12 @@ def register_snapshot(spark: SparkSession, state_name: str, snapshot: Union[RowS
     """
     if not isinstance(state_name, str) or not state_name:
         raise TypeError(f"state_name must be a non-empty str, not {state_name!r}")
+    if snapshot is None and map_key is None:
+        raise TypeError("register a snapshot, a map_key, or both")
+    if map_key is not None and (not isinstance(map_key, RowSnapshot) or map_key.schema is not None
+                                or map_key.previous_schema is not None):
+        raise TypeError("map_key must be a RowSnapshot without schema or previous_schema (the map's key is "
+                        "checked against the recorded one when the query starts)")
     kind, value = _scope(checkpoint, query_name)
     registration = _registration(spark)
     try:
@@ -137,8 +151,10 @@ def register_snapshot(spark: SparkSession, state_name: str, snapshot: Union[RowS
                                             _schema_json(snapshot.schema), _schema_json(snapshot.previous_schema))
         elif isinstance(snapshot, ScalaSnapshot):
             registration.registerClass(spark._jsparkSession, kind, value, state_name, snapshot.class_name)
-        else:
+        elif snapshot is not None:
             raise TypeError(f"snapshot must be a RowSnapshot or a ScalaSnapshot, not {type(snapshot).__name__}")
+        if map_key is not None:
+            registration.registerMapKey(spark._jsparkSession, kind, value, state_name, map_key.to_json())
     except Py4JJavaError as e:
         raise SnapshotDefinitionError(_java_message(e)) from None
 

@@ -61,7 +61,7 @@ private[statesnap] object AvroStateMigration {
       TransformWithStateSchemaRecords.transformWithState(state, current.kind,
         StateDecision.schemaOf(current.keySnapshot), schema))
     (if (recorded.contains(from)) decided else StateDecision.decide(Some(from), current, StateEncoding.Avro)) match {
-      case StateDecision.Migrate(migration, _) => Right(StateMigrator.Source(schema, migration))
+      case StateDecision.Migrate(migration, _, _) => Right(StateMigrator.Source(schema, migration))
       case refuse: StateDecision.Refuse => Left(refuse.error(s"$describe holds entries Spark wrote with " +
         s"${schema.simpleString}, and", Some(from), current))
       // Nothing to convert (the same layout, perhaps other names): each entry is written back under the new schema.

@@ -71,7 +71,7 @@ object OfflineMigration {
     def newValueSchema: StructType = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
       StateDecision.schemaOf(declared.valueSnapshot))
     def record: Option[StateSnapshotRecord] = verdict.decided match {
-      case StateDecision.Migrate(_, r) => Some(r)
+      case StateDecision.Migrate(_, r, _) => Some(r)
       case _ => None
     }
   }

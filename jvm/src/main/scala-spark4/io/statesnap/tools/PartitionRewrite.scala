@@ -90,6 +90,6 @@ private[tools] object PartitionRewrite {
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
     ColumnFamilyMigration.migrate(rewrite.state, describe, rewriter, avro, rewrite.newValueSchema, Some(recorded),
-      declared, step.decided, Seq(source), gate)._1
+      declared, step.decided, Seq(source), step.rekey, gate)._1
   }
 }

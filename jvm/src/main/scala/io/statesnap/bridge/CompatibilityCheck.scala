@@ -47,7 +47,7 @@ object CompatibilityCheck {
     val reported: Reported = Reported.of(decided)
     /** What a migration does, one line per change (empty unless it migrates). */
     val changes: java.util.List[String] = (decided match {
-      case StateDecision.Migrate(migration, _) => migration.changes
+      case StateDecision.Migrate(migration, _, keys) => keys.toSeq.flatMap(_.changes) ++ migration.changes
       case _ => Nil
     }).asJava
     /** Why it is refused, one line per field (empty unless it is refused). */

@@ -26,8 +26,22 @@ object SnapshotRegistration {
       schemaJson: String, previousSchemaJson: String): String = {
     val definition = validateDefinition(state, json, Option(schemaJson).map(schema(state, "schema", _)),
       Option(previousSchemaJson).map(schema(state, "previous_schema", _)), SqlSettings.of(session.sessionState.conf))
+    update(session, scopeKind, scopeValue, state)(withValue(state, StateRegistration.Definition(definition.toJson)))
+    definition.toJson
+  }
+
+  /**
+   * Registers the definition (JSON of `RowSnapshot.to_json`) of map state `state`'s key, `struct<key, userKey>`: its
+   * rules name paths under `userKey` and read the old key (`key.*`, `userKey.*`). Checked as a value definition is,
+   * without schemas (the user key's are the query's); the store resolves it against the recorded key.
+   * @return the definition as registered
+   */
+  def registerMapKey(session: SparkSession, scopeKind: String, scopeValue: String, state: String,
+      json: String): String = {
+    val definition = validateDefinition(state, json, None, None, SqlSettings.of(session.sessionState.conf))
     update(session, scopeKind, scopeValue, state) { r =>
-      r.copy(states = r.states + (state -> StateRegistration.Definition(definition.toJson)))
+      r.copy(states = r.states ++ StateRegistration.withMapKey(r.states.get(state), Some(definition.toJson))
+        .map(state -> _))
     }
     definition.toJson
   }
@@ -36,13 +50,15 @@ object SnapshotRegistration {
   def registerClass(session: SparkSession, scopeKind: String, scopeValue: String, state: String,
       className: String): Unit = {
     io.statesnap.provider.DeclaredSnapshots.instantiate(state, className)
-    update(session, scopeKind, scopeValue, state) { r =>
-      r.copy(states = r.states + (state -> StateRegistration.SnapshotClass(className)))
-    }
+    update(session, scopeKind, scopeValue, state)(withValue(state, StateRegistration.SnapshotClass(className)))
   }
 
+  /** Forgets everything registered for `state`: its values' snapshot and a map state's key. */
   def unregister(session: SparkSession, scopeKind: String, scopeValue: String, state: String): Unit =
     update(session, scopeKind, scopeValue, state)(r => r.copy(states = r.states - state))
+
+  private def withValue(state: String, value: StateRegistration)(r: ScopeRegistrations): ScopeRegistrations =
+    r.copy(states = r.states ++ StateRegistration.withValue(r.states.get(state), Some(value)).map(state -> _))
 
   /** Sets (or, with null, unsets) the compatibility mode of every state of the query. */
   def setCompatibility(session: SparkSession, scopeKind: String, scopeValue: String, mode: String): Unit = {

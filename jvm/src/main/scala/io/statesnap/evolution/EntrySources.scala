@@ -21,6 +21,14 @@ object EntrySources {
   final class EntryFailure(val key: String, val oldRow: UnsafeRow, val source: Int, cause: Throwable)
     extends RuntimeException(s"rewriting the entry with key $key failed", cause)
 
+  /** Giving the entry with key `key` its new key failed: `oldKey` is its key in the recorded layout. */
+  final class KeyFailure(val key: String, val oldKey: UnsafeRow, cause: Throwable)
+    extends RuntimeException(s"giving the entry with key $key its new key failed", cause)
+
+  /** The entry with key `key` would move to new key `newKey`, which another entry has already. */
+  final class KeysMeet(val key: String, val newKey: String)
+    extends RuntimeException(s"the entry with key $key would move to key $newKey, another entry's")
+
   /** The entry with key `key` is not in exactly one layout the migration reads it with: `problem` says how. */
   final class LayoutFailure(val key: String, val problem: String)
     extends RuntimeException(s"the entry with key $key is not in the recorded layout: $problem")

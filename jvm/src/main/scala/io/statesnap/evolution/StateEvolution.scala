@@ -29,9 +29,10 @@ final case class Declaration(schema: StructType, version: Int, steps: Seq[Evolut
  * compatibility mode makes them safe, and the checks of that mode against the state's history.
  */
 object StateEvolution {
-  /** @param newFieldsNeedValues refuse an added field that would read null (see `ResolutionContext`) */
+  /** @param added what a field added without a rule reads (see [[AddedFields]]) */
   def resolve(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
-      mode: CompatibilityMode, newFieldsNeedValues: Boolean = false): SchemaCompatibility = {
+      mode: CompatibilityMode, added: AddedFields = AddedFields.MayReadNull): SchemaCompatibility = {
+    val newFieldsNeedValues = added != AddedFields.MayReadNull
     val direction = Integer.compare(declared.version, recorded.version)
     // The schemas a rollback left (as below: to an older application version, or back to a schema the state had
     // before them), whose fields the state no longer has: their values were dropped (under a FORWARD mode, without
@@ -50,7 +51,7 @@ object StateEvolution {
       else Seq(declared.version -> RowSchemaEvolution.plan(recorded.schema, declared.schema, Rules.None, declared.sql))
     val unvalued = if (!newFieldsNeedValues) Nil else plans.flatMap { case (v, p) =>
       p.changes.collect { case Change.Added(path, dt, None) => inStep(v, plans.size > 1)(noValue(path, dt,
-        p.oldSchema)) }
+        p.oldSchema, added)) }
     }
     val readdedWithoutValues = plans.flatMap(_._2.changes).collect {
       case Change.Added(path, dt, _) if lostEarlier(path) && !confirmedLost(path) =>
@@ -61,12 +62,13 @@ object StateEvolution {
       else SqlDependence.problems(sql => chain(recorded, planned.copy(sql = sql)), declared.sql)
     // A rule of a step's fix belongs to that step's version; a state is never recorded above it here.
     // An aggregate's non-nullable buffer field (a count, a decimal sum's isEmpty) added without a value is refused by
-    // the planner as any non-nullable field is; its fix is the aggregate's starting value, as for a nullable one.
+    // the planner as any non-nullable field is; its fix is the aggregate's starting value, as for a nullable one (a
+    // map's user key field: its value, registered as the map's key).
     def startingValue(p: EvolutionPlan)(problem: SchemaProblem): SchemaProblem =
       problem match {
         case SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, _, _, _) if newFieldsNeedValues =>
           RowSchemaEvolution.fieldAt(p.newSchema, path).filter(!_.nullable)
-            .fold(problem)(f => noValue(path, f.dataType, p.oldSchema))
+            .fold(problem)(f => noValue(path, f.dataType, p.oldSchema, added))
         case _ => problem
       }
     val problems = plans.flatMap { case (v, p) => p.problems.map(startingValue(p)).map(inStep(v, plans.size > 1))
@@ -116,7 +118,24 @@ object StateEvolution {
    * or that flag derived from a sum kept from `old` (NULL while no row was summed); first's and last's `valueSet` at
    * false. A field it does not know gets a value of its type, and the choice in words.
    */
-  private def noValue(path: String, dataType: DataType, old: StructType): SchemaProblem = {
+  private def noValue(path: String, dataType: DataType, old: StructType, added: AddedFields): SchemaProblem =
+    added match {
+      case AddedFields.MapUserKey(state) => SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent,
+        ProblemSide.of(dataType), "a user key field was added, and the entries written before it have no value for " +
+          "it (a key field that read null would make them meet)", "give its value for them, a SQL constant or an " +
+          s"expression over the old key (`key.*`, `userKey.*`): statesnap.register_snapshot(spark, '$state', " +
+          s"map_key=${SchemaProblem.register(s"defaults={'$path': <SQL constant>}")}) or derived={'$path': <SQL>}")
+      case _ => startingValue(path, dataType, old)
+    }
+
+  /**
+   * An aggregate's buffer field added without a starting value. The fix starts the aggregate as Spark starts it, by
+   * the name Spark gives the buffer field: a count at 0; a max, min, first, last or whole-number sum at NULL (a
+   * double sum too, unless it is an avg's, which starts at 0); a decimal sum at 0 beside its `isEmpty` flag at true,
+   * or that flag derived from a sum kept from `old` (NULL while no row was summed); first's and last's `valueSet` at
+   * false. A field it does not know gets a value of its type, and the choice in words.
+   */
+  private def startingValue(path: String, dataType: DataType, old: StructType): SchemaProblem = {
     def register(rules: String) = SchemaProblem.register(rules)
     def default(literal: String) = register(s"defaults={'$path': '$literal'}")
     // An aggregation's buffer fields are top-level and named by Spark after the aggregate.

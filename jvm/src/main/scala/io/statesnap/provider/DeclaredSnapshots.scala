@@ -14,13 +14,24 @@ import org.apache.spark.sql.types.StructType
  * [[GroupStateSnapshot]].
  */
 private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
-  def keySnapshot(keySchema: StructType): StateSerializerSnapshot = new RowSchemaSnapshot().configure(keySchema)
+  /**
+   * The key snapshot of `state`: a map state's key (`struct<key, userKey>`) by the definition registered for it, if
+   * any ([[StateRegistration.MapKey]]); every other key as it is (a change of it is refused, or changed offline).
+   */
+  def keySnapshot(state: String, kind: StateKind, keySchema: StructType): StateSerializerSnapshot =
+    StateRegistration.mapKeyOf(query.registrations.states.get(state)) match {
+      case Some(json) if kind == StateKind.Map => SnapshotDefinition.parse(state, json).snapshotFor(keySchema)
+      case Some(_) => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"a map key " +
+        s"(map_key=) is registered for state '$state', which is ${kind.name} state: only a map state has a user " +
+        "key. Register its snapshot without map_key.")
+      case None => new RowSchemaSnapshot().configure(keySchema)
+    }
 
   /** What the application declares now for `state`, as the record it gets if store version `version` commits. */
   def record(state: String, kind: StateKind, operator: OperatorKind, keySchema: StructType,
       value: StateSerializerSnapshot, version: Long): StateSnapshotRecord =
-    StateSnapshotRecord(state, kind, operator, keySnapshot(keySchema), value, version, System.currentTimeMillis(),
-      compatibility = value.declaredCompatibility.orElse(queryCompatibility))
+    StateSnapshotRecord(state, kind, operator, keySnapshot(state, kind, keySchema), value, version,
+      System.currentTimeMillis(), compatibility = value.declaredCompatibility.orElse(queryCompatibility))
 
   def valueSnapshot(state: String, valueSchema: StructType): StateSerializerSnapshot =
     TtlValueSnapshot.unwrap(valueSchema) match {
@@ -47,11 +58,11 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
   def queryCompatibility: Option[CompatibilityMode] = query.registrations.compatibility
 
   private def userSnapshot(state: String, schema: StructType): StateSerializerSnapshot =
-    query.registrations.states.get(state) match {
+    StateRegistration.valueOf(query.registrations.states.get(state)) match {
       case Some(StateRegistration.SnapshotClass(className)) =>
         DeclaredSnapshots.instantiate(state, className).configure(schema)
       case Some(StateRegistration.Definition(json)) => SnapshotDefinition.parse(state, json).snapshotFor(schema)
-      case None => new RowSchemaSnapshot().configure(schema)
+      case Some(_: StateRegistration.MapKey) | None => new RowSchemaSnapshot().configure(schema)
     }
 }
 

@@ -21,8 +21,13 @@ private[statesnap] object StateDecision {
   case object AsIs extends StateDecision
   /** Nothing to rewrite; `record` replaces the committed record (a new state, or a new declaration). */
   final case class Record(record: StateSnapshotRecord) extends StateDecision
-  /** Every entry is rewritten by `migration`, then `record` replaces the committed record. */
-  final case class Migrate(migration: RowMigration, record: StateSnapshotRecord) extends StateDecision
+  /**
+   * Every entry is rewritten by `migration`, then `record` replaces the committed record. `keyMigration`: a map
+   * state's key (`struct<key, userKey>`) changes too, its user key by the rules registered for it (the grouping key
+   * never: it places the entry), each entry moved to its new key.
+   */
+  final case class Migrate(migration: RowMigration, record: StateSnapshotRecord,
+      keyMigration: Option[RowMigration] = None) extends StateDecision
   /** Refused before any write: `errorClass` and the field-level `problems`, or a whole `message`. */
   final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String) extends StateDecision {
     /** The error refusing the `describe`d state: what was recorded, what is declared, and that nothing changed. */
@@ -34,6 +39,8 @@ private[statesnap] object StateDecision {
         s"$describe cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describe}").mkString("\n") +
           s"\nRecorded schema: ${recorded.map(r => schemaOf(r.valueSnapshot).simpleString)
             .getOrElse("none (a new state)")}\nNew schema:      ${schemaOf(current.valueSnapshot).simpleString}\n" +
+          recorded.map(r => (schemaOf(r.keySnapshot), schemaOf(current.keySnapshot))).filter(k => k._1 != k._2)
+            .fold("")(k => s"Recorded key:    ${k._1.simpleString}\nNew key:         ${k._2.simpleString}\n") +
           outcome)
     }
   }
@@ -52,6 +59,10 @@ private[statesnap] object StateDecision {
       val schema = schemaOf(next.valueSnapshot)
       Migrate(RowMigration.unchanged(schema.length, Seq(s"rewrite every entry as ${schema.simpleString} (the same " +
         "layout, other names: an Avro-encoded entry names every field)")), next)
+    case (Migrate(_, _, Some(_)), _) if encoding == StateEncoding.Avro =>
+      Refuse(UnsupportedConfiguration, Nil, "changes its map user key, which statesnap migrates for " +
+        "UnsafeRow-encoded state only, not Avro-encoded (spark.sql.streaming.stateStore.encodingFormat=avro): keep " +
+        "the user key as it was, or move the map to a new state name.")
     case (decided, _) => decided
   }
 
@@ -78,23 +89,30 @@ private[statesnap] object StateDecision {
       Refuse(StateKindChanged, Nil, s"was written as ${old.kind.name} state and is now declared as " +
         s"${current.kind.name} state. statesnap does not convert between kinds: keep it a ${old.kind.name} state, " +
         "or use a new state name (and deleteIfExists the old one).")
-    case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot)) =>
+    case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot))
+        && !MapUserKeys.onlyUserKeyChanged(old, current) =>
       Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
-        ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed (for map state, the user key); keys " +
-          "identify entries and are never rewritten", "keep the grouping key and map key types as they were" +
+        ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed; keys identify entries and place " +
+          "them in partitions", "keep the grouping key as it was" +
           (if (current.operator == OperatorKind.Aggregation) s". ${OperatorStateGuard.ChangeKeyHint}" else ""))), "")
     case Some(old) =>
       // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
       val mode = current.compatibility.orElse(old.compatibility)
       val next = old.succeededBy(current.copy(compatibility = mode))
-      current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
+      val keys = MapUserKeys.migration(old, current, mode.getOrElse(CompatibilityMode.Default))
+      val values = current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
         ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default),
-          current.operator.newFieldsNeedValues)) match {
-        case CompatibleAfterMigration(migration) => Migrate(migration, next)
-        case Incompatible(problems) => Refuse(IncompatibleStateSchema, problems, "")
-        case CompatibleWithReconfiguredSerializer => Record(next)
-        case CompatibleAsIs if mode != old.compatibility => Record(old.copy(compatibility = mode))
-        case CompatibleAsIs => AsIs
+          current.operator.added))
+      def unchangedValues = RowMigration.unchanged(schemaOf(current.valueSnapshot).length)
+      (keys, values) match {
+        case (Left(keyProblems), Incompatible(problems)) => Refuse(IncompatibleStateSchema, keyProblems ++ problems, "")
+        case (Left(keyProblems), _) => Refuse(IncompatibleStateSchema, keyProblems, "")
+        case (_, Incompatible(problems)) => Refuse(IncompatibleStateSchema, problems, "")
+        case (Right(keyMigration), CompatibleAfterMigration(migration)) => Migrate(migration, next, keyMigration)
+        case (Right(Some(keyMigration)), _) => Migrate(unchangedValues, next, Some(keyMigration))
+        case (Right(None), CompatibleWithReconfiguredSerializer) => Record(next)
+        case (Right(None), CompatibleAsIs) if mode != old.compatibility => Record(old.copy(compatibility = mode))
+        case (Right(None), CompatibleAsIs) => AsIs
       }
   }
 

@@ -2,6 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{EntrySources, RowMigration}
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRewrite, StatesnapValueRewriter}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
@@ -28,17 +29,35 @@ private[statesnap] object StateMigrator {
 
   /**
    * Migrates a state by `rewrite`, one of a [[StatesnapValueRewriter]]'s rewrites, which calls `advance` with the
-   * number of values it rewrote after each entry (a list state's entry holds many). @return the number of values
+   * number of values it rewrote after each entry (a list state's entry holds many); `changes` (for the log) are the
+   * migration's, by default the first source's. @return the number of values
    */
-  def migrate(sources: Seq[Source], describe: String, gate: MigrationGate)(
+  def migrate(sources: Seq[Source], describe: String, gate: MigrationGate, changes: Option[Seq[String]] = None)(
       rewrite: (Seq[EntrySources.Source], Int => Unit) => Unit): Long = gate.run(describe) {
-    val progress = new Progress(describe, sources.head.migration, gate)
+    val progress = new Progress(describe, changes.getOrElse(sources.head.migration.changes), gate)
     try rewrite(sources.map(_.toRewrite), n => progress.advance(n)) catch {
-      case f: EntrySources.EntryFailure => throw failed(describe, sources(f.source).migration, f)
+      case f: EntrySources.EntryFailure => throw failed(describe, sources(f.source).migration, f.key, f.oldRow, f)
       case f: EntrySources.LayoutFailure => throw notInLayout(describe, f)
     }
     progress.finish()
   }
+
+  /**
+   * Migrates a map state whose entries get new keys: `rewrite`, a [[StatesnapValueRewriter]]'s `rewriteAllMapKeys`,
+   * moves each entry to the key `keys` gives it, its value converted by `sources`. @return the number of entries
+   */
+  def migrateMapKeys(keys: Source, sources: Seq[Source], describe: String, gate: MigrationGate)(
+      rewrite: (EntrySources.Source, Seq[EntrySources.Source], () => Unit) => Unit): Long =
+    try migrate(sources, describe, gate, Some(keys.migration.changes ++ sources.head.migration.changes))(
+      (rewrites, advance) => rewrite(keys.toRewrite, rewrites, () => advance(1)))
+    catch {
+      case f: EntrySources.KeyFailure => throw failed(describe, keys.migration, f.key, f.oldKey, f)
+      case f: EntrySources.KeysMeet => throw new StatesnapException(StatesnapException.MigrationFailed, s"$describe " +
+        s"could not be migrated: the entry with key ${f.key} would move to key ${f.newKey}, which another entry " +
+        "has: two entries would meet under one user key, and statesnap does not merge map entries. Nothing was " +
+        "committed: this batch fails and the checkpoint keeps its previous version. Fix: keep the user key fields " +
+        "that tell these entries apart, or move the map to a new state name.")
+    }
 
   /**
    * A layout the state's entries are in and the migration from it: one, the recorded layout, or also the layout
@@ -56,18 +75,18 @@ private[statesnap] object StateMigrator {
       "layouts; restart the application version whose schema the record says (python -m statesnap inspect), or " +
       "start from a new checkpoint.")
 
-  private def failed(describe: String, migration: RowMigration,
-      f: EntrySources.EntryFailure): StatesnapException = {
-    val failure = migration.diagnose(f.oldRow)
+  private def failed(describe: String, migration: RowMigration, key: String, oldRow: UnsafeRow,
+      f: RuntimeException): StatesnapException = {
+    val failure = migration.diagnose(oldRow)
     new StatesnapException(StatesnapException.MigrationFailed, s"$describe could not be migrated: the entry with " +
-      s"key ${f.key} fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +
+      s"key $key fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +
       "this batch fails and the checkpoint keeps its previous version. Fix: make the rule handle this value (for " +
       "example with try_cast or a CASE expression), or restart the application version that wrote the state.",
       f.getCause)
   }
 
   /** Counts entries, asks the gate before the next write, and logs progress every 10 s, then one summary line. */
-  private final class Progress(describe: String, migration: RowMigration, gate: MigrationGate) {
+  private final class Progress(describe: String, changes: Seq[String], gate: MigrationGate) {
     private val start = System.nanoTime()
     private var lastReport = start
     private var count = 0L
@@ -87,7 +106,7 @@ private[statesnap] object StateMigrator {
 
     def finish(): Long = {
       log.info(s"statesnap: migrated $count entries of $describe in ${(System.nanoTime() - start) / 1000000} ms " +
-        s"($rate entries/s): ${migration.changes.mkString("; ")}")
+        s"($rate entries/s): ${changes.mkString("; ")}")
       count
     }
 

@@ -23,8 +23,15 @@ private[statesnap] object StateWalk {
       current: StateSnapshotRecord, decided: StateDecision) {
     /** The layout every entry is in and how it converts, if the decision rewrites them. */
     def rewrite: Option[StateMigrator.Source] = (recorded, decided) match {
-      case (Some(old), StateDecision.Migrate(migration, _)) =>
+      case (Some(old), StateDecision.Migrate(migration, _, _)) =>
         Some(StateMigrator.Source(StateDecision.schemaOf(old.valueSnapshot), migration))
+      case _ => None
+    }
+
+    /** The key layout every entry is in and how it converts, if the decision gives entries new keys (a map's). */
+    def rekey: Option[StateMigrator.Source] = (recorded, decided) match {
+      case (Some(old), StateDecision.Migrate(_, _, Some(keys))) =>
+        Some(StateMigrator.Source(StateDecision.schemaOf(old.keySnapshot), keys))
       case _ => None
     }
 
@@ -35,7 +42,7 @@ private[statesnap] object StateWalk {
      */
     def next: Option[StateSnapshotRecord] = decided match {
       case StateDecision.Record(record) => Some(record)
-      case StateDecision.Migrate(_, record) => Some(record)
+      case StateDecision.Migrate(_, record, _) => Some(record)
       case StateDecision.AsIs if inForce.isEmpty => Some(current)
       case StateDecision.AsIs => recorded.filter(r => !inForce.contains(r))
       case _: StateDecision.Refuse => None

@@ -30,12 +30,38 @@ object QueryScope {
       s"'$key' in ${Registrations.Conf} is not a query scope (checkpoint:<uri> or name:<query name>)")
 }
 
-/** What is attached to one state: a declarative definition (JSON, see SnapshotDefinition) or a snapshot class. */
+/**
+ * What is attached to one state: a declarative definition (JSON, see SnapshotDefinition) or a snapshot class for its
+ * values, and for a map state the definition of its key ([[StateRegistration.MapKey]]).
+ */
 sealed trait StateRegistration
 
 object StateRegistration {
   final case class Definition(json: String) extends StateRegistration
   final case class SnapshotClass(className: String) extends StateRegistration
+  /**
+   * The definition of a map state's key, `struct<key, userKey>` (the grouping key, then the user key), with what is
+   * registered for its values, if anything: a user key gains, widens or loses fields by its rules.
+   */
+  final case class MapKey(keyJson: String, value: Option[StateRegistration]) extends StateRegistration
+
+  /** What is registered for a state's values, if anything. */
+  def valueOf(registration: Option[StateRegistration]): Option[StateRegistration] = registration.flatMap {
+    case MapKey(_, value) => value
+    case other => Some(other)
+  }
+
+  /** The definition registered for a map state's key, if any. */
+  def mapKeyOf(registration: Option[StateRegistration]): Option[String] =
+    registration.collect { case MapKey(json, _) => json }
+
+  /** `existing` with its value registration replaced by `value` (None: removed), its map key kept. */
+  def withValue(existing: Option[StateRegistration], value: Option[StateRegistration]): Option[StateRegistration] =
+    mapKeyOf(existing).fold(value)(key => Some(MapKey(key, value)))
+
+  /** `existing` with its map key's definition replaced by `keyJson` (None: removed), its value registration kept. */
+  def withMapKey(existing: Option[StateRegistration], keyJson: Option[String]): Option[StateRegistration] =
+    keyJson.fold(valueOf(existing))(key => Some(MapKey(key, valueOf(existing))))
 }
 
 /** Everything registered for one query: per-state snapshots and a compatibility mode for all its states. */
@@ -72,9 +98,13 @@ object Registrations {
 
   private[registration] def scopeJson(r: ScopeRegistrations): JValue = JObject(
     "compatibility" -> r.compatibility.map(m => JString(m.name)).getOrElse(JNull),
-    "states" -> JObject(r.states.toList.sortBy(_._1).map {
-      case (state, StateRegistration.Definition(json)) => state -> JObject("definition" -> JsonMethods.parse(json))
-      case (state, StateRegistration.SnapshotClass(name)) => state -> JObject("class" -> JString(name))
+    "states" -> JObject(r.states.toList.sortBy(_._1).map { case (state, registration) =>
+      state -> JObject(StateRegistration.mapKeyOf(Some(registration)).map(k => "mapKey" -> JsonMethods.parse(k))
+        .toList ++ StateRegistration.valueOf(Some(registration)).toList.map {
+        case StateRegistration.Definition(json) => "definition" -> JsonMethods.parse(json)
+        case StateRegistration.SnapshotClass(name) => "class" -> JString(name)
+        case key: StateRegistration.MapKey => throw new IllegalStateException(s"a map key inside $key")
+      })
     }))
 
   private[registration] def scope(key: String, value: JValue): ScopeRegistrations = {
@@ -89,11 +119,25 @@ object Registrations {
     }
     val states = fields.get("states") match {
       case None | Some(JNull) => Map.empty[String, StateRegistration]
-      case Some(JObject(entries)) => entries.map {
-        case (state, JObject(Seq(("definition", d)))) => state -> StateRegistration.Definition(JsonMethods.compact(d))
-        case (state, JObject(Seq(("class", JString(c))))) => state -> StateRegistration.SnapshotClass(c)
-        case (state, other) => throw invalid(s"has ${JsonMethods.compact(other)} for state '$state' of $key: " +
-          """it must be {"definition": {...}} or {"class": "..."}""")
+      case Some(JObject(entries)) => entries.map { case (state, entry) =>
+        def unexpected = invalid(s"has ${JsonMethods.compact(entry)} for state '$state' of $key: it must be " +
+          """{"definition": {...}} or {"class": "..."}, with or without {"mapKey": {...}}""")
+        val (mapKey, value) = entry match {
+          case JObject(fields) => fields.partition(_._1 == "mapKey")
+          case _ => throw unexpected
+        }
+        val registered = value match {
+          case Seq() => None
+          case Seq(("definition", d)) => Some(StateRegistration.Definition(JsonMethods.compact(d)))
+          case Seq(("class", JString(c))) => Some(StateRegistration.SnapshotClass(c))
+          case _ => throw unexpected
+        }
+        val keyJson = mapKey match {
+          case Seq() => None
+          case Seq((_, k: JObject)) => Some(JsonMethods.compact(k))
+          case _ => throw unexpected
+        }
+        state -> StateRegistration.withMapKey(registered, keyJson).getOrElse(throw unexpected)
       }.toMap
       case Some(other) => throw invalid(s"has states ${JsonMethods.compact(other)} for $key")
     }

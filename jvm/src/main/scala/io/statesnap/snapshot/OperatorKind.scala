@@ -1,5 +1,7 @@
 package io.statesnap.snapshot
 
+import io.statesnap.evolution.AddedFields
+
 /**
  * The operator whose state a record describes, derived once from Spark's operator metadata (or the store the
  * state lives in) and carried in the record: every path that decides about the state (a store of any operator,
@@ -7,23 +9,23 @@ package io.statesnap.snapshot
  * names.
  *
  * @param migrates whether statesnap migrates this state (else it only guards it as Spark's own check would)
- * @param newFieldsNeedValues an added field must get a value (a default or a derived expression) rather than read
- *                            null: a streaming aggregation's buffer, where null would restart every existing group
+ * @param added what an added value field reads without a rule: null, or nothing for a streaming aggregation's buffer,
+ *              where null would restart every existing group
  */
-sealed abstract class OperatorKind(val name: String, val migrates: Boolean, val newFieldsNeedValues: Boolean) {
+sealed abstract class OperatorKind(val name: String, val migrates: Boolean, val added: AddedFields) {
   override def toString: String = name
 }
 
 object OperatorKind {
   /** A transformWithState variable (one column family of the operator's store). */
   case object TransformWithState
-    extends OperatorKind("transformWithState", migrates = true, newFieldsNeedValues = false)
+    extends OperatorKind("transformWithState", migrates = true, AddedFields.MayReadNull)
   /** The group state of applyInPandasWithState or (flat)MapGroupsWithState. */
-  case object ArbitraryState extends OperatorKind("arbitraryState", migrates = true, newFieldsNeedValues = false)
+  case object ArbitraryState extends OperatorKind("arbitraryState", migrates = true, AddedFields.MayReadNull)
   /** The buffers of a streaming aggregation whose query registers a snapshot for them. */
-  case object Aggregation extends OperatorKind("aggregation", migrates = true, newFieldsNeedValues = true)
+  case object Aggregation extends OperatorKind("aggregation", migrates = true, AddedFields.AggregateBuffers)
   /** Guarded, never migrated: dropDuplicates, joins, aggregations without a registration. */
-  case object Guarded extends OperatorKind("guarded", migrates = false, newFieldsNeedValues = false)
+  case object Guarded extends OperatorKind("guarded", migrates = false, AddedFields.MayReadNull)
 
   val all: Seq[OperatorKind] = Seq(TransformWithState, ArbitraryState, Aggregation, Guarded)
 

@@ -70,7 +70,7 @@ class RowSchemaSnapshot extends StateSerializerSnapshot {
     case old: RowSchemaSnapshot =>
       StateEvolution.resolve(RecordedSchema(old.userVersion, old.schema), context.history,
         Declaration(declaredSchema, userVersion, evolutionSteps, sqlSettings), context.mode,
-        context.newFieldsNeedValues)
+        context.added)
     case other => StateSerializerSnapshot.differentKinds(other, this)
   }
 

@@ -2,8 +2,8 @@ package io.statesnap.snapshot
 
 import java.io.{DataInputStream, DataOutputStream}
 
-import io.statesnap.evolution.{CompatibilityMode, ProblemAt, ProblemSide, RecordedSchema, SchemaCompatibility,
-  SchemaProblem}
+import io.statesnap.evolution.{AddedFields, CompatibilityMode, ProblemAt, ProblemSide, RecordedSchema,
+  SchemaCompatibility, SchemaProblem}
 
 /**
  * A versioned, self-describing record of how a state's bytes are written, modelled on Flink's
@@ -61,12 +61,11 @@ object StateSerializerSnapshot {
 
 /**
  * What a resolution may take into account besides the two snapshots (see [[CompatibilityMode]]).
- * @param newFieldsNeedValues added fields must get a value (a default or a derived expression) rather than read
- *                            null: the buffer of a streaming aggregation, where null is a starting value for some
- *                            aggregates and not for others
+ * @param added what an added field reads without a rule: null, or nothing (refused, naming the fix for the kind
+ *              of state: an aggregation's buffer, a map's user key)
  */
 final case class ResolutionContext(history: Seq[RecordedSchema], mode: CompatibilityMode,
-    newFieldsNeedValues: Boolean = false)
+    added: AddedFields = AddedFields.MayReadNull)
 
 object ResolutionContext {
   /** No history, the default mode: what a resolution outside a store (a unit test, a tool) gets. */

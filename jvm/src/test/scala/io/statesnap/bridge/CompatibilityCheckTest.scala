@@ -28,7 +28,7 @@ class CompatibilityCheckTest {
 
   @Test def theSameChangeRewritesEveryEntryUnderAvroAndCheckSaysSo(): Unit = {
     StateDecision.decide(Some(recorded), relaxed, StateEncoding.Avro) match {
-      case StateDecision.Migrate(migration, next) =>
+      case StateDecision.Migrate(migration, next, None) =>
         assertEquals(1, migration.oldFieldCount)
         assertEquals(relaxed.valueSnapshot, next.valueSnapshot)
       case other => fail(s"expected a migration, got $other")

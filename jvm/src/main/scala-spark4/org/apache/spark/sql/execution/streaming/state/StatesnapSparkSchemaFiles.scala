@@ -33,7 +33,8 @@ object StatesnapSparkSchemaFiles {
    * differs from the schema file the batch's operator metadata (`_metadata/v2/<batch>`) names last, or a family
    * is missing from it, a new v3 schema file (`_stateSchema/<store>/<batch>_<uuid>`, a value schema id one up for
    * each changed family, as Spark's own evolution counts) is written, and the metadata is rewritten to name it
-   * last. Keys are never changed here: statesnap refuses key changes Spark would refuse.
+   * last. Of keys, only a map's user key changes here (statesnap moved its entries); every other key change is
+   * refused before.
    * @return the new schema file, if one was written
    */
   def updateTransformWithState(id: StateStoreId, batchId: Long, families: Seq[Family],
@@ -190,23 +191,33 @@ object StatesnapSparkSchemaFiles {
 
   /**
    * `schemas` with `family`'s value schema as declared (under its Avro schema id, or one up as Spark's evolution
-   * counts), or `family` added as Spark's driver would list it.
+   * counts) and its key as declared (a map's user key moved by statesnap), or `family` added as Spark's driver would
+   * list it.
    */
-  private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] =
+  private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] = {
+    // A map state's key is the store's composite struct<key, userKey>; Spark's file also names the user key.
+    val userKey = (family.keySpec, family.keySchema.fields) match {
+      case (_: PrefixKeyScanStateEncoderSpec, Array(StructField("key", _: StructType, _, _),
+          StructField("userKey", u: StructType, _, _))) => Some(u)
+      case _ => None
+    }
+    def sameValue(s: StateStoreColFamilySchema) =
+      family.avroSchemaId.fold(s.valueSchema == family.valueSchema)(_ == s.valueSchemaId)
     schemas.find(_.colFamilyName == family.name) match {
-      case Some(s) if family.avroSchemaId.fold(s.valueSchema == family.valueSchema)(_ == s.valueSchemaId) => schemas
-      case Some(s) => schemas.map(x => if (x eq s) s.copy(valueSchemaId = family.avroSchemaId.getOrElse(
-        (s.valueSchemaId + 1).toShort), valueSchema = family.valueSchema) else x)
+      case Some(s) if sameValue(s) && s.keySchema == family.keySchema => schemas
+      case Some(s) =>
+        val valued = if (sameValue(s)) s else s.copy(valueSchemaId = family.avroSchemaId.getOrElse(
+          (s.valueSchemaId + 1).toShort), valueSchema = family.valueSchema)
+        val keyed = if (s.keySchema == family.keySchema) valued
+          else valued.copy(keySchema = family.keySchema, keyStateEncoderSpec = Some(family.keySpec),
+            userKeyEncoderSchema = userKey)
+        schemas.map(x => if (x eq s) keyed else x)
       case None =>
-        // A map state's key is the store's composite struct<key, userKey>; Spark's file also names the user key.
-        val userKey = (family.keySpec, family.keySchema.fields) match {
-          case (_: PrefixKeyScanStateEncoderSpec, Array(StructField("key", _: StructType, _, _),
-              StructField("userKey", u: StructType, _, _))) => Some(u)
-          case _ => None
-        }
         schemas :+ StateStoreColFamilySchema(family.name, 0, family.keySchema, family.avroSchemaId.getOrElse(0),
           family.valueSchema, Some(family.keySpec), userKey)
     }
+  }
+
   /**
    * The schemas in Spark's schema file `file` (any format), read with Spark's reader and closed after.
    */

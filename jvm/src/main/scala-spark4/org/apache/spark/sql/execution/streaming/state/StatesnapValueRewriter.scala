@@ -8,6 +8,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{EntrySources, UnsafeRowLayout}
+import org.apache.spark.sql.catalyst.CatalystTypeConverters
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
@@ -21,8 +22,8 @@ import org.apache.spark.unsafe.Platform
  */
 final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapRewrite.RocksDBWrites,
     keyPrefix: Method, columnFamily: Option[String], keySpec: KeyStateEncoderSpec, newValueSchema: StructType) {
-  import EntrySources.{EntryFailure, InSource, LayoutFailure, Source}
-  import StatesnapValueRewriter.{hasPrefix, hex, join, listElements}
+  import EntrySources.{EntryFailure, InSource, KeyFailure, KeysMeet, LayoutFailure, Source}
+  import StatesnapValueRewriter.{hasPrefix, hex, join, listElements, mapKeyProblem}
 
   /**
    * Streams through a point-in-time view of the column family, replacing each value by the `convert` of the one
@@ -58,6 +59,43 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
       decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(in.converted(key, old)))
       writes.overwrite(key, join(elements, delimiter))
       afterEach(elements.length)
+    }
+  }
+
+  /**
+   * Gives every entry of a map state its new key (`struct<key, userKey>`), UnsafeRow-encoded: each stored key checked
+   * against the layout `keys` reads (the grouping key's and the user key's rows, each where Spark's prefix-scan
+   * encoder puts it), decoded by Spark's own encoder of `oldKeySpec`, converted, encoded by the encoder of the new
+   * spec, and the entry moved there with its value converted as in [[rewriteAll]]. An old key whose new key another
+   * entry already has (a user key field dropped, two entries meeting) stops the rewrite with a
+   * [[EntrySources.KeysMeet]] naming both: the store then never commits.
+   */
+  def rewriteAllMapKeys(oldKeySpec: PrefixKeyScanStateEncoderSpec, keys: Source, sources: Seq[Source],
+      afterEach: () => Unit): Unit = {
+    val family = columnFamily.getOrElse(throw new IllegalStateException("a map state lives in a column family"))
+    val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
+    val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
+    val oldKeys = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(oldKeySpec, sources.head.layout),
+      oldKeySpec, true)
+    val newKeys = RocksDBStateEncoder.getKeyEncoder(encoder, keySpec, true)
+    val parts = keys.layout.fields.map(f => new UnsafeRowLayout(new StructType(Array(f))))
+    val in = new InSource(sources, describeKeyIn(_, oldKeySpec))
+    forEachEntry { (key, value) =>
+      val stored = RocksDBStateStoreProvider.decodeStateRowWithPrefix(key)
+      mapKeyProblem(stored, parts).foreach(problem => throw new LayoutFailure(hex(key), s"its key is not a map " +
+        s"key of ${keys.layout.simpleString}: $problem"))
+      val old = oldKeys.decodeKey(stored)
+      val moved = try keys.convert(old) catch {
+        case NonFatal(e) => throw new KeyFailure(describeKeyIn(key, oldKeySpec), old.copy(), e)
+      }
+      val target = keyPrefix.invoke(rocksDB, newKeys.encodeKey(moved), family).asInstanceOf[Array[Byte]]
+      val converted = encoder.encodeValue(in.converted(key, decoder.decodeValue(value)))
+      if (!Arrays.equals(target, key)) {
+        if (writes.db.get(target) != null) throw new KeysMeet(describeKeyIn(key, oldKeySpec), shown(moved, keySpec))
+        writes.delete(key)
+      }
+      writes.overwrite(target, converted)
+      afterEach()
     }
   }
 
@@ -108,6 +146,10 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
     }
   }
 
+  /** A key row as the application sees it: `[id0, [u1, web]]`. */
+  private def shown(key: UnsafeRow, spec: KeyStateEncoderSpec): String =
+    CatalystTypeConverters.createToScalaConverter(spec.keySchema)(key).toString
+
   /** Calls `body` with each key and value of the state, from an iterator that the writes do not disturb. */
   private def forEachEntry(body: (Array[Byte], Array[Byte]) => Unit): Unit = {
     // A store without column families keeps its keys unprefixed: the whole database is the state.
@@ -136,15 +178,17 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
    * ([[UnsafeRowLayout.describe]]); an Avro key (`avro`, the state's Avro encoder) and the composite key of a map
    * state are decoded by Spark's own encoder.
    */
-  private def describeKey(key: Array[Byte], avro: RocksDBDataEncoder = null): String = {
+  private def describeKey(key: Array[Byte], avro: RocksDBDataEncoder = null): String = describeKeyIn(key, keySpec, avro)
+
+  /** A stored key written under `spec` (a map's old key, `avro` null), as [[describeKey]] describes it. */
+  private def describeKeyIn(key: Array[Byte], spec: KeyStateEncoderSpec, avro: RocksDBDataEncoder = null): String = {
     val stored = if (columnFamily.isDefined) RocksDBStateStoreProvider.decodeStateRowWithPrefix(key) else key
-    keySpec match {
+    spec match {
       case NoPrefixKeyStateEncoderSpec(keySchema) if avro == null =>
         UnsafeRowLayout.describe(stored, 1, stored.length - 1, Some(keySchema))
       case _ => try {
-        val data = Option(avro).getOrElse(new UnsafeRowDataEncoder(keySpec, newValueSchema))
-        RocksDBStateEncoder.getKeyEncoder(data, keySpec, columnFamily.isDefined).decodeKey(stored)
-          .toSeq(keySpec.keySchema).mkString("[", ", ", "]")
+        val data = Option(avro).getOrElse(new UnsafeRowDataEncoder(spec, newValueSchema))
+        shown(RocksDBStateEncoder.getKeyEncoder(data, spec, columnFamily.isDefined).decodeKey(stored), spec)
       } catch {
         case NonFatal(_) => UnsafeRowLayout.describe(key, 0, key.length, None)
       }
@@ -182,6 +226,21 @@ object StatesnapValueRewriter {
           s"(${org.apache.spark.SPARK_VERSION}); statesnap supports the Spark minors it ships a jar for"), identity)
       case other => throw unsupported(s"expected Spark's RocksDB provider, found ${other.getClass}")
     }
+  }
+
+  /**
+   * What is wrong with `stored` as a map key of Spark's prefix-scan encoder, `[int32 length][0][row][0][row]`: the
+   * grouping key's row in `parts(0)`'s layout, the user key's in `parts(1)`'s; None if nothing is.
+   */
+  private def mapKeyProblem(stored: Array[Byte], parts: Array[UnsafeRowLayout]): Option[String] = {
+    val size = if (stored.length >= 4) Platform.getInt(stored, Platform.BYTE_ARRAY_OFFSET) else -1
+    if (size < 1 || size > stored.length - 5) Some(s"no grouping key length within its ${stored.length} bytes " +
+      s"(${hex(stored)})")
+    else Seq((4, size), (4 + size, stored.length - 4 - size)).zip(parts).zip(Seq("grouping key", "user key"))
+      .iterator.flatMap { case (((at, length), layout), what) =>
+        if (stored(at) != 0) Some(s"its $what has no format version byte 0 (${hex(stored)})")
+        else layout.problem(stored, Platform.BYTE_ARRAY_OFFSET + at + 1, length - 1).map(p => s"its $what: $p")
+      }.toSeq.headOption
   }
 
   /** The elements of a list joined as Spark's merge operator joins them. */

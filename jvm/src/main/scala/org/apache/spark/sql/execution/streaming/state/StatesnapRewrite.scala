@@ -6,8 +6,8 @@ import java.lang.reflect.Method
  * The write path of `RocksDB.put` an in-place rewrite of a state's values takes on every Spark minor (each minor's
  * [[StatesnapValueRewriter]] finds the state's entries its own way; [[io.statesnap.evolution.EntrySources]] converts
  * each), without the read `trackTotalNumberOfRows` (on by default) makes before every put to keep the row count. A
- * rewrite only overwrites keys that exist, so that count cannot change, and the read roughly halves write
- * throughput.
+ * rewrite only overwrites keys that exist, or moves an entry to a new key (a map's, removing the old), so that count
+ * cannot change, and the read roughly halves write throughput.
  */
 object StatesnapRewrite {
   /**
@@ -26,6 +26,13 @@ object StatesnapRewrite {
       StatesnapRocksDBGlue.beforeOverwrite(rocksDB)
       db.put(writeOptions, key, value)
       changelog.foreach(_.put(key, value))
+    }
+
+    /** What `RocksDB.remove` does, without the read before it: the native delete, then the changelog. */
+    def delete(key: Array[Byte]): Unit = {
+      StatesnapRocksDBGlue.beforeOverwrite(rocksDB)
+      db.delete(writeOptions, key)
+      changelog.foreach(_.delete(key))
     }
   }
 

@@ -1,0 +1,154 @@
+"""A transformWithState map state whose user key changes between app versions, migrated online in the store (Spark
+4.0/4.1, where transformWithState runs on statesnap's provider): fields added (a constant, derived from the old key;
+appended or inserted), widened, dropped; held against a control that declared the new user key from the start,
+in what the app reads over several batches and in the committed bytes rocksdict reads."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import statesnap
+from apps import StateSpec, run_app, write_input
+from committed_state import committed_versions, partitions, read_state, read_store
+from minors import TWS_ONLINE
+
+pytestmark = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark "
+                                "4.0/4.1 only; on 4.2+ Spark's provider refuses a changed user key itself")
+
+# state -> (v1 user key, v1 entries, v2 user key, v2 entries, what v2 registers for the map's key)
+MAPS = {
+    "appended": ("k string", lambda v: {(f"u{v % 3}",): (v,)},
+                 "k string, device string", lambda v: {(f"u{v % 3}", "web"): (v,)},
+                 statesnap.RowSnapshot(version=2, defaults={"userKey.device": "'web'"})),
+    "inserted": ("k string", lambda v: {(f"u{v % 3}",): (v,)},
+                 "device string, k string", lambda v: {(f"du{v % 3}", f"u{v % 3}"): (v,)},
+                 statesnap.RowSnapshot(version=2, derived={"userKey.device": "concat('d', userKey.k)"})),
+    "widened": ("k int", lambda v: {(v % 3,): (v,)}, "k bigint", lambda v: {(v % 3,): (v,)}, None),
+    "dropped": ("k string, device string", lambda v: {(f"u{v % 3}", "web"): (v,)},
+                "k string", lambda v: {(f"u{v % 3}",): (v,)}, None),
+}
+BEFORE = [[(f"id{i}", i, "set") for i in range(8)], [(f"id{i}", 10 + i, "set") for i in range(0, 8, 2)]]
+# The deploy's batch writes some ids (their migrated entries read, then written under the new key) and leaves the
+# rest; the batch after it reads every id.
+AFTER = [[(f"id{i}", 20 + i, "set") for i in range(3)], [(f"id{i}", 0, "read") for i in range(8)]]
+
+
+def specs(version: int) -> list[StateSpec]:
+    return [StateSpec("count", "n bigint")] + [
+        StateSpec(name, "n int", to_state=m[1] if version == 1 else m[3], kind="map",
+                  user_key_schema=m[0] if version == 1 else m[2]) for name, m in MAPS.items()]
+
+
+def run(spark, source: str, checkpoint: str, batches: list, version: int) -> dict:
+    """Runs `version` once per batch; what each id read, in order."""
+    seen: dict = {}
+    for batch in batches:
+        write_input(source, batch)
+        for id_, reads in run_app(spark, source, checkpoint, specs(version)).seen.items():
+            seen.setdefault(id_, []).extend(reads)
+    return seen
+
+
+def map_families(checkpoint: str) -> dict:
+    """partition -> state -> raw key -> raw value, of the maps' column families, as rocksdict reads them."""
+    return {p: {name: read_store(checkpoint, partition=p)[name] for name in MAPS} for p in partitions(checkpoint)}
+
+
+@pytest.mark.slow
+def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had_them(spark, tmp_path,
+                                                                                       registrations):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    run(spark, source, checkpoint, BEFORE, 1)
+    for name, m in MAPS.items():
+        if m[4] is not None:
+            statesnap.register_snapshot(spark, name, map_key=m[4], checkpoint=checkpoint)
+    after = run(spark, source, checkpoint, AFTER, 2)
+    control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
+    expected = run(spark, control_source, control, BEFORE + AFTER, 2)
+    # What the app reads from the deploy's batch on: the ids it writes (read first) and the ones it leaves alone.
+    assert after == {id_: reads[-len(after[id_]):] for id_, reads in expected.items()}
+    assert len(after["id0"]) == 2 and after["id7"][0]["appended"] == {'["u1", "web"]': [7]}
+    # Every committed entry is in the new key layout, in the control's partition, byte for byte as Spark wrote the
+    # control's; the rocksdict reader decodes them under the new user key.
+    assert map_families(checkpoint) == map_families(control)
+    for name, m in MAPS.items():
+        assert read_state(checkpoint, name, "id string", "n int", kind="map", user_key_schema=m[2]) == \
+            read_state(control, name, "id string", "n int", kind="map", user_key_schema=m[2])
+    # Spark's own reader reads the new user keys from the deploy's batch on, the old ones before it.
+    def spark_reads(ck: str, name: str, **options) -> list:
+        return sorted(map(str, spark.read.format("statestore").option("stateVarName", name).options(**options)
+                          .load(ck).collect()))
+    assert spark_reads(checkpoint, "inserted") == spark_reads(control, "inserted")
+    assert "user_map_key=Row(k='u1')" in spark_reads(checkpoint, "inserted", batchId=1)[1]
+    # A restart of the same version rewrites nothing.
+    write_input(source, AFTER[1])
+    assert run_app(spark, source, checkpoint, specs(2)).migrated_entries == 0
+
+
+def refused(spark, tmp_path, v1_key: str, v1_entries, v2_key: str, registered=None, ttl_ms=None,
+            confs: dict = {}) -> str:
+    """v1 of one map state runs a batch (under `confs`); v2 with another user key is refused: its message, once v1
+    has been restarted on the same checkpoint and read exactly what it wrote (nothing of v2 was committed)."""
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    v1 = [StateSpec("prefs", "n int", v1_entries, kind="map", user_key_schema=v1_key, ttl_ms=ttl_ms)]
+    write_input(source, [(f"id{i}", i, "set") for i in range(4)])
+    try:
+        for name, value in confs.items():
+            spark.conf.set(name, value)
+        run_app(spark, source, checkpoint, v1)
+    finally:
+        for name in confs:
+            spark.conf.unset(name)
+    # The reader decodes UnsafeRow entries without a TTL; the others are checked by what v1 reads after.
+    def committed():
+        return read_state(checkpoint, "prefs", "id string", "n int", kind="map", user_key_schema=v1_key) \
+            if ttl_ms is None and not confs else None
+    versions, state = committed_versions(checkpoint), committed()
+    if registered is not None:
+        statesnap.register_snapshot(spark, "prefs", map_key=registered, checkpoint=checkpoint)
+    write_input(source, [("id0", 9, "set")])
+    with pytest.raises(statesnap.StateSchemaError) as error:
+        with statesnap.refusals():
+            run_app(spark, source, checkpoint, [StateSpec("prefs", "n int", v1_entries, kind="map",
+                                                          user_key_schema=v2_key, ttl_ms=ttl_ms)])
+    assert committed_versions(checkpoint) == versions
+    assert committed() == state
+    spark.conf.unset("spark.sql.streaming.stateStore.statesnap.registrations")
+    assert run_app(spark, source, checkpoint, v1).seen["id0"] == [
+        {"prefs": {json.dumps(list(k)): list(v) for k, v in v1_entries(0).items()}}]
+    return str(error.value)
+
+
+def test_an_added_user_key_field_without_a_value_is_refused_naming_it_and_the_registration(spark, tmp_path,
+                                                                                             registrations):
+    message = refused(spark, tmp_path, "k string", lambda v: {(f"u{v % 3}",): (v,)}, "k string, device string")
+    assert message.startswith("[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'prefs'"), message
+    assert "userKey.device" in message and "map_key=statesnap.RowSnapshot" in message, message
+    assert "Recorded key:" in message and "device" in message.split("New key:")[1], message
+
+
+def test_user_keys_that_would_meet_after_a_drop_are_refused_naming_the_entry(spark, tmp_path, registrations):
+    message = refused(spark, tmp_path, "k string, device string", lambda v: {("u", f"d{v}"): (v,), ("u", "x"): (v,)},
+                      "k string")
+    assert message.startswith("[STATESNAP_MIGRATION_FAILED] state 'prefs'"), message
+    moved = r"the entry with key \[\[(id\d)\],\[u,(d\d|x)\]\] would move to key \[\[\1\],\[u\]\], which another entry"
+    assert re.search(moved, message), message
+    assert "Fix: keep the user key fields" in message, message
+
+
+@pytest.mark.parametrize("what", ["ttl", "avro"])
+def test_a_new_user_key_for_a_map_with_a_ttl_or_avro_encoded_is_refused_naming_why(spark, tmp_path, registrations,
+                                                                                   what):
+    """A TTL's index keeps the user key in a family of its own, and Avro encodes keys statesnap does not rewrite."""
+    message = refused(spark, tmp_path, "k string", lambda v: {(f"u{v % 3}",): (v,)}, "k string, device string",
+                      statesnap.RowSnapshot(version=2, defaults={"userKey.device": "'web'"}),
+                      ttl_ms=3_600_000 if what == "ttl" else None,
+                      confs={"spark.sql.streaming.stateStore.encodingFormat": "avro"} if what == "avro" else {})
+    if what == "ttl":
+        assert message.startswith("[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'prefs'"), message
+        assert "field 'userKey': struct<k:string> -> struct<k:string,device:string>: the map has a TTL" in message
+    else:
+        assert message.startswith("[STATESNAP_UNSUPPORTED_CONFIGURATION] state 'prefs'"), message
+        assert "not Avro-encoded (spark.sql.streaming.stateStore.encodingFormat=avro)" in message, message
