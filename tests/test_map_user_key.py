@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
 import statesnap
 from apps import StateSpec, run_app, write_input
@@ -33,6 +34,7 @@ BEFORE = [[(f"id{i}", i, "set") for i in range(8)], [(f"id{i}", 10 + i, "set") f
 # The deploy's batch writes some ids (their migrated entries read, then written under the new key) and leaves the
 # rest; the batch after it reads every id.
 AFTER = [[(f"id{i}", 20 + i, "set") for i in range(3)], [(f"id{i}", 0, "read") for i in range(8)]]
+INTERRUPT = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
 
 
 def specs(version: int) -> list[StateSpec]:
@@ -42,10 +44,11 @@ def specs(version: int) -> list[StateSpec]:
 
 
 def run(spark, source: str, checkpoint: str, batches: list, version: int) -> dict:
-    """Runs `version` once per batch; what each id read, in order."""
+    """Runs `version` once per batch (an empty one: on the input already written); what each id read, in order."""
     seen: dict = {}
     for batch in batches:
-        write_input(source, batch)
+        if batch:
+            write_input(source, batch)
         for id_, reads in run_app(spark, source, checkpoint, specs(version)).seen.items():
             seen.setdefault(id_, []).extend(reads)
     return seen
@@ -64,7 +67,18 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
     for name, m in MAPS.items():
         if m[4] is not None:
             statesnap.register_snapshot(spark, name, map_key=m[4], checkpoint=checkpoint)
-    after = run(spark, source, checkpoint, AFTER, 2)
+    # The deploy's first attempt stops inside the move (each partition after 3 entries): nothing is committed, and
+    # the next attempt moves every entry from the committed version.
+    write_input(source, AFTER[0])
+    before = map_families(checkpoint)
+    spark.conf.set(INTERRUPT, "3")
+    try:
+        with pytest.raises(StreamingQueryException, match="migration interrupted after 3 entries"):
+            run_app(spark, source, checkpoint, specs(2))
+    finally:
+        spark.conf.unset(INTERRUPT)
+    assert map_families(checkpoint) == before
+    after = run(spark, source, checkpoint, [[]] + AFTER[1:], 2)
     control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
     expected = run(spark, control_source, control, BEFORE + AFTER, 2)
     # What the app reads from the deploy's batch on: the ids it writes (read first) and the ones it leaves alone.
