@@ -17,15 +17,14 @@ OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests
   tests/test_committed_state.py tests/test_stop_during_migration.py tests/test_checkpoint_files.py \
   tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py \
   tests/test_committed_avro.py tests/test_avro_offline_migrate.py tests/test_wheel.py tests/test_differential.py \
-  tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py
+  tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_map_user_key.py
 # The other minors where transformWithState takes statesnap's provider (before Spark 4.2): the operator suites and
 # those of transformWithState's online migration, Spark's Avro encoding and Spark's readers beside statesnap. The
 # tools, rules and registration logic that are the same code on every 4.x minor run on the pinned one (CI time).
 TWS_ONLINE_SPARKS := 4.0
 TWS_ONLINE_SUITES := $(OPERATOR_SUITES) tests/test_value_state_evolution.py tests/test_state_shapes.py \
   tests/test_sql_rules.py tests/test_python_snapshots.py tests/test_avro_state.py tests/test_avro_spark_scenarios.py \
-  tests/test_spark_state_reader.py tests/test_safe_around_spark.py tests/test_fault_injection.py \
-  tests/test_map_user_key.py
+  tests/test_spark_state_reader.py tests/test_safe_around_spark.py tests/test_fault_injection.py
 # Spark 4.2 has every line of 4.3's product but its 15 lines of glue (jvm/minors): it runs the operators, the tools
 # that read and rewrite its checkpoints and the differential suite; 4.3 runs all of the operator suites (CI time).
 SHARES_NEWEST_SPARKS := 4.2

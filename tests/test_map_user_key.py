@@ -1,7 +1,8 @@
-"""A transformWithState map state whose user key changes between app versions, migrated online in the store (Spark
-4.0/4.1, where transformWithState runs on statesnap's provider): fields added (a constant, derived from the old key;
-appended or inserted), widened, dropped; held against a control that declared the new user key from the start,
-in what the app reads over several batches and in the committed bytes rocksdict reads."""
+"""A transformWithState map state whose user key changes between app versions: migrated online in the store on Spark
+4.0/4.1 (where transformWithState runs on statesnap's provider), offline by `migrate` on 4.2+; fields added (a
+constant, derived from the old key; appended or inserted), widened, dropped; held against a control that declared
+the new user key from the start, in what the app reads over several batches and in the committed bytes rocksdict
+reads."""
 from __future__ import annotations
 
 import json
@@ -11,12 +12,14 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 import statesnap
+from statesnap import tools
 from apps import StateSpec, run_app, write_input
 from committed_state import committed_versions, partitions, read_state, read_store
-from minors import TWS_ONLINE
+from minors import TRANSFORM_WITH_STATE, TWS_ONLINE
 
-pytestmark = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark "
-                                "4.0/4.1 only; on 4.2+ Spark's provider refuses a changed user key itself")
+pytestmark = pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
+ONLINE = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1 "
+                            "only; on 4.2+ Spark's provider refuses a changed user key itself, and `migrate` changes it")
 
 # state -> (v1 user key, v1 entries, v2 user key, v2 entries, what v2 registers for the map's key)
 MAPS = {
@@ -64,21 +67,27 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
                                                                                        registrations):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     run(spark, source, checkpoint, BEFORE, 1)
-    for name, m in MAPS.items():
-        if m[4] is not None:
-            statesnap.register_snapshot(spark, name, map_key=m[4], checkpoint=checkpoint)
-    # The deploy's first attempt stops inside the move (each partition after 3 entries): nothing is committed, and
-    # the next attempt moves every entry from the committed version.
-    write_input(source, AFTER[0])
-    before = map_families(checkpoint)
-    spark.conf.set(INTERRUPT, "3")
-    try:
-        with pytest.raises(StreamingQueryException, match="migration interrupted after 3 entries"):
-            run_app(spark, source, checkpoint, specs(2))
-    finally:
-        spark.conf.unset(INTERRUPT)
-    assert map_families(checkpoint) == before
-    after = run(spark, source, checkpoint, [[]] + AFTER[1:], 2)
+    if TWS_ONLINE:
+        for name, m in MAPS.items():
+            if m[4] is not None:
+                statesnap.register_snapshot(spark, name, map_key=m[4], checkpoint=checkpoint)
+        # The deploy's first attempt stops inside the move (each partition after 3 entries): nothing is committed,
+        # and the next attempt moves every entry from the committed version.
+        write_input(source, AFTER[0])
+        before = map_families(checkpoint)
+        spark.conf.set(INTERRUPT, "3")
+        try:
+            with pytest.raises(StreamingQueryException, match="migration interrupted after 3 entries"):
+                run_app(spark, source, checkpoint, specs(2))
+        finally:
+            spark.conf.unset(INTERRUPT)
+        assert map_families(checkpoint) == before
+        after = run(spark, source, checkpoint, [[]] + AFTER[1:], 2)
+    else:  # the query stopped, every map's user key changes in one appended batch (its own crash tests: migrate's)
+        result = tools.migrate(checkpoint, {name: tools.StateChange("n int", user_key=m[2], map_key=m[4])
+                                            for name, m in MAPS.items()}, no_file_sink=True)
+        assert result.exit_code == 3 and "rewrote 48 entries" in "\n".join(result.lines), result.lines
+        after = run(spark, source, checkpoint, AFTER, 2)
     control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
     expected = run(spark, control_source, control, BEFORE + AFTER, 2)
     # What the app reads from the deploy's batch on: the ids it writes (read first) and the ones it leaves alone.
@@ -96,9 +105,25 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
                           .load(ck).collect()))
     assert spark_reads(checkpoint, "inserted") == spark_reads(control, "inserted")
     assert "user_map_key=Row(k='u1')" in spark_reads(checkpoint, "inserted", batchId=1)[1]
+    if not TWS_ONLINE:
+        return  # a restart on Spark's provider has no statesnap metric to read
     # A restart of the same version rewrites nothing.
     write_input(source, AFTER[1])
     assert run_app(spark, source, checkpoint, specs(2)).migrated_entries == 0
+
+
+@pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")
+def test_migrate_refuses_an_added_user_key_field_without_a_value_and_changes_nothing(spark, tmp_path):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    write_input(source, BEFORE[0])
+    run_app(spark, source, checkpoint, specs(1))
+    before = {str(p): p.read_bytes() for p in sorted(tmp_path.joinpath("ck").rglob("*")) if p.is_file()}
+    result = tools.migrate(checkpoint, {"appended": tools.StateChange("n int", user_key="k string, device string")},
+                           no_file_sink=True)
+    text = "\n".join(result.lines)
+    assert result.exit_code == 4 and "field 'userKey.device': <absent> -> string" in text, text
+    assert "map_key=statesnap.RowSnapshot(version=1, defaults={'userKey.device': <SQL constant>})" in text, text
+    assert {str(p): p.read_bytes() for p in sorted(tmp_path.joinpath("ck").rglob("*")) if p.is_file()} == before
 
 
 def refused(spark, tmp_path, v1_key: str, v1_entries, v2_key: str, registered=None, ttl_ms=None,
@@ -135,6 +160,7 @@ def refused(spark, tmp_path, v1_key: str, v1_entries, v2_key: str, registered=No
     return str(error.value)
 
 
+@ONLINE
 def test_an_added_user_key_field_without_a_value_is_refused_naming_it_and_the_registration(spark, tmp_path,
                                                                                              registrations):
     message = refused(spark, tmp_path, "k string", lambda v: {(f"u{v % 3}",): (v,)}, "k string, device string")
@@ -143,6 +169,7 @@ def test_an_added_user_key_field_without_a_value_is_refused_naming_it_and_the_re
     assert "Recorded key:" in message and "device" in message.split("New key:")[1], message
 
 
+@ONLINE
 def test_user_keys_that_would_meet_after_a_drop_are_refused_naming_the_entry(spark, tmp_path, registrations):
     message = refused(spark, tmp_path, "k string, device string", lambda v: {("u", f"d{v}"): (v,), ("u", "x"): (v,)},
                       "k string")
@@ -152,6 +179,7 @@ def test_user_keys_that_would_meet_after_a_drop_are_refused_naming_the_entry(spa
     assert "Fix: keep the user key fields" in message, message
 
 
+@ONLINE
 @pytest.mark.parametrize("what", ["ttl", "avro"])
 def test_a_new_user_key_for_a_map_with_a_ttl_or_avro_encoded_is_refused_naming_why(spark, tmp_path, registrations,
                                                                                    what):

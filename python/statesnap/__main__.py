@@ -55,7 +55,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     for group in args.states:
         if "schema" not in group:
             raise tools.ToolError(f"--state {group['state']} needs its --schema")
-        changes[group["state"]] = tools.StateChange(group["schema"], _snapshot(group.get("snapshot")))
+        changes[group["state"]] = tools.StateChange(group["schema"], _snapshot(group.get("snapshot")),
+                                                    group.get("user_key"), _snapshot(group.get("map_key"), "--map-key"))
     if len(changes) != len(args.states):
         raise tools.ToolError("each --state once: give each state's schema once")
     return tools.migrate(args.checkpoint, changes, file_sink=args.file_sink, no_file_sink=args.no_file_sink,
@@ -76,8 +77,9 @@ def _app(app: str):
     return found
 
 
-def _snapshot(snapshot_json: Optional[str]) -> Optional[RowSnapshot]:
-    """The RowSnapshot a ``--snapshot`` JSON describes, given inline or as ``@file.json`` (None without one)."""
+def _snapshot(snapshot_json: Optional[str], option: str = "--snapshot") -> Optional[RowSnapshot]:
+    """The RowSnapshot a ``--snapshot`` (or ``--map-key``) JSON describes, given inline or as ``@file.json`` (None
+    without one)."""
     if not snapshot_json:
         return None
     if snapshot_json.startswith("@"):
@@ -85,13 +87,13 @@ def _snapshot(snapshot_json: Optional[str]) -> Optional[RowSnapshot]:
             with open(snapshot_json[1:], encoding="utf-8") as f:
                 snapshot_json = f.read()
         except OSError as e:
-            raise tools.ToolError(f"--snapshot {snapshot_json}: {e.strerror}: {e.filename}") from None
+            raise tools.ToolError(f"{option} {snapshot_json}: {e.strerror}: {e.filename}") from None
     try:
         snapshot = json.loads(snapshot_json)
         snapshot["earlier"] = [RowSnapshot(**step) for step in snapshot.get("earlier", [])]
         return RowSnapshot(**snapshot)
     except (ValueError, TypeError) as e:
-        raise tools.ToolError(f"--snapshot is not a RowSnapshot: {e}") from None
+        raise tools.ToolError(f"{option} is not a RowSnapshot: {e}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -170,6 +172,12 @@ def _parser() -> argparse.ArgumentParser:
                          help="the value schema the new version declares for it (DDL; required)")
     migrate.add_argument("--snapshot", action=_StateGroup, dest="states",
                          help="the RowSnapshot the new version registers for it, as JSON (as for check)")
+    migrate.add_argument("--user-key", action=_StateGroup, dest="states",
+                         help="a map state's new user key schema (DDL), where it changes")
+    migrate.add_argument("--map-key", action=_StateGroup, dest="states",
+                         help="the RowSnapshot the new version registers as the map's key (map_key=), as JSON "
+                              "(as --snapshot), its paths under userKey: '{\"version\": 2, \"defaults\": "
+                              "{\"userKey.device\": \"0\"}}'")
     migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                          help="the compatibility mode the new version sets for the query")
     _sql_conf_argument(migrate)
@@ -226,7 +234,7 @@ class _StateGroup(argparse.Action):
 
     def __call__(self, parser, namespace, value, option_string=None):
         groups = getattr(namespace, self.dest) or []
-        key = option_string.lstrip("-")
+        key = option_string.lstrip("-").replace("-", "_")
         if key == "state":
             groups.append({"state": value})
         elif not groups or key in groups[-1]:

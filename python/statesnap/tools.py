@@ -233,10 +233,13 @@ def release(checkpoint: str, *, provider: str = "rocksdb", partitions: Optional[
 @dataclass(frozen=True)
 class StateChange:
     """What the new application version declares for one state :func:`migrate` rewrites: its value ``schema``
-    (DDL) and the ``snapshot`` it registers for it, if any."""
+    (DDL) and the ``snapshot`` it registers for it, if any; for a map state, its ``user_key`` schema (DDL, when it
+    changes) and the ``map_key`` snapshot it registers (as ``register_snapshot(..., map_key=...)`` does)."""
 
     schema: str
     snapshot: Optional[RowSnapshot] = None
+    user_key: Optional[str] = None
+    map_key: Optional[RowSnapshot] = None
 
 
 @_boundary("migrate")
@@ -259,7 +262,9 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
     with spark_session(dict(conf or {}), master) as spark:
         return _report("migrate", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.migrate(
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
-            [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names], compatibility,
+            [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names],
+            [_schema_json(changes[n].user_key) if changes[n].user_key else None for n in names],
+            [changes[n].map_key.to_json() if changes[n].map_key else None for n in names], compatibility,
             dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
 
 

@@ -104,8 +104,9 @@ object OfflineRewriteBenchmark {
 
   /** statesnap's offline migrate, as `python -m statesnap migrate --no-file-sink --state profile --schema ...`. */
   private def migrate(spark: SparkSession, checkpoint: String): Unit = {
+    val none = java.util.Collections.singletonList[String](null)
     val report = OfflineMigration.migrate(spark, checkpoint, java.util.List.of(State), java.util.List.of(V2.json),
-      java.util.Collections.singletonList[String](null), null, java.util.Map.of(), null, noFileSink = true, dryRun = false)
+      none, none, none, null, java.util.Map.of(), null, noFileSink = true, dryRun = false)
     if (report.outcome != ToolReport.Change) throw new IllegalStateException(s"migrate did not migrate: " +
       report.lines.mkString("\n"))
   }

@@ -13,8 +13,9 @@ import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDec
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.{StateStoreColFamilySchema, StateStoreConf, StateStoreId,
-  StatesnapAvroSchemas, StatesnapSparkGlue, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec,
+  StateStoreColFamilySchema, StateStoreConf, StateStoreId, StatesnapAvroSchemas, StatesnapSparkGlue,
+  StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 import org.slf4j.LoggerFactory
@@ -70,6 +71,12 @@ object OfflineMigration {
     /** The new value schema as Spark's files say it: Spark's own wrapper around the user value (a TTL's) kept. */
     def newValueSchema: StructType = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
       StateDecision.schemaOf(declared.valueSnapshot))
+    /** The new key's encoder spec: the recorded one, a map's with its new user key. */
+    def newKeySpec: KeyStateEncoderSpec = target.family.keyStateEncoderSpec.get match {
+      case PrefixKeyScanStateEncoderSpec(_, prefix) =>
+        PrefixKeyScanStateEncoderSpec(StateDecision.schemaOf(declared.keySnapshot), prefix)
+      case recorded => recorded
+    }
     def record: Option[StateSnapshotRecord] = verdict.decided match {
       case StateDecision.Migrate(_, r, _) => Some(r)
       case _ => None
@@ -80,6 +87,8 @@ object OfflineMigration {
    * @param states the state variables to migrate, each once, all of one transformWithState operator
    * @param valueJsons the value schema the new application version declares for each (Spark JSON)
    * @param definitionJsons the definition it registers for each (`RowSnapshot.to_json`), or null
+   * @param userKeyJsons for a map, the user key schema it declares (Spark JSON), or null: as recorded
+   * @param mapKeyJsons for a map, the definition it registers for the map's key, or null
    * @param mode the compatibility mode it sets, or null
    * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty): the
    *   rules run under them and the migrated records keep them
@@ -87,11 +96,12 @@ object OfflineMigration {
    * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
    */
   def migrate(spark: SparkSession, location: String, states: java.util.List[String],
-      valueJsons: java.util.List[String], definitionJsons: java.util.List[String], mode: String,
+      valueJsons: java.util.List[String], definitionJsons: java.util.List[String],
+      userKeyJsons: java.util.List[String], mapKeyJsons: java.util.List[String], mode: String,
       sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
     val names = states.asScala.toSeq
-    require(names.nonEmpty && valueJsons.size == names.size && definitionJsons.size == names.size,
-      "migrate takes one value schema and one definition (or null) per state")
+    require(names.nonEmpty && Seq(valueJsons, definitionJsons, userKeyJsons, mapKeyJsons).forall(_.size == names.size),
+      "migrate takes one value schema, definition, user key and map key definition (or null) per state")
     names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
       "twice: give each state's schema once"))
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
@@ -103,14 +113,14 @@ object OfflineMigration {
 
     val target = find(checkpoint, names)
     sink.requireAt(target.batch, checkpoint.refuse)
-    val decisions = target.states.zip(valueJsons.asScala.zip(definitionJsons.asScala)).map {
-      case (t, (valueJson, definitionJson)) =>
-        val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
-        val declared = CompatibilityCheck.declare(t.recorded, None, None, None,
-          DataType.fromJson(valueJson).asInstanceOf[StructType], Option(definitionJson), Option(mode), sql.settings)
-        val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared,
-          StateEncoding.of(target.avro)))
-        decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
+    val decisions = target.states.indices.map { i =>
+      val (t, definitionJson) = (target.states(i), definitionJsons.get(i))
+      val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
+      val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
+        structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
+      val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared,
+        StateEncoding.of(target.avro)))
+      decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
     }
     val decided = recovered ++ decisions.flatMap(_._2)
     val migrating = decisions.map(_._1).filter(_.record.isDefined)
@@ -127,7 +137,9 @@ object OfflineMigration {
         s"${target.operator}, each committed as state version ${next + 1}") ++ target.carried.map {
           case (o, partitions) => s"commit the ${partitions.size} stores of operator $o as they are, as state " +
             s"version ${next + 1}" } ++ migrating.map(d => s"write Spark's schema file for batch $next, saying the " +
-          s"value schema of '${d.target.name}' " + StateDecision.schemaOf(d.declared.valueSnapshot).simpleString) ++
+          s"value schema of '${d.target.name}' " + StateDecision.schemaOf(d.declared.valueSnapshot).simpleString +
+          (if (d.newKeySpec == d.target.family.keyStateEncoderSpec.get) "" else s" and its key " +
+            d.newKeySpec.keySchema.simpleString)) ++
         sink.says(next)
       if (dryRun) ToolReport(decided ++ plan.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
       else ToolReport(decided ++ plan.map("done: " + _) ++ append(spark, checkpoint, target, migrating, sink),
@@ -147,6 +159,8 @@ object OfflineMigration {
     }
     (head +: d.verdict.details.map("  - " + _)) ++ after
   }
+
+  private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
 
   private def quoted(names: Seq[String]): String =
     (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")
@@ -226,7 +240,8 @@ object OfflineMigration {
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
         (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
       migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
-        d.target.family.keyStateEncoderSpec.get, d.target.recorded.toBytes, d.declared.toBytes, d.newValueSchema)),
+        d.target.family.keyStateEncoderSpec.get, d.newKeySpec, d.target.recorded.toBytes, d.declared.toBytes,
+        d.newValueSchema)),
       probe)
     val (rewritten, committedIds) = try {
       val (count, ids) = runJob(spark, job, target.tasks)
@@ -244,9 +259,8 @@ object OfflineMigration {
     val avroIds = if (!target.avro) None else Some(new StatesnapAvroSchemas(
       StatesnapSparkSchemaFiles.avroSchemaProvider(target.storeId, target.batch, checkpoint.hadoopConf)))
     val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, migrating.map { d =>
-      val family = d.target.family
-      StatesnapSparkSchemaFiles.Family(d.target.name, family.keySchema, d.newValueSchema,
-        family.keyStateEncoderSpec.get, avroIds.map(_.target(d.target.name, d.newValueSchema)))
+      StatesnapSparkSchemaFiles.Family(d.target.name, d.newKeySpec.keySchema, d.newValueSchema, d.newKeySpec,
+        avroIds.map(_.target(d.target.name, d.newValueSchema)))
     }, checkpoint.hadoopConf)
     stepDone("schema")
     // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.

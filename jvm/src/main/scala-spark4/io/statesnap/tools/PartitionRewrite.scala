@@ -43,11 +43,12 @@ private[tools] object PartitionRewrite {
       hadoopConf: SerializableConfiguration, rewrites: Seq[Rewrite], probe: Option[MigrationProbe])
 
   /**
-   * One migrated column family, the records its migration is decided from (decided again in each task, as a
-   * store does), and its new value schema as Spark's files will say it (a TTL's wrapper around the user's).
+   * One migrated column family as recorded (`keySchema`, `keySpec`), the records its migration is decided from
+   * (decided again in each task, as a store does), and its new key spec (a map's new user key) and value schema as
+   * Spark's files will say them (a TTL's wrapper around the user's).
    */
   final case class Rewrite(state: String, keySchema: StructType, keySpec: KeyStateEncoderSpec,
-      recorded: Array[Byte], declared: Array[Byte], newValueSchema: StructType)
+      newKeySpec: KeyStateEncoderSpec, recorded: Array[Byte], declared: Array[Byte], newValueSchema: StructType)
 
   // Spark's transformWithState gives its store's default column family a placeholder schema too: it never uses it.
   private val Placeholder = new StructType().add("key", BinaryType)
@@ -85,7 +86,7 @@ private[tools] object PartitionRewrite {
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, source.layout, rewrite.keySpec,
       useMultipleValuesPerKey = list)
-    val rewriter = StatesnapValueRewriter(provider, Some(rewrite.state), rewrite.keySpec, rewrite.newValueSchema,
+    val rewriter = StatesnapValueRewriter(provider, Some(rewrite.state), rewrite.newKeySpec, rewrite.newValueSchema,
       describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)

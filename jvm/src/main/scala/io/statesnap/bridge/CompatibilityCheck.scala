@@ -64,17 +64,18 @@ object CompatibilityCheck {
 
   /**
    * The record a new application version declares for `recorded`'s state: its kind, keys and value schema (each
-   * as recorded when None), under `definitionJson` (its SQL run with the application's settings `sql`, as
-   * registering it in the application pins them) and compatibility `mode`.
+   * as recorded when None), under `definitionJson` and, for a map, `mapKeyJson` (the definition of its key; each
+   * one's SQL run with the application's settings `sql`, as registering it in the application pins them) and
+   * compatibility `mode`.
    */
   private[statesnap] def declare(recorded: StateSnapshotRecord, kind: Option[StateKind], key: Option[StructType],
       userKey: Option[StructType], value: StructType, definitionJson: Option[String], mode: Option[String],
-      sql: SqlSettings): StateSnapshotRecord = {
-    val definition = definitionJson.map { json =>
-      SnapshotDefinition.parse(recorded.stateName, json).copy(sql = sql).toJson
-    }
+      sql: SqlSettings, mapKeyJson: Option[String] = None): StateSnapshotRecord = {
+    def pinned(json: String) = SnapshotDefinition.parse(recorded.stateName, json).copy(sql = sql).toJson
+    val registered = StateRegistration.withMapKey(definitionJson.map(json => StateRegistration.Definition(pinned(json))),
+      mapKeyJson.map(pinned))
     val registrations = ScopeRegistrations(
-      definition.map(json => recorded.stateName -> StateRegistration.Definition(json)).toMap,
+      registered.map(recorded.stateName -> _).toMap,
       mode.map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
     val declared = new DeclaredSnapshots(QueryRegistrations("", registrations, Nil))
     // Spark's wrapper around the user value stays as recorded: a TTL, an arbitrary-state operator's group state.
