@@ -41,7 +41,7 @@ class Fixture:
         return {k: from_json(v, schema) for k, v in out["read"].items()}
 
 
-@properties(6)
+@properties(4)
 @given(st.data())
 def test_a_long_chain_of_evolutions_reads_exactly_what_the_model_says(spark, data):
     schema = data.draw(structs(depth=2, json_safe=False), label="schema")

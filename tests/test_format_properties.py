@@ -27,7 +27,7 @@ UNREADABLE_FILE = "STATESNAP_UNREADABLE_CHECKPOINT_FILE"
 # The records are read by statesnap's shared code and Spark's files by each minor's own readers: the pinned minor
 # tries the full counts, every other minor a sample that still reaches each reader (CI's time on them goes to the
 # differential suite, tests/test_differential.py).
-RECORD_EXAMPLES, FILE_EXAMPLES = (2000, 750) if PINNED else (200, 120)
+RECORD_EXAMPLES, FILE_EXAMPLES = (1000, 400) if PINNED else (200, 120)
 SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
