@@ -67,6 +67,13 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
                                                                                        registrations):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     run(spark, source, checkpoint, BEFORE, 1)
+    # `check` rehearses the deploy with the same decision: each map migrates; without its rules, the added field is
+    # refused, naming the registration.
+    checked = {name: tools.check(checkpoint, name, "n int", user_key=m[2], map_key=m[4]) for name, m in MAPS.items()}
+    assert all(c.exit_code == 3 for c in checked.values()), {n: c.lines for n, c in checked.items()}
+    assert "add 'userKey.device' string (existing entries read 'web')" in "\n".join(checked["appended"].lines)
+    unruled = tools.check(checkpoint, "appended", "n int", user_key=MAPS["appended"][2])
+    assert unruled.exit_code == 4 and "map_key=statesnap.RowSnapshot(" in "\n".join(unruled.lines), unruled.lines
     if TWS_ONLINE:
         for name, m in MAPS.items():
             if m[4] is not None:

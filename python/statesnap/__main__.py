@@ -34,6 +34,7 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "check":
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
+                           map_key=_snapshot(args.map_key, "--map-key"),
                            compatibility=args.compatibility, sql_conf=dict(args.sql_conf), scan=not args.no_scan,
                            **session)
     if args.command == "adopt":
@@ -125,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--snapshot", help='the RowSnapshot it will register, as JSON: \'{"version": 2, '
                                           '"renamed": {"amount": "amount_eur"}}\', or @file.json (no shell quoting '
                                           'for SQL strings)')
+    check.add_argument("--map-key", help="for map state, the RowSnapshot it will register as the map's key "
+                                         "(map_key=), as JSON, its paths under userKey")
     check.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                        help="the compatibility mode it will set for the query (statesnap.set_compatibility)")
     _sql_conf_argument(check)

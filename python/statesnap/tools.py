@@ -146,10 +146,12 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
 @_boundary("check")
 def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = None, key: Optional[str] = None,
           user_key: Optional[str] = None, snapshot: Optional[RowSnapshot] = None,
-          compatibility: Optional[str] = None, sql_conf: Optional[Mapping[str, str]] = None, scan: bool = True,
+          map_key: Optional[RowSnapshot] = None, compatibility: Optional[str] = None,
+          sql_conf: Optional[Mapping[str, str]] = None, scan: bool = True,
           conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """What restarting with ``schema`` (DDL) for ``state`` would do, decided as a statesnap store decides, and every
-    entry of the state checked against the layout it is read with (``scan``). Writes nothing.
+    entry of the state checked against the layout it is read with (``scan``). Writes nothing. For a map state,
+    ``user_key`` and ``map_key`` are its new user key and the rules registered for the map's key.
 
     ``sql_conf``: the SQL settings the application runs with (``spark.sql.session.timeZone``,
     ``spark.sql.ansi.enabled``, ``spark.sql.caseSensitive``), which the values of ``snapshot``'s SQL rules may
@@ -159,7 +161,8 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
         _require_checkpoint(spark, checkpoint)
         result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
             spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
-            _schema_json(schema), snapshot.to_json() if snapshot else None, compatibility, dict(sql_conf or {}), scan)
+            _schema_json(schema), snapshot.to_json() if snapshot else None, map_key.to_json() if map_key else None,
+            compatibility, dict(sql_conf or {}), scan)
         lines, verdicts, outcome = [], [], Outcome.NOTHING
         if result.fromSparkFiles():
             lines.append(f"state '{state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "

@@ -38,14 +38,15 @@ object OfflineCheck {
    * @param kind `value`, `list` or `map`, or null for the recorded kind
    * @param keyJson, userKeyJson, valueJson the declared schemas (Spark JSON; null for the recorded key)
    * @param definitionJson a definition as `RowSnapshot.to_json` gives it, or null
+   * @param mapKeyJson for a map, the definition registered as its key (`map_key=`), or null
    * @param mode the query's compatibility mode, or null
    * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty)
    * @param scan whether to scan every entry of the state
    * @throws IllegalArgumentException when the checkpoint holds no record of the state
    */
   def run(spark: SparkSession, checkpoint: String, state: String, kind: String, keyJson: String,
-      userKeyJson: String, valueJson: String, definitionJson: String, mode: String, sqlConf: java.util.Map[String, String],
-      scan: Boolean): Result = {
+      userKeyJson: String, valueJson: String, definitionJson: String, mapKeyJson: String, mode: String,
+      sqlConf: java.util.Map[String, String], scan: Boolean): Result = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val records = CheckpointRecords.recordsOf(checkpoint, state, hadoopConf)
     if (records.isEmpty) throw new IllegalArgumentException(s"no snapshot of state '$state' under $checkpoint (at " +
@@ -55,7 +56,7 @@ object OfflineCheck {
     val judged = records.zip(settings).map { case ((store, kept, recorded), sql) =>
       val declared = CompatibilityCheck.declare(recorded, Option(kind).map(StateKind.named), Option(keyJson)
         .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),
-        sql.settings)
+        sql.settings, Option(mapKeyJson))
       (CompatibilityCheck.verdict(recorded, declared, StateEncoding.of(avro)),
         if (kept == SparkFiles) -1 else store.partition)
     }.groupBy(v => (v._1.reported, v._1.mode, v._1.operator, v._1.details)).values.toSeq
