@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 import statesnap  # noqa: E402
 import faults  # noqa: E402
 from apps import PROVIDER_CONF  # noqa: E402
+from processes import clean_env  # noqa: E402
 
 
 DRIVER_LOG = Path(os.environ.get("STATESNAP_TEST_LOG", ROOT / "build" / "test-driver.log"))
@@ -59,6 +61,27 @@ def spark() -> SparkSession:
     # Spark 3.5's RocksDB can deadlock a JVM that halts while executor threads are still ending (tests/processes.py):
     # they end within a moment of the stop.
     time.sleep(3)
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory) -> str:
+    """The python of a fresh venv where the wheel `make wheel` built is installed with the README's install line, as
+    written but for the extra of this run's minor (and pyspark held at this run's version): nothing else installed."""
+    line = re.search(r'pip install "(dist/statesnap-[^"\[]+\.whl)\[spark41\]"', (ROOT / "README.md").read_text())
+    assert line, "README.md has no install line `pip install \"dist/statesnap-<version>.whl[spark41]\"`"
+    wheel = ROOT / line.group(1)
+    assert wheel.is_file(), f"the README installs {line.group(1)}, which `make wheel` did not build"
+    venv = tmp_path_factory.mktemp("fresh-venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    (venv / "constraints.txt").write_text(f"pyspark=={pyspark.__version__}\n")
+    extra = "spark" + pyspark.__version__[:3].replace(".", "")
+    # Without the repository on its path: pip would take statesnap as installed.
+    install = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c",
+                              str(venv / "constraints.txt"), f"{wheel}[{extra}]"], capture_output=True, text=True,
+                             timeout=900, cwd=ROOT, env=clean_env())
+    assert install.returncode == 0, install.stderr[-3000:]
+    return python
 
 
 @pytest.fixture

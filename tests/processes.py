@@ -14,6 +14,11 @@ import subprocess
 import tempfile
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment without the repository on the Python path (a user's shell)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+
+
 def run_to_exit(args: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """`subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kwargs)`, done once `args[0]` exits."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

@@ -1,9 +1,8 @@
 """The package a user installs: `make wheel` builds one wheel holding every supported minor's jar (or refuses), and
-installed into a fresh venv beside pyspark, with no repository in sight, it runs a query on statesnap's provider and
-its tools."""
+installed into a fresh venv with the README's install line (its minor's extra), with no repository in sight, it runs
+a query on statesnap's provider and its tools (and the quick start: tests/test_quick_start.py)."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import pyspark
 import pytest
 
 from minors import PINNED, WHEEL_INSTALL
-from processes import run_to_exit
+from processes import clean_env, run_to_exit
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = '''
@@ -33,28 +32,16 @@ print(f"{work}/ck")
 '''
 
 
-def clean_env() -> dict[str, str]:
-    """This process's environment without the repository on the Python path."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not WHEEL_INSTALL, reason="runs on the oldest, pinned and newest minor (CI time)")
-def test_the_wheel_installed_in_a_fresh_venv_runs_a_query_and_the_tools(tmp_path):
-    wheels = sorted((ROOT / "dist").glob("statesnap-*.whl"))
-    assert wheels, "no wheel in dist/: `make wheel` builds it (make test does)"
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    install = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheels[-1]),
-                              f"pyspark=={pyspark.__version__}"], capture_output=True, text=True, timeout=900,
-                             env=clean_env())  # with the repository on its path, pip takes statesnap as installed
-    assert install.returncode == 0, install.stderr[-3000:]
+def test_the_wheel_installed_in_a_fresh_venv_runs_a_query_and_the_tools(installed_wheel, tmp_path):
+    python = installed_wheel
     (tmp_path / "query.py").write_text(QUERY)
     run = run_to_exit([python, "query.py"], timeout=600, cwd=tmp_path, env={**clean_env(), "PYSPARK_PYTHON": python})
     assert run.returncode == 0, run.stderr[-3000:]
     jar, counts, checkpoint = run.stdout.splitlines()[-3:]
-    assert jar.startswith(str(venv)) and jar.endswith(f"statesnap-spark{pyspark.__version__[:3]}.jar"), jar
+    venv = str(Path(python).parent.parent)
+    assert jar.startswith(venv) and jar.endswith(f"statesnap-spark{pyspark.__version__[:3]}.jar"), jar
     assert counts == "[('a', 2), ('b', 1)]", run.stdout
     inspect = run_to_exit([python, "-m", "statesnap", "inspect", checkpoint], timeout=600, cwd=tmp_path,
                           env=clean_env())
