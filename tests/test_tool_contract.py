@@ -63,6 +63,7 @@ def test_every_verb_answers_each_outcome_with_the_same_exit_code_and_json(stock_
         assert said.get("lines") or said.get("error"), said
     _, said = as_json(cli, "check", checkpoint, "--state", "groupState", "--schema", "n bigint")
     assert said["verdicts"][0]["decision"] == "migrate" and said["entries_not_in_layout"] == 0
+    assert said["verdicts"][0]["state"] == "groupState"
     assert said["verdicts"][0]["changes"] and said["scan"][0].startswith("state 'groupState' of operator 0: 2 entries")
 
 
@@ -113,6 +114,11 @@ def test_inspect_names_the_states_a_checkpoint_holds_when_asked_for_another(spar
     assert code == 2 and "no state 'groupstate'" in said["error"] and "its states: 'groupState'" in said["error"]
     code, said = as_json(cli, "inspect", checkpoint)
     assert code == 0 and {r["state"] for r in said["records"]} == {"groupState"}
+    # Typed values, not a description: the schema as DDL, the mode in force even where none was declared.
+    value, record = said["records"][0]["value"], said["records"][0]
+    assert value["class"] == "io.statesnap.snapshot.GroupStateSnapshot", value
+    assert value["nested"][0]["schema"] == "struct<n:int>" and value["nested"][0]["app_version"] == 0, value
+    assert (record["compatibility"], record["compatibility_declared"]) == ("BACKWARD", False), record
 
 
 def test_the_command_line_answers_each_first_mistake_plainly(stock_checkpoint, cli, tmp_path):

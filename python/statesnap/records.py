@@ -45,6 +45,17 @@ class SerializerSnapshot:
             return f"{name}({', '.join(n.describe() for n in self.nested)})"
         return f"{self.class_name} v{self.version} (payload not decoded here)"
 
+    def to_json(self) -> dict:
+        """The snapshot as JSON-ready values: its class and format version, and (a row snapshot's) schema as DDL,
+        the application's version of it and the rules of each version step; a composite's nested snapshots."""
+        shown: dict = {"class": self.class_name, "format_version": self.version}
+        if self.schema is not None:
+            shown.update(schema=self.schema.simpleString(), app_version=self.user_version,
+                         steps=(self.definition or {}).get("steps", []))
+        if self.nested:
+            shown["nested"] = [n.to_json() for n in self.nested]
+        return shown
+
 
 @dataclass(frozen=True)
 class HistoryEntry:

@@ -138,9 +138,10 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
         lines += _describe(store, record)
     return ToolResult("inspect", Outcome.NOTHING, lines, {"records": [
         {"operator": s.operator, "partition": s.partition, "store": s.store_name, "version": s.version,
-         "state": r.state, "kind": r.kind, "operator_kind": r.operator, "key": r.key.describe(),
-         "value": r.value.describe(), "recorded_at_version": r.recorded_at_version,
-         "compatibility": r.compatibility} for s, r in shown]})
+         "state": r.state, "kind": r.kind, "operator_kind": r.operator, "key": r.key.to_json(),
+         "value": r.value.to_json(), "recorded_at_version": r.recorded_at_version,
+         "recorded_at_ms": r.recorded_at_ms, "compatibility": r.compatibility or "BACKWARD",
+         "compatibility_declared": r.compatibility is not None} for s, r in shown]})
 
 
 @_boundary("check")
@@ -174,7 +175,8 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
             reported, operator = verdict.reported(), verdict.operator().name()
             lines.append(f"state '{state}' ({operator}), {where}: {verdict.headline()}")
             lines += [f"  - {line}" for line in changes + problems]
-            verdicts.append({"decision": reported.word(), "mode": verdict.mode().name(), "operator": operator,
+            verdicts.append({"state": state, "decision": reported.word(), "mode": verdict.mode().name(),
+                             "operator": operator,
                              "partitions": partitions, "changes": changes, "problems": problems})
             outcome = max(outcome, Outcome(reported.exitCode()), key=lambda o: o.value)
         sql_settings = result.sqlSettings()
