@@ -19,7 +19,7 @@ from minors import TRANSFORM_WITH_STATE, TWS_ONLINE
 
 pytestmark = pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 ONLINE = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1 "
-                            "only; on 4.2+ Spark's provider refuses a changed user key itself, and `migrate` changes it")
+                            "only; on 4.2+ Spark's provider refuses a changed user key, and `migrate` changes it")
 
 # state -> (v1 user key, v1 entries, v2 user key, v2 entries, what v2 registers for the map's key)
 MAPS = {
