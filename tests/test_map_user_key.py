@@ -38,11 +38,14 @@ BEFORE = [[(f"id{i}", i, "set") for i in range(8)], [(f"id{i}", 10 + i, "set") f
 # rest; the batch after it reads every id.
 AFTER = [[(f"id{i}", 20 + i, "set") for i in range(3)], [(f"id{i}", 0, "read") for i in range(8)]]
 INTERRUPT = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAfter"
+# The value of each map, in v1 and v2: the widened map's value widens in the same deploy (one rewrite moves the entry
+# and converts its value).
+VALUES = {name: ("n int", "n bigint" if name == "widened" else "n int") for name in MAPS}
 
 
 def specs(version: int) -> list[StateSpec]:
     return [StateSpec("count", "n bigint")] + [
-        StateSpec(name, "n int", to_state=m[1] if version == 1 else m[3], kind="map",
+        StateSpec(name, VALUES[name][version - 1], to_state=m[1] if version == 1 else m[3], kind="map",
                   user_key_schema=m[0] if version == 1 else m[2]) for name, m in MAPS.items()]
 
 
@@ -69,7 +72,8 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
     run(spark, source, checkpoint, BEFORE, 1)
     # `check` rehearses the deploy with the same decision: each map migrates; without its rules, the added field is
     # refused, naming the registration.
-    checked = {name: tools.check(checkpoint, name, "n int", user_key=m[2], map_key=m[4]) for name, m in MAPS.items()}
+    checked = {name: tools.check(checkpoint, name, VALUES[name][1], user_key=m[2], map_key=m[4])
+               for name, m in MAPS.items()}
     assert all(c.exit_code == 3 for c in checked.values()), {n: c.lines for n, c in checked.items()}
     assert "add 'userKey.device' string (existing entries read 'web')" in "\n".join(checked["appended"].lines)
     unruled = tools.check(checkpoint, "appended", "n int", user_key=MAPS["appended"][2])
@@ -91,7 +95,7 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
         assert map_families(checkpoint) == before
         after = run(spark, source, checkpoint, [[]] + AFTER[1:], 2)
     else:  # the query stopped, every map's user key changes in one appended batch (its own crash tests: migrate's)
-        result = tools.migrate(checkpoint, {name: tools.StateChange("n int", user_key=m[2], map_key=m[4])
+        result = tools.migrate(checkpoint, {name: tools.StateChange(VALUES[name][1], user_key=m[2], map_key=m[4])
                                             for name, m in MAPS.items()}, no_file_sink=True)
         assert result.exit_code == 3 and "rewrote 48 entries" in "\n".join(result.lines), result.lines
         after = run(spark, source, checkpoint, AFTER, 2)
@@ -104,8 +108,8 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
     # control's; the rocksdict reader decodes them under the new user key.
     assert map_families(checkpoint) == map_families(control)
     for name, m in MAPS.items():
-        assert read_state(checkpoint, name, "id string", "n int", kind="map", user_key_schema=m[2]) == \
-            read_state(control, name, "id string", "n int", kind="map", user_key_schema=m[2])
+        assert read_state(checkpoint, name, "id string", VALUES[name][1], kind="map", user_key_schema=m[2]) == \
+            read_state(control, name, "id string", VALUES[name][1], kind="map", user_key_schema=m[2])
     # Spark's own reader reads the new user keys from the deploy's batch on, the old ones before it.
     def spark_reads(ck: str, name: str, **options) -> list:
         return sorted(map(str, spark.read.format("statestore").option("stateVarName", name).options(**options)
