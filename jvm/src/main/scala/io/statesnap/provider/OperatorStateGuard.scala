@@ -159,7 +159,7 @@ private[provider] object OperatorStateGuard {
   /** How the key of a streaming aggregation or a dedup changes, for a refusal of a changed key. */
   val ChangeKeyHint: String = "A changed grouping key or dedup columns migrate offline: stop the query and run " +
     "statesnap.change_key(checkpoint, <the new version's streaming DataFrame>), which gives every entry its " +
-    "new key (README, \"Change a key\")."
+    "new key (docs/tools.md, \"Change a key\")."
 
   /** A state that migrates, the snapshot the application declares for it, and its operator's kind (its rules). */
   private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, operator: OperatorKind)
