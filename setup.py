@@ -1,12 +1,15 @@
-"""The package's one build rule beyond pyproject.toml: a wheel holds statesnap's jar for every Spark minor it
-supports (``statesnap.SPARK_MINORS``), or is not built. ``make jar`` builds them."""
+"""The package's build rules beyond pyproject.toml: a wheel holds statesnap's jar for every Spark minor it
+supports (``statesnap.SPARK_MINORS``), or is not built (``make jar`` builds them); and it holds the docs error
+messages name (``docs/evolution-rules.md``, ...), under ``statesnap/docs/``: a user of the wheel has no repository."""
 import ast
+import shutil
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
 PACKAGE = Path(__file__).resolve().parent / "python" / "statesnap"
+DOCS = Path(__file__).resolve().parent / "docs"
 
 
 def spark_minors() -> tuple:
@@ -23,6 +26,10 @@ class BuildWithEveryJar(build_py):
             raise SystemExit(f"statesnap: no jar for Spark {', '.join(missing)} in {PACKAGE / 'jars'}: a package "
                              "without one would fail on that Spark. Run `make jar` (every minor) first.")
         super().run()
+        shipped = Path(self.build_lib) / "statesnap" / "docs"
+        shipped.mkdir(parents=True, exist_ok=True)
+        for doc in DOCS.glob("*.md"):
+            shutil.copy(doc, shipped / doc.name)
 
 
 setup(cmdclass={"build_py": BuildWithEveryJar})

@@ -47,6 +47,9 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_a_query_and_the_tools(installe
                           env=clean_env())
     assert inspect.returncode == 0 and "operator 0 partition 1 (version 1): state of store 'default', guarded" in \
         inspect.stdout, inspect.stdout
+    # The docs error messages name travel with the package.
+    docs = Path(venv).glob("lib/python*/site-packages/statesnap/docs/evolution-rules.md")
+    assert any("| `defaults`" in doc.read_text() for doc in docs), list(Path(venv).glob("lib/*/site-packages/*"))
 
 
 @pytest.mark.skipif(not PINNED, reason="the wheel is built in the pinned venv "
