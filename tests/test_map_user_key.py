@@ -15,7 +15,7 @@ import statesnap
 from statesnap import tools
 from apps import StateSpec, run_app, write_input
 from committed_state import committed_versions, partitions, read_state, read_store
-from minors import TRANSFORM_WITH_STATE, TWS_ONLINE
+from minors import MINOR, TRANSFORM_WITH_STATE, TWS_ONLINE
 
 pytestmark = pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 ONLINE = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1 "
@@ -41,6 +41,17 @@ INTERRUPT = "spark.sql.streaming.stateStore.statesnap.test.interruptMigrationAft
 # The value of each map, in v1 and v2: the widened map's value widens in the same deploy (one rewrite moves the entry
 # and converts its value).
 VALUES = {name: ("n int", "n bigint" if name == "widened" else "n int") for name in MAPS}
+# On 4.0 the stores commit changelogs (a snapshot at the first version only): the moves are replayed from the deletes
+# and puts the rewrite logged, as rocksdict reads them; 4.1 and 4.3 commit a snapshot per version.
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
+@pytest.fixture
+def checkpoint_mode(spark):
+    if MINOR == "4.0":
+        spark.conf.set(CHANGELOG, "true")
+    yield
+    spark.conf.unset(CHANGELOG)
 
 
 def specs(version: int) -> list[StateSpec]:
@@ -67,7 +78,7 @@ def map_families(checkpoint: str) -> dict:
 
 @pytest.mark.slow
 def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had_them(spark, tmp_path,
-                                                                                       registrations):
+                                                                                       registrations, checkpoint_mode):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     run(spark, source, checkpoint, BEFORE, 1)
     # `check` rehearses the deploy with the same decision: each map migrates; without its rules, the added field is
