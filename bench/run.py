@@ -362,8 +362,9 @@ def change_key_section(rows: list[dict]) -> list[str]:
     lines = ["## Change a key: statesnap's `change_key` beside repartition", "",
              "A stock streaming count by (g, r) (Spark's RocksDB provider, 2 partitions, 4 values of r per g) given "
              "the key g by `change_key` (every 4 entries merged by count's own merge, in the store being written: "
-             "each read back there and merged with the next), beside statesnap's and Spark's own repartition of the same checkpoint to 5 partitions (the same "
-             "entries read and written, no key changed): Spark has no key change to compare with. Each run on a "
+             "each read back there and merged with the next), beside statesnap's and Spark's own repartition of "
+             "the same checkpoint to 5 partitions (the same entries read and written, no key changed): Spark has no "
+             "key change to compare with. Each run on a "
              "fresh copy, alternating, after one uncounted warm-up round (best of the repeats; the whole call). "
              "Heap as for repartition.", "",
              "| entries | change_key (entries/s) | statesnap repartition (entries/s) | Spark repartition (entries/s) | "
