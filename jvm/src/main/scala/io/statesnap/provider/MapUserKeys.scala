@@ -14,8 +14,6 @@ import org.apache.spark.sql.types.StructType
  * entries of two old user keys that meet under one new key are refused by the rewrite (no merge of map entries yet).
  */
 private[provider] object MapUserKeys {
-  private val UserKey = "userKey"
-
   /** Whether the key of map state `current` changed in its user key alone, as recorded in `old`. */
   def onlyUserKeyChanged(old: StateSnapshotRecord, current: StateSnapshotRecord): Boolean =
     old.kind == StateKind.Map && current.kind == StateKind.Map &&
@@ -46,21 +44,13 @@ private[provider] object MapUserKeys {
   }
 
   private def problem(oldKey: StructType, newKey: StructType, reason: String, fix: String): SchemaProblem =
-    SchemaProblem(ProblemAt.Field(UserKey), ProblemSide.of(userKey(oldKey)), ProblemSide.of(userKey(newKey)), reason,
+    SchemaProblem(ProblemAt.Field("userKey"), ProblemSide.of(userKey(oldKey)), ProblemSide.of(userKey(newKey)), reason,
       fix)
 
-  private def userKey(key: StructType): StructType = parts(key).map(_._2).getOrElse(key)
+  private def userKey(key: StructType): StructType = MapStateKey.parts(key).map(_._2).getOrElse(key)
 
-  private def parts(record: StateSnapshotRecord): Option[(StructType, StructType)] = parts(schemaOf(record.keySnapshot))
-
-  /** A map's key `struct<key: struct, userKey: struct>` as its grouping key and user key. */
-  private def parts(key: StructType): Option[(StructType, StructType)] = key.fields match {
-    case Array(grouping, user) if user.name == UserKey => (grouping.dataType, user.dataType) match {
-      case (g: StructType, u: StructType) => Some((new StructType().add(grouping.copy(dataType = g)), u))
-      case _ => None
-    }
-    case _ => None
-  }
+  private def parts(record: StateSnapshotRecord): Option[(StructType, StructType)] =
+    MapStateKey.parts(schemaOf(record.keySnapshot))
 
   private def schemaOf(snapshot: StateSerializerSnapshot): StructType = StateDecision.schemaOf(snapshot)
 }

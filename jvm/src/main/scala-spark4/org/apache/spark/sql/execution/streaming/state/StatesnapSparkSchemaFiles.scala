@@ -3,11 +3,11 @@ package org.apache.spark.sql.execution.streaming.state
 import java.util.UUID
 
 import io.statesnap.CheckpointFile
-import io.statesnap.snapshot.StateKind
+import io.statesnap.snapshot.{MapStateKey, StateKind}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import io.statesnap.SparkClasses.CheckpointFileManager
-import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.sql.types.StructType
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -196,9 +196,8 @@ object StatesnapSparkSchemaFiles {
    */
   private def withFamily(schemas: List[StateStoreColFamilySchema], family: Family): List[StateStoreColFamilySchema] = {
     // A map state's key is the store's composite struct<key, userKey>; Spark's file also names the user key.
-    val userKey = (family.keySpec, family.keySchema.fields) match {
-      case (_: PrefixKeyScanStateEncoderSpec, Array(StructField("key", _: StructType, _, _),
-          StructField("userKey", u: StructType, _, _))) => Some(u)
+    val userKey = family.keySpec match {
+      case _: PrefixKeyScanStateEncoderSpec => MapStateKey.parts(family.keySchema).map(_._2)
       case _ => None
     }
     def sameValue(s: StateStoreColFamilySchema) =
