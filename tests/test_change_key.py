@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from apps import INPUT_SCHEMA, STOCK_PROVIDER, write_input
-from committed_state import latest_committed_version, partitions, read_store
+from committed_state import decode_row, latest_committed_version, partitions, read_store, state_row
 from minors import MINOR, PINNED
 import faults
 import statesnap
@@ -207,6 +207,137 @@ def test_a_key_change_it_cannot_decide_is_refused_naming_the_field_and_nothing_i
     before = files(checkpoint)
 
     result = tools.change_key(checkpoint, v2(spark, source), keys=keys, no_file_sink=True)
+
+    assert result.outcome == tools.Outcome.REFUSED, result.lines
+    assert says in result.lines[0] and "Nothing was changed" in result.lines[0], result.lines
+    assert files(checkpoint) == before
+
+
+# A key and the aggregates changed in one deploy: avg dropped, max, approx_count_distinct and collect_list new (max
+# inserted between the two kept, count and sum), the grouping column op removed.
+def by_id_and_op_with_avg(s, i):
+    return stream(s, i).groupBy("id", "op").agg(F.count("*").alias("n"), F.avg("value").alias("mean"),
+                                                 F.sum("value").alias("total"))
+
+
+def by_id_with_avg(s, i):
+    return stream(s, i).groupBy("id").agg(F.count("*").alias("n"), F.avg("value").alias("mean"),
+                                          F.sum("value").alias("total"))
+
+
+def by_id_with_new_aggregates(s, i):
+    return (stream(s, i).groupBy("id").agg(F.count("*").alias("n"), F.max("value").alias("high"),
+                                           F.sum("value").alias("total"), F.approx_count_distinct("op").alias("ops"),
+                                           F.collect_list("value").alias("vs"))
+            .select("id", "n", "high", "total", "ops", F.sort_array("vs").alias("vs")))
+
+
+# Version 2's buffers as Spark's state keeps them (in the order of the query's output, into which Spark's optimizer
+# collapses the select): count, max, sum, approx_count_distinct's 52 words (its default precision), collect_list's
+# serialized list.
+NEW_BUFFERS = "n bigint, high bigint, total bigint, " + ", ".join(f"w{i} bigint" for i in range(52)) + ", vs binary"
+
+
+def buffers(checkpoint: str) -> dict[bytes, tuple]:
+    """Key -> version 2's buffers of every committed entry, read by rocksdict and checked against their layout."""
+    return {key: decode_row(state_row(value), NEW_BUFFERS, f"key {key.hex()}")
+            for kept in stores(checkpoint).values() for key, value in kept.items()}
+
+
+def by_id(spark, query, source: str, checkpoint: str) -> dict[str, tuple]:
+    return {r[0]: tuple(r) for r in run_to_end(query(spark, source), checkpoint, "update")}
+
+
+def with_avg(spark):
+    """Version 1 of the aggregates-only change, for ``--previous-app`` (its input: STATESNAP_TEST_SOURCE)."""
+    return by_id_with_avg(spark, os.environ["STATESNAP_TEST_SOURCE"])
+
+
+def with_new_aggregates(spark):
+    return by_id_with_new_aggregates(spark, os.environ["STATESNAP_TEST_SOURCE"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider, key", [
+    pytest.param("statesnap", "changed", marks=pytest.mark.skipif(MINOR not in ("3.5", "4.1"), reason="sampled")),
+    pytest.param("statesnap", "kept", marks=pytest.mark.skipif(MINOR != "4.1", reason="sampled (CI time)")),
+    pytest.param("spark", "changed", marks=pytest.mark.skipif(MINOR != "4.3", reason="sampled (CI time)"))])
+def test_aggregates_changed_with_or_without_the_key_keep_every_kept_buffer_and_start_the_new_ones_at_the_deploy(
+        spark, on_provider, tmp_path, cli, monkeypatch, provider, key):
+    """Given the previous version's query, each aggregate the new version keeps keeps its buffer (merged under the new
+    key: equal to a control that grouped by it from the start), and each new one starts at the deploy, as if the
+    query had started then (equal to a control started at the deploy); the dropped one is gone. Read back from the
+    files and from the query's output over two batches, keys the batches touch and keys they leave alone. The key
+    kept: the same job through the command line (`--previous-app`), a deploy Spark and a restart would refuse."""
+    on_provider(STOCK_PROVIDER if provider == "spark" else statesnap.PROVIDER_CLASS,
+                lambda: aggregates_changed(spark, tmp_path, cli, monkeypatch, key == "changed"))
+
+
+def aggregates_changed(spark, tmp_path, cli, monkeypatch, key_changes: bool) -> None:
+    v1 = by_id_and_op_with_avg if key_changes else by_id_with_avg
+    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1,
+                                                                        by_id_with_new_aggregates)
+    fresh_source, fresh = str(tmp_path / "fresh-in"), str(tmp_path / "fresh")  # version 2 from the deploy on
+
+    if key_changes:
+        result = tools.change_key(changed, by_id_with_new_aggregates(spark, source), previous=v1(spark, source),
+                                  no_file_sink=True)
+        assert result.outcome == tools.Outcome.CHANGE, result.lines
+        said = "\n".join(result.lines)
+    else:
+        monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
+        code, said = cli("change-key", changed, "--app", "test_change_key:with_new_aggregates", "--previous-app",
+                         "test_change_key:with_avg", "--no-file-sink")
+        assert code == 3, said
+    for line in ("aggregate `count(1)`: kept", "aggregate `max(value)`: new, starts at the deploy",
+                 "aggregate `collect_list(value)`: new", "aggregate `avg(value)`: dropped"):
+        assert line in said, said
+    assert keys_by_partition(changed) == keys_by_partition(control)
+    migrated, full = buffers(changed), buffers(control)
+    initial = next(iter(migrated.values()))[3:]
+    for key, values in migrated.items():
+        assert (values[0], values[2]) == (full[key][0], full[key][2]), key  # count and sum: merged as Spark merges
+        assert values[3:] == initial and values[1] is None and not any(values[3:-1]), key  # the new: initial
+    for batch in after:
+        for each in (source, control_source, fresh_source):
+            write_input(each, batch)
+        got, whole = by_id(spark, by_id_with_new_aggregates, source, changed), \
+            by_id(spark, by_id_with_new_aggregates, control_source, control)
+        since = by_id(spark, by_id_with_new_aggregates, fresh_source, fresh)
+        assert got == {k: (k, whole[k][1], since[k][2], whole[k][3], since[k][4], since[k][5]) for k in whole}
+    migrated, full, started = buffers(changed), buffers(control), buffers(fresh)
+    for key, values in migrated.items():
+        assert (values[0], values[2]) == (full[key][0], full[key][2]), key
+        expected = (started[key][1], started[key][3:-1]) if key in started else (None, (0,) * 52)
+        assert (values[1], values[3:-1]) == expected, key  # max and approx_count_distinct's words
+    assert set(migrated) - set(started), "every key was touched after the deploy: the test needs some left alone"
+
+
+@ONLY_ON_PINNED
+@pytest.mark.parametrize("v2, previous, says", [
+    (lambda s, i: stream(s, i).groupBy("id").agg(F.count("*"), F.max("value")), None,
+     "Fix: give the previous version's query too (previous=, --previous-app)"),
+    (lambda s, i: stream(s, i).groupBy("id").agg(F.count("*"), F.max("value")),
+     lambda s, i: stream(s, i).groupBy("id", "op").count(),
+     "the previous version's query has a streaming aggregation by id, op (count), whose key (id STRING,op STRING) "
+     "is not the checkpoint's: give the query that wrote it"),
+    (lambda s, i: stream(s, i).groupBy("id").agg(F.count("*"), F.max("value")),
+     lambda s, i: stream(s, i).groupBy("id", "value").agg(F.sum("value")),
+     "the previous version's aggregates (sum) keep buffers sum BIGINT, and the state has count BIGINT"),
+    (lambda s, i: stream(s, i).groupBy("id").agg(F.count("*"), F.expr("max(value) FILTER (WHERE op = 'a')")),
+     lambda s, i: stream(s, i).groupBy("id", "value").count(),
+     "one has a FILTER clause, which the state's buffers do not say"),
+], ids=["no previous version", "a previous version of another key", "a previous version of other aggregates",
+        "an aggregate filtered"])
+def test_aggregates_changed_with_the_key_are_refused_unless_told_which_buffers_they_keep(spark, tmp_path, v2,
+                                                                                        previous, says):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    write_input(source, rounds()[0])
+    run(spark, lambda s, i: stream(s, i).groupBy("id", "value").count(), source, checkpoint)
+    before = files(checkpoint)
+
+    result = tools.change_key(checkpoint, v2(spark, source), previous=previous and previous(spark, source),
+                              no_file_sink=True)
 
     assert result.outcome == tools.Outcome.REFUSED, result.lines
     assert says in result.lines[0] and "Nothing was changed" in result.lines[0], result.lines

@@ -49,8 +49,9 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "change-key":
         from statesnap.checkpoint import spark_session
         with spark_session(session["conf"], session["master"]) as spark:
+            previous = _app(args.previous_app, "--previous-app")(spark) if args.previous_app else None
             return tools.change_key(args.checkpoint, _app(args.app)(spark), keys=dict(args.key),
-                                    merge=dict(args.merge), file_sink=args.file_sink,
+                                    merge=dict(args.merge), previous=previous, file_sink=args.file_sink,
                                     no_file_sink=args.no_file_sink, dry_run=args.dry_run)
     changes = {}
     for group in args.states:
@@ -65,16 +66,16 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
                          **session)
 
 
-def _app(app: str):
-    """The function ``module:function`` names, which builds the new version's streaming DataFrame from a session."""
+def _app(app: str, option: str = "--app"):
+    """The function ``module:function`` names, which builds a version's streaming DataFrame from a session."""
     module, _, function = app.partition(":")
     try:
         found = getattr(importlib.import_module(module), function) if module and function else None
     except (ImportError, AttributeError) as e:
-        raise tools.ToolError(f"--app {app}: {e}") from e
+        raise tools.ToolError(f"{option} {app}: {e}") from e
     if not callable(found):
-        raise tools.ToolError(f"--app {app}: name a function as module:function, which takes a SparkSession and "
-                              "returns the new version's streaming DataFrame")
+        raise tools.ToolError(f"{option} {app}: name a function as module:function, which takes a SparkSession and "
+                              "returns the version's streaming DataFrame")
     return found
 
 
@@ -215,6 +216,10 @@ def _parser() -> argparse.ArgumentParser:
     change_key.add_argument("--merge", action="append", default=[], metavar="FIELD=SQL", type=_conf,
                             help="group state: a field of the merged state of groups that meet under one key, a SQL "
                                  "expression over the two states a and b (repeatable; every field)")
+    change_key.add_argument("--previous-app", metavar="MODULE:FUNCTION",
+                            help="the function that builds the previous version's streaming DataFrame (the one that "
+                                 "wrote the checkpoint), where the new version changes an aggregation's functions too: "
+                                 "each keeps its buffer, or a new one starts at the deploy")
     _sink_arguments(change_key)
     change_key.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
     return parser

@@ -294,8 +294,8 @@ def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = 
 
 @_boundary("change-key")
 def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]] = None,
-               merge: Optional[Mapping[str, str]] = None, file_sink: Optional[str] = None, no_file_sink: bool = False,
-               dry_run: bool = False) -> ToolResult:
+               merge: Optional[Mapping[str, str]] = None, previous: Any = None, file_sink: Optional[str] = None,
+               no_file_sink: bool = False, dry_run: bool = False) -> ToolResult:
     """Changes the key of the stateful operators of a stopped query whose key the new version changes: ``query`` is
     the new version's streaming DataFrame (before ``writeStream``), the source of truth for each operator's new key
     and aggregate functions. Every entry gets its new key, in the partition where Spark looks for it, all in one
@@ -306,16 +306,21 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
     may be widened (int to bigint), never narrowed without one. A dedup keeps the keys it saw seen. Group state
     (applyInPandasWithState, (flat)MapGroupsWithState) has no merge of Spark's own: where groups meet under one new
     key, ``merge`` gives each field of the state as a SQL expression over the two states ``a`` and ``b``
-    (``{"n": "a.n + b.n"}``); without one such a change is refused. Name the query's sink: ``file_sink`` (its output
-    path) or ``no_file_sink=True``. Any other key change (joins, transformWithState) is refused, nothing written.
+    (``{"n": "a.n + b.n"}``); without one such a change is refused. Where the new version changes an aggregation's
+    functions too, give ``previous``, the streaming DataFrame of the version that wrote the checkpoint: each function
+    of the new version keeps the buffer of the same function (its SQL: ``sum(value)``), a new one starts at the deploy
+    from its initial value, as if the query had started then, a dropped one is dropped (with or without a key change).
+    Name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``. Any other key change (joins,
+    transformWithState) is refused, nothing written.
 
     Example: ``change_key("/checkpoints/usage", usage_by_user(spark), no_file_sink=True)``."""
-    if not hasattr(query, "_jdf") or not query.isStreaming:
-        raise ToolError(f"change_key takes the new version's streaming DataFrame, not {query!r}")
+    for version, given in (("new", query), ("previous", previous)):
+        if (given is not None or version == "new") and (not hasattr(given, "_jdf") or not given.isStreaming):
+            raise ToolError(f"change_key takes the {version} version's streaming DataFrame, not {given!r}")
     spark = query.sparkSession
     return _report("change-key", spark.sparkContext._jvm.io.statesnap.tools.Repartition.changeKey(
-        spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}), file_sink, no_file_sink,
-        dry_run))
+        spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
+        previous._jdf if previous is not None else None, file_sink, no_file_sink, dry_run))
 
 
 def _require_partitions(partitions: Optional[int]) -> None:

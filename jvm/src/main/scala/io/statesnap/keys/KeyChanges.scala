@@ -1,7 +1,7 @@
 package io.statesnap.keys
 
 import io.statesnap.evolution.{SqlExpressions, SqlSettings}
-import io.statesnap.keys.NewQueryOperators.Keyed
+import io.statesnap.keys.NewQueryOperators.{Aggregation, Keyed}
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression}
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
@@ -15,26 +15,31 @@ import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
  *    narrowing is refused unless given;
  *  - else refused: a new field needs a value for the old entries.
  * Old key fields the new key drops make entries meet under one key, merged by the operator's [[ValueMerge]] (a
- * streaming aggregation by its own functions, a dedup keeps the key seen). The value must keep its layout
- * ([[NewQueryOperators.Keyed.valueProblem]]: a key and the aggregates changed in one deploy is not yet supported).
+ * streaming aggregation by its own functions, a dedup keeps the key seen). The value keeps its layout
+ * ([[NewQueryOperators.Keyed.valueProblem]]), but for a streaming aggregation whose functions change in the same
+ * deploy, given the previous version's query: its buffers then by [[AggregateBuffers]] (kept, new from their initial
+ * values, dropped), which the previous version's plan must say as the state has them.
  */
 object KeyChanges {
   /**
    * @param expressions SQL expressions of new key fields, by field name
    * @param describe the operator, as the checkpoint knows it
-   * @return None where the key is unchanged and nothing is given
+   * @param previous the operator in the previous version's query, where one is given
+   * @return None where the key is unchanged, nothing is given and the values stay as they are
    */
   def decide(describe: String, oldKey: StructType, value: StructType, to: Keyed, expressions: Map[String, String],
-      settings: SqlSettings): Either[String, Option[KeyChange]] = {
-    // Recorded nullable: Spark accepts a key recorded nullable for one that is not, and some minors (4.3) record
-    // every key field nullable whatever the plan says.
+      settings: SqlSettings, previous: Option[Keyed]): Either[String, Option[KeyChange]] = {
+    // Recorded nullable (the key, and new values): Spark accepts a field recorded nullable for one that is not, and
+    // some minors (4.3) record every state field nullable whatever the plan says.
     val newKey = nullable(to.key)
     val where = s"$describe, key (${oldKey.toDDL}) -> (${newKey.toDDL})"
     val unknown = expressions.keys.filterNot(newKey.fieldNames.contains).toSeq.sorted
     if (unknown.nonEmpty) return Left(s"$where: an expression is given for ${unknown.mkString(", ")}, which the new " +
       s"key does not have")
-    if (sameLayout(oldKey, newKey) && expressions.isEmpty) return Right(None)
-    to.valueProblem(value).foreach(why => return Left(s"$where: $why"))
+    val keyStays = sameLayout(oldKey, newKey) && expressions.isEmpty
+    if (keyStays && previous.isEmpty) return Right(None)
+    val buffers = valueChange(oldKey, value, to, previous).fold(why => return Left(s"$where: $why"), identity)
+    if (keyStays && buffers.isEmpty) return Right(None)
     val input = StructType(oldKey ++ value)
     val fields = newKey.fields.toSeq.map { field =>
       val to = s"key field `${field.name}` ${field.dataType.sql}"
@@ -68,8 +73,35 @@ object KeyChanges {
     fields.collectFirst { case Left(why) => why }.toLeft {
       val kept = fields.collect { case Right((e, said)) => (e, said) }
       Some(KeyChange(oldKey, value, newKey, kept.map(_._1), to.merge, kept.map(_._2) ++ dropped.map(d =>
-        s"key field `$d` dropped: the entries that then meet under one key merged (${to.merge.describe})")))
+        s"key field `$d` dropped: the entries that then meet under one key merged (${to.merge.describe})") ++
+        buffers.toSeq.flatMap(_.says), buffers.fold(value)(b => nullable(b.now.bufferSchema)), buffers))
     }
+  }
+
+  /**
+   * How the values the state has (`value`) become those of `to`: as they are (None), or a streaming aggregation's
+   * buffers by its functions' change from `previous`, whose key and buffers must be the checkpoint's.
+   */
+  private def valueChange(oldKey: StructType, value: StructType, to: Keyed,
+      previous: Option[Keyed]): Either[String, Option[AggregateBuffers]] = (to, previous) match {
+    case (_, Some(before)) if !sameLayout(before.key, oldKey) => Left(s"the previous version's query has a " +
+      s"${before.describe}, whose key (${before.key.toDDL}) is not the checkpoint's: give the query that wrote it")
+    case (now: Aggregation, Some(before: Aggregation)) =>
+      if (!sameLayout(before.merge.bufferSchema, value)) Left(s"the previous version's aggregates (" +
+        s"${before.merge.describe}) keep buffers ${before.merge.bufferSchema.toDDL}, and the state has " +
+        s"${value.toDDL}: give the query that wrote it")
+      else {
+        val buffers = AggregateBuffers(before.merge, now.merge)
+        if (buffers.unchanged) now.valueProblem(value).toLeft(None)
+        else if (before.filtered || now.filtered) Left("its aggregate functions change, and one has a FILTER " +
+          "clause, which the state's buffers do not say: deploy the key change with the aggregates as they were, " +
+          "then the aggregates")
+        else if (now.stateFormatVersion != 2) now.valueProblem(value).toLeft(None)
+        else Right(Some(buffers))
+      }
+    case (now, Some(before)) if now.getClass != before.getClass => Left(s"the previous version's query has a " +
+      s"${before.describe} there, and the new one a ${now.describe}: not the same operator")
+    case _ => to.valueProblem(value).toLeft(None)
   }
 
   /** `e` as `to`: itself, or cast where Spark's up-cast allows (no value lost), else None. */

@@ -32,17 +32,19 @@ object NewQueryOperators {
 
   /**
    * A streaming aggregation: its grouping key, and the merge of its aggregate functions, whose buffers its state
-   * keeps as the value (state format 2; format 1 repeats the key in the value).
+   * keeps as the value (state format 2; format 1 repeats the key in the value); `filtered`: one of them has a FILTER
+   * clause (applied before the state, which its buffer does not say).
    */
-  final case class Aggregation(key: StructType, merge: AggregateMerge, stateFormatVersion: Int) extends Keyed {
+  final case class Aggregation(key: StructType, merge: AggregateMerge, stateFormatVersion: Int, filtered: Boolean)
+      extends Keyed {
     override def describe: String = s"streaming aggregation by ${key.fieldNames.mkString(", ")} (${merge.describe})"
     override def valueProblem(value: StructType): Option[String] =
       if (stateFormatVersion != 2) Some(s"its state is of format $stateFormatVersion " +
         "(spark.sql.streaming.aggregation.stateFormatVersion), whose value repeats the key: only format 2 changes key")
       else Option.when(value.map(_.dataType) != merge.bufferSchema.map(_.dataType))(s"the new version's aggregates " +
-        s"(${merge.describe}) keep buffers ${merge.bufferSchema.toDDL}, and the state has ${value.toDDL}: a key and " +
-        "the aggregates changed in one deploy are not yet supported. Fix: deploy the key change with the aggregates " +
-        "as they were, then the aggregates")
+        s"(${merge.describe}) keep buffers ${merge.bufferSchema.toDDL}, and the state has ${value.toDDL}. Fix: " +
+        "give the previous version's query too (previous=, --previous-app), so that each aggregate keeps its buffer " +
+        "or starts at the deploy")
   }
 
   /** dropDuplicates (`withinWatermark`: dropDuplicatesWithinWatermark): its columns, and what its value holds. */
@@ -86,7 +88,8 @@ object NewQueryOperators {
     planned.collect { case writer: SparkClasses.StateStoreWriter => writer }.map {
       case save: SparkClasses.StateStoreSaveExec => save.child match {
         case aggregate: BaseAggregateExec => Aggregation(schema(save.keyExpressions),
-          AggregateMerge(aggregate.aggregateExpressions.map(_.aggregateFunction)), save.stateFormatVersion)
+          AggregateMerge(aggregate.aggregateExpressions.map(_.aggregateFunction)), save.stateFormatVersion,
+          aggregate.collect { case a: BaseAggregateExec => a.aggregateExpressions }.flatten.exists(_.filter.isDefined))
         case other => Other(s"streaming aggregation over ${other.nodeName}")
       }
       // Their values as Spark's operators keep them (`schemaForValueRow`, which Scala keeps protected).

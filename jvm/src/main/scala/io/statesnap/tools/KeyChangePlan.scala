@@ -15,18 +15,26 @@ private[tools] object KeyChangePlan {
    * @param keys SQL expressions of new key fields, by name, for the operators whose new key has the field
    * @param merge the merge of the group states that meet under one new key: a SQL expression over the two states (a
    *   and b) by field of the state
+   * @param previous the previous version's query (the one that wrote the checkpoint), for a deploy that changes a
+   *   streaming aggregation's functions too: which buffers each new function keeps
    */
   def apply(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
-      keys: Map[String, String], merge: Map[String, String]): RepartitionPlan = {
+      keys: Map[String, String], merge: Map[String, String],
+      previous: Option[SparkClasses.Dataset[_]]): RepartitionPlan = {
     import checkpoint.refuse
-    val operators = NewQueryOperators.of(query)
-    if (operators.size != plan.operators.size) refuse(s"the new version's query has ${operators.size} stateful " +
-      s"operators (${operators.map(_.describe).mkString("; ")}) and the checkpoint ${plan.operators.size}: Spark " +
-      "itself refuses an operator added or removed, since it numbers them by position")
+    def of(version: String, query: SparkClasses.Dataset[_]) = {
+      val operators = NewQueryOperators.of(query)
+      if (operators.size != plan.operators.size) refuse(s"the $version query has ${operators.size} stateful " +
+        s"operators (${operators.map(_.describe).mkString("; ")}) and the checkpoint ${plan.operators.size}: Spark " +
+        "itself refuses an operator added or removed, since it numbers them by position")
+      operators
+    }
+    val operators = of("new version's", query)
+    val before = previous.map(of("previous version's", _))
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
-    val changed = plan.operators.zip(operators).map {
-      case (old, keyed: Keyed) =>
+    val changed = plan.operators.zip(operators).zipWithIndex.map {
+      case ((old, keyed: Keyed), i) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
           case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${keyed.describe} in the " +
@@ -39,11 +47,12 @@ private[tools] object KeyChangePlan {
         }
         val ofThisKey = keys.filter { case (field, _) => now.key.fieldNames.contains(field) }
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
-          layout.valueSchema, now, ofThisKey, settings).fold(refuse, identity)
+          layout.valueSchema, now, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k })
+          .fold(refuse, identity)
         if (change.nonEmpty && old.keyless) refuse(s"operator ${old.id} (${old.describe}) has no key in the " +
           "checkpoint (a global aggregation, on one partition): it cannot gain one")
         old.copy(keyChange = change)
-      case (old, Other(_)) => old
+      case ((old, Other(_)), _) => old
     }
     if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge]))) refuse("a " +
       "merge is given, and no group state's key changes in the new version's query (an aggregation merges by its " +

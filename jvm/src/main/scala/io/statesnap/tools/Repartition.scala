@@ -87,15 +87,16 @@ object Repartition {
    * `change_key`: the key of each stateful operator whose key the new version's query (`query`, its streaming
    * DataFrame) changes, every entry given its new key by [[KeyChangePlan]] (`keys`: SQL expressions of new key
    * fields), in the partition Spark's partitioning of the new key reads, entries meeting under one key merged by the
-   * query's own aggregate functions (a dedup: kept seen; group state: by `merge`, SQL by field of the state); statesnap's records and Spark's schema file say the new key from the appended
-   * batch's version on.
+   * query's own aggregate functions (a dedup: kept seen; group state: by `merge`, SQL by field of the state), a
+   * streaming aggregation's buffers changed with its functions where the `previous` version's query (or null) is
+   * given; statesnap's records and Spark's schema file say the new key and values from the appended batch's version on.
    */
   def changeKey(spark: SparkSession, location: String, query: SparkClasses.Dataset[_],
-      keys: java.util.Map[String, String], merge: java.util.Map[String, String], fileSink: String,
-      noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+      keys: java.util.Map[String, String], merge: java.util.Map[String, String], previous: SparkClasses.Dataset[_],
+      fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
     def scala(m: java.util.Map[String, String]) = Option(m).fold(Map.empty[String, String])(_.asScala.toMap)
     move(spark, location, ChangeKey, None, fileSink, noFileSink, dryRun,
-      KeyChangePlan(_, _, query, scala(keys), scala(merge)))
+      KeyChangePlan(_, _, query, scala(keys), scala(merge), Option(previous)))
   }
 
   /** Whether the latest batch of `checkpoint` is one of `verb` ([[Adopt]], [[ReleaseToDefault]]) not finished. */
@@ -235,8 +236,8 @@ object Repartition {
 
   /**
    * For each operator whose key changes: statesnap's record in force of each store (where statesnap keeps one) and
-   * Spark's schema file of the operator say the new key from the version the job writes on (the old ones stay in
-   * force for the versions before it, and in the record's history; Spark's file's old content kept by
+   * Spark's schema file of the operator say the new key (and values) from the version the job writes on (the old ones
+   * stay in force for the versions before it, and in the record's history; Spark's file's old content kept by
    * [[SparkSchemaFileHistory]]); removed by [[rollBack]] with the batch.
    */
   private def recordNewKeys(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
@@ -248,12 +249,14 @@ object Repartition {
         val dir = OperatorRecordFiles.dir(root, p, store.name)
         OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, p, store.name), version - 1)
           .map(OperatorRecordFiles.read(checkpoint.fs, _)).foreach { record =>
+            val values = if (change.buffers.isEmpty) record.valueSnapshot
+              else new RowSchemaSnapshot().configure(change.newValue)
             checkpoint.write(OperatorRecordFiles.file(dir, version), record.succeededBy(record.copy(keySnapshot =
-              new RowSchemaSnapshot().configure(change.newKey), recordedAtVersion = version,
+              new RowSchemaSnapshot().configure(change.newKey), valueSnapshot = values, recordedAtVersion = version,
               recordedAtMillis = System.currentTimeMillis())).toBytes)
           }
       }
-      SparkSchemaFileHistory.update(StateStoreId(stateRoot, o.id, 0, store.name), change.newKey, change.value,
+      SparkSchemaFileHistory.update(StateStoreId(stateRoot, o.id, 0, store.name), change.newKey, change.newValue,
         version, checkpoint.hadoopConf)
     }
   }

@@ -134,9 +134,10 @@ private[tools] object RepartitionJob {
       change: KeyChange): Entry => Iterator[(Int, Entry)] = {
     val checked = targetsOf(o, store, p, from, from)
     val old = StatesnapStoreFiles.rocksDBCodec(change.oldKey, change.value, 0)
-    val now = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.value, 0)
+    val now = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.newValue, 0)
     val values = new UnsafeRowLayout(change.value)
     val rekey = change.newRekey()
+    val convert = change.newConverter()
     val placement = new KeyPlacement(change.newKey, PartitionKey.WholeKey, to)
     entry => {
       checked(entry)
@@ -145,7 +146,8 @@ private[tools] object RepartitionJob {
         throw new IllegalStateException(s"operator ${o.id} partition $p store '${store.name}': a value is not of " +
           s"the layout ${change.value.simpleString} Spark's schema file records: $why"))
       val key = rekey(old.decodeKey(entry.key), value)
-      Iterator.single(placement.partition(key) -> Entry(entry.family, now.encodeKey(key), entry.value))
+      val written = convert.fold(entry.value)(c => now.encodeValue(c(value)))
+      Iterator.single(placement.partition(key) -> Entry(entry.family, now.encodeKey(key), written))
     }
   }
 
@@ -191,7 +193,7 @@ private[tools] object RepartitionJob {
    * under one key meet. @return the keys written
    */
   private def writeMerging(opened: StatesnapOfflineStore.Writer, entries: Iterator[Entry], change: KeyChange): Long = {
-    val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.value, 0)
+    val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.newValue, 0)
     val merge = change.merge.newMerger()
     var written = 0L
     entries.foreach { entry =>

@@ -83,7 +83,8 @@ object RepartitionPlan {
 
   /** `store` (of one family) as a key change writes it: its entries' key in the new layout. */
   def rekeyed(store: Store, change: KeyChange): Store =
-    store.copy(families = store.families.map(f => f.copy(layout = f.layout.copy(keySchema = change.newKey))))
+    store.copy(families = store.families.map(f => f.copy(layout = f.layout.copy(keySchema = change.newKey,
+      valueSchema = change.newValue))))
 
   /** Where the entries of a family go among the new layout's partitions. */
   sealed trait Placement

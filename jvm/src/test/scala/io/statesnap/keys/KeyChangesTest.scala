@@ -5,7 +5,7 @@ import io.statesnap.keys.NewQueryOperators.{Aggregation, Deduplication, GroupSta
 import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Literal, UnsafeProjection}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{Count, Max, Sum}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateFunction, Count, Max, Sum}
 import org.apache.spark.sql.types.{DataType, LongType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 import org.junit.Assert._
@@ -21,10 +21,11 @@ class KeyChangesTest {
   private val functions = Seq(Count(Seq(Literal(1))), value)
   private val buffers = AggregateMerge(functions).bufferSchema
 
-  private def byKey(ddl: String) = Aggregation(StructType.fromDDL(ddl), AggregateMerge(functions), 2)
+  private def byKey(ddl: String, aggregates: Seq[AggregateFunction] = functions) =
+    Aggregation(StructType.fromDDL(ddl), AggregateMerge(aggregates), 2, filtered = false)
 
   private def decide(oldKey: String, newKey: String, expressions: Map[String, String] = Map.empty) =
-    KeyChanges.decide("operator 0", StructType.fromDDL(oldKey), buffers, byKey(newKey), expressions, settings)
+    KeyChanges.decide("operator 0", StructType.fromDDL(oldKey), buffers, byKey(newKey), expressions, settings, None)
 
   private def refusal(decided: Either[String, Option[KeyChange]]): String = decided match {
     case Left(why) => why
@@ -78,19 +79,35 @@ class KeyChangesTest {
     assertTrue(unresolved, unresolved.contains("the expression given for key field `n` INT, `nope + 1`"))
   }
 
-  @Test def aKeyAndItsAggregatesChangedInOneDeployAreRefused(): Unit = {
-    val more = Aggregation(StructType.fromDDL("id STRING"),
-      AggregateMerge(functions :+ Max(AttributeReference("value", LongType)())), 2)
+  @Test def aggregatesChangedWithTheKeyAreRefusedWithoutThePreviousVersion(): Unit = {
+    val more = byKey("id STRING", functions :+ Max(AttributeReference("value", LongType)()))
     val why = refusal(KeyChanges.decide("operator 0", StructType.fromDDL("id STRING, op STRING"), buffers, more,
-      Map.empty, settings))
-    assertTrue(why, why.contains("a key and the aggregates changed in one deploy are not yet supported"))
+      Map.empty, settings, None))
+    assertTrue(why, why.contains("Fix: give the previous version's query too (previous=, --previous-app)"))
+  }
+
+  @Test def eachAggregateKeepsTheBufferOfItsOwnFunctionOrStartsFromItsInitialValue(): Unit = {
+    // count(1), sum(value) -> sum(value), max(value), count(1): two bigints each, only the functions tell them apart.
+    val max = Max(AttributeReference("value", LongType)())
+    val change = KeyChanges.decide("operator 0", StructType.fromDDL("id STRING, op STRING"), buffers,
+      byKey("id STRING", Seq(value, max, functions.head)), Map.empty, settings, Some(byKey("id STRING, op STRING")))
+      .toOption.flatten.get
+    assertEquals(StructType.fromDDL("sum BIGINT, max BIGINT, count BIGINT").map(_.dataType),
+      change.newValue.map(_.dataType))
+    val converted = change.newConverter().get(InternalRow(3L, 5L))
+    assertEquals(Seq(5L, null, 3L), converted.toSeq(change.newValue))
+    assertTrue(change.says.mkString, change.says.contains("aggregate `max(value)`: new, starts at the deploy (its " +
+      "initial value)") && change.says.contains("aggregate `count(1)`: kept"))
+    val unchanged = KeyChanges.decide("operator 0", StructType.fromDDL("id STRING"), buffers, byKey("id STRING"),
+      Map.empty, settings, Some(byKey("id STRING")))
+    assertEquals("the same key and functions: nothing to change", Right(None), unchanged)
   }
 
   @Test def aDedupKeepsItsValueUnderTheNewKey(): Unit = {
     val within = Deduplication(StructType.fromDDL("id STRING"), StructType.fromDDL("expiresAtMicros BIGINT"),
       withinWatermark = true)
     val change = KeyChanges.decide("operator 0", StructType.fromDDL("id STRING, op STRING"),
-      StructType.fromDDL("expiresAtMicros BIGINT"), within, Map.empty, settings).toOption.flatten.get
+      StructType.fromDDL("expiresAtMicros BIGINT"), within, Map.empty, settings, None).toOption.flatten.get
     assertEquals(LatestExpiry, change.merge)
     val expiry = UnsafeProjection.create(Array[DataType](LongType))
     assertEquals(9L, change.merge.newMerger()(expiry(InternalRow(4L)).copy(), expiry(InternalRow(9L))).getLong(0))
@@ -99,11 +116,11 @@ class KeyChangesTest {
   @Test def groupStatesMeetOnlyWithARegisteredMerge(): Unit = {
     val value = GroupStateSnapshot.wrap(StructType.fromDDL("n BIGINT"), withTimeout = true)
     val why = refusal(KeyChanges.decide("operator 0", StructType.fromDDL("id STRING, op STRING"), value,
-      GroupState(StructType.fromDDL("id STRING")), Map.empty, settings))
+      GroupState(StructType.fromDDL("id STRING")), Map.empty, settings, None))
     assertTrue(why, why.contains("`op` meet under one new key") && why.contains("merge={"))
     val merge = GroupStateMerge.of(value, Map("n" -> "a.n + b.n"), settings).toOption.get
     val widened = KeyChanges.decide("operator 0", StructType.fromDDL("id INT"), value,
-      GroupState(StructType.fromDDL("id BIGINT")), Map.empty, settings)
+      GroupState(StructType.fromDDL("id BIGINT")), Map.empty, settings, None)
     assertEquals("a widened key meets no other: no merge needed", NoneMeet, widened.toOption.flatten.get.merge)
 
     // The states merged by the registered SQL; the latest timeout kept; a group without a state takes the other's.
