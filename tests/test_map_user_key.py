@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Optional
 
 import pytest
 from pyspark.errors import StreamingQueryException
@@ -32,7 +33,12 @@ MAPS = {
     "widened": ("k int", lambda v: {(v % 3,): (v,)}, "k bigint", lambda v: {(v % 3,): (v,)}, None),
     "dropped": ("k string, device string", lambda v: {(f"u{v % 3}", "web"): (v,)},
                 "k string", lambda v: {(f"u{v % 3}",): (v,)}, None),
+    # Two entries per user key meet under one when the device is dropped: merged by the registered merge, the
+    # greatest, which is what the control (one entry per user key, set to v + 1) holds.
+    "merged": ("k string, device string", lambda v: {(f"u{v % 3}", "web"): (v,), (f"u{v % 3}", "app"): (v + 1,)},
+               "k string", lambda v: {(f"u{v % 3}",): (v + 1,)}, None),
 }
+MERGES = {"merged": {"n": "greatest(a.n, b.n)"}}
 BEFORE = [[(f"id{i}", i, "set") for i in range(8)], [(f"id{i}", 10 + i, "set") for i in range(0, 8, 2)]]
 # The deploy's batch writes some ids (their migrated entries read, then written under the new key) and leaves the
 # rest; the batch after it reads every id.
@@ -60,14 +66,18 @@ def specs(version: int) -> list[StateSpec]:
                   user_key_schema=m[0] if version == 1 else m[2]) for name, m in MAPS.items()]
 
 
-def run(spark, source: str, checkpoint: str, batches: list, version: int) -> dict:
-    """Runs `version` once per batch (an empty one: on the input already written); what each id read, in order."""
+def run(spark, source: str, checkpoint: str, batches: list, version: int, rows: Optional[list] = None) -> dict:
+    """Runs `version` once per batch (an empty one: on the input already written); what each id read, in order.
+    `rows` gets the number of rows Spark counts in the state after each batch."""
     seen: dict = {}
     for batch in batches:
         if batch:
             write_input(source, batch)
-        for id_, reads in run_app(spark, source, checkpoint, specs(version)).seen.items():
+        result = run_app(spark, source, checkpoint, specs(version))
+        for id_, reads in result.seen.items():
             seen.setdefault(id_, []).extend(reads)
+        if rows is not None:
+            rows.append(result.progress[-1]["stateOperators"][0]["numRowsTotal"])
     return seen
 
 
@@ -80,6 +90,7 @@ def map_families(checkpoint: str) -> dict:
 def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had_them(spark, tmp_path,
                                                                                        registrations, checkpoint_mode):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    rows, control_rows = [], []
     run(spark, source, checkpoint, BEFORE, 1)
     # `check` rehearses the deploy with the same decision: each map migrates; without its rules, the added field is
     # refused, naming the registration.
@@ -91,8 +102,9 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
     assert unruled.exit_code == 4 and "map_key=statesnap.RowSnapshot(" in "\n".join(unruled.lines), unruled.lines
     if TWS_ONLINE:
         for name, m in MAPS.items():
-            if m[4] is not None:
-                statesnap.register_snapshot(spark, name, map_key=m[4], checkpoint=checkpoint)
+            if m[4] is not None or name in MERGES:
+                statesnap.register_snapshot(spark, name, map_key=m[4], merge=MERGES.get(name),
+                                            checkpoint=checkpoint)
         # The deploy's first attempt stops inside the move (each partition after 3 entries): nothing is committed,
         # and the next attempt moves every entry from the committed version.
         write_input(source, AFTER[0])
@@ -104,14 +116,17 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
         finally:
             spark.conf.unset(INTERRUPT)
         assert map_families(checkpoint) == before
-        after = run(spark, source, checkpoint, [[]] + AFTER[1:], 2)
+        after = run(spark, source, checkpoint, [[]] + AFTER[1:], 2, rows)
     else:  # the query stopped, every map's user key changes in one appended batch (its own crash tests: migrate's)
-        result = tools.migrate(checkpoint, {name: tools.StateChange(VALUES[name][1], user_key=m[2], map_key=m[4])
+        result = tools.migrate(checkpoint, {name: tools.StateChange(VALUES[name][1], user_key=m[2], map_key=m[4],
+                                                                    merge=MERGES.get(name))
                                             for name, m in MAPS.items()}, no_file_sink=True)
-        assert result.exit_code == 3 and "rewrote 48 entries" in "\n".join(result.lines), result.lines
-        after = run(spark, source, checkpoint, AFTER, 2)
+        assert result.exit_code == 3 and "rewrote 72 entries" in "\n".join(result.lines), result.lines
+        after = run(spark, source, checkpoint, AFTER, 2, rows)
     control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
-    expected = run(spark, control_source, control, BEFORE + AFTER, 2)
+    expected = run(spark, control_source, control, BEFORE + AFTER, 2, control_rows)
+    # Spark's count of the state's rows: each merge removed one, as Spark's own remove counts it.
+    assert rows[-1] == control_rows[-1], (rows, control_rows)
     # What the app reads from the deploy's batch on: the ids it writes (read first) and the ones it leaves alone.
     assert after == {id_: reads[-len(after[id_]):] for id_, reads in expected.items()}
     assert len(after["id0"]) == 2 and after["id7"][0]["appended"] == {'["u1", "web"]': [7]}
@@ -135,6 +150,20 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
 
 
 @pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")
+def test_migrate_refuses_a_merge_that_does_not_fit_the_maps_values_and_changes_nothing(spark, tmp_path, cli):
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    write_input(source, BEFORE[0])
+    run_app(spark, source, checkpoint, specs(1))
+    before = {str(p): p.read_bytes() for p in sorted(tmp_path.joinpath("ck").rglob("*")) if p.is_file()}
+
+    code, out = cli("migrate", checkpoint, "--state", "merged", "--schema", "n int", "--user-key", "k string",
+                    "--merge", '{"count": "a.n + b.n"}', "--no-file-sink")
+
+    assert code == 4 and "a merge is given for count, which the map 'merged' (n INT) does not have" in out, out
+    assert {str(p): p.read_bytes() for p in sorted(tmp_path.joinpath("ck").rglob("*")) if p.is_file()} == before
+
+
+@pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")
 def test_migrate_refuses_an_added_user_key_field_without_a_value_and_changes_nothing(spark, tmp_path):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     write_input(source, BEFORE[0])
@@ -149,7 +178,7 @@ def test_migrate_refuses_an_added_user_key_field_without_a_value_and_changes_not
 
 
 def refused(spark, tmp_path, v1_key: str, v1_entries, v2_key: str, registered=None, ttl_ms=None,
-            confs: dict = {}) -> str:
+            confs: dict = {}, merge=None) -> str:
     """v1 of one map state runs a batch (under `confs`); v2 with another user key is refused: its message, once v1
     has been restarted on the same checkpoint and read exactly what it wrote (nothing of v2 was committed)."""
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
@@ -167,8 +196,8 @@ def refused(spark, tmp_path, v1_key: str, v1_entries, v2_key: str, registered=No
         return read_state(checkpoint, "prefs", "id string", "n int", kind="map", user_key_schema=v1_key) \
             if ttl_ms is None and not confs else None
     versions, state = committed_versions(checkpoint), committed()
-    if registered is not None:
-        statesnap.register_snapshot(spark, "prefs", map_key=registered, checkpoint=checkpoint)
+    if registered is not None or merge is not None:
+        statesnap.register_snapshot(spark, "prefs", map_key=registered, merge=merge, checkpoint=checkpoint)
     write_input(source, [("id0", 9, "set")])
     with pytest.raises(statesnap.StateSchemaError) as error:
         with statesnap.refusals():
@@ -198,7 +227,20 @@ def test_user_keys_that_would_meet_after_a_drop_are_refused_naming_the_entry(spa
     assert message.startswith("[STATESNAP_MIGRATION_FAILED] state 'prefs'"), message
     moved = r"the entry with key \[\[(id\d)\],\[u,(d\d|x)\]\] would move to key \[\[\1\],\[u\]\], which another entry"
     assert re.search(moved, message), message
-    assert "Fix: keep the user key fields" in message, message
+    assert "Fix: register one, statesnap.register_snapshot(spark, 'prefs', merge={'<field>'" in message, message
+
+
+@ONLINE
+@pytest.mark.parametrize("merge, says", [
+    ({"count": "a.n + b.n"}, "a merge is given for count, which the map 'prefs' (n INT) does not have"),
+    ({"n": "concat(a.n, b.n)"}, "the merge of map 'prefs' field `n` INT, `concat(a.n, b.n)`, is STRING: cast it"),
+], ids=["a field the value lacks", "another type"])
+def test_a_merge_that_does_not_fit_the_maps_values_is_refused_before_any_entry_moves(spark, tmp_path, registrations,
+                                                                                     merge, says):
+    message = refused(spark, tmp_path, "k string, device string", lambda v: {("u", f"d{v}"): (v,)}, "k string",
+                      merge=merge)
+    assert message.startswith("[STATESNAP_INVALID_SNAPSHOT_DEFINITION] the merge registered for map state 'prefs'")
+    assert says in message, message
 
 
 @ONLINE

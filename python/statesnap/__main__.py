@@ -58,7 +58,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
         if "schema" not in group:
             raise tools.ToolError(f"--state {group['state']} needs its --schema")
         changes[group["state"]] = tools.StateChange(group["schema"], _snapshot(group.get("snapshot")),
-                                                    group.get("user_key"), _snapshot(group.get("map_key"), "--map-key"))
+                                                    group.get("user_key"), _snapshot(group.get("map_key"), "--map-key"),
+                                                    _merge(group.get("merge")))
     if len(changes) != len(args.states):
         raise tools.ToolError("each --state once: give each state's schema once")
     return tools.migrate(args.checkpoint, changes, file_sink=args.file_sink, no_file_sink=args.no_file_sink,
@@ -77,6 +78,19 @@ def _app(app: str, option: str = "--app"):
         raise tools.ToolError(f"{option} {app}: name a function as module:function, which takes a SparkSession and "
                               "returns the version's streaming DataFrame")
     return found
+
+
+def _merge(merge_json: Optional[str]) -> Optional[dict]:
+    """The merge a ``--merge`` JSON object gives, a SQL expression by field (None without one)."""
+    if not merge_json:
+        return None
+    try:
+        merge = json.loads(merge_json)
+    except ValueError as e:
+        raise tools.ToolError(f"--merge {merge_json}: {e}") from None
+    if not isinstance(merge, dict) or not all(isinstance(v, str) for v in merge.values()):
+        raise tools.ToolError(f"--merge {merge_json}: give a JSON object of SQL by field, '{{\"n\": \"a.n + b.n\"}}'")
+    return merge
 
 
 def _snapshot(snapshot_json: Optional[str], option: str = "--snapshot") -> Optional[RowSnapshot]:
@@ -182,6 +196,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="the RowSnapshot the new version registers as the map's key (map_key=), as JSON "
                               "(as --snapshot), its paths under userKey: '{\"version\": 2, \"defaults\": "
                               "{\"userKey.device\": \"0\"}}'")
+    migrate.add_argument("--merge", action=_StateGroup, dest="states",
+                         help="for a map whose entries meet under one new user key (a field dropped), the merge of "
+                              "their values as JSON, a SQL expression over the two values a and b by field of the "
+                              "value: '{\"n\": \"a.n + b.n\"}' (merge= of register_snapshot)")
     migrate.add_argument("--compatibility", choices=[m.value for m in Compatibility],
                          help="the compatibility mode the new version sets for the query")
     _sql_conf_argument(migrate)

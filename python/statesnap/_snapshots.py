@@ -115,8 +115,8 @@ class ScalaSnapshot:
 
 def register_snapshot(spark: SparkSession, state_name: str,
                       snapshot: Optional[Union[RowSnapshot, ScalaSnapshot]] = None, *,
-                      map_key: Optional[RowSnapshot] = None, checkpoint: Optional[str] = None,
-                      query_name: Optional[str] = None) -> None:
+                      map_key: Optional[RowSnapshot] = None, merge: Optional[Mapping[str, str]] = None,
+                      checkpoint: Optional[str] = None, query_name: Optional[str] = None) -> None:
     """Attach ``snapshot`` to the state ``state_name`` of one query: the one on ``checkpoint`` (its
     ``checkpointLocation``) or the one named ``query_name`` (``queryName``). Exactly one of them.
 
@@ -127,8 +127,10 @@ def register_snapshot(spark: SparkSession, state_name: str,
     ``map_key`` says how a map state's user key evolves: its rules are over the map's key ``struct<key, userKey>``
     (the grouping key, which never changes, then the user key), paths under ``userKey``:
     ``RowSnapshot(version=2, defaults={"userKey.device": "'web'"})``, derived SQL over the old key
-    (``"upper(userKey.city)"``, ``"key.value"``). An added user key field needs a value; entries that would meet
-    under one new key are refused. ``snapshot`` and ``map_key`` can be registered together or apart.
+    (``"upper(userKey.city)"``, ``"key.value"``). An added user key field needs a value. Entries that meet under
+    one new key (a user key field dropped) are merged by ``merge``, each field of the map's value a SQL expression
+    over the two values ``a`` and ``b`` (``{"n": "a.n + b.n"}``), the one moved there first as ``a``; without one
+    they are refused. ``map_key`` and ``merge`` are registered together (each replaces both); ``snapshot`` apart.
 
     The JVM validates the definition with the code executors run and raises :class:`SnapshotDefinitionError`
     naming the state and field. What is registered reaches the query when it starts (so register before
@@ -137,8 +139,11 @@ def register_snapshot(spark: SparkSession, state_name: str,
     """
     if not isinstance(state_name, str) or not state_name:
         raise TypeError(f"state_name must be a non-empty str, not {state_name!r}")
-    if snapshot is None and map_key is None:
-        raise TypeError("register a snapshot, a map_key, or both")
+    if snapshot is None and map_key is None and merge is None:
+        raise TypeError("register a snapshot, a map_key or a merge")
+    if merge is not None and (not isinstance(merge, Mapping) or not merge
+                              or not all(isinstance(k, str) and isinstance(v, str) for k, v in merge.items())):
+        raise TypeError(f"merge must map each field of the map's value to a SQL expression (str), not {merge!r}")
     if map_key is not None and (not isinstance(map_key, RowSnapshot) or map_key.schema is not None
                                 or map_key.previous_schema is not None):
         raise TypeError("map_key must be a RowSnapshot without schema or previous_schema (the map's key is "
@@ -153,8 +158,10 @@ def register_snapshot(spark: SparkSession, state_name: str,
             registration.registerClass(spark._jsparkSession, kind, value, state_name, snapshot.class_name)
         elif snapshot is not None:
             raise TypeError(f"snapshot must be a RowSnapshot or a ScalaSnapshot, not {type(snapshot).__name__}")
-        if map_key is not None:
-            registration.registerMapKey(spark._jsparkSession, kind, value, state_name, map_key.to_json())
+        if map_key is not None or merge is not None:
+            registration.registerMapKey(spark._jsparkSession, kind, value, state_name,
+                                        map_key.to_json() if map_key is not None else None,
+                                        dict(merge) if merge is not None else None)
     except Py4JJavaError as e:
         raise SnapshotDefinitionError(_java_message(e)) from None
 

@@ -239,12 +239,14 @@ def release(checkpoint: str, *, provider: str = "rocksdb", partitions: Optional[
 class StateChange:
     """What the new application version declares for one state :func:`migrate` rewrites: its value ``schema``
     (DDL) and the ``snapshot`` it registers for it, if any; for a map state, its ``user_key`` schema (DDL, when it
-    changes) and the ``map_key`` snapshot it registers (as ``register_snapshot(..., map_key=...)`` does)."""
+    changes), the ``map_key`` snapshot it registers and the ``merge`` of the entries that meet under one new user
+    key (as ``register_snapshot(..., map_key=..., merge=...)`` does)."""
 
     schema: str
     snapshot: Optional[RowSnapshot] = None
     user_key: Optional[str] = None
     map_key: Optional[RowSnapshot] = None
+    merge: Optional[Mapping[str, str]] = None
 
 
 @_boundary("migrate")
@@ -269,7 +271,8 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
             [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names],
             [_schema_json(changes[n].user_key) if changes[n].user_key else None for n in names],
-            [changes[n].map_key.to_json() if changes[n].map_key else None for n in names], compatibility,
+            [changes[n].map_key.to_json() if changes[n].map_key else None for n in names],
+            [json.dumps(dict(changes[n].merge)) if changes[n].merge else None for n in names], compatibility,
             dict(sql_conf or {}), file_sink, no_file_sink, dry_run))
 
 

@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.keys.RowMerge
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StatesnapAvroSchemas,
   StatesnapValueRewriter}
@@ -19,20 +20,21 @@ private[statesnap] object ColumnFamilyMigration {
    * @param sources the UnsafeRow layouts the entries are in and how each converts (under Avro, each entry's schema id
    *                says it instead)
    * @param rekey a map state's recorded key layout and how each key converts, where the decision gives new keys
+   * @param merge how the values of a map's entries that meet under one new key merge, where one is registered
    * @return the values rewritten, and the changes of the recorded layout's migration (for metrics and logs)
    */
   def migrate(state: String, describe: String, rewriter: StatesnapValueRewriter, avro: Option[StatesnapAvroSchemas],
       valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
       decided: StateDecision, sources: Seq[StateMigrator.Source], rekey: Option[StateMigrator.Source],
-      gate: MigrationGate): (Long, Seq[String]) =
+      merge: Option[RowMerge], gate: MigrationGate): (Long, Seq[String]) =
     (avro, rekey) match {
       case (Some(_), Some(_)) => throw new IllegalStateException(s"$describe: the decision refuses a new map key " +
         "under Avro, yet it reached the rewrite")
       case (Some(schemas), None) =>
         AvroStateMigration.migrate(state, describe, rewriter, schemas, valueSchema, recorded, current, decided, gate)
       case (None, Some(keys)) =>
-        val count = StateMigrator.migrateMapKeys(keys, sources, describe, gate)(
-          rewriter.rewriteAllMapKeys(PrefixKeyScanStateEncoderSpec(keys.layout, 1), _, _, _))
+        val count = StateMigrator.migrateMapKeys(state, keys, sources, merge, describe, gate)(
+          rewriter.rewriteAllMapKeys(PrefixKeyScanStateEncoderSpec(keys.layout, 1), _, _, _, _))
         (count, keys.migration.changes ++ sources.head.migration.changes)
       case (None, None) =>
         val count = current.kind match {

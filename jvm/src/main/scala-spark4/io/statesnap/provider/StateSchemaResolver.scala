@@ -52,8 +52,9 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       // Spark's encoder writes Avro with the schema the family was created with; UnsafeRow bytes are the record's.
       val rewriter = context.valueRewriter(state, keySpec,
         if (avro.isDefined) valueSchema else schemaOf(current.valueSnapshot))
+      val merge = step.rekey.flatMap(_ => declared.mapMerge(state, schemaOf(current.valueSnapshot)))
       val (migrated, changes) = ColumnFamilyMigration.migrate(state, describe(state), rewriter, avro, valueSchema,
-        recorded, current, step.decided, sources, step.rekey, gate)
+        recorded, current, step.decided, sources, step.rekey, merge, gate)
       counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
     step.next.foreach(records.write)

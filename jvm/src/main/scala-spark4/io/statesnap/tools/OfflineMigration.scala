@@ -6,10 +6,11 @@ import scala.jdk.CollectionConverters._
 import scala.util.Try
 import scala.util.control.NonFatal
 
-import io.statesnap.{CommitStateIds, ProviderClasses}
+import io.statesnap.{CommitStateIds, ProviderClasses, StatesnapException}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
-import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDecision, StateEncoding,
+import io.statesnap.provider.{DeclaredSnapshots, MigratedStateRecordFiles, MigrationProbe, StateDecision, StateEncoding,
   TransformWithStateSchemaRecords}
+import io.statesnap.registration.MapMerge
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
@@ -18,6 +19,8 @@ import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, Pref
   StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
+import org.json4s._
+import org.json4s.jackson.JsonMethods
 import org.slf4j.LoggerFactory
 
 /**
@@ -67,7 +70,7 @@ object OfflineMigration {
 
   /** A state with its decision: `record` (the one committed beside it) when it migrates. */
   private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
-      verdict: CompatibilityCheck.Verdict) {
+      verdict: CompatibilityCheck.Verdict, merge: Option[MapMerge]) {
     /** The new value schema as Spark's files say it: Spark's own wrapper around the user value (a TTL's) kept. */
     def newValueSchema: StructType = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
       StateDecision.schemaOf(declared.valueSnapshot))
@@ -89,6 +92,8 @@ object OfflineMigration {
    * @param definitionJsons the definition it registers for each (`RowSnapshot.to_json`), or null
    * @param userKeyJsons for a map, the user key schema it declares (Spark JSON), or null: as recorded
    * @param mapKeyJsons for a map, the definition it registers for the map's key, or null
+   * @param mergeJsons for a map whose entries meet under one new user key, the merge it registers (JSON: a SQL
+   *   expression over the two values `a` and `b` by field of the value), or null
    * @param mode the compatibility mode it sets, or null
    * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty): the
    *   rules run under them and the migrated records keep them
@@ -97,11 +102,13 @@ object OfflineMigration {
    */
   def migrate(spark: SparkSession, location: String, states: java.util.List[String],
       valueJsons: java.util.List[String], definitionJsons: java.util.List[String],
-      userKeyJsons: java.util.List[String], mapKeyJsons: java.util.List[String], mode: String,
+      userKeyJsons: java.util.List[String], mapKeyJsons: java.util.List[String],
+      mergeJsons: java.util.List[String], mode: String,
       sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
     val names = states.asScala.toSeq
-    require(names.nonEmpty && Seq(valueJsons, definitionJsons, userKeyJsons, mapKeyJsons).forall(_.size == names.size),
-      "migrate takes one value schema, definition, user key and map key definition (or null) per state")
+    require(names.nonEmpty && Seq(valueJsons, definitionJsons, userKeyJsons, mapKeyJsons, mergeJsons)
+      .forall(_.size == names.size), "migrate takes one value schema, definition, user key, map key definition and " +
+      "merge (or null) per state")
     names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
       "twice: give each state's schema once"))
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
@@ -118,8 +125,18 @@ object OfflineMigration {
       val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
       val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
         structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
-      val decided = Decided(t, declared, CompatibilityCheck.verdict(t.recorded, declared,
-        StateEncoding.of(target.avro)))
+      val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
+      val merge = Option(mergeJsons.get(i)).map(json => MapMerge(fieldsOf(json), sql.settings))
+      merge.foreach { m =>
+        if (!verdict.decided.isInstanceOf[StateDecision.Migrate] ||
+            verdict.decided.asInstanceOf[StateDecision.Migrate].keyMigration.isEmpty) checkpoint.refuse(s"a merge " +
+          s"is given for state '${t.name}', whose entries keep their keys: a merge is for a map's entries that meet " +
+          "under one new user key")
+        try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {
+          case e: StatesnapException => checkpoint.refuse(e.getMessage)
+        }
+      }
+      val decided = Decided(t, declared, verdict, merge)
       decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
     }
     val decided = recovered ++ decisions.flatMap(_._2)
@@ -161,6 +178,16 @@ object OfflineMigration {
   }
 
   private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
+
+  /** A merge's SQL by field, from its JSON object (`{"n": "a.n + b.n"}`). */
+  private def fieldsOf(json: String): Map[String, String] = JsonMethods.parse(json) match {
+    case JObject(fields) => fields.map {
+      case (field, JString(sql)) => field -> sql
+      case (field, other) => throw new IllegalArgumentException(s"the merge of field '$field' is " +
+        s"${JsonMethods.compact(other)}, not a SQL expression")
+    }.toMap
+    case other => throw new IllegalArgumentException(s"a merge is an object of SQL by field, not $json")
+  }
 
   private def quoted(names: Seq[String]): String =
     (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")
@@ -241,7 +268,7 @@ object OfflineMigration {
         (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
       migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
         d.target.family.keyStateEncoderSpec.get, d.newKeySpec, d.target.recorded.toBytes, d.declared.toBytes,
-        d.newValueSchema)),
+        d.newValueSchema, d.merge)),
       probe)
     val (rewritten, committedIds) = try {
       val (count, ids) = runJob(spark, job, target.tasks)

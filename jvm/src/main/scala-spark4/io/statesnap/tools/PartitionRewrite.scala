@@ -5,7 +5,9 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.{ColumnFamilyMigration, MigrationGate, MigrationProbe, StateEncoding, StateWalk}
+import io.statesnap.provider.{ColumnFamilyMigration, DeclaredSnapshots, MigrationGate, MigrationProbe, StateDecision,
+  StateEncoding, StateWalk}
+import io.statesnap.registration.MapMerge
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.TaskContext
 import io.statesnap.SparkClasses.StreamExecution
@@ -45,10 +47,12 @@ private[tools] object PartitionRewrite {
   /**
    * One migrated column family as recorded (`keySchema`, `keySpec`), the records its migration is decided from
    * (decided again in each task, as a store does), and its new key spec (a map's new user key) and value schema as
-   * Spark's files will say them (a TTL's wrapper around the user's).
+   * Spark's files will say them (a TTL's wrapper around the user's), and the merge of a map's entries that meet under
+   * one new user key, if one is given.
    */
   final case class Rewrite(state: String, keySchema: StructType, keySpec: KeyStateEncoderSpec,
-      newKeySpec: KeyStateEncoderSpec, recorded: Array[Byte], declared: Array[Byte], newValueSchema: StructType)
+      newKeySpec: KeyStateEncoderSpec, recorded: Array[Byte], declared: Array[Byte], newValueSchema: StructType,
+      merge: Option[MapMerge])
 
   // Spark's transformWithState gives its store's default column family a placeholder schema too: it never uses it.
   private val Placeholder = new StructType().add("key", BinaryType)
@@ -90,7 +94,9 @@ private[tools] object PartitionRewrite {
       describe)
     val gate = new MigrationGate(MigrationGate.storeKey(job.stateRoot, task.operator, task.partition,
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
+    val merge = rewrite.merge.map(DeclaredSnapshots.mapMerge(rewrite.state, _, StateDecision.schemaOf(
+      declared.valueSnapshot)))
     ColumnFamilyMigration.migrate(rewrite.state, describe, rewriter, avro, rewrite.newValueSchema, Some(recorded),
-      declared, step.decided, Seq(source), step.rekey, gate)._1
+      declared, step.decided, Seq(source), step.rekey, merge, gate)._1
   }
 }

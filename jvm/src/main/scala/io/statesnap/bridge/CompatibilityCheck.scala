@@ -73,7 +73,7 @@ object CompatibilityCheck {
       sql: SqlSettings, mapKeyJson: Option[String] = None): StateSnapshotRecord = {
     def pinned(json: String) = SnapshotDefinition.parse(recorded.stateName, json).copy(sql = sql).toJson
     val registered = StateRegistration.withMapKey(
-      definitionJson.map(json => StateRegistration.Definition(pinned(json))), mapKeyJson.map(pinned))
+      definitionJson.map(json => StateRegistration.Definition(pinned(json))), mapKeyJson.map(pinned), None)
     val registrations = ScopeRegistrations(
       registered.map(recorded.stateName -> _).toMap,
       mode.map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))

@@ -1,5 +1,7 @@
 package io.statesnap.bridge
 
+import scala.jdk.CollectionConverters._
+
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.StatesnapException.InvalidSnapshotDefinition
 import io.statesnap.evolution._
@@ -31,19 +33,30 @@ object SnapshotRegistration {
   }
 
   /**
-   * Registers the definition (JSON of `RowSnapshot.to_json`) of map state `state`'s key, `struct<key, userKey>`: its
-   * rules name paths under `userKey` and read the old key (`key.*`, `userKey.*`). Checked as a value definition is,
-   * without schemas (the user key's are the query's); the store resolves it against the recorded key.
-   * @return the definition as registered
+   * Registers what map state `state`'s key gets, either or both: the definition (JSON of `RowSnapshot.to_json`, or
+   * null) of its key, `struct<key, userKey>`, whose rules name paths under `userKey` and read the old key (`key.*`,
+   * `userKey.*`), checked as a value definition is, without schemas (the user key's are the query's; the store
+   * resolves it against the recorded key); and the merge (or null) of the entries that meet under one new user key,
+   * by field of the map's value a SQL expression over the two values `a` and `b`, each checked to parse (the store
+   * resolves it against the value). The session's SQL settings are pinned into both. They replace what was
+   * registered for the map's key before. @return the definition as registered, or null
    */
   def registerMapKey(session: SparkSession, scopeKind: String, scopeValue: String, state: String,
-      json: String): String = {
-    val definition = validateDefinition(state, json, None, None, SqlSettings.of(session.sessionState.conf))
+      json: String, merge: java.util.Map[String, String]): String = {
+    val settings = SqlSettings.of(session.sessionState.conf)
+    val definition = Option(json).map(validateDefinition(state, _, None, None, settings).toJson)
+    val merged = Option(merge).map(m => MapMerge(m.asScala.toMap.map { case (field, sql) =>
+      SqlExpressions.parses(sql).left.foreach(why => throw new StatesnapException(InvalidSnapshotDefinition,
+        s"the merge registered for map state '$state', field '$field': `$sql` $why"))
+      field -> sql
+    }, settings))
+    if (definition.isEmpty && merged.isEmpty) throw new StatesnapException(InvalidSnapshotDefinition, "register a " +
+      s"map key definition, a merge, or both, for map state '$state'")
     update(session, scopeKind, scopeValue, state) { r =>
-      r.copy(states = r.states ++ StateRegistration.withMapKey(r.states.get(state), Some(definition.toJson))
+      r.copy(states = r.states ++ StateRegistration.withMapKey(r.states.get(state), definition, merged)
         .map(state -> _))
     }
-    definition.toJson
+    definition.orNull
   }
 
   /** Registers a [[io.statesnap.snapshot.RowSchemaSnapshot]] subclass, checked on this JVM's classpath. */

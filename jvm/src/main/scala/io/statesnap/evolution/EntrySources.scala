@@ -25,8 +25,11 @@ object EntrySources {
   final class KeyFailure(val key: String, val oldKey: UnsafeRow, cause: Throwable)
     extends RuntimeException(s"giving the entry with key $key its new key failed", cause)
 
-  /** The entry with key `key` would move to new key `newKey`, which another entry has already. */
-  final class KeysMeet(val key: String, val newKey: String)
+  /**
+   * The entry with key `key` would move to new key `newKey`, which another entry has already: one moved there (or kept
+   * there), or, `unmoved`, one not moved yet whose old key has the new key's bytes.
+   */
+  final class KeysMeet(val key: String, val newKey: String, val unmoved: Boolean)
     extends RuntimeException(s"the entry with key $key would move to key $newKey, another entry's")
 
   /** The entry with key `key` is not in exactly one layout the migration reads it with: `problem` says how. */

@@ -17,6 +17,10 @@ import org.apache.spark.sql.types.StructType
  * driver validates a definition with the very code executors run.
  */
 object SqlExpressions {
+  /** Whether `sql` parses as an expression, or why not (before the rows it reads are known). */
+  def parses(sql: String): Either[String, Unit] =
+    try Right(CatalystSqlParser.parseExpression(sql)).map(_ => ()) catch { case NonFatal(e) => Left(firstLine(e)) }
+
   /**
    * The scalar, deterministic expression `sql` over rows of `input` under `settings`, or why it is not one.
    * Refused: SQL that does not parse or resolve, aggregates, generators, window functions, subqueries, and

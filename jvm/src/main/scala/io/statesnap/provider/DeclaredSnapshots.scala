@@ -2,7 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.CompatibilityMode
-import io.statesnap.registration.{QueryRegistrations, StateRegistration}
+import io.statesnap.keys.RowMerge
+import io.statesnap.registration.{MapMerge, QueryRegistrations, StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.StructType
 
@@ -48,6 +49,15 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
       new GroupStateSnapshot(userSnapshot(GroupStateSnapshot.StateField, state), withTimeout)
     }
 
+  /**
+   * The merge registered for the entries of map state `state` that meet under one new user key, over its values
+   * `valueSchema` (as converted), if one is registered.
+   * @throws StatesnapException a merge that does not resolve against the values, naming the state and field
+   */
+  def mapMerge(state: String, valueSchema: StructType): Option[RowMerge] =
+    StateRegistration.mapMergeOf(query.registrations.states.get(state)).map(DeclaredSnapshots.mapMerge(state, _,
+      valueSchema))
+
   /** Whether this query registers a snapshot for `state`. */
   def registers(state: String): Boolean = query.registrations.states.contains(state)
 
@@ -67,6 +77,12 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
 }
 
 private[statesnap] object DeclaredSnapshots {
+  /** `merge` over the values `valueSchema` of map state `state`, or an error naming them and the fix. */
+  def mapMerge(state: String, merge: MapMerge, valueSchema: StructType): RowMerge =
+    RowMerge.of(valueSchema, merge.fields, merge.sql, s"map '$state'").fold(why => throw new StatesnapException(
+      StatesnapException.InvalidSnapshotDefinition, s"the merge registered for map state '$state': $why. Nothing " +
+        "was rewritten."), identity)
+
   /** A user's snapshot class for `state`, or an error naming it and what is wrong with it. */
   def instantiate(state: String, className: String): RowSchemaSnapshot =
     SnapshotClasses.instantiate(className, classOf[RowSchemaSnapshot], Thread.currentThread().getContextClassLoader) {

@@ -11,7 +11,8 @@ import org.apache.spark.sql.types.StructType
  * entry in its partition and never changes here; the user key (`userKey`) evolves as a row does, by the definition
  * registered for the map's key (`map_key=`: paths under `userKey`, SQL over the old key), with two differences from a
  * value: an added field always needs a value (a key field that reads null would make the old entries meet), and the
- * entries of two old user keys that meet under one new key are refused by the rewrite (no merge of map entries yet).
+ * entries of two old user keys that meet under one new key are merged by the rewrite by the merge registered with the
+ * map's key, or refused without one.
  */
 private[provider] object MapUserKeys {
   /** Whether the key of map state `current` changed in its user key alone, as recorded in `old`. */

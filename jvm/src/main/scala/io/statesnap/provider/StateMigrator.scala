@@ -2,6 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{EntrySources, RowMigration}
+import io.statesnap.keys.RowMerge
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRewrite, StatesnapValueRewriter}
 import org.apache.spark.sql.types.StructType
@@ -43,20 +45,30 @@ private[statesnap] object StateMigrator {
   }
 
   /**
-   * Migrates a map state whose entries get new keys: `rewrite`, a [[StatesnapValueRewriter]]'s `rewriteAllMapKeys`,
-   * moves each entry to the key `keys` gives it, its value converted by `sources`. @return the number of entries
+   * Migrates map state `state`, whose entries get new keys: `rewrite`, a [[StatesnapValueRewriter]]'s
+   * `rewriteAllMapKeys`, moves each entry to the key `keys` gives it, its value converted by `sources`, and merges
+   * the entries that meet under one key by `merge`, where one is registered. @return the number of entries
    */
-  def migrateMapKeys(keys: Source, sources: Seq[Source], describe: String, gate: MigrationGate)(
-      rewrite: (EntrySources.Source, Seq[EntrySources.Source], () => Unit) => Unit): Long =
-    try migrate(sources, describe, gate, Some(keys.migration.changes ++ sources.head.migration.changes))(
-      (rewrites, advance) => rewrite(keys.toRewrite, rewrites, () => advance(1)))
+  def migrateMapKeys(state: String, keys: Source, sources: Seq[Source], merge: Option[RowMerge], describe: String,
+      gate: MigrationGate)(rewrite: (EntrySources.Source, Seq[EntrySources.Source],
+      Option[(InternalRow, InternalRow) => UnsafeRow], () => Unit) => Unit): Long =
+    try migrate(sources, describe, gate, Some(keys.migration.changes ++ sources.head.migration.changes ++
+      merge.map(m => s"entries meeting under one user key merged: ${m.describe}")))(
+      (rewrites, advance) => rewrite(keys.toRewrite, rewrites, merge.map(_.newMerger()), () => advance(1)))
     catch {
       case f: EntrySources.KeyFailure => throw failed(describe, keys.migration, f.key, f.oldKey, f)
+      case f: EntrySources.KeysMeet if f.unmoved => throw new StatesnapException(StatesnapException.MigrationFailed,
+        s"$describe could not be migrated: the entry with key ${f.key} would move to key ${f.newKey}, the key of an " +
+        "entry not moved yet, whose old key has the same bytes: statesnap cannot tell which layout its value is in, " +
+        "so it merges neither. Nothing was committed: this batch fails and the checkpoint keeps its previous " +
+        "version. Fix: keep the user key fields that tell these entries apart, or move the map to a new state name.")
       case f: EntrySources.KeysMeet => throw new StatesnapException(StatesnapException.MigrationFailed, s"$describe " +
         s"could not be migrated: the entry with key ${f.key} would move to key ${f.newKey}, which another entry " +
-        "has: two entries would meet under one user key, and statesnap does not merge map entries. Nothing was " +
-        "committed: this batch fails and the checkpoint keeps its previous version. Fix: keep the user key fields " +
-        "that tell these entries apart, or move the map to a new state name.")
+        "has: two entries would meet under one user key, and no merge of their values is registered. Nothing was " +
+        "committed: this batch fails and the checkpoint keeps its previous version. Fix: register one, " +
+        s"statesnap.register_snapshot(spark, '$state', merge={'<field>': '<SQL over the two values a and b>', ...}) " +
+        "for every field of the map's value (e.g. 'a.n + b.n'), or keep the user key fields that tell these entries " +
+        "apart.")
     }
 
   /**

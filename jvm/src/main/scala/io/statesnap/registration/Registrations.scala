@@ -40,28 +40,38 @@ object StateRegistration {
   final case class Definition(json: String) extends StateRegistration
   final case class SnapshotClass(className: String) extends StateRegistration
   /**
-   * The definition of a map state's key, `struct<key, userKey>` (the grouping key, then the user key), with what is
-   * registered for its values, if anything: a user key gains, widens or loses fields by its rules.
+   * What is registered for a map state's key, `struct<key, userKey>` (the grouping key, then the user key): the
+   * definition by whose rules its user key gains, widens or loses fields, and the merge of the entries that then meet
+   * under one user key, either or both; with what is registered for its values, if anything.
    */
-  final case class MapKey(keyJson: String, value: Option[StateRegistration]) extends StateRegistration
+  final case class MapKey(keyJson: Option[String], merge: Option[MapMerge], value: Option[StateRegistration])
+      extends StateRegistration
 
   /** What is registered for a state's values, if anything. */
   def valueOf(registration: Option[StateRegistration]): Option[StateRegistration] = registration.flatMap {
-    case MapKey(_, value) => value
+    case MapKey(_, _, value) => value
     case other => Some(other)
   }
 
   /** The definition registered for a map state's key, if any. */
   def mapKeyOf(registration: Option[StateRegistration]): Option[String] =
-    registration.collect { case MapKey(json, _) => json }
+    registration.collect { case MapKey(Some(json), _, _) => json }
+
+  /** The merge registered for the entries of a map state that meet under one new user key, if any. */
+  def mapMergeOf(registration: Option[StateRegistration]): Option[MapMerge] =
+    registration.collect { case MapKey(_, Some(merge), _) => merge }
 
   /** `existing` with its value registration replaced by `value` (None: removed), its map key kept. */
   def withValue(existing: Option[StateRegistration], value: Option[StateRegistration]): Option[StateRegistration] =
-    mapKeyOf(existing).fold(value)(key => Some(MapKey(key, value)))
+    withMapKey(value, mapKeyOf(existing), mapMergeOf(existing))
 
-  /** `existing` with its map key's definition replaced by `keyJson` (None: removed), its value registration kept. */
-  def withMapKey(existing: Option[StateRegistration], keyJson: Option[String]): Option[StateRegistration] =
-    keyJson.fold(valueOf(existing))(key => Some(MapKey(key, valueOf(existing))))
+  /**
+   * `existing` with its map key's definition and merge replaced by `keyJson` and `merge` (None: removed), its value
+   * registration kept.
+   */
+  def withMapKey(existing: Option[StateRegistration], keyJson: Option[String],
+      merge: Option[MapMerge]): Option[StateRegistration] =
+    if (keyJson.isEmpty && merge.isEmpty) valueOf(existing) else Some(MapKey(keyJson, merge, valueOf(existing)))
 }
 
 /** Everything registered for one query: per-state snapshots and a compatibility mode for all its states. */
@@ -100,7 +110,8 @@ object Registrations {
     "compatibility" -> r.compatibility.map(m => JString(m.name)).getOrElse(JNull),
     "states" -> JObject(r.states.toList.sortBy(_._1).map { case (state, registration) =>
       state -> JObject(StateRegistration.mapKeyOf(Some(registration)).map(k => "mapKey" -> JsonMethods.parse(k))
-        .toList ++ StateRegistration.valueOf(Some(registration)).toList.map {
+        .toList ++ StateRegistration.mapMergeOf(Some(registration)).map(m => "mapMerge" -> m.toJValue).toList ++
+        StateRegistration.valueOf(Some(registration)).toList.map {
         case StateRegistration.Definition(json) => "definition" -> JsonMethods.parse(json)
         case StateRegistration.SnapshotClass(name) => "class" -> JString(name)
         case key: StateRegistration.MapKey => throw new IllegalStateException(s"a map key inside $key")
@@ -121,9 +132,9 @@ object Registrations {
       case None | Some(JNull) => Map.empty[String, StateRegistration]
       case Some(JObject(entries)) => entries.map { case (state, entry) =>
         def unexpected = invalid(s"has ${JsonMethods.compact(entry)} for state '$state' of $key: it must be " +
-          """{"definition": {...}} or {"class": "..."}, with or without {"mapKey": {...}}""")
+          """{"definition": {...}} or {"class": "..."}, with or without {"mapKey": {...}, "mapMerge": {...}}""")
         val (mapKey, value) = entry match {
-          case JObject(fields) => fields.partition(_._1 == "mapKey")
+          case JObject(fields) => fields.partition(f => f._1 == "mapKey" || f._1 == "mapMerge")
           case _ => throw unexpected
         }
         val registered = value match {
@@ -132,12 +143,17 @@ object Registrations {
           case Seq(("class", JString(c))) => Some(StateRegistration.SnapshotClass(c))
           case _ => throw unexpected
         }
-        val keyJson = mapKey match {
+        val keyJson = mapKey.filter(_._1 == "mapKey") match {
           case Seq() => None
           case Seq((_, k: JObject)) => Some(JsonMethods.compact(k))
           case _ => throw unexpected
         }
-        state -> StateRegistration.withMapKey(registered, keyJson).getOrElse(throw unexpected)
+        val merge = mapKey.filter(_._1 == "mapMerge") match {
+          case Seq() => None
+          case Seq((_, m)) => Some(MapMerge.parse(state, m))
+          case _ => throw unexpected
+        }
+        state -> StateRegistration.withMapKey(registered, keyJson, merge).getOrElse(throw unexpected)
       }.toMap
       case Some(other) => throw invalid(s"has states ${JsonMethods.compact(other)} for $key")
     }

@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
-import io.statesnap.evolution.Rows
-import io.statesnap.registration.{QueryRegistrations, QueryScope, Registrations, ScopeRegistrations,
+import io.statesnap.evolution.{Rows, SqlSettings}
+import io.statesnap.registration.{MapMerge, QueryRegistrations, QueryScope, Registrations, ScopeRegistrations,
   StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.catalyst.InternalRow
@@ -25,7 +25,8 @@ class MapUserKeysTest {
   /** What the application declares, with `definition` (RowSnapshot JSON) registered as the map's key. */
   private def declared(key: StructType, definition: Option[String], value: String = "n INT",
       kind: StateKind = StateKind.Map): StateSnapshotRecord = {
-    val registered = definition.map(json => "prefs" -> (StateRegistration.MapKey(json, None): StateRegistration))
+    val registered =
+      definition.map(json => "prefs" -> (StateRegistration.MapKey(Some(json), None, None): StateRegistration))
     val snapshots = new DeclaredSnapshots(QueryRegistrations("", ScopeRegistrations(registered.toMap), Nil))
     snapshots.record("prefs", kind, OperatorKind.TransformWithState, key,
       snapshots.valueSnapshot("prefs", StructType.fromDDL(value)), 4L)
@@ -90,16 +91,18 @@ class MapUserKeysTest {
   }
 
   @Test def aMapKeyAndAValueSnapshotTravelTogetherThroughTheRegistrationsConf(): Unit = {
+    val merge = MapMerge(Map("n" -> "a.n + b.n"), SqlSettings(ansi = false, timeZone = "UTC", caseSensitive = true))
     val both = StateRegistration.withMapKey(Some(StateRegistration.Definition(defaults(""))),
-      Some(defaults(""""userKey.device": "'web'"""")))
+      Some(defaults(""""userKey.device": "'web'"""")), Some(merge))
     val scope = QueryScope.Name("q")
     val all = Map[QueryScope, ScopeRegistrations](scope -> ScopeRegistrations(Map("prefs" -> both.get)))
     val read = Registrations.parse(Some(Registrations.toJson(all)))(scope).states("prefs")
     assertEquals(StateRegistration.valueOf(both).map(normalized), StateRegistration.valueOf(Some(read)).map(normalized))
     assertEquals(StateRegistration.mapKeyOf(both).map(compact), StateRegistration.mapKeyOf(Some(read)).map(compact))
+    assertEquals(Some(merge), StateRegistration.mapMergeOf(Some(read)))
     // Unregistering the value keeps the map key, and the other way round.
     assertEquals(StateRegistration.mapKeyOf(both), StateRegistration.mapKeyOf(StateRegistration.withValue(both, None)))
-    assertEquals(StateRegistration.valueOf(both), StateRegistration.withMapKey(both, None))
+    assertEquals(StateRegistration.valueOf(both), StateRegistration.withMapKey(both, None, None))
   }
 
   private def compact(json: String) = org.json4s.jackson.JsonMethods.compact(org.json4s.jackson.JsonMethods.parse(json))

@@ -9,9 +9,11 @@ import scala.util.control.NonFatal
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{EntrySources, UnsafeRowLayout}
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
+import org.rocksdb.ReadOptions
 
 /**
  * Rewrites every value of one column family (or of a store without them) in the RocksDB instance behind Spark's
@@ -67,11 +69,15 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
    * against the layout `keys` reads (the grouping key's and the user key's rows, each where Spark's prefix-scan
    * encoder puts it), decoded by Spark's own encoder of `oldKeySpec`, converted, encoded by the encoder of the new
    * spec, and the entry moved there with its value converted as in [[rewriteAll]]. An old key whose new key another
-   * entry already has (a user key field dropped, two entries meeting) stops the rewrite with a
-   * [[EntrySources.KeysMeet]] naming both: the store then never commits.
+   * entry already has (a user key field dropped, two entries meeting) is merged into it by `merge` (the two values,
+   * both converted: the one there first, then the one moving), the row count kept as Spark's `remove` keeps it; or,
+   * without a merge, stops the rewrite with a [[EntrySources.KeysMeet]] naming both: the store then never commits.
+   * The entry there holds a converted value when it was visited already (the entries are visited in key order) or
+   * was not in the state as the rewrite found it (a move put it there); else it is an entry not yet moved whose old
+   * key has the new key's bytes, and even a merge stops the rewrite, since nothing tells its layout.
    */
   def rewriteAllMapKeys(oldKeySpec: PrefixKeyScanStateEncoderSpec, keys: Source, sources: Seq[Source],
-      afterEach: () => Unit): Unit = {
+      merge: Option[(InternalRow, InternalRow) => UnsafeRow], afterEach: () => Unit): Unit = {
     val family = columnFamily.getOrElse(throw new IllegalStateException("a map state lives in a column family"))
     val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
@@ -80,7 +86,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
     val newKeys = RocksDBStateEncoder.getKeyEncoder(encoder, keySpec, true)
     val parts = keys.layout.fields.map(f => new UnsafeRowLayout(new StructType(Array(f))))
     val in = new InSource(sources, describeKeyIn(_, oldKeySpec))
-    forEachEntry { (key, value) =>
+    forEachEntryAsFound { (key, value, found) =>
       val stored = RocksDBStateStoreProvider.decodeStateRowWithPrefix(key)
       mapKeyProblem(stored, parts).foreach(problem => throw new LayoutFailure(hex(key), s"its key is not a map " +
         s"key of ${keys.layout.simpleString}: $problem"))
@@ -89,12 +95,19 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
         case NonFatal(e) => throw new KeyFailure(describeKeyIn(key, oldKeySpec), old.copy(), e)
       }
       val target = keyPrefix.invoke(rocksDB, newKeys.encodeKey(moved), family).asInstanceOf[Array[Byte]]
-      val converted = encoder.encodeValue(in.converted(key, decoder.decodeValue(value)))
-      if (!Arrays.equals(target, key)) {
-        if (writes.db.get(target) != null) throw new KeysMeet(describeKeyIn(key, oldKeySpec), shown(moved, keySpec))
-        writes.delete(key)
+      val converted = in.converted(key, decoder.decodeValue(value))
+      val there = if (Arrays.equals(target, key)) null else writes.db.get(target)
+      if (there == null) {
+        if (!Arrays.equals(target, key)) writes.delete(key)
+        writes.overwrite(target, encoder.encodeValue(converted))
+      } else {
+        val unmoved = Arrays.compareUnsigned(target, key) > 0 && found(target)
+        if (merge.isEmpty || unmoved) throw new KeysMeet(describeKeyIn(key, oldKeySpec), shown(moved, keySpec),
+          unmoved)
+        val merged = merge.get(encoder.decodeValue(there), converted)
+        writes.deleteCounted(key, family)
+        writes.overwrite(target, encoder.encodeValue(merged))
       }
-      writes.overwrite(target, converted)
       afterEach()
     }
   }
@@ -151,11 +164,21 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
     CatalystTypeConverters.createToScalaConverter(spec.keySchema)(key).toString
 
   /** Calls `body` with each key and value of the state, from an iterator that the writes do not disturb. */
-  private def forEachEntry(body: (Array[Byte], Array[Byte]) => Unit): Unit = {
+  private def forEachEntry(body: (Array[Byte], Array[Byte]) => Unit): Unit =
+    forEachEntryAsFound((key, value, _) => body(key, value))
+
+  /**
+   * Calls `body` with each key and value of the state in key order, from a snapshot of the state as the rewrite
+   * found it that the writes do not disturb, and whether a key was in that snapshot.
+   */
+  private def forEachEntryAsFound(body: (Array[Byte], Array[Byte], Array[Byte] => Boolean) => Unit): Unit = {
     // A store without column families keeps its keys unprefixed: the whole database is the state.
     val prefix = columnFamily.fold(Array.emptyByteArray)(cf =>
       keyPrefix.invoke(rocksDB, Array.emptyByteArray, cf).asInstanceOf[Array[Byte]])
-    val entries = writes.db.newIterator() // an implicit snapshot: the puts do not show up in it
+    val snapshot = writes.db.getSnapshot
+    val asFound = new ReadOptions().setSnapshot(snapshot)
+    val entries = writes.db.newIterator(asFound)
+    val found = (key: Array[Byte]) => writes.db.get(asFound, key) != null
     // Each call to `key` copies the key out of RocksDB: read it once per entry.
     def keyInFamily(): Array[Byte] = {
       val key = if (entries.isValid) entries.key else null
@@ -165,11 +188,15 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
       entries.seek(prefix)
       var key = keyInFamily()
       while (key != null) {
-        body(key, entries.value)
+        body(key, entries.value, found)
         entries.next()
         key = keyInFamily()
       }
-    } finally entries.close()
+    } finally {
+      entries.close()
+      asFound.close()
+      writes.db.releaseSnapshot(snapshot)
+    }
   }
 
   /**

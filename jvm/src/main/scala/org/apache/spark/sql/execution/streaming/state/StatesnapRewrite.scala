@@ -34,6 +34,16 @@ object StatesnapRewrite {
       db.delete(writeOptions, key)
       changelog.foreach(_.delete(key))
     }
+
+    /**
+     * What `RocksDB.remove` does, the read included: the row count of `family` (its key `key` prefixed) is lowered as
+     * Spark lowers it, for a rewrite that removes an entry (two map entries merged into one).
+     */
+    def deleteCounted(key: Array[Byte], family: String): Unit = {
+      RocksDBWrites.countRemoval.fold(missing => throw new IllegalStateException(s"this Spark build's RocksDB has " +
+        s"no $missing"), _.invoke(rocksDB, key, family, java.lang.Boolean.FALSE))
+      delete(key)
+    }
   }
 
   private[state] object RocksDBWrites {
@@ -44,6 +54,10 @@ object StatesnapRewrite {
       writeOptions <- member("writeOptions")
       changelogWriter <- member("changelogWriter")
     } yield Members(db, writeOptions, changelogWriter)
+
+    /** `handleMetricsUpdate(keyWithPrefix, family, isPutOrMerge)`, which `put` and `remove` count rows by (4.0+). */
+    private lazy val countRemoval: Either[String, Method] =
+      member("handleMetricsUpdate", classOf[Array[Byte]], classOf[String], java.lang.Boolean.TYPE)
 
     /** The write path of `rocksDB`, or the name of a member this Spark build lacks. */
     def apply(rocksDB: RocksDB): Either[String, RocksDBWrites] = members.map(new RocksDBWrites(rocksDB, _))

@@ -1,0 +1,42 @@
+package io.statesnap.registration
+
+import scala.util.control.NonFatal
+
+import io.statesnap.StatesnapException
+import io.statesnap.evolution.SqlSettings
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/**
+ * What a user registers for the entries of a transformWithState map that meet under one new user key (a user key
+ * field dropped): each field of the map's value as a SQL expression over the two values `a` and `b`, and the SQL
+ * settings of the session that registered it (pinned, as a definition's are), under which every executor runs it.
+ */
+final case class MapMerge(fields: Map[String, String], sql: SqlSettings) {
+  def toJValue: JValue = JObject("fields" -> JObject(fields.toList.sorted.map { case (f, e) => f -> JString(e) }),
+    "ansi" -> JBool(sql.ansi), "timeZone" -> JString(sql.timeZone), "caseSensitive" -> JBool(sql.caseSensitive))
+}
+
+object MapMerge {
+  /** The merge `json` (as [[MapMerge.toJValue]] writes it) says, or an error naming `state`. */
+  def parse(state: String, json: JValue): MapMerge = {
+    def invalid = new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the merge registered for " +
+      s"map state '$state' is ${JsonMethods.compact(json)}, not " +
+      """{"fields": {"<field>": "<SQL>"}, "ansi": ..., "timeZone": ..., "caseSensitive": ...}""")
+    try json match {
+      case JObject(f) => (f.toMap.get("fields"), f.toMap.get("ansi"), f.toMap.get("timeZone"),
+          f.toMap.get("caseSensitive")) match {
+        case (Some(JObject(fields)), Some(JBool(ansi)), Some(JString(tz)), Some(JBool(cs))) =>
+          MapMerge(fields.map {
+            case (field, JString(sql)) => field -> sql
+            case _ => throw invalid
+          }.toMap, SqlSettings(ansi, tz, cs))
+        case _ => throw invalid
+      }
+      case _ => throw invalid
+    } catch {
+      case e: StatesnapException => throw e
+      case NonFatal(_) => throw invalid
+    }
+  }
+}
