@@ -112,6 +112,10 @@ def test_narrowing_is_refused_and_the_old_version_still_reads_every_value(spark,
     assert "field 'value1': bigint -> int: narrowing could lose values" in message
     assert "Fix: keep 'value1' as bigint" in message
     assert "Nothing was rewritten" in message
+    # Spark's own check refuses it too: its class and words follow statesnap's (not its advice to turn it off).
+    assert "Spark's own state schema check refuses this change too: [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] " \
+           "Provided value schema does not match existing state value schema." in message
+    assert "stateSchemaCheck to false" not in message
     # The refused batch is replayed by the old app version, which reads every value untouched.
     old_again = run_app(spark, source, checkpoint, "value1 bigint")
     assert old_again.seen == {k: [[v]] for k, v in values.items()}

@@ -52,8 +52,8 @@ object CompatibilityCheck {
     }).asJava
     /** Why it is refused, one line per field (empty unless it is refused). */
     val problems: java.util.List[String] = (decided match {
-      case StateDecision.Refuse(errorClass, Nil, message) => Seq(s"[$errorClass] the state $message")
-      case StateDecision.Refuse(_, problems, _) => problems.map(_.describe)
+      case StateDecision.Refuse(errorClass, Nil, message, _) => Seq(s"[$errorClass] the state $message")
+      case StateDecision.Refuse(_, problems, _, _) => problems.map(_.describe)
       case _ => Nil
     }).asJava
     /** The decision and the mode in force, as a report's headline says them. */

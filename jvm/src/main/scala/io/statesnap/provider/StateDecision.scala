@@ -6,7 +6,7 @@ import io.statesnap.evolution.{CompatibilityMode, ProblemAt, ProblemSide, RowMig
   SchemaProblem}
 import io.statesnap.snapshot._
 import io.statesnap.evolution.SchemaCompatibility._
-import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
+import org.apache.spark.sql.execution.streaming.state.{StatesnapSparkRefusal, StatesnapSparkSchemaCheck}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -28,20 +28,25 @@ private[statesnap] object StateDecision {
    */
   final case class Migrate(migration: RowMigration, record: StateSnapshotRecord,
       keyMigration: Option[RowMigration] = None) extends StateDecision
-  /** Refused before any write: `errorClass` and the field-level `problems`, or a whole `message`. */
-  final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String) extends StateDecision {
+  /**
+   * Refused before any write: `errorClass` and the field-level `problems`, or a whole `message`; `spark`: what Spark's
+   * own check says of the same change where it refuses it too (its error class and first sentence).
+   */
+  final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String,
+      spark: Option[String] = None) extends StateDecision {
     /** The error refusing the `describe`d state: what was recorded, what is declared, and that nothing changed. */
     def error(describe: String, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord)
         : StatesnapException = {
       val outcome = if (recorded.isEmpty) "Nothing was written." else "Nothing was rewritten: the checkpoint is " +
         "still readable by the application version that wrote it."
-      new StatesnapException(errorClass, if (problems.isEmpty) s"$describe $message $outcome" else
+      val sparkToo = spark.fold("")(said => s"\nSpark's own state schema check refuses this change too: $said")
+      new StatesnapException(errorClass, (if (problems.isEmpty) s"$describe $message $outcome" else
         s"$describe cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describe}").mkString("\n") +
           s"\nRecorded schema: ${recorded.map(r => schemaOf(r.valueSnapshot).simpleString)
             .getOrElse("none (a new state)")}\nNew schema:      ${schemaOf(current.valueSnapshot).simpleString}\n" +
           recorded.map(r => (schemaOf(r.keySnapshot), schemaOf(current.keySnapshot))).filter(k => k._1 != k._2)
             .fold("")(k => s"Recorded key:    ${k._1.simpleString}\nNew key:         ${k._2.simpleString}\n") +
-          outcome)
+          outcome) + sparkToo)
     }
   }
 
@@ -63,6 +68,9 @@ private[statesnap] object StateDecision {
       Refuse(UnsupportedConfiguration, Nil, "changes its map user key, which statesnap migrates for " +
         "UnsafeRow-encoded state only, not Avro-encoded (spark.sql.streaming.stateStore.encodingFormat=avro): keep " +
         "the user key as it was, or move the map to a new state name.")
+    case (refused @ Refuse(IncompatibleStateSchema, _, _, _), Some(old)) =>
+      refused.copy(spark = StatesnapSparkRefusal.of(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot),
+        schemaOf(old.valueSnapshot), schemaOf(current.valueSnapshot), encoding == StateEncoding.Avro))
     case (decided, _) => decided
   }
 
