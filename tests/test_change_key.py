@@ -412,6 +412,35 @@ def test_a_restart_with_a_changed_key_is_refused_naming_the_key_and_the_command(
     assert "struct<id:string,op:string>" in message and "struct<id:string>" in message, message
 
 
+@ONLY_ON_PINNED
+def test_a_key_change_spark_refuses_names_change_key_which_then_changes_it(spark, on_provider, tmp_path):
+    """On Spark's provider Spark's own check refuses the restart, advising to turn the check off (which would read the
+    old keys under the new layout): statesnap's listener names change-key instead, and change-key removes the batch
+    Spark planned and refused, then changes the key; version 2 then runs equal to the control."""
+    v1, v2, _, _ = CASES["a grouping column removed"]
+
+    def body():
+        source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2)
+        write_input(source, after[0])
+        with pytest.raises(statesnap.StateSchemaError) as refused:
+            with statesnap.refusals():
+                run(spark, v2, source, changed)
+        message = str(refused.value)
+        assert message.startswith("[STATESNAP_OFFLINE_MIGRATION_REQUIRED] the key of stateful operator 0 changed "
+                                  "(recorded: struct<id:string,op:string>, declared: struct<id:string>)"), message
+        assert f"python -m statesnap change-key 'file:{changed}' --app" in message, message
+        assert "Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false" in message, message
+
+        result = tools.change_key(changed, v2(spark, source), no_file_sink=True)
+
+        assert result.outcome == tools.Outcome.CHANGE, result.lines
+        assert "removed batch 2, which Spark planned and then refused" in result.lines[0], result.lines
+        write_input(control_source, after[0])
+        assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
+        assert stores(changed) == stores(control)
+    on_provider(STOCK_PROVIDER, body)
+
+
 def by_user(spark):
     """Version 2 of the crash tests' query, for ``--app`` (its input: STATESNAP_TEST_SOURCE)."""
     return CASES["a grouping column removed"][1](spark, os.environ["STATESNAP_TEST_SOURCE"])

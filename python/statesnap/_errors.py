@@ -22,8 +22,9 @@ class StateSchemaError(Exception):
 
 def refusal_in(error: BaseException) -> Optional[StateSchemaError]:
     """The statesnap refusal ``error`` carries (through Spark's and PySpark's layers: a task failure, a Python
-    worker's error, a query's termination), or None. Spark 4.2+'s own refusal of a transformWithState restart with a
-    changed state schema becomes statesnap's, which names the offline migration that lets it restart."""
+    worker's error, a query's termination), or None. Spark's own refusal of a restart with a change statesnap makes
+    offline (a transformWithState state's value schema on Spark 4.2+, an operator's key) becomes statesnap's, which
+    names the tool that lets it restart."""
     found = _MESSAGE.search(str(error))
     if found is None:
         found = _MESSAGE.search(_offline_migration_required(str(error)) or "")
@@ -34,10 +35,12 @@ _QUERY_ID = re.compile(r"Query \[id = ([0-9a-f-]{36}),")
 
 
 def _offline_migration_required(text: str) -> Optional[str]:
-    """What statesnap's listener said of the query Spark's refusal in ``text`` stopped, if Spark refused a changed
-    value schema of a state statesnap migrates offline (``OfflineMigrationRequired`` in the JVM)."""
+    """What statesnap's listener said of the query Spark's refusal in ``text`` stopped, if Spark refused a change
+    statesnap makes offline (``OfflineMigrationRequired`` in the JVM)."""
     query = _QUERY_ID.search(text)
-    if "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE]" not in text or query is None:
+    spark_refused = ("[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE]" in text
+                     or "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in text)
+    if not spark_refused or query is None:
         return None
     from pyspark.sql import SparkSession
 

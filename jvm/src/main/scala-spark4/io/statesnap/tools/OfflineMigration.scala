@@ -318,15 +318,9 @@ object OfflineMigration {
    */
   private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
     val batch = checkpoint.latestBatch
-    if (refusedAtPlanning(checkpoint, batch)) {
-      val done = s"removed batch $batch, which Spark planned and then refused before running any of it (a restart " +
-        "with the changed state schema): the query plans it again, over the same input, after the migration"
-      if (dryRun) Seq(done) else {
-        checkpoint.delete(checkpoint.offsetsFile(batch))
-        checkpoint.delete(RefusedPlans.file(checkpoint.root, batch))
-        done +: recover(checkpoint, sink, dryRun)
-      }
-    } else if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
+    val refused = RefusedPlans.removed(checkpoint, dryRun)
+    if (refused.nonEmpty) refused.toSeq ++ (if (dryRun) Nil else recover(checkpoint, sink, dryRun))
+    else if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
     else if (checkpoint.committed(batch)) {
       if (!dryRun) {
         sink.append(batch)
@@ -344,22 +338,6 @@ object OfflineMigration {
       }
     }
   }
-
-  /**
-   * Whether `batch` is one Spark planned and refused at planning, as statesnap's listener recorded
-   * ([[RefusedPlans]]), and nothing of it ran: no commit, no state version of it in any store, no operator metadata.
-   */
-  private def refusedAtPlanning(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
-    !checkpoint.committed(batch) && RefusedPlans.recorded(checkpoint.fs, checkpoint.root, batch) && {
-      val stateRoot = new Path(checkpoint.root, "state")
-      val (transformWithState, others) = checkpoint.operators
-      (transformWithState ++ others).forall { op =>
-        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && checkpoint.partitions(op).forall {
-          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f =>
-            StoppedCheckpoint.isVersionFile(f.getPath.getName, batch + 1))
-        }
-      }
-    }
 
   /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
   private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {

@@ -7,41 +7,57 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.snapshot.TtlValueSnapshot
-import io.statesnap.tools.CheckpointRecords
+import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord, TtlValueSnapshot}
+import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types._
 
 /**
- * Spark 4.2+ runs transformWithState on its own provider only, so statesnap migrates its state offline
- * (`python -m statesnap migrate`). A query restarted with a changed state schema without that fails in Spark's own
- * check, whose error advises to turn the check off, which makes Spark read the old bytes under the new schema. This
- * is statesnap's refusal for that case instead: the state, its old and new schema, and the exact command that
- * migrates it. Spark names the schemas, not the state: the state is the one Spark's files at the latest committed
- * batch record with the old schema.
+ * A restart Spark's own check refuses where statesnap has an offline step that makes it: Spark's error advises to
+ * turn the check off, which makes Spark read the old bytes under the new layout. This is statesnap's refusal instead,
+ * naming the state or operator, its old and new schema, and the command that makes the change:
+ *  - a transformWithState state's value schema on Spark 4.2+, which runs transformWithState on its own provider only:
+ *    `python -m statesnap migrate`;
+ *  - a stateful operator's key on a query statesnap does not serve (Spark's provider; statesnap's own refuses it
+ *    itself): `python -m statesnap change-key`.
+ * Spark names the schemas, not the state: the state is the one Spark's files at the latest committed batch record
+ * with the old schema.
  */
 object OfflineMigrationRequired {
   private val SparksRefusal =
     """(?s)\[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE\].*?Existing value_schema=(.*?) and new value_schema=(.*?)\.\s*\n""".r
+  private val SparksKeyRefusal =
+    """(?s)\[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE\].*?Existing key_schema=(.*?) and new key_schema=(.*?)\.\s*\n""".r
   /** What the listener found for queries that terminated so, by query id, for `statesnap.refusals()` to raise. */
-  private val found = new ConcurrentHashMap[UUID, String]
+  private val refusals = new ConcurrentHashMap[UUID, String]
 
-  /** statesnap's refusal for the query with `id` on checkpoint `checkpoint`, if `failure` is Spark's refusal. */
-  def of(id: UUID, checkpoint: String, failure: String, hadoopConf: Configuration): Option[String] =
-    SparksRefusal.findFirstMatchIn(failure).map { m =>
+  /**
+   * statesnap's refusal for the query with `id` on checkpoint `checkpoint`, if `failure` is Spark's refusal of one of
+   * the changes above (`transformWithStateOffline`: the query's transformWithState state migrates offline).
+   */
+  def of(id: UUID, checkpoint: String, failure: String, hadoopConf: Configuration,
+      transformWithStateOffline: Boolean): Option[String] = {
+    val records = try CheckpointRecords.sparkRecords(checkpoint, hadoopConf) catch { case NonFatal(_) => Nil }
+    val found = SparksRefusal.findFirstMatchIn(failure).filter(_ => transformWithStateOffline).map { m =>
       val (old, declared) = (m.group(1), m.group(2))
-      val state = try CheckpointRecords.sparkRecords(checkpoint, hadoopConf).map(_._2).find { r =>
+      val state = records.map(_._2).find { r =>
         val value = r.valueSnapshot.restoreSerializer().schema
         Seq(value, TtlValueSnapshot.wrap(value)).exists(_.toString == old)
-      }.map(_.stateName) catch { case NonFatal(_) => None }
-      val message = refusal(checkpoint, state, old, declared)
-      if (found.size > 100) found.clear() // a session's failed queries: a handful
-      found.put(id, message)
-      message
+      }.map(_.stateName)
+      refusal(checkpoint, state, old, declared)
+    }.orElse(SparksKeyRefusal.findFirstMatchIn(failure).map { m =>
+      val (old, declared) = (m.group(1), m.group(2))
+      keyRefusal(checkpoint, records.find(_._2.keySnapshot.restoreSerializer().schema.toString == old), old, declared)
+    })
+    found.foreach { message =>
+      if (refusals.size > 100) refusals.clear() // a session's failed queries: a handful
+      refusals.put(id, message)
     }
+    found
+  }
 
   /** The refusal found for the query with id `id` (for Python: null if none). */
-  def forQuery(id: String): String = Try(UUID.fromString(id)).toOption.flatMap(i => Option(found.get(i))).orNull
+  def forQuery(id: String): String = Try(UUID.fromString(id)).toOption.flatMap(i => Option(refusals.get(i))).orNull
 
   private def refusal(checkpoint: String, state: Option[String], old: String, declared: String): String = {
     val schema = parse(declared).map(s => TtlValueSnapshot.unwrap(s).getOrElse(s))
@@ -57,6 +73,24 @@ object OfflineMigrationRequired {
       "'<RowSnapshot JSON>' with the rules the new version registers; one --state and --schema more for each other " +
       "state whose schema changed). Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's " +
       "message suggests: Spark would then read the old bytes under the new schema."
+  }
+
+  /** The refusal of a changed key of the operator `recorded` says (the one whose key Spark's files record as `old`). */
+  private def keyRefusal(checkpoint: String, recorded: Option[(CheckpointReader.Store, StateSnapshotRecord)],
+      old: String, declared: String): String = {
+    val operator = recorded.fold("a stateful operator")(r => s"stateful operator ${r._1.operator}")
+    val change = s"the key of $operator changed (recorded: ${parse(old).fold(old)(_.simpleString)}, declared: " +
+      s"${parse(declared).fold(declared)(_.simpleString)}), and Spark refused the restart; nothing was read or " +
+      "rewritten."
+    val keep = " Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's message suggests: " +
+      "Spark would then read the old keys under the new layout."
+    s"[${StatesnapException.OfflineMigrationRequired}] " + (if (recorded.exists(_._2.operator ==
+        OperatorKind.TransformWithState)) s"$change statesnap does not change a transformWithState operator's " +
+        "grouping key (yet): keep it as it was." + keep
+      else s"$change Fix: with the query stopped, give every entry its new key, then restart the query:\n  python " +
+        s"-m statesnap change-key ${quote(checkpoint)} --app <module:function returning the new version's streaming " +
+        "DataFrame> --no-file-sink\n(statesnap.change_key(checkpoint, new_df, no_file_sink=True) from Python; " +
+        "--file-sink <its output path> instead if the query writes to a file sink)." + keep)
   }
 
   /** `text` single-quoted for a POSIX shell. */

@@ -72,12 +72,13 @@ class StatesnapQueryListener extends StreamingQueryListener {
   }
 
   /**
-   * A transformWithState query on Spark 4.2+ that Spark's check refused for a changed state schema: statesnap's
-   * refusal, naming the offline migration, at ERROR; and the batch Spark planned before it refused, which `migrate`
-   * may then remove ([[RefusedPlans]]).
+   * A query Spark's check refused for a change statesnap makes offline (a transformWithState state's value schema on
+   * Spark 4.2+, an operator's key): statesnap's refusal, naming the tool, at ERROR; and the batch Spark planned before
+   * it refused, which the tool may then remove ([[RefusedPlans]]).
    */
   private def offlineMigrationRequired(query: RunningQuery, failure: String): Unit =
-    try OfflineMigrationRequired.of(query.id, query.checkpoint, failure, query.hadoopConf).foreach { message =>
+    try OfflineMigrationRequired.of(query.id, query.checkpoint, failure, query.hadoopConf,
+        query.runsTransformWithState && !StatesnapSparkGlue.transformWithStateTakesCustomProviders).foreach { message =>
       StatesnapQueryListener.log.error(s"statesnap: query ${query.id} cannot restart: $message")
       RefusedPlans.record(query.checkpoint, query.runId, query.hadoopConf)
     } catch {
@@ -106,8 +107,8 @@ class StatesnapQueryListener extends StreamingQueryListener {
 
   /**
    * A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it; so does a
-   * transformWithState query on Spark 4.2+ whose restart Spark refused for a changed state schema, with the offline
-   * migration that lets it restart ([[OfflineMigrationRequired]]).
+   * query whose restart Spark refused for a change statesnap makes offline, with the tool that lets it restart
+   * ([[OfflineMigrationRequired]]).
    */
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     val query = Option(started.remove(event.id))
@@ -115,8 +116,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
     event.exception.foreach { failure =>
       StatesnapException.inText(failure) match {
         case Some(message) => StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
-        case None => query.filter(q => q.runsTransformWithState &&
-            !StatesnapSparkGlue.transformWithStateTakesCustomProviders).foreach(offlineMigrationRequired(_, failure))
+        case None => query.foreach(offlineMigrationRequired(_, failure))
       }
     }
   }

@@ -9,11 +9,12 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 
 /**
  * Batches Spark planned and then refused before running any of it: Spark writes a batch's offsets before it plans
- * the batch, so a restart its state schema check refuses leaves `offsets/<N+1>` without a commit, and `migrate`
- * (which appends batch N+1 itself) would refuse the checkpoint as one whose query may still be running. statesnap's
- * listener, which saw the refusal (at planning, so neither state, sink nor operator metadata was written for the
- * batch), records it here, `<checkpoint>/_statesnap/refused-plans/<batch>`; `migrate` then removes that batch's
- * offsets, after checking that nothing of the batch ran, and the query plans it again after the migration.
+ * the batch, so a restart its state schema check refuses leaves `offsets/<N+1>` without a commit, and the tool that
+ * makes the change (`migrate` for a value, `change-key` for a key; each appends batch N+1 itself) would refuse the
+ * checkpoint as one whose query may still be running. statesnap's listener, which saw the refusal (at planning, so
+ * neither state, sink nor operator metadata was written for the batch), records it here,
+ * `<checkpoint>/_statesnap/refused-plans/<batch>`; the tool then removes that batch's offsets ([[removed]]), after
+ * checking that nothing of the batch ran, and the query plans it again after the tool's batch.
  */
 object RefusedPlans {
   private def dir(checkpoint: Path): Path = new Path(checkpoint, "_statesnap/refused-plans")
@@ -37,11 +38,34 @@ object RefusedPlans {
       }
   }
 
-  /** Whether the listener recorded that Spark refused `batch` of the checkpoint at `root` at planning. */
-  def recorded(fs: FileSystem, root: Path, batch: Long): Boolean = fs.exists(new Path(dir(root), batch.toString))
+  /**
+   * Removes the latest batch of `checkpoint` (on a dry run: says it would) if Spark planned and refused it, as the
+   * listener recorded, and nothing of it ran: no commit, no state version of it in any store, no operator metadata.
+   * @return what was done, if anything
+   */
+  def removed(checkpoint: StoppedCheckpoint, dryRun: Boolean): Option[String] = {
+    val batch = checkpoint.latestBatch
+    Option.when(refusedAtPlanning(checkpoint, batch)) {
+      if (!dryRun) {
+        checkpoint.delete(checkpoint.offsetsFile(batch))
+        checkpoint.delete(new Path(dir(checkpoint.root), batch.toString))
+      }
+      s"removed batch $batch, which Spark planned and then refused before running any of it (a restart with the " +
+        "changed state schema or key): the query plans it again, over the same input, after this batch"
+    }
+  }
 
-  /** The record of `batch`, once the batch is gone. */
-  def file(root: Path, batch: Long): Path = new Path(dir(root), batch.toString)
+  private def refusedAtPlanning(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
+    !checkpoint.committed(batch) && checkpoint.fs.exists(new Path(dir(checkpoint.root), batch.toString)) && {
+      val stateRoot = new Path(checkpoint.root, "state")
+      val (transformWithState, others) = checkpoint.operators
+      (transformWithState ++ others).forall { op =>
+        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && checkpoint.partitions(op).forall {
+          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f =>
+            StoppedCheckpoint.isVersionFile(f.getPath.getName, batch + 1))
+        }
+      }
+    }
 
   private def batches(fs: FileSystem, log: Path): Seq[Long] =
     if (!fs.exists(log)) Nil else fs.listStatus(log).toSeq.flatMap(_.getPath.getName.toLongOption)

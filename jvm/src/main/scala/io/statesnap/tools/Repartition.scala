@@ -363,7 +363,9 @@ object Repartition {
     val batch = checkpoint.latestBatch
     def pinsInterrupted(b: Long) = checkpoint.pinnedConfs(b).get(StoppedCheckpoint.ProviderConf)
       .contains(StoppedCheckpoint.Interrupted(verb))
-    if (!pinsInterrupted(batch)) Nil
+    val refused = RefusedPlans.removed(checkpoint, dryRun)
+    if (refused.nonEmpty) refused.toSeq ++ (if (dryRun) Nil else recover(checkpoint, verb, sink, dryRun))
+    else if (!pinsInterrupted(batch)) Nil
     else if (!checkpoint.committed(batch) && pinsInterrupted(batch - 1)) {
       // A restart tried after the interrupted batch committed planned one more on the same pin, and failed on it
       // before any task ran.
