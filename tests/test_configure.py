@@ -61,19 +61,40 @@ def test_the_bundled_jar_holds_the_provider():
     assert statesnap.PROVIDER_CLASS.replace(".", "/") + ".class" in names
 
 
+def counts(spark, source: str, checkpoint: str):
+    """A streaming count by id, run over the input not yet processed."""
+    query = (spark.readStream.schema("id string, value long").json(source).groupBy("id").count().writeStream
+             .outputMode("update").format("noop").option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    return query
+
+
 @pytest.mark.slow
-def test_running_session_without_the_jar_says_how_to_fix_it(tmp_path):
+def test_running_session_without_the_jar_says_how_to_fix_it(spark, tmp_path):
+    """configure() on a session that has no jar is refused; and a query whose checkpoint statesnap serves, restarted
+    in such a session, fails in Spark naming only a class: statesnap.refusals() says what to do."""
+    source, checkpoint = tmp_path / "in", str(tmp_path / "ck")
+    source.mkdir()
+    (source / "0.json").write_text('{"id": "a", "value": 1}\n')
+    counts(spark, str(source), checkpoint).awaitTermination()
+    (source / "1.json").write_text('{"id": "b", "value": 2}\n')
     # A fresh JVM without the jar: one process can hold one SparkContext, so this runs in a child process.
     script = textwrap.dedent(
-        """
+        f"""
         from pyspark.sql import SparkSession
         import statesnap
+        from test_configure import counts
         spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
         try:
             statesnap.configure(spark)
         except RuntimeError as e:
             print("REFUSED:", e)
         print("PROVIDER:", spark.conf.get("spark.sql.streaming.stateStore.providerClass"))
+        try:
+            with statesnap.refusals():
+                counts(spark, {str(source)!r}, {checkpoint!r}).awaitTermination()
+        except statesnap.StateSchemaError as e:
+            print("RESTART:", e.error_class, str(e).replace("\\n", " "))
         """
     )
     out = run_to_exit([sys.executable, "-c", script], timeout=180).stdout
@@ -81,3 +102,6 @@ def test_running_session_without_the_jar_says_how_to_fix_it(tmp_path):
     assert "statesnap.configure(SparkSession.builder" in out
     # Nothing was half-configured: the session still uses Spark's default provider.
     assert "PROVIDER: org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider" in out
+    assert "RESTART: STATESNAP_UNSUPPORTED_CONFIGURATION [STATESNAP_UNSUPPORTED_CONFIGURATION] the query's " \
+           "checkpoint runs on statesnap's provider" in out, out
+    assert "statesnap.configure(SparkSession.builder...).getOrCreate()" in out.split("RESTART:")[1], out

@@ -24,11 +24,28 @@ def refusal_in(error: BaseException) -> Optional[StateSchemaError]:
     """The statesnap refusal ``error`` carries (through Spark's and PySpark's layers: a task failure, a Python
     worker's error, a query's termination), or None. Spark's own refusal of a restart with a change statesnap makes
     offline (a transformWithState state's value schema on Spark 4.2+, an operator's key) becomes statesnap's, which
-    names the tool that lets it restart."""
-    found = _MESSAGE.search(str(error))
-    if found is None:
-        found = _MESSAGE.search(_offline_migration_required(str(error)) or "")
+    names the tool that lets it restart; so does Spark's failure to load statesnap's provider, which a checkpoint
+    pins, in a session built without ``configure``."""
+    found = _MESSAGE.search(str(error)) or _MESSAGE.search(_offline_migration_required(str(error)) or "") \
+        or _MESSAGE.search(_provider_not_loaded(str(error)) or "")
     return StateSchemaError(found.group(1), found.group(2).strip()) if found else None
+
+
+# Spark's words for a class it could not load (a ClassNotFoundException's message is the class alone).
+_NOT_LOADED = re.compile(r"terminated with exception: (io\.statesnap\.[\w.$]+)(?= SQLSTATE:|\n|\Z)")
+
+
+def _provider_not_loaded(text: str) -> Optional[str]:
+    """statesnap's refusal for a query Spark stopped because it could not load a class of statesnap's (the provider
+    the checkpoint pins): the session has no statesnap jar."""
+    missing = _NOT_LOADED.search(text)
+    if missing is None:
+        return None
+    return (f"[STATESNAP_UNSUPPORTED_CONFIGURATION] the query's checkpoint runs on statesnap's provider (its offset "
+            f"log pins it), and this session cannot load {missing.group(1)}: it was built without statesnap. Nothing "
+            "was read or written. Fix: build the session with statesnap.configure(SparkSession.builder...)"
+            ".getOrCreate() (or add statesnap.jar_path() to spark.jars); to leave statesnap, stop the query and run "
+            "`python -m statesnap release` on its checkpoint.")
 
 
 _QUERY_ID = re.compile(r"Query \[id = ([0-9a-f-]{36}),")
