@@ -12,6 +12,7 @@ from typing import Optional
 import pytest
 from pyspark.errors import StreamingQueryException
 
+import faults
 import statesnap
 from statesnap import tools
 from apps import StateSpec, run_app, write_input
@@ -60,20 +61,21 @@ def checkpoint_mode(spark):
     spark.conf.unset(CHANGELOG)
 
 
-def specs(version: int) -> list[StateSpec]:
+def specs(version: int, maps=tuple(MAPS)) -> list[StateSpec]:
     return [StateSpec("count", "n bigint")] + [
         StateSpec(name, VALUES[name][version - 1], to_state=m[1] if version == 1 else m[3], kind="map",
-                  user_key_schema=m[0] if version == 1 else m[2]) for name, m in MAPS.items()]
+                  user_key_schema=m[0] if version == 1 else m[2]) for name, m in MAPS.items() if name in maps]
 
 
-def run(spark, source: str, checkpoint: str, batches: list, version: int, rows: Optional[list] = None) -> dict:
-    """Runs `version` once per batch (an empty one: on the input already written); what each id read, in order.
-    `rows` gets the number of rows Spark counts in the state after each batch."""
+def run(spark, source: str, checkpoint: str, batches: list, version: int, rows: Optional[list] = None,
+        maps=tuple(MAPS)) -> dict:
+    """Runs `version` (of the app with the maps `maps`) once per batch (an empty one: on the input already written);
+    what each id read, in order. `rows` gets the number of rows Spark counts in the state after each batch."""
     seen: dict = {}
     for batch in batches:
         if batch:
             write_input(source, batch)
-        result = run_app(spark, source, checkpoint, specs(version))
+        result = run_app(spark, source, checkpoint, specs(version, maps))
         for id_, reads in result.seen.items():
             seen.setdefault(id_, []).extend(reads)
         if rows is not None:
@@ -147,6 +149,30 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
     # A restart of the same version rewrites nothing.
     write_input(source, AFTER[1])
     assert run_app(spark, source, checkpoint, specs(2)).migrated_entries == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")
+@pytest.mark.parametrize("step", ["partition", "commit"])  # rolled back, finished; every step: test_offline_migrate
+def test_a_crash_while_migrate_moves_and_merges_map_entries_ends_equal_to_a_clean_run(spark, tmp_path, cli, step):
+    """Killed after a partition's store committed (rolled back by the next migrate) or after the batch's commit
+    (finished by it): then the map's entries under their new keys, merged, are the control's, byte for byte."""
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    run(spark, source, checkpoint, BEFORE, 1, maps=("merged",))
+    change = ("--state", "merged", "--schema", "n int", "--user-key", "k string", "--merge",
+              json.dumps(MERGES["merged"]))
+
+    crashed = faults.crash_tool("migrate", checkpoint, step, *change)
+
+    assert crashed.returncode != 0, crashed.stdout + crashed.stderr
+    code, out = cli("migrate", checkpoint, "--no-file-sink", *change)
+    assert code == 3 and ("finished the migrate interrupted" if step == "commit" else "rolled back batch 2") in out, out
+    after = run(spark, source, checkpoint, AFTER, 2, maps=("merged",))
+    control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
+    expected = run(spark, control_source, control, BEFORE + AFTER, 2, maps=("merged",))
+    assert after == {id_: reads[-len(after[id_]):] for id_, reads in expected.items()}
+    assert {p: read_store(checkpoint, partition=p)["merged"] for p in partitions(checkpoint)} == \
+        {p: read_store(control, partition=p)["merged"] for p in partitions(control)}
 
 
 @pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")

@@ -11,7 +11,7 @@ import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.provider.{DeclaredSnapshots, MigratedStateRecordFiles, MigrationProbe, StateDecision, StateEncoding,
   TransformWithStateSchemaRecords}
 import io.statesnap.registration.MapMerge
-import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
+import io.statesnap.snapshot.{StateKind, StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec,
@@ -127,14 +127,18 @@ object OfflineMigration {
         structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
       val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
       val merge = Option(mergeJsons.get(i)).map(json => MapMerge(fieldsOf(json), sql.settings))
-      merge.foreach { m =>
-        if (!verdict.decided.isInstanceOf[StateDecision.Migrate] ||
-            verdict.decided.asInstanceOf[StateDecision.Migrate].keyMigration.isEmpty) checkpoint.refuse(s"a merge " +
-          s"is given for state '${t.name}', whose entries keep their keys: a merge is for a map's entries that meet " +
-          "under one new user key")
-        try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {
-          case e: StatesnapException => checkpoint.refuse(e.getMessage)
+      // A merge applies where a map's entries get new keys; given again once they have them (migrate run again after
+      // it finished), it applies to nothing.
+      if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(s"a merge is given for state " +
+        s"'${t.name}', which is ${t.recorded.kind.name} state: a merge is for a map's entries that meet under one new " +
+        "user key")
+      verdict.decided match {
+        case StateDecision.Migrate(_, _, Some(_)) => merge.foreach { m =>
+          try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {
+            case e: StatesnapException => checkpoint.refuse(e.getMessage)
+          }
         }
+        case _ =>
       }
       val decided = Decided(t, declared, verdict, merge)
       decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
