@@ -257,6 +257,18 @@ def test_user_keys_that_would_meet_after_a_drop_are_refused_naming_the_entry(spa
 
 
 @ONLINE
+def test_an_entry_moving_onto_the_bytes_of_an_entry_not_moved_yet_is_refused_even_with_a_merge(spark, tmp_path,
+                                                                                              registrations):
+    """k int -> k bigint, derived k % 255: the entry of 256 (visited first: its bytes sort first) moves to 1, whose
+    old key has the same bytes as the new key 1 and has not moved yet: nothing tells which layout its value is in."""
+    message = refused(spark, tmp_path, "k int", lambda v: {(1,): (v,), (256,): (v,)}, "k bigint",
+                      statesnap.RowSnapshot(version=2, derived={"userKey.k": "userKey.k % 255"}),
+                      merge={"n": "a.n + b.n"})
+    assert message.startswith("[STATESNAP_MIGRATION_FAILED] state 'prefs'"), message
+    assert "the key of an entry not moved yet, whose old key has the same bytes" in message, message
+
+
+@ONLINE
 @pytest.mark.parametrize("merge, says", [
     ({"count": "a.n + b.n"}, "a merge is given for count, which the map 'prefs' (n INT) does not have"),
     ({"n": "concat(a.n, b.n)"}, "the merge of map 'prefs' field `n` INT, `concat(a.n, b.n)`, is STRING: cast it"),
