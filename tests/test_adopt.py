@@ -75,6 +75,7 @@ def test_a_transform_with_state_query_is_adopted_evolved_and_released(spark, app
     # Before its first statesnap run, a deploy can be dry-run against what Spark's files say the bytes are.
     code, out = cli("check", checkpoint, "--state", "count", "--schema", "n bigint, note string")
     assert code == 3 and "no statesnap snapshot yet" in out and "convert 'n' int -> bigint" in out, out
+    assert "a checkpoint adopted and not run on statesnap yet" in out, out
     # A list state, as Spark's operator metadata says it is: checked element by element, by the same row rules.
     code, out = cli("check", checkpoint, "--state", "events", "--schema", "n smallint")
     assert code == 4 and "'n'" in out and "int" in out and "smallint" in out, out

@@ -166,8 +166,10 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
             compatibility, dict(sql_conf or {}), scan)
         lines, verdicts, outcome = [], [], Outcome.NOTHING
         if result.fromSparkFiles():
-            lines.append(f"state '{state}' has no statesnap snapshot yet in its stores (a checkpoint of Spark's "
-                         "provider): checked against what Spark's own schema files record for it (or `migrate` did)")
+            lines.append(f"state '{state}' has no statesnap snapshot yet in its stores, which Spark's provider wrote "
+                         "(a checkpoint adopted and not run on statesnap yet, one of Spark's provider, or "
+                         "transformWithState on Spark 4.2+, which runs on Spark's provider only): checked against what "
+                         "Spark's own schema files record for it (or `migrate` did)")
         for judged in result.verdicts():
             verdict, partitions = judged.verdict(), [int(p) for p in judged.partitions()]
             where = "every partition" if partitions == [-1] else f"partitions {partitions}"
