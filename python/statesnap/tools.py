@@ -315,8 +315,10 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
     functions too, give ``previous``, the streaming DataFrame of the version that wrote the checkpoint: each function
     of the new version keeps the buffer of the same function (its SQL: ``sum(value)``), a new one starts at the deploy
     from its initial value, as if the query had started then, a dropped one is dropped (with or without a key change).
-    Name the query's sink: ``file_sink`` (its output path) or ``no_file_sink=True``. Any other key change (joins,
-    transformWithState) is refused, nothing written.
+    A transformWithState operator's grouping key may gain a column (its value from ``keys``, over the old grouping
+    key) or widen one: every state variable, TTL index and timer moves with it, values kept; one that loses a column
+    is refused (Spark has no merge of its states). Name the query's sink: ``file_sink`` (its output path) or
+    ``no_file_sink=True``. Any other key change (joins, session windows) is refused, nothing written.
 
     Example: ``change_key("/checkpoints/usage", usage_by_user(spark), no_file_sink=True)``."""
     for version, given in (("new", query), ("previous", previous)):

@@ -3,6 +3,9 @@ package io.statesnap.tools
 import io.statesnap.provider.TransformWithStateSchemaRecords
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec,
+  RangeKeyScanStateEncoderSpec, StateStoreId, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore
 
 /**
  * The records of a checkpoint's transformWithState variables that [[CheckpointRecords]] reads besides the stores'
@@ -18,4 +21,23 @@ object TransformWithStateRecords {
       hadoopConf: Configuration): Seq[StateSnapshotRecord] =
     TransformWithStateSchemaRecords.transformWithStateAt(stateRoot, operator, batch, hadoopConf).toSeq.sortBy(_._1)
       .map(_._2)
+
+  /**
+   * Spark's files of transformWithState operator `operator` for the batch `batch` a tool appends: its operator
+   * metadata naming a schema file that says `families` (a grouping key change's new keys), as Spark's driver writes
+   * them in a run's first batch.
+   */
+  def appendBatch(stateRoot: String, operator: Int, batch: Long, families: Seq[StatesnapOfflineStore.Family],
+      hadoopConf: Configuration): Unit =
+    StatesnapSparkSchemaFiles.appendTransformWithStateBatch(StateStoreId(stateRoot, operator, 0), batch,
+      families.map { f =>
+        val spec = if (f.rangeOrdinals.nonEmpty) RangeKeyScanStateEncoderSpec(f.keySchema, f.rangeOrdinals)
+          else if (f.prefixFields > 0) PrefixKeyScanStateEncoderSpec(f.keySchema, f.prefixFields)
+          else NoPrefixKeyStateEncoderSpec(f.keySchema)
+        StatesnapSparkSchemaFiles.Family(f.name, f.keySchema, f.valueSchema, spec)
+      }, hadoopConf)
+
+  /** Removes what [[appendBatch]] wrote for `batch` (a tool's batch rolled back), if anything. */
+  def removeBatch(stateRoot: String, operator: Int, batch: Long, hadoopConf: Configuration): Unit =
+    StatesnapSparkSchemaFiles.removeTransformWithStateBatch(StateStoreId(stateRoot, operator, 0), batch, hadoopConf)
 }

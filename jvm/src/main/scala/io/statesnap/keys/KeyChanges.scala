@@ -1,7 +1,7 @@
 package io.statesnap.keys
 
 import io.statesnap.evolution.{SqlExpressions, SqlSettings}
-import io.statesnap.keys.NewQueryOperators.{Aggregation, Keyed}
+import io.statesnap.keys.NewQueryOperators.{Aggregation, Keyed, TransformWithState}
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression}
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
@@ -66,8 +66,12 @@ object KeyChanges {
     val dropped = oldKey.fieldNames.filterNot(newKey.fieldNames.contains)
     // Old keys meet under one new key where a field is dropped or an old field is given anew (a narrowing).
     val meet = dropped ++ expressions.keys.filter(oldKey.fieldNames.contains)
-    if (meet.nonEmpty && to.merge == NoneMeet) return Left(s"$where: the entries of old keys that differ only in " +
-      s"${meet.map(f => s"`$f`").mkString(", ")} meet under one new key, and their values have no merge of Spark's " +
+    val meeting = s"$where: the entries of old keys that differ only in ${meet.map(f => s"`$f`").mkString(", ")} " +
+      "meet under one new key"
+    if (meet.nonEmpty && to.isInstanceOf[TransformWithState]) return Left(s"$meeting, in every state of the " +
+      "operator, and statesnap merges no transformWithState states (yet). Fix: keep those key fields as they were " +
+      "(a grouping key may gain a field or widen one)")
+    if (meet.nonEmpty && to.merge == NoneMeet) return Left(s"$meeting, and their values have no merge of Spark's " +
       "own. Fix: register one, merge={'<field>': '<SQL over the two states a and b>', ...} for every field of the " +
       "state (e.g. 'a.n + b.n'), or keep those key fields")
     fields.collectFirst { case Left(why) => why }.toLeft {

@@ -68,6 +68,17 @@ object NewQueryOperators {
         "layout")
   }
 
+  /**
+   * transformWithState (Scala, or PySpark's in Pandas / Row form): its grouping key, which every column family of its
+   * store holds (alone, as a prefix, or after a time: [[io.statesnap.placement.TransformWithStateKeys]]). Its values
+   * never change with the key; Spark has no merge of its states, so two old keys may not meet under one new one.
+   */
+  final case class TransformWithState(key: StructType) extends Keyed {
+    override def describe: String = s"transformWithState by ${key.fieldNames.mkString(", ")}"
+    override def merge: ValueMerge = NoneMeet
+    override def valueProblem(value: StructType): Option[String] = None
+  }
+
   /** Another stateful operator, whose key this tool does not read (a change of it is refused at restart). */
   final case class Other(describe: String) extends NewOperator
 
@@ -99,6 +110,10 @@ object NewQueryOperators {
         StructType(Seq(StructField("expiresAtMicros", LongType, nullable = false))), withinWatermark = true)
       case groups: SparkClasses.FlatMapGroupsWithStateExec => GroupState(schema(groups.groupingAttributes))
       case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => GroupState(schema(groups.groupingAttributes))
+      // TransformWithStateExec, TransformWithStateInPandasExec (4.0), TransformWithStateInPySparkExec (4.1+): each
+      // keeps its grouping attributes under that name, in a class of another package on each minor.
+      case tws if tws.nodeName.startsWith("TransformWithState") => TransformWithState(schema(tws.getClass
+        .getMethod("groupingAttributes").invoke(tws).asInstanceOf[Seq[Attribute]]))
       case other => Other(other.nodeName)
     }
   }

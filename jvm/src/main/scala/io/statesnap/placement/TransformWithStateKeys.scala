@@ -45,6 +45,17 @@ object TransformWithStateKeys {
     }
   }
 
+  /**
+   * Where `f`'s key row holds the grouping key, `stored` being its stored key: the ordinals of the nested structs
+   * leading to it (none: the row itself), counted in the whole key row (a range's fields too).
+   */
+  def groupingPath(f: Layout, stored: StoredKey): Seq[Int] = stored match {
+    case StoredKey.Whole(_, _) => Nil
+    case StoredKey.Split(_, _, true, path) => path
+    case StoredKey.Split(_, _, false, path) =>
+      f.keySchema.indices.filterNot(f.rangeOrdinals.contains)(path.head) +: path.tail
+  }
+
   private def storedKey(f: Layout, grouping: StructType): Either[String, StoredKey] = {
     def missing = Left(s"its column family '${f.name}' keeps ${f.keySchema.simpleString}" +
       s"${if (f.rangeOrdinals.nonEmpty) s" (a range of fields ${f.rangeOrdinals.mkString(", ")} first)" else ""}, " +

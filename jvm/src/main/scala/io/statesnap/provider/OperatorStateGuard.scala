@@ -156,7 +156,10 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 }
 
 private[provider] object OperatorStateGuard {
-  /** How the key of a streaming aggregation or a dedup changes, for a refusal of a changed key. */
+  /**
+   * How the key of a streaming aggregation, a dedup, group state or transformWithState changes, for a refusal of a
+   * changed key.
+   */
   val ChangeKeyHint: String = "A changed grouping key or dedup columns migrate offline: stop the query and run " +
     "statesnap.change_key(checkpoint, <the new version's streaming DataFrame>), which gives every entry its " +
     "new key (docs/tools.md, \"Change a key\")."

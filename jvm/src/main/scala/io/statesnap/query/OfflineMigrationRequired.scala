@@ -7,7 +7,7 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord, TtlValueSnapshot}
+import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types._
@@ -84,13 +84,11 @@ object OfflineMigrationRequired {
       "rewritten."
     val keep = " Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's message suggests: " +
       "Spark would then read the old keys under the new layout."
-    s"[${StatesnapException.OfflineMigrationRequired}] " + (if (recorded.exists(_._2.operator ==
-        OperatorKind.TransformWithState)) s"$change statesnap does not change a transformWithState operator's " +
-        "grouping key (yet): keep it as it was." + keep
-      else s"$change Fix: with the query stopped, give every entry its new key, then restart the query:\n  python " +
-        s"-m statesnap change-key ${quote(checkpoint)} --app <module:function returning the new version's streaming " +
-        "DataFrame> --no-file-sink\n(statesnap.change_key(checkpoint, new_df, no_file_sink=True) from Python; " +
-        "--file-sink <its output path> instead if the query writes to a file sink)." + keep)
+    s"[${StatesnapException.OfflineMigrationRequired}] $change Fix: with the query stopped, give every entry its " +
+      s"new key, then restart the query:\n  python -m statesnap change-key ${quote(checkpoint)} --app <module:function " +
+      "returning the new version's streaming DataFrame> --no-file-sink\n(statesnap.change_key(checkpoint, new_df, " +
+      "no_file_sink=True) from Python; --file-sink <its output path> instead if the query writes to a file sink)." +
+      keep
   }
 
   /** `text` single-quoted for a POSIX shell. */

@@ -3,7 +3,9 @@ package io.statesnap.tools
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
-import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other}
+import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
+import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
+import org.apache.spark.sql.types.StructType
 
 /**
  * The operators of a stopped checkpoint matched with those of the new version's query (by operator id, as Spark
@@ -34,6 +36,16 @@ private[tools] object KeyChangePlan {
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     val changed = plan.operators.zip(operators).zipWithIndex.map {
+      case ((old, tws: TransformWithState), i) =>
+        if (old.describe != RepartitionPlan.TransformWithStateOperator) refuse(s"operator ${old.id} is " +
+          s"${old.describe} in the checkpoint and a ${tws.describe} in the new version's query: not the same operator")
+        // Its grouping key, as every family placed by it holds it (RepartitionPlan checked that they agree).
+        val grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
+          .getOrElse(refuse(s"operator ${old.id} (${old.describe}) keeps no state in Spark's schema file, which says " +
+            "its grouping key: run the query once, then change its key"))
+        val ofThisKey = keys.filter { case (field, _) => tws.key.fieldNames.contains(field) }
+        old.copy(keyChange = KeyChanges.decide(s"operator ${old.id} (${old.describe})", grouping, new StructType(),
+          tws, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }).fold(refuse, identity))
       case ((old, keyed: Keyed), i) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout

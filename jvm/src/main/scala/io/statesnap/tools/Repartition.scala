@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import io.statesnap.{CommitStateIds, ProviderClasses, SparkClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, SparkSchemaFileHistory}
-import io.statesnap.snapshot.RowSchemaSnapshot
+import io.statesnap.snapshot.{RecordFamily, RowSchemaSnapshot}
 import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
@@ -118,6 +118,10 @@ object Repartition {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
     val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, verb, fileSink, noFileSink, dryRun)(
       recover(checkpoint, verb, _, dryRun)).fold(report => return report, identity)
+    // A key change the recovery finished is the one asked again: planned anew, the keys it gave would be changed twice
+    // (a field given a value is then one the checkpoint has).
+    if (verb == ChangeKey && recovered.exists(_.startsWith(finished(verb)))) return ToolReport(recovered :+
+      RestartRekeyed, ToolReport.Change)
     if (verb == Adopt || verb == ReleaseToDefault) {
       // A move to another provider finished by the recovery (or done before) leaves the query there already.
       val batch = checkpoint.latestCommittedBatch
@@ -201,8 +205,7 @@ object Repartition {
     if (plan.writesDefault) Seq(s"wrote $in entries into Spark's default provider's snapshots", "done: restart " +
       s"the query: its state is in Spark's default provider, in ${plan.to} partitions (the provider is pinned in its " +
       "checkpoint; the session's is not read)")
-    else if (plan.rekeyed) Seq(s"wrote $in entries, each under its new key", "done: restart the query with its " +
-      "new version: its state has the new key")
+    else if (plan.rekeyed) Seq(s"wrote $in entries, each under its new key", RestartRekeyed)
     else if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with " +
       s"statesnap (statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
     else Seq(s"wrote $in entries, each into the partition Spark reads it from now", s"done: restart the query: its " +
@@ -256,8 +259,11 @@ object Repartition {
               recordedAtMillis = System.currentTimeMillis())).toBytes)
           }
       }
-      SparkSchemaFileHistory.update(StateStoreId(stateRoot, o.id, 0, store.name), change.newKey, change.newValue,
-        version, checkpoint.hadoopConf)
+      // A transformWithState store's states are its families, Spark's files of them its operator metadata.
+      if (store.columnFamilies) TransformWithStateRecords.appendBatch(stateRoot, o.id, plan.batch + 1,
+        RepartitionPlan.rekeyed(store, change).layouts.filter(_.name != RecordFamily.Name), checkpoint.hadoopConf)
+      else SparkSchemaFileHistory.update(StateStoreId(stateRoot, o.id, 0, store.name), change.newKey,
+        change.newValue, version, checkpoint.hadoopConf)
     }
   }
 
@@ -355,6 +361,11 @@ object Repartition {
       checkpoint.write(into, (lines.head +: JsonMethods.compact(json) +: lines.drop(2)).mkString("\n").getBytes(UTF_8))
     }
 
+  private val RestartRekeyed = "done: restart the query with its new version: its state has the new key"
+
+  /** How [[recover]] says it finished an interrupted batch of `verb` (the batch's number follows). */
+  private def finished(verb: String): String = s"finished the $verb interrupted after committing batch"
+
   /**
    * A repartition interrupted before (the latest batch pins its provider): finished if its batch committed, rolled
    * back otherwise. @return what was (on a dry run: would be) done
@@ -370,14 +381,14 @@ object Repartition {
       // A restart tried after the interrupted batch committed planned one more on the same pin, and failed on it
       // before any task ran.
       val removed = s"removed batch $batch, which a restart planned on the unfinished $verb's batch and could not run"
-      if (dryRun) Seq(removed, s"finished the $verb interrupted after committing batch ${batch - 1}")
+      if (dryRun) Seq(removed, s"${finished(verb)} ${batch - 1}")
       else {
         checkpoint.delete(checkpoint.offsetsFile(batch))
         removed +: recover(checkpoint, verb, sink, dryRun)
       }
     } else if (checkpoint.committed(batch)) {
       if (!dryRun) finish(checkpoint, verb, sink, batch, _ => ())
-      Seq(s"finished the $verb interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ +
+      Seq(s"${finished(verb)} $batch: " + sink.says(batch).fold("")(_ +
         "; ") + s"retired the partitions it drops, and offsets/$batch pins the query's provider")
     } else {
       if (!dryRun) rollBack(checkpoint, verb, batch)
@@ -421,6 +432,8 @@ object Repartition {
       (StateStoreId.DEFAULT_STORE_NAME +: checkpoint.namedStores(op, 0)).distinct.foreach(store =>
         SparkSchemaFileHistory.restore(StateStoreId(stateRoot.toString, op, 0, store), batch + 1,
           checkpoint.hadoopConf))
+      if (checkpoint.transformWithStateOperators.contains(op)) TransformWithStateRecords.removeBatch(
+        stateRoot.toString, op, batch, checkpoint.hadoopConf)
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))
     log.info(s"statesnap: rolled back batch $batch of ${checkpoint.location}")

@@ -87,7 +87,7 @@ private[tools] object RepartitionJob {
           case None =>
             val partitionsOf = targetsOf(o, store, p, from, to)
             entry => partitionsOf(entry).map(_ -> entry)
-          case Some(change) => rekeyed(o, store, p, from, to, change)
+          case Some(change) => rekeyed(o, store, p, from, to, change, settings.version + 1)
         }
         // The index of the target of each partition of `to`, looked up once per store, not once per entry.
         val target = (0 until to).map(partition => index.getOrElse((o.id, store.name, partition), -1)).toArray
@@ -131,8 +131,9 @@ private[tools] object RepartitionJob {
    * placed by Spark's partitioning of the new key (the operator's whole key, as for an aggregation) among `to`.
    */
   private def rekeyed(o: RepartitionPlan.Operator, store: RepartitionPlan.Store, p: Int, from: Int, to: Int,
-      change: KeyChange): Entry => Iterator[(Int, Entry)] = {
+      change: KeyChange, version: Long): Entry => Iterator[(Int, Entry)] = {
     val checked = targetsOf(o, store, p, from, from)
+    if (store.columnFamilies) return regrouped(store, to, change, version, checked)
     val old = StatesnapStoreFiles.rocksDBCodec(change.oldKey, change.value, 0)
     val now = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.newValue, 0)
     val values = new UnsafeRowLayout(change.value)
@@ -148,6 +149,36 @@ private[tools] object RepartitionJob {
       val key = rekey(old.decodeKey(entry.key), value)
       val written = convert.fold(entry.value)(c => now.encodeValue(c(value)))
       Iterator.single(placement.partition(key) -> Entry(entry.family, now.encodeKey(key), written))
+    }
+  }
+
+  /**
+   * An entry of a transformWithState store read from partition `p` (checked by `checked`), under a change of the
+   * operator's grouping key: a family placed by the grouping key has it replaced in its key (the rest of the key and
+   * the value kept as they are: values never change with it) and goes to the partition Spark's partitioning of the
+   * new grouping key reads; statesnap's record of a state says its family's new key; the entries stay in their store
+   * otherwise.
+   */
+  private def regrouped(store: RepartitionPlan.Store, to: Int, change: KeyChange, version: Long,
+      checked: Entry => Iterator[Int]): Entry => Iterator[(Int, Entry)] = {
+    val rekeys = RepartitionPlan.groupingRekeys(store, change)
+    val families = store.families.zip(rekeys).map {
+      case (f, Some(rekey)) =>
+        val l = f.layout
+        val old = StatesnapStoreFiles.rocksDBCodec(l.keySchema, l.valueSchema, l.prefixFields, l.rangeOrdinals)
+        val now = StatesnapStoreFiles.rocksDBCodec(rekey.newKeySchema, l.valueSchema, l.prefixFields, l.rangeOrdinals)
+        val newKey = rekey.newRekey()
+        val placement = new KeyPlacement(change.newKey, PartitionKey.WholeKey, to)
+        Some((entry: Entry) => {
+          val (key, grouping) = newKey(old.decodeKey(entry.key))
+          placement.partition(grouping) -> entry.copy(key = now.encodeKey(key))
+        })
+      case (_, None) => None
+    }.toArray
+    val records = new TransformWithStateRecordKeys(store, rekeys, version)
+    entry => {
+      val partitions = checked(entry)
+      families(entry.family).fold(partitions.map(_ -> records.rewritten(entry)))(f => Iterator.single(f(entry)))
     }
   }
 
@@ -180,7 +211,7 @@ private[tools] object RepartitionJob {
         var written = 0L
         entries.foreach { entry => opened.put(entry); written += 1 }
         written
-      }(writeMerging(opened, entries, _))
+      }(writeMerging(opened, target, entries, _))
       opened.commit()
       settings.probe.foreach(_.offlineStep("store"))
       Written(target, written, opened.checkpointId)
@@ -192,8 +223,9 @@ private[tools] object RepartitionJob {
    * merge (the operator's own aggregate functions, a dedup's): read back from the store, where the entries meeting
    * under one key meet. @return the keys written
    */
-  private def writeMerging(opened: StatesnapOfflineStore.Writer, entries: Iterator[Entry], change: KeyChange): Long = {
-    val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.newValue, 0)
+  private def writeMerging(opened: StatesnapOfflineStore.Writer, target: Target, entries: Iterator[Entry],
+      change: KeyChange): Long = {
+    lazy val codec = StatesnapStoreFiles.rocksDBCodec(change.newKey, change.newValue, 0)
     val merge = change.merge.newMerger()
     var written = 0L
     entries.foreach { entry =>
@@ -201,6 +233,10 @@ private[tools] object RepartitionJob {
         case None =>
           opened.put(entry)
           written += 1
+        case Some(_) if target.store.columnFamilies => throw new IllegalStateException(s"operator " +
+          s"${target.operator} partition ${target.partition}: two entries of column family " +
+          s"'${target.store.families(entry.family).layout.name}' meet under one new key, which no grouping key " +
+          "change statesnap makes lets happen (every old key field is kept): the state is not as Spark's files say")
         case Some(before) =>
           val kept = codec.decodeValue(before).copy()
           opened.put(entry.copy(value = codec.encodeValue(merge(kept, codec.decodeValue(entry.value)))))

@@ -2,7 +2,7 @@ package io.statesnap.tools
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
-import io.statesnap.keys.KeyChange
+import io.statesnap.keys.{GroupingKeyRekey, KeyChange}
 import io.statesnap.placement.{PartitionKey, StoredKey, TransformWithStateKeys}
 import io.statesnap.provider.OperatorRecordFiles
 import io.statesnap.registration.{QueryStates, SparkOperator}
@@ -81,10 +81,33 @@ object RepartitionPlan {
   /** A family of entries of a store, and where its entries go. */
   final case class Family(layout: StatesnapOfflineStore.Family, placement: Placement)
 
-  /** `store` (of one family) as a key change writes it: its entries' key in the new layout. */
+  /**
+   * `store` as a key change writes it: its entries' key in the new layout; of a transformWithState store, each
+   * family's key with the grouping key in it replaced ([[groupingRekeys]]).
+   */
   def rekeyed(store: Store, change: KeyChange): Store =
-    store.copy(families = store.families.map(f => f.copy(layout = f.layout.copy(keySchema = change.newKey,
+    if (store.columnFamilies) store.copy(families = store.families.zip(groupingRekeys(store, change)).map {
+      case (f, rekey) => rekey.fold(f)(r => f.copy(layout = f.layout.copy(keySchema = r.newKeySchema)))
+    })
+    else store.copy(families = store.families.map(f => f.copy(layout = f.layout.copy(keySchema = change.newKey,
       valueSchema = change.newValue))))
+
+  /**
+   * Of a transformWithState store, by family in order, how a change of the grouping key (`change`) rekeys it: each
+   * family placed by the grouping key holds it somewhere in its key ([[TransformWithStateKeys.groupingPath]]); None
+   * for a family kept with the store (statesnap's records).
+   */
+  def groupingRekeys(store: Store, change: KeyChange): Seq[Option[GroupingKeyRekey]] = store.families.map { f =>
+    f.placement match {
+      case ByKey(stored) => Some(GroupingKeyRekey(f.layout.keySchema, TransformWithStateKeys.groupingPath(
+        TransformWithStateKeys.Layout(f.layout.name, f.layout.keySchema, f.layout.prefixFields,
+          f.layout.rangeOrdinals), stored), change))
+      case WithTheStore => None
+    }
+  }
+
+  /** How [[Operator.describe]] names a transformWithState operator. */
+  val TransformWithStateOperator = "transformWithState"
 
   /** Where the entries of a family go among the new layout's partitions. */
   sealed trait Placement
@@ -246,7 +269,8 @@ object RepartitionPlan {
       .map(f => f.copy(internal = f.name.startsWith("$")))
     val keys = TransformWithStateKeys.storedKeys(families.map(f => TransformWithStateKeys.Layout(f.name, f.keySchema,
       f.prefixFields, f.rangeOrdinals))).fold(why => checkpoint.refuse(s"$where: $why"), identity)
-    ofColumnFamilies(checkpoint, op, from, "transformWithState", families.map(f => Family(f, ByKey(keys(f.name)))))
+    ofColumnFamilies(checkpoint, op, from, TransformWithStateOperator,
+      families.map(f => Family(f, ByKey(keys(f.name)))))
   }
 
   /** The column families Spark's schema file names for the one store of operator `op` in `batch`. */

@@ -95,8 +95,14 @@ object StatesnapStoreFiles {
   /** Checkpoint format v2's id of the version `store` committed: none on Spark 3.5. */
   def checkpointId(store: StateStore): Option[String] = None
 
+  /** Spark 3.5's stores keep no column families. */
+  def get(rocksDB: RocksDB, key: Array[Byte], family: String): Array[Byte] =
+    throw new UnsupportedOperationException("Spark 3.5's RocksDB stores keep no column families")
+
   /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoder. */
-  def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int): RocksDBRowCodec = {
+  def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      rangeOrdinals: Seq[Int] = Nil): RocksDBRowCodec = {
+    require(rangeOrdinals.isEmpty, "Spark 3.5 has no store scanned by a range (transformWithState's families)")
     val encoder = RocksDBStateEncoder.getEncoder(keySchema, valueSchema, prefixFields)
     RocksDBRowCodec(encoder.encodeKey, encoder.encodeValue, encoder.decodeKey, encoder.decodeValue)
   }

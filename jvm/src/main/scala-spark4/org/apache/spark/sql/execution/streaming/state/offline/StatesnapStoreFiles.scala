@@ -145,10 +145,19 @@ object StatesnapStoreFiles {
   /** Under checkpoint format v2, the id of the version `store` committed. */
   def checkpointId(store: StateStore): Option[String] = store.getStateStoreCheckpointInfo().stateStoreCkptId
 
-  /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoders. */
-  def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int): RocksDBRowCodec = {
-    val data = new UnsafeRowDataEncoder(spec(keySchema, prefixFields), valueSchema)
-    val keys = RocksDBStateEncoder.getKeyEncoder(data, spec(keySchema, prefixFields), false)
+  /** The value of `key` (without a family's id) in the column family `family` of the store `rocksDB` writes. */
+  def get(rocksDB: RocksDB, key: Array[Byte], family: String): Array[Byte] = rocksDB.get(key, family)
+
+  /**
+   * How Spark's RocksDB provider encodes and decodes a key and a value of such a store (or of a column family
+   * scanned by a range of `rangeOrdinals`, Spark's order-preserving encoding first): its own encoders.
+   */
+  def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int,
+      rangeOrdinals: Seq[Int] = Nil): RocksDBRowCodec = {
+    val keySpec = if (rangeOrdinals.nonEmpty) RangeKeyScanStateEncoderSpec(keySchema, rangeOrdinals)
+      else spec(keySchema, prefixFields)
+    val data = new UnsafeRowDataEncoder(keySpec, valueSchema)
+    val keys = RocksDBStateEncoder.getKeyEncoder(data, keySpec, false)
     val values = RocksDBStateEncoder.getValueEncoder(data, valueSchema, false)
     RocksDBRowCodec(keys.encodeKey, values.encodeValue, keys.decodeKey, values.decodeValue)
   }

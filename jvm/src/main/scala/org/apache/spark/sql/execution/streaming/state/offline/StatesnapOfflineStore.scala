@@ -51,8 +51,7 @@ object StatesnapOfflineStore {
     def put(entry: Entry): Unit
     /**
      * The value put for `entry`'s key so far, if any (an offline job that merges the entries meeting under one key
-     * reads it back: the store is the only place they meet, so nothing is gathered in memory). A store without
-     * column families only.
+     * reads it back: the store is the only place they meet, so nothing is gathered in memory). Not with a bulk load.
      */
     def get(entry: Entry): Option[Array[Byte]]
     /** Commits the version the writer was made for, nothing else of the store's changed. */
@@ -142,8 +141,10 @@ object StatesnapOfflineStore {
       }
 
     override def get(entry: Entry): Option[Array[Byte]] = {
-      require(!columnFamilies && loader.isEmpty, "read back from a store without families, written by put")
-      Option(rocksDB.get(entry.key))
+      require(loader.isEmpty, "read back from a store written by put")
+      if (!columnFamilies) Option(rocksDB.get(entry.key))
+      else if (!created(entry.family)) None
+      else Option(StatesnapStoreFiles.get(rocksDB, entry.key, families(entry.family).name))
     }
 
     override def commit(): Unit = {
