@@ -126,7 +126,8 @@ object OfflineMigration {
       val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
         structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
       val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
-      val merge = Option(mergeJsons.get(i)).map(json => MapMerge(fieldsOf(json), sql.settings))
+      val merge = Option(mergeJsons.get(i)).map(json => MapMerge(MapMerge.fieldsOf(JsonMethods.parse(json))
+        .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
       // A merge applies where a map's entries get new keys; given again once they have them (migrate run again after
       // it finished), it applies to nothing.
       if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(s"a merge is given for state " +
@@ -182,16 +183,6 @@ object OfflineMigration {
   }
 
   private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
-
-  /** A merge's SQL by field, from its JSON object (`{"n": "a.n + b.n"}`). */
-  private def fieldsOf(json: String): Map[String, String] = JsonMethods.parse(json) match {
-    case JObject(fields) => fields.map {
-      case (field, JString(sql)) => field -> sql
-      case (field, other) => throw new IllegalArgumentException(s"the merge of field '$field' is " +
-        s"${JsonMethods.compact(other)}, not a SQL expression")
-    }.toMap
-    case other => throw new IllegalArgumentException(s"a merge is an object of SQL by field, not $json")
-  }
 
   private def quoted(names: Seq[String]): String =
     (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")

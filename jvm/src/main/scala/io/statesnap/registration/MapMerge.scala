@@ -18,6 +18,17 @@ final case class MapMerge(fields: Map[String, String], sql: SqlSettings) {
 }
 
 object MapMerge {
+  /** A merge's SQL by field, from its JSON object (`{"n": "a.n + b.n"}`), or Left saying what `json` is instead. */
+  def fieldsOf(json: JValue): Either[String, Map[String, String]] = json match {
+    case JObject(fields) => fields.foldLeft[Either[String, Map[String, String]]](Right(Map.empty)) {
+      case (Right(found), (field, JString(sql))) => Right(found + (field -> sql))
+      case (Right(_), (field, other)) => Left(s"the merge of field '$field' is ${JsonMethods.compact(other)}, not a " +
+        "SQL expression")
+      case (refused, _) => refused
+    }
+    case other => Left(s"a merge is an object of SQL by field, not ${JsonMethods.compact(other)}")
+  }
+
   /** The merge `json` (as [[MapMerge.toJValue]] writes it) says, or an error naming `state`. */
   def parse(state: String, json: JValue): MapMerge = {
     def invalid = new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the merge registered for " +
@@ -26,11 +37,8 @@ object MapMerge {
     try json match {
       case JObject(f) => (f.toMap.get("fields"), f.toMap.get("ansi"), f.toMap.get("timeZone"),
           f.toMap.get("caseSensitive")) match {
-        case (Some(JObject(fields)), Some(JBool(ansi)), Some(JString(tz)), Some(JBool(cs))) =>
-          MapMerge(fields.map {
-            case (field, JString(sql)) => field -> sql
-            case _ => throw invalid
-          }.toMap, SqlSettings(ansi, tz, cs))
+        case (Some(fields), Some(JBool(ansi)), Some(JString(tz)), Some(JBool(cs))) =>
+          MapMerge(fieldsOf(fields).getOrElse(throw invalid), SqlSettings(ansi, tz, cs))
         case _ => throw invalid
       }
       case _ => throw invalid
