@@ -3,9 +3,8 @@ package io.statesnap.tools
 import io.statesnap.provider.TransformWithStateSchemaRecords
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec,
-  RangeKeyScanStateEncoderSpec, StateStoreId, StatesnapSparkSchemaFiles}
-import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSparkSchemaFiles}
+import org.apache.spark.sql.execution.streaming.state.offline.{StatesnapOfflineStore, StatesnapStoreFiles}
 
 /**
  * The records of a checkpoint's transformWithState variables that [[CheckpointRecords]] reads besides the stores'
@@ -30,12 +29,8 @@ object TransformWithStateRecords {
   def appendBatch(stateRoot: String, operator: Int, batch: Long, families: Seq[StatesnapOfflineStore.Family],
       hadoopConf: Configuration): Unit =
     StatesnapSparkSchemaFiles.appendTransformWithStateBatch(StateStoreId(stateRoot, operator, 0), batch,
-      families.map { f =>
-        val spec = if (f.rangeOrdinals.nonEmpty) RangeKeyScanStateEncoderSpec(f.keySchema, f.rangeOrdinals)
-          else if (f.prefixFields > 0) PrefixKeyScanStateEncoderSpec(f.keySchema, f.prefixFields)
-          else NoPrefixKeyStateEncoderSpec(f.keySchema)
-        StatesnapSparkSchemaFiles.Family(f.name, f.keySchema, f.valueSchema, spec)
-      }, hadoopConf)
+      families.map(f => StatesnapSparkSchemaFiles.Family(f.name, f.keySchema, f.valueSchema,
+        StatesnapStoreFiles.spec(f.keySchema, f.prefixFields, f.rangeOrdinals))), hadoopConf)
 
   /** Removes what [[appendBatch]] wrote for `batch` (a tool's batch rolled back), if anything. */
   def removeBatch(stateRoot: String, operator: Int, batch: Long, hadoopConf: Configuration): Unit =

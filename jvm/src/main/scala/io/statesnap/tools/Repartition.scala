@@ -413,6 +413,7 @@ object Repartition {
         StoppedCheckpoint.isDefaultProviderVersionFile(_, batch + 1)
       else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isRocksDBFile
       else StoppedCheckpoint.isVersionFile(_, batch + 1)
+    val transforms = checkpoint.transformWithStateOperators
     checkpoint.allOperators.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       checkpoint.partitions(op).foreach { p =>
@@ -432,7 +433,7 @@ object Repartition {
       (StateStoreId.DEFAULT_STORE_NAME +: checkpoint.namedStores(op, 0)).distinct.foreach(store =>
         SparkSchemaFileHistory.restore(StateStoreId(stateRoot.toString, op, 0, store), batch + 1,
           checkpoint.hadoopConf))
-      if (checkpoint.transformWithStateOperators.contains(op)) TransformWithStateRecords.removeBatch(
+      if (transforms.contains(op)) TransformWithStateRecords.removeBatch(
         stateRoot.toString, op, batch, checkpoint.hadoopConf)
     }
     checkpoint.delete(checkpoint.offsetsFile(batch))

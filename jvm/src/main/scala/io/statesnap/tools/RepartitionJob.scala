@@ -162,13 +162,13 @@ private[tools] object RepartitionJob {
   private def regrouped(store: RepartitionPlan.Store, to: Int, change: KeyChange, version: Long,
       checked: Entry => Iterator[Int]): Entry => Iterator[(Int, Entry)] = {
     val rekeys = RepartitionPlan.groupingRekeys(store, change)
+    val placement = new KeyPlacement(change.newKey, PartitionKey.WholeKey, to)
     val families = store.families.zip(rekeys).map {
       case (f, Some(rekey)) =>
         val l = f.layout
         val old = StatesnapStoreFiles.rocksDBCodec(l.keySchema, l.valueSchema, l.prefixFields, l.rangeOrdinals)
         val now = StatesnapStoreFiles.rocksDBCodec(rekey.newKeySchema, l.valueSchema, l.prefixFields, l.rangeOrdinals)
         val newKey = rekey.newRekey()
-        val placement = new KeyPlacement(change.newKey, PartitionKey.WholeKey, to)
         Some((entry: Entry) => {
           val (key, grouping) = newKey(old.decodeKey(entry.key))
           placement.partition(grouping) -> entry.copy(key = now.encodeKey(key))

@@ -154,15 +154,19 @@ object StatesnapStoreFiles {
    */
   def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int,
       rangeOrdinals: Seq[Int] = Nil): RocksDBRowCodec = {
-    val keySpec = if (rangeOrdinals.nonEmpty) RangeKeyScanStateEncoderSpec(keySchema, rangeOrdinals)
-      else spec(keySchema, prefixFields)
+    val keySpec = spec(keySchema, prefixFields, rangeOrdinals)
     val data = new UnsafeRowDataEncoder(keySpec, valueSchema)
     val keys = RocksDBStateEncoder.getKeyEncoder(data, keySpec, false)
     val values = RocksDBStateEncoder.getValueEncoder(data, valueSchema, false)
     RocksDBRowCodec(keys.encodeKey, values.encodeValue, keys.decodeKey, values.decodeValue)
   }
 
-  private def spec(keySchema: StructType, prefixFields: Int): KeyStateEncoderSpec =
-    if (prefixFields == 0) NoPrefixKeyStateEncoderSpec(keySchema)
+  /**
+   * Spark's key encoder spec of a store (or column family) scanned by its first `prefixFields` key fields, or by a
+   * range of `rangeOrdinals`, or by neither.
+   */
+  def spec(keySchema: StructType, prefixFields: Int, rangeOrdinals: Seq[Int] = Nil): KeyStateEncoderSpec =
+    if (rangeOrdinals.nonEmpty) RangeKeyScanStateEncoderSpec(keySchema, rangeOrdinals)
+    else if (prefixFields == 0) NoPrefixKeyStateEncoderSpec(keySchema)
     else PrefixKeyScanStateEncoderSpec(keySchema, prefixFields)
 }
