@@ -35,11 +35,12 @@ AFTER = [[(f"id{i}", 20 + i, "a") for i in range(3)], [(f"id{i}", 0, "read") for
 # Families whose bytes depend on when a batch ran (the TTL'd state's value and its index hold an expiry): held
 # against the checkpoint as it was rather than the control.
 TIMED = ("recent", "$ttl_recent")
-# name: (version 2's grouping column, the keys change_key is given); sampled: the pinned minor (statesnap's provider)
-# and the newest (Spark's, where transformWithState runs on it), the rest of CI time elsewhere.
-# (SQL: a column needs the session.)
-CASES = {"a grouping column added, a constant": ("'eu'", {"region": "'eu'"}),
-         "a grouping column added, derived from the key": ("substr(id, 3)", {"region": "substr(id, 3)"})}
+# name: (version 2's grouping column as SQL (a column needs the session), the keys change_key is given, version 2's
+# grouping columns in order: the new one after the old, or in front of it); sampled: the pinned minor (statesnap's
+# provider) and the newest (Spark's, where transformWithState runs on it), the rest of CI time elsewhere.
+CASES = {"a grouping column added, a constant": ("'eu'", {"region": "'eu'"}, ("id", "region")),
+         "a grouping column added, derived from the key": ("substr(id, 3)", {"region": "substr(id, 3)"},
+                                                           ("region", "id"))}
 SAMPLE = {"4.1": tuple(CASES), "4.3": ("a grouping column added, a constant",),
           "4.0": ("a grouping column added, derived from the key",)}
 
@@ -57,7 +58,7 @@ class KeyedApp(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         out = []
         for pdf in rows:
-            for value, op in zip(pdf["value"], pdf["op"]):
+            for value, op, id_ in zip(pdf["value"], pdf["op"], pdf["id"]):
                 count = int(self.count.get()[0]) if self.count.exists() else 0
                 seen = {"key": [str(k) for k in key], "count": count,
                         "items": [int(v[0]) for v in self.items.get()] if self.items.exists() else [],
@@ -65,7 +66,7 @@ class KeyedApp(StatefulProcessor):
                         if self.by_op.exists() else {},
                         "recent": int(self.recent.get()[0]) if self.recent.exists() else None,
                         "timers": sorted(int(t) for t in self.handle.listTimers())}
-                out.append({"id": str(key[0]), "seen": json.dumps(seen)})
+                out.append({"id": str(id_), "seen": json.dumps(seen)})
                 if op != "read":
                     self.count.update((count + 1,))
                     self.items.appendValue((int(value),))
@@ -78,22 +79,21 @@ class KeyedApp(StatefulProcessor):
         pass
 
 
-def app(spark, source: str, region=None):
-    """Version 1 (by id) or 2 (by id and `region`) of the query."""
+def app(spark, source: str, region=None, by=("id", "region")):
+    """Version 1 (by id) or 2 (by the columns `by`, `region` given as SQL) of the query."""
     rows = read_input(spark, source)
-    grouped = (rows.groupBy("id") if region is None
-               else rows.withColumn("region", F.expr(region)).groupBy("id", "region"))
+    grouped = rows.groupBy("id") if region is None else rows.withColumn("region", F.expr(region)).groupBy(*by)
     return grouped.transformWithStateInPandas(statefulProcessor=KeyedApp(), outputStructType=OUTPUT_SCHEMA,
                                               outputMode="Update", timeMode="ProcessingTime")
 
 
-def run(spark, source: str, checkpoint: str, batches: list, region=None) -> dict:
+def run(spark, source: str, checkpoint: str, batches: list, region=None, by=("id", "region")) -> dict:
     """Runs a version once per batch (an empty one: on the input already written); what each id read, in order."""
     seen: dict = {}
     for batch in batches:
         if batch:
             write_input(source, batch)
-        rows, _ = run_to_end(app(spark, source, region), checkpoint)
+        rows, _ = run_to_end(app(spark, source, region, by), checkpoint)
         for row in rows:
             seen.setdefault(row.id, []).append(json.loads(row.seen))
     return seen
@@ -131,16 +131,17 @@ def timed_part(family: str, key: bytes) -> bytes:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.skipif(
     n not in SAMPLE.get(MINOR, ()), reason="sampled on this minor (CI time)")) for n in CASES])
 def test_a_grouping_column_added_moves_every_family_as_a_control_that_had_it(spark, tmp_path, name):
-    region, keys = CASES[name]
+    region, keys, by = CASES[name]
+    fields = ", ".join(f"{column} string" for column in by)
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     run(spark, source, checkpoint, BEFORE)
     before = stores(checkpoint)
-    result = tools.change_key(checkpoint, app(spark, source, region), keys=keys, no_file_sink=True)
+    result = tools.change_key(checkpoint, app(spark, source, region, by), keys=keys, no_file_sink=True)
     said = "\n".join(result.lines)
     assert result.exit_code == 3 and "key field `region` STRING: from" in said, result.lines
     changed = stores(checkpoint)
     control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
-    run(spark, control_source, control, BEFORE, region)
+    run(spark, control_source, control, BEFORE, region, by)
     # Right after the change, every family but the timed ones holds byte for byte what the control's (written by
     # Spark under the new key from the start) holds, in the same partition: the timers by key and by time too.
     assert untimed(changed) == untimed(stores(control))
@@ -150,18 +151,18 @@ def test_a_grouping_column_added_moves_every_family_as_a_control_that_had_it(spa
     for family in TIMED:
         old = {grouping_of(family, k, "id string")[0]: (timed_part(family, k), v)
                for fams in before.values() for k, v in fams[family].items()}
-        new = {grouping_of(family, k, "id string, region string"): (p, timed_part(family, k), v)
+        new = {grouping_of(family, k, fields): (p, timed_part(family, k), v)
                for p, fams in changed.items() for k, v in fams[family].items()}
-        placed = {grouping_of(family, k, "id string, region string"): p
+        placed = {grouping_of(family, k, fields): p
                   for p, fams in stores(control).items() for k in fams[family]}
-        assert new == {g: (placed[g], *old[g[0]]) for g in placed}, family
+        assert new == {g: (placed[g], *old[g[by.index("id")]]) for g in placed}, family
         assert len(new) == 8
-    after = run(spark, source, checkpoint, AFTER, region)
-    expected_after = run(spark, control_source, control, AFTER, region)
+    after = run(spark, source, checkpoint, AFTER, region, by)
+    expected_after = run(spark, control_source, control, AFTER, region, by)
     # What the app reads from the deploy on, the ids it writes and the ones it leaves alone: the control's, the
     # TTL'd state and the timers too (read back as registered before the change).
     assert after == expected_after
-    assert after["id7"][0]["key"][1] == ("eu" if "constant" in name else "7")
+    assert after["id7"][0]["key"][by.index("region")] == ("eu" if "constant" in name else "7")
     assert after["id0"][-1]["timers"] == [FAR_MS, FAR_MS + 10, FAR_MS + 20] and after["id0"][-1]["recent"] == 20
 
 

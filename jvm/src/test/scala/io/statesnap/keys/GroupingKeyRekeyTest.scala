@@ -59,6 +59,18 @@ class GroupingKeyRekeyTest {
     assertEquals(s("web"), element.getStruct(1, 1).getUTF8String(0))
   }
 
+  @Test def aColumnInsertedInFrontOfAMapsGroupingKeyKeepsItsUserKey(): Unit = {
+    val rekey = GroupingKeyRekey(StructType.fromDDL("key STRUCT<id: STRING, n: INT>, userKey STRUCT<k: STRING>"),
+      Seq(0), change("region STRING, id STRING, n INT", Map("region" -> "upper(id)")).toOption.flatten.get)
+    val old = UnsafeProjection.create(StructType.fromDDL("key STRUCT<id: STRING, n: INT>, userKey STRUCT<k: STRING>"))(
+      InternalRow(InternalRow(s("u3"), 4), InternalRow(s("app"))))
+    val (key, grouping) = rekey.newRekey()(old)
+    assertEquals("struct<key:struct<region:string,id:string,n:int>,userKey:struct<k:string>>",
+      rekey.newKeySchema.simpleString)
+    assertEquals(Seq(s("U3"), s("u3"), 4), grouping.toSeq(rekey.change.newKey))
+    assertEquals(s("app"), key.getStruct(1, 1).getUTF8String(0))
+  }
+
   @Test def aDroppedGroupingColumnIsRefusedSinceStatesWouldMeet(): Unit = {
     val Left(why) = change("id STRING", Map.empty)
     assertTrue(why, why.contains("differ only in `n` meet under one new key, in every state of the operator") &&
