@@ -12,14 +12,17 @@ from processes import run_to_exit
 
 
 LISTENERS = "spark.sql.streaming.streamingQueryListeners"
+EXTENSIONS = "spark.sql.extensions"
 
 
-def test_builder_gets_the_jar_the_listener_and_the_provider_and_keeps_what_is_set():
-    builder = SparkSession.builder.config("spark.jars", "/opt/other.jar").config(LISTENERS, "com.example.Audit")
+def test_builder_gets_the_jar_the_listener_the_extension_and_the_provider_and_keeps_what_is_set():
+    builder = (SparkSession.builder.config("spark.jars", "/opt/other.jar").config(LISTENERS, "com.example.Audit")
+               .config(EXTENSIONS, "io.delta.sql.DeltaSparkSessionExtension"))
     assert statesnap.configure(builder) is builder
     options = builder._options
     assert options["spark.jars"].split(",") == ["/opt/other.jar", statesnap.jar_path()]
     assert options[LISTENERS].split(",") == ["com.example.Audit", statesnap.LISTENER_CLASS]
+    assert options[EXTENSIONS].split(",") == ["io.delta.sql.DeltaSparkSessionExtension", statesnap.EXTENSIONS_CLASS]
     assert options["spark.sql.streaming.stateStore.providerClass"] == statesnap.PROVIDER_CLASS
     assert options["spark.sql.streaming.stateStore.encodingFormat"] == "unsaferow"
     # Spark's own state schema check is left alone: the listener turns it off per query statesnap serves.
@@ -27,7 +30,8 @@ def test_builder_gets_the_jar_the_listener_and_the_provider_and_keeps_what_is_se
     statesnap.configure(builder)  # idempotent: the jar and the listener are listed once
     assert options["spark.jars"].split(",").count(statesnap.jar_path()) == 1
     assert options[LISTENERS].split(",").count(statesnap.LISTENER_CLASS) == 1
-    for key in [k for k in options if k.startswith("spark.sql.streaming") or k == "spark.jars"]:
+    assert options[EXTENSIONS].split(",").count(statesnap.EXTENSIONS_CLASS) == 1
+    for key in [k for k in options if k.startswith("spark.sql.streaming") or k in ("spark.jars", EXTENSIONS)]:
         del options[key]  # the builder's options are process-wide: leave them as found
 
 

@@ -3,6 +3,8 @@ driver log as one ERROR line: not a hundred lines into a `[STREAM_FAILED] ... Py
 from __future__ import annotations
 
 import re
+import sys
+import textwrap
 import time
 
 import pyspark
@@ -12,7 +14,8 @@ from pyspark.errors import StreamingQueryException
 import statesnap
 from statesnap import tools
 from apps import run_app, run_group_state_app, write_input
-from minors import TWS_ONLINE
+from minors import MINOR, TWS_ONLINE
+from processes import run_to_exit
 
 
 
@@ -59,6 +62,52 @@ def test_a_refused_group_state_restart_raises_statesnaps_message_first(spark, ap
     error = refused_restart(driver_log, lambda: run_group_state_app(spark, source, checkpoint, "total int"))
     assert_read_first(error, "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'groupState' of operator 0",
                       "Fix: keep 'total' as bigint", driver_log)
+
+
+REFUSED_RESTART = """
+import re, sys
+from pyspark.sql import SparkSession
+import statesnap
+from apps import run_group_state_app, write_input
+
+source, checkpoint, on = sys.argv[1:]
+builder = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+           .config("spark.ui.enabled", "false"))
+if on == "builder":
+    spark = statesnap.configure(builder).getOrCreate()
+else:  # a running session, the jar already on its classpath
+    spark = builder.config("spark.jars", statesnap.jar_path()).getOrCreate()
+    statesnap.configure(spark)
+write_input(source, [("a", 1, "set")])
+run_group_state_app(spark, source, checkpoint, "total bigint")
+write_input(source, [("a", 2, "set")])
+try:
+    run_group_state_app(spark, source, checkpoint, "total int")
+except Exception as e:
+    run = re.search(r"runId = ([0-9a-f-]+)", str(e)).group(1)
+    # Spark runs each batch's jobs in the job group of the query's run.
+    print("JOBS OF THE REFUSED RUN:", list(spark.sparkContext.statusTracker().getJobIdsForGroup(run)))
+    print("EXCEPTION:", e)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("on", ["builder", "running session"] if MINOR == "4.1" else ["builder"])
+@pytest.mark.skipif(MINOR in ("4.2", "4.3"), reason="the same driver decision as on 4.0 and 4.1 (CI time)")
+def test_a_refusal_is_decided_on_the_driver_and_said_at_most_three_times(tmp_path, on):
+    """A narrowing without a rule, as a new user meets it (PySpark's default log level, no statesnap.refusals()):
+    statesnap's error is the query's exception, right after Spark's "terminated with exception:", and appears at most
+    3 times in the driver's whole output with it (the query's ERROR line, statesnap's, the exception): it was decided
+    on the driver, so the refused batch ran no job (and so no task and no Python worker)."""
+    run = run_to_exit([sys.executable, "-c", REFUSED_RESTART, str(tmp_path / "in"), str(tmp_path / "ck"), on],
+                      timeout=300)
+    out = run.stdout + run.stderr
+    assert "JOBS OF THE REFUSED RUN: []" in run.stdout, out
+    exception = run.stdout.split("EXCEPTION:", 1)[1]
+    assert exception.split("terminated with exception: ", 1)[1].startswith(
+        "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'groupState' of operator 0"), exception
+    assert "Fix: keep 'total' as bigint" in exception
+    assert 1 <= out.count("STATESNAP_INCOMPATIBLE_STATE_SCHEMA") <= 3, out
 
 
 def test_any_other_error_passes_through_unchanged():

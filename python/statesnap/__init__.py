@@ -17,7 +17,7 @@ adopt, release, migrate, repartition, change_key) are ``statesnap.tools``, a Pyt
 ``python -m statesnap`` runs; ``statesnap.repartition`` changes where a query's state lives, and
 ``statesnap.change_key`` the key its operators keep it by.
 """
-from statesnap._config import LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
+from statesnap._config import EXTENSIONS_CLASS, LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
 from statesnap._errors import StateSchemaError, refusals
 from statesnap._snapshots import (
     Compatibility,
@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Compatibility",
+    "EXTENSIONS_CLASS",
     "LISTENER_CLASS",
     "PROVIDER_CLASS",
     "RowSnapshot",

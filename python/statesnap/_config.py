@@ -14,7 +14,11 @@ PROVIDER_CLASS = "io.statesnap.provider.StatesnapStateStoreProvider"
 LISTENER_CLASS = "io.statesnap.query.StatesnapQueryListener"
 """The streaming query listener that decides, as each query starts, whether statesnap serves it."""
 
+EXTENSIONS_CLASS = "io.statesnap.query.StatesnapExtensions"
+"""The session extension that decides each micro-batch's states on the driver, before any task opens a store."""
+
 _LISTENERS_CONF = "spark.sql.streaming.streamingQueryListeners"
+_EXTENSIONS_CONF = "spark.sql.extensions"
 
 # Spark's own state schema check stays as the session has it: statesnap's listener turns it off only for the
 # queries statesnap serves (it resolves their states itself), never for a query on another provider.
@@ -52,8 +56,9 @@ def jar_path() -> str:
 def configure(target: Target) -> Target:
     """Configure a ``SparkSession.Builder`` (before ``getOrCreate()``) or an existing ``SparkSession`` for statesnap.
 
-    On a builder: appends the bundled jar to ``spark.jars`` and statesnap's query listener to
-    ``spark.sql.streaming.streamingQueryListeners`` (keeping what is set), and sets the state store provider and
+    On a builder: appends the bundled jar to ``spark.jars``, statesnap's query listener to
+    ``spark.sql.streaming.streamingQueryListeners`` and its session extension to ``spark.sql.extensions`` (keeping
+    what is set: Delta's extension and statesnap's live side by side), and sets the state store provider and
     ``encodingFormat=unsaferow``. Returns the builder, so calls chain::
 
         spark = statesnap.configure(SparkSession.builder.appName("orders")).getOrCreate()
@@ -61,16 +66,18 @@ def configure(target: Target) -> Target:
     When a query starts, the listener checks which provider it really runs on (an existing checkpoint keeps the
     one it was created with): statesnap serves it only if that is statesnap's, and only then turns Spark's own
     state schema check off for it. Any other query keeps Spark's check, and the driver log says once why
-    statesnap does not serve it.
+    statesnap does not serve it. For a query it serves, the extension decides each batch's states on the driver
+    before any task runs, so that a change statesnap refuses fails the query once, its error the query's exception.
 
-    On a running session only SQL confs can change and the listener is added directly: the jar must already be on
-    the driver's and executors' classpath (``--jars``, ``spark.jars`` before start); a ``RuntimeError`` says so if
-    it is not.
+    On a running session only SQL confs can change, and the listener and the extension are added directly (the
+    extension serves the queries started from then on): the jar must already be on the driver's and executors'
+    classpath (``--jars``, ``spark.jars`` before start); a ``RuntimeError`` says so if it is not.
     """
     if isinstance(target, SparkSession.Builder):
         options = target._options
         target = target.config("spark.jars", _append(options.get("spark.jars"), jar_path()))
         target = target.config(_LISTENERS_CONF, _append(options.get(_LISTENERS_CONF), LISTENER_CLASS))
+        target = target.config(_EXTENSIONS_CONF, _append(options.get(_EXTENSIONS_CONF), EXTENSIONS_CLASS))
         for key, value in _SQL_CONFS.items():
             target = target.config(key, value)
         return target
@@ -89,9 +96,15 @@ def _append(listed: Union[str, None], item: str) -> str:
 
 
 def _add_listener(spark: SparkSession) -> None:
+    """Adds the listener, and with it the session extension, to a running session that has neither."""
     streams = spark._jsparkSession.streams()
     if not any(listener.getClass().getName() == LISTENER_CLASS for listener in streams.listListeners()):
-        streams.addListener(spark.sparkContext._jvm.io.statesnap.query.StatesnapQueryListener())
+        jvm = spark.sparkContext._jvm
+        streams.addListener(jvm.io.statesnap.query.StatesnapQueryListener())
+        extensions = spark.conf.get(_EXTENSIONS_CONF, "") or ""
+        if EXTENSIONS_CLASS not in extensions.split(","):
+            # Each query runs in a clone of the session, whose rules are built from the session's extensions.
+            jvm.io.statesnap.query.StatesnapExtensions().apply(spark._jsparkSession.extensions())
 
 
 def _require_provider_on_classpath(spark: SparkSession) -> None:

@@ -6,6 +6,7 @@ import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.spark.sql.execution.SparkStrategy
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.ReturnAnswer
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.SparkPlanner
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.types.{LongType, NullType, StructField, StructType}
@@ -103,11 +104,10 @@ object NewQueryOperators {
           aggregate.collect { case a: BaseAggregateExec => a.aggregateExpressions }.flatten.exists(_.filter.isDefined))
         case other => Other(s"streaming aggregation over ${other.nodeName}")
       }
-      // Their values as Spark's operators keep them (`schemaForValueRow`, which Scala keeps protected).
       case dedup: SparkClasses.StreamingDeduplicateExec => Deduplication(schema(dedup.keyExpressions),
-        StructType(Seq(StructField("__dummy__", NullType))), withinWatermark = false)
+        DedupValue, withinWatermark = false)
       case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec => Deduplication(schema(dedup.keyExpressions),
-        StructType(Seq(StructField("expiresAtMicros", LongType, nullable = false))), withinWatermark = true)
+        DedupWithinWatermarkValue, withinWatermark = true)
       case groups: SparkClasses.FlatMapGroupsWithStateExec => GroupState(schema(groups.groupingAttributes))
       case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => GroupState(schema(groups.groupingAttributes))
       // TransformWithStateExec, TransformWithStateInPandasExec (4.0), TransformWithStateInPySparkExec (4.1+): each
@@ -117,6 +117,38 @@ object NewQueryOperators {
       case other => Other(other.nodeName)
     }
   }
+
+  /**
+   * The key and value schemas with which a planned operator of a micro-batch opens its one state store, as the
+   * operator gives them to its stores; None for an operator with several stores or column families (a join,
+   * transformWithState, a session window, a global limit), whose stores decide alone.
+   */
+  def singleStateSchemas(writer: SparkClasses.StateStoreWriter): Option[(StructType, StructType)] = writer match {
+    case save: SparkClasses.StateStoreSaveExec =>
+      Some(DataTypeUtils.fromAttributes(save.keyExpressions) -> valueSchema(save, "getStateValueSchema"))
+    case dedup: SparkClasses.StreamingDeduplicateExec =>
+      Some(DataTypeUtils.fromAttributes(dedup.keyExpressions) -> DedupValue)
+    case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec =>
+      Some(DataTypeUtils.fromAttributes(dedup.keyExpressions) -> DedupWithinWatermarkValue)
+    case groups: SparkClasses.FlatMapGroupsWithStateExec =>
+      Some(DataTypeUtils.fromAttributes(groups.groupingAttributes) -> valueSchema(groups, "stateSchema"))
+    case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec =>
+      Some(DataTypeUtils.fromAttributes(groups.groupingAttributes) -> valueSchema(groups, "stateSchema"))
+    case _ => None
+  }
+
+  /**
+   * The value schema an operator's `stateManager` gives its stores, read by name: Scala keeps the manager private to
+   * Spark's operators (public in bytecode on every minor), and it is the one source of the layout the stores get.
+   */
+  private def valueSchema(operator: AnyRef, method: String): StructType = {
+    val manager = operator.getClass.getMethod("stateManager").invoke(operator)
+    manager.getClass.getMethod(method).invoke(manager).asInstanceOf[StructType]
+  }
+
+  // The values of dedup states as Spark's operators keep them (`schemaForValueRow`, which Scala keeps protected).
+  private val DedupValue = StructType(Seq(StructField("__dummy__", NullType)))
+  private val DedupWithinWatermarkValue = StructType(Seq(StructField("expiresAtMicros", LongType, nullable = false)))
 
   private def schema(attributes: Seq[Attribute]): StructType =
     StructType(attributes.map(a => StructField(a.name, a.dataType, a.nullable)))

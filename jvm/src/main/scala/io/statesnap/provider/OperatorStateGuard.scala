@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.RowMigration
-import io.statesnap.registration.{QueryStates, SparkOperator}
+import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -155,7 +155,16 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   }
 }
 
-private[provider] object OperatorStateGuard {
+private[statesnap] object OperatorStateGuard {
+  /**
+   * The decision partition 0's store of a single-state operator makes before it opens `version`, made where no store
+   * is open (on the driver before a batch's tasks, [[io.statesnap.query.DriverDecision]]): throws the refusal that
+   * store would throw, and records nothing (the stores decide again, and record, as they open).
+   */
+  def decide(id: StateStoreId, keySchema: StructType, valueSchema: StructType, query: QueryRegistrations,
+      hadoopConf: Configuration, version: Long): Unit =
+    new OperatorStateGuard(id, keySchema, valueSchema, new DeclaredSnapshots(query), hadoopConf).check(version)
+
   /**
    * How the key of a streaming aggregation, a dedup, group state or transformWithState changes, for a refusal of a
    * changed key.

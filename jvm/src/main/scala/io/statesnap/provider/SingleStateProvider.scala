@@ -37,7 +37,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
       storeConfs: StateStoreConf, hadoopConf: Configuration, singleState: Boolean,
       guardsColumnFamilies: Boolean = false): StoreContext = {
     val query = QueryRegistrations.fromConfs(storeConfs.sqlConfs)
-    query.errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
+    query.requireValid()
     val declared = new DeclaredSnapshots(query)
     verifyRegistrations = version => {
       QueryStates.verify(query.registrations.states.keySet, stateStoreId.checkpointRootLocation, query.runId, version,

@@ -177,6 +177,10 @@ final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegi
     "runId" -> JString(runId),
     "registrations" -> Registrations.scopeJson(registrations),
     "errors" -> JArray(errors.toList.map(JString(_))))))
+
+  /** Refuses the query for what its registrations have wrong (found by the listener as the query started). */
+  def requireValid(): Unit =
+    errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
 }
 
 object QueryRegistrations {

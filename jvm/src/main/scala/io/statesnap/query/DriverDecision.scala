@@ -1,0 +1,72 @@
+package io.statesnap.query
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.control.NonFatal
+
+import io.statesnap.{SparkClasses, StatesnapException}
+import io.statesnap.keys.NewQueryOperators
+import io.statesnap.provider.OperatorStateGuard
+import io.statesnap.registration.QueryRegistrations
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.internal.SQLConf
+import org.slf4j.LoggerFactory
+
+/**
+ * Decides on the driver, before any task of a micro-batch opens a store, the state of each single-state operator
+ * (streaming aggregation, dedup, group state) of a query statesnap serves: the decision partition 0's store makes as
+ * it opens ([[OperatorStateGuard.decide]], the same one), so that a refusal fails the query once, as the query's
+ * exception, instead of once per task through the executor, the task set manager, the job and the query.
+ *
+ * The hook is a `ColumnarRule`: Spark applies it to each micro-batch's physical plan on the query's stream execution
+ * thread, after `IncrementalExecution`'s `state` rule gave every stateful operator its checkpoint, operator id and
+ * version, and before any stage (docs/design.md, "The hook for a decision on the driver"). It decides each operator
+ * once per query run; what it decides, the stores decide again as they open (the last line of defence, and the only
+ * one for transformWithState, joins and session windows). A failure of its own that is not a refusal (a plan it
+ * cannot read) is logged and leaves the decision to the stores: it never fails a query they would serve.
+ */
+private[query] final class DriverDecision(session: SparkSession) extends ColumnarRule {
+  private val log = LoggerFactory.getLogger(getClass)
+  /** The operators decided, by query run and operator id. */
+  private val decided = ConcurrentHashMap.newKeySet[(java.util.UUID, Long)]()
+
+  override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
+    override def apply(plan: SparkPlan): SparkPlan = {
+      Option(SQLConf.get.getConfString(QueryRegistrations.Conf, null)).foreach(json => decide(plan, json))
+      plan
+    }
+  }
+
+  /** Decides the operators of `plan` not decided yet in their run, for the query whose registrations are `json`. */
+  private def decide(plan: SparkPlan, json: String): Unit = {
+    val writers = plan.collect { case writer: SparkClasses.StateStoreWriter => writer }
+    if (writers.nonEmpty) try {
+      val query = QueryRegistrations.parse(json)
+      // Plans Spark makes inside a batch (a sink's, foreachBatch's) name no checkpoint: the query's own are decided.
+      val stateRoot = new Path(new Path(query.checkpoint), "state").toString
+      val undecided = writers.flatMap(w => w.stateInfo.filter(_.checkpointLocation == stateRoot).map(w -> _))
+        .filter { case (_, info) => !decided.contains(info.queryRunId -> info.operatorId) }
+      if (undecided.nonEmpty) {
+        query.requireValid()
+        val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
+        undecided.foreach { case (writer, info) =>
+          NewQueryOperators.singleStateSchemas(writer).foreach { case (key, value) =>
+            OperatorStateGuard.decide(StateStoreId(info.checkpointLocation, info.operatorId, 0), key, value, query,
+              hadoopConf, info.storeVersion)
+          }
+          decided.add(info.queryRunId -> info.operatorId)
+        }
+        log.info(s"statesnap decided on the driver the states of the query on checkpoint ${query.checkpoint} before " +
+          s"version ${undecided.head._2.storeVersion} (operators ${undecided.map(_._2.operatorId).mkString(", ")})")
+      }
+    } catch {
+      case e: StatesnapException => throw e
+      case NonFatal(e) => log.warn(s"statesnap could not decide the states of a micro-batch on the driver; its " +
+        s"state stores decide as they open: $e")
+    }
+  }
+}
