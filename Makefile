@@ -38,7 +38,7 @@ SINGLE_STATE_SPARKS := 3.5
 SINGLE_STATE_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_refusals.py \
   tests/test_stop_during_migration.py tests/test_format_properties.py tests/test_visible_migrations.py \
   tests/test_one_decision.py tests/test_tool_contract.py tests/test_adopt.py tests/test_wheel.py tests/test_differential.py \
-  tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py
+  tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_rehearsal.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)

@@ -131,6 +131,8 @@ def test_the_command_line_answers_each_first_mistake_plainly(stock_checkpoint, c
     assert code == 2 and "not a streaming query's checkpointLocation: it has no offsets/ directory" in out, out
 
     checkpoint = stock_checkpoint
+    code, out = cli("check", checkpoint, "--state", "groupState")
+    assert code == 2 and "check takes --app (the new version's query), or one state's --state and --schema" in out
     assert cli("adopt", checkpoint)[0] == 3
     code, out = cli("inspect", checkpoint)
     assert code == 0 and "runs on statesnap's provider (adopted) and has not run a batch on it since" in out, out

@@ -1,14 +1,15 @@
 """Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition|change-key <checkpoint> ...``.
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
-checkpoint format) through Spark's JVM, read-only. ``adopt`` and ``release`` move a stopped query's checkpoint
+checkpoint format) through Spark's JVM, read-only; ``check --app module:function`` rehearses the new version's whole
+query (``tools.rehearse``). ``adopt`` and ``release`` move a stopped query's checkpoint
 from Spark's RocksDB provider to statesnap's and back, rewriting only the provider its offset log pins; ``adopt``
 moves a checkpoint of Spark's default provider entry by entry, in one appended batch.
 ``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
 ``repartition`` changes the number of state partitions of a stopped query, moving every entry where Spark looks for it.
 ``change-key`` gives a stopped query's operators the key the new version's query (``--app module:function``) groups by.
 
-Every command runs the Python API of the same name (``statesnap.tools``) and exits with its outcome, the same for
+Every command runs the Python API of the same name (``statesnap.tools``; ``check --app``: ``rehearse``) and exits with its outcome, the same for
 every command: 0 nothing to change, 3 the checkpoint changes (or would, on a dry run), 4 refused before any change,
 2 error (one line on stderr). ``--json`` prints the result as one JSON object instead of text.
 """
@@ -31,7 +32,13 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     session = dict(conf=dict(args.conf), master=args.master)
     if args.command == "inspect":
         return tools.inspect(args.checkpoint, args.state, **session)
+    if args.command == "check" and args.app:
+        from statesnap.checkpoint import spark_session
+        with spark_session(session["conf"], session["master"]) as spark:
+            return tools.rehearse(args.checkpoint, _app(args.app)(spark), name=args.query_name)
     if args.command == "check":
+        if not args.state or not args.schema:
+            raise tools.ToolError("check takes --app (the new version's query), or one state's --state and --schema")
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
                            map_key=_snapshot(args.map_key, "--map-key"),
@@ -131,10 +138,16 @@ def _parser() -> argparse.ArgumentParser:
         "check", parents=[common],
         help="dry-run: would a new state schema restart as is, migrate, or be refused? (writes nothing)",
         description="Decides with the code a store runs, and checks every entry of the state against the layout it is "
-                    "read with (one Spark task per partition, read-only). Exit code: 0 no rewrite needed, 3 every "
-                    "entry will be migrated, 4 refused (or entries not in the recorded layout), 2 error.")
-    check.add_argument("--state", required=True, help="the state variable's name")
-    check.add_argument("--schema", required=True, help="the value schema the new version declares (DDL)")
+                    "read with (one Spark task per partition, read-only). With --app, rehearses the new version's "
+                    "whole query instead: each stateful operator's state, as the restart decides it. Exit code: 0 no "
+                    "rewrite needed, 3 every entry will be migrated, 4 refused (or entries not in the recorded "
+                    "layout), 2 error.")
+    check.add_argument("--app", metavar="MODULE:FUNCTION",
+                       help="the new version's query: a function that takes a SparkSession, registers what the new "
+                            "version registers, and returns its streaming DataFrame (before writeStream)")
+    check.add_argument("--query-name", help="with --app: the query's name (queryName), whose registrations apply too")
+    check.add_argument("--state", help="the state variable's name")
+    check.add_argument("--schema", help="the value schema the new version declares (DDL)")
     check.add_argument("--kind", choices=["value", "list", "map"], help="the kind it declares (default: as recorded)")
     check.add_argument("--key", help="the grouping key schema it declares (DDL; default: as recorded)")
     check.add_argument("--user-key", help="for map state, the user key schema it declares (DDL; default: as recorded)")

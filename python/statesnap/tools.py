@@ -39,7 +39,7 @@ from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
 __all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "inspect", "migrate",
-           "release", "repartition"]
+           "rehearse", "release", "repartition"]
 
 _REFUSAL = "io.statesnap.tools.ToolRefusal"
 
@@ -199,6 +199,40 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
     return ToolResult("check", outcome, lines, {"verdicts": verdicts, "scan": scanned,
                                                 "entries_not_in_layout": not_in_layout,
                                                 "sql_settings": sql_settings})
+
+
+@_boundary("rehearse")
+def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> ToolResult:
+    """What restarting the query on ``checkpoint`` as ``query`` would do to the state of each of its stateful operators,
+    writing nothing: ``query`` is the new version's streaming DataFrame (before ``writeStream``), in a session that
+    has what the new version registers (``register_snapshot``, for the checkpoint, or for the query's ``name``).
+
+    A streaming aggregation, dedup or group state is decided by the decision the restart itself makes before its
+    first batch, so each is reported as the restart will treat it: ``as is``, ``migrates`` (with the changes),
+    ``refused`` (the message the restart would fail with, its fix included), or ``starts empty`` (an operator the
+    checkpoint holds no state of). A transformWithState operator, a join or a session window is ``not rehearsed``
+    yet: its stores decide as the query restarts (``check`` answers for one transformWithState state given its
+    schema). ``details["operators"]`` holds each operator's id, description, decision and lines. The outcome is
+    ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates, else ``NOTHING``. Read-only: it may run
+    beside the live query.
+
+    Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
+    if not hasattr(query, "_jdf") or not query.isStreaming:
+        raise ToolError(f"rehearse takes the new version's streaming DataFrame, not {query!r}")
+    spark = query.sparkSession
+    _require_checkpoint(spark, checkpoint)
+    outcomes = spark.sparkContext._jvm.io.statesnap.tools.Rehearsal.run(spark._jsparkSession, checkpoint,
+                                                                        query._jdf, name)
+    operators = [{"operator": int(o.operator()), "describe": str(o.describe()), "decision": str(o.decision().word()),
+                  "lines": [str(line) for line in o.lines()]} for o in outcomes]
+    lines: list[str] = []
+    for o in operators:
+        lines.append(f"operator {o['operator']} ({o['describe']}): {o['decision']}")
+        lines += [f"  - {line}" for line in o["lines"]]
+    decisions = {o["decision"] for o in operators}
+    outcome = Outcome.REFUSED if "refused" in decisions else Outcome.CHANGE if "migrates" in decisions \
+        else Outcome.NOTHING
+    return ToolResult("rehearse", outcome, lines, {"operators": operators})
 
 
 @_boundary("adopt")

@@ -84,7 +84,34 @@ object NewQueryOperators {
   final case class Other(describe: String) extends NewOperator
 
   /** The stateful operators of the streaming DataFrame `query`, by operator id. */
-  def of(query: SparkClasses.Dataset[_]): Seq[NewOperator] = {
+  def of(query: SparkClasses.Dataset[_]): Seq[NewOperator] = planned(query).map(operator)
+
+  /** A planned state store writer as the operator whose key a deploy may change. */
+  def operator(writer: SparkClasses.StateStoreWriter): NewOperator = writer match {
+    case save: SparkClasses.StateStoreSaveExec => save.child match {
+      case aggregate: BaseAggregateExec => Aggregation(schema(save.keyExpressions),
+        AggregateMerge(aggregate.aggregateExpressions.map(_.aggregateFunction)), save.stateFormatVersion,
+        aggregate.collect { case a: BaseAggregateExec => a.aggregateExpressions }.flatten.exists(_.filter.isDefined))
+      case other => Other(s"streaming aggregation over ${other.nodeName}")
+    }
+    case dedup: SparkClasses.StreamingDeduplicateExec => Deduplication(schema(dedup.keyExpressions),
+      DedupValue, withinWatermark = false)
+    case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec => Deduplication(schema(dedup.keyExpressions),
+      DedupWithinWatermarkValue, withinWatermark = true)
+    case groups: SparkClasses.FlatMapGroupsWithStateExec => GroupState(schema(groups.groupingAttributes))
+    case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => GroupState(schema(groups.groupingAttributes))
+    // TransformWithStateExec, TransformWithStateInPandasExec (4.0), TransformWithStateInPySparkExec (4.1+): each
+    // keeps its grouping attributes under that name, in a class of another package on each minor.
+    case tws if tws.nodeName.startsWith("TransformWithState") => TransformWithState(schema(tws.getClass
+      .getMethod("groupingAttributes").invoke(tws).asInstanceOf[Seq[Attribute]]))
+    case other => Other(other.nodeName)
+  }
+
+  /**
+   * The state store writers of the streaming DataFrame `query`, by operator id, as Spark plans a micro-batch of it
+   * (before its `state` rule gives them a checkpoint and versions).
+   */
+  def planned(query: SparkClasses.Dataset[_]): Seq[SparkClasses.StateStoreWriter] = {
     require(query.isStreaming, "the new version's query is a streaming DataFrame (spark.readStream...), not a " +
       "batch one")
     // Optimized and planned as Spark plans a micro-batch of it (`IncrementalExecution`'s planner: the streaming
@@ -96,26 +123,8 @@ object NewQueryOperators {
         FlatMapGroupsWithStateStrategy, FlatMapGroupsInPandasWithStateStrategy, StreamingRelationStrategy,
         StreamingDeduplicationStrategy) ++ state.planner.strategies
     }
-    val planned = planner.plan(ReturnAnswer(state.optimizer.execute(query.queryExecution.analyzed))).next()
-    planned.collect { case writer: SparkClasses.StateStoreWriter => writer }.map {
-      case save: SparkClasses.StateStoreSaveExec => save.child match {
-        case aggregate: BaseAggregateExec => Aggregation(schema(save.keyExpressions),
-          AggregateMerge(aggregate.aggregateExpressions.map(_.aggregateFunction)), save.stateFormatVersion,
-          aggregate.collect { case a: BaseAggregateExec => a.aggregateExpressions }.flatten.exists(_.filter.isDefined))
-        case other => Other(s"streaming aggregation over ${other.nodeName}")
-      }
-      case dedup: SparkClasses.StreamingDeduplicateExec => Deduplication(schema(dedup.keyExpressions),
-        DedupValue, withinWatermark = false)
-      case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec => Deduplication(schema(dedup.keyExpressions),
-        DedupWithinWatermarkValue, withinWatermark = true)
-      case groups: SparkClasses.FlatMapGroupsWithStateExec => GroupState(schema(groups.groupingAttributes))
-      case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => GroupState(schema(groups.groupingAttributes))
-      // TransformWithStateExec, TransformWithStateInPandasExec (4.0), TransformWithStateInPySparkExec (4.1+): each
-      // keeps its grouping attributes under that name, in a class of another package on each minor.
-      case tws if tws.nodeName.startsWith("TransformWithState") => TransformWithState(schema(tws.getClass
-        .getMethod("groupingAttributes").invoke(tws).asInstanceOf[Seq[Attribute]]))
-      case other => Other(other.nodeName)
-    }
+    planner.plan(ReturnAnswer(state.optimizer.execute(query.queryExecution.analyzed))).next()
+      .collect { case writer: SparkClasses.StateStoreWriter => writer }
   }
 
   /**

@@ -158,11 +158,12 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 private[statesnap] object OperatorStateGuard {
   /**
    * The decision partition 0's store of a single-state operator makes before it opens `version`, made where no store
-   * is open (on the driver before a batch's tasks, [[io.statesnap.query.DriverDecision]]): throws the refusal that
-   * store would throw, and records nothing (the stores decide again, and record, as they open).
+   * is open (on the driver before a batch's tasks, [[io.statesnap.query.DriverDecision]]; a rehearsal): throws the
+   * refusal that store would throw, returns the migration the stores will make, if any, and records nothing (the
+   * stores decide again, and record, as they open).
    */
   def decide(id: StateStoreId, keySchema: StructType, valueSchema: StructType, query: QueryRegistrations,
-      hadoopConf: Configuration, version: Long): Unit =
+      hadoopConf: Configuration, version: Long): Option[SingleStateMigration] =
     new OperatorStateGuard(id, keySchema, valueSchema, new DeclaredSnapshots(query), hadoopConf).check(version)
 
   /**

@@ -130,7 +130,8 @@ object StatesnapQueryListener {
 
   private[query] def prepare(query: RunningQuery): Unit = try {
     val pinned = query.pinned(ProviderConf)
-    val (registrations, errors) = registrationsOf(query)
+    val (registrations, errors) =
+      QueryRegistrations.merged(query.conf(Registrations.Conf), query.checkpoint, query.name, query.describe)
     unmatchedRegistrations(query).foreach(log.warn)
     val statesnap = ProviderClasses.Statesnap
     val provider = pinned.orElse(query.conf(ProviderConf)).getOrElse(SparkDefaultProvider)
@@ -152,23 +153,6 @@ object StatesnapQueryListener {
   } catch {
     case NonFatal(e) => log.error(s"statesnap could not prepare ${query.describe}; its state stores get no " +
       "registrations, and Spark's state schema check stays as the session has it", e)
-  }
-
-  /** The registrations of this query, merged from its checkpoint and its name, and what is wrong with them. */
-  private def registrationsOf(query: RunningQuery): (ScopeRegistrations, Seq[String]) = {
-    val all = try Registrations.parse(query.conf(Registrations.Conf)) catch {
-      case e: StatesnapException => return (ScopeRegistrations(), Seq(e.detail))
-    }
-    val scopes = (QueryScope.Checkpoint(query.checkpoint) +: query.name.map(QueryScope.Name).toSeq)
-      .flatMap(s => all.get(s).map(s -> _))
-    val twice = scopes.flatMap(_._2.states.keys).groupBy(identity).collect { case (state, n) if n.size > 1 =>
-      s"state '$state' of ${query.describe} has a snapshot " +
-        s"registered both for its checkpoint and for its name. Unregister one of them."
-    }
-    val modes = scopes.flatMap(_._2.compatibility).distinct
-    val conflictingModes = if (modes.size > 1) Seq(s"${query.describe} has the compatibility modes " +
-      s"${modes.mkString(" and ")}, set for its checkpoint and for its name. Keep one.") else Nil
-    (ScopeRegistrations(scopes.flatMap(_._2.states).toMap, modes.headOption), twice.toSeq ++ conflictingModes)
   }
 
   /**

@@ -191,6 +191,28 @@ object QueryRegistrations {
 
   def fromConfs(confs: Map[String, String]): QueryRegistrations = confs.get(Conf).map(parse).getOrElse(None)
 
+  /**
+   * The registrations of the query on `checkpoint` named `name`, merged from both scopes of the session's
+   * registrations (`registrationsConf`, [[Registrations.Conf]]), and what is wrong with them.
+   * @param describe the query, as the errors name it
+   */
+  def merged(registrationsConf: Option[String], checkpoint: String, name: Option[String],
+      describe: String): (ScopeRegistrations, Seq[String]) = {
+    val all = try Registrations.parse(registrationsConf) catch {
+      case e: StatesnapException => return (ScopeRegistrations(), Seq(e.detail))
+    }
+    val scopes = (QueryScope.Checkpoint(checkpoint) +: name.map(QueryScope.Name).toSeq)
+      .flatMap(s => all.get(s).map(s -> _))
+    val twice = scopes.flatMap(_._2.states.keys).groupBy(identity).collect { case (state, n) if n.size > 1 =>
+      s"state '$state' of $describe has a snapshot registered both for its checkpoint and for its name. Unregister " +
+        "one of them."
+    }
+    val modes = scopes.flatMap(_._2.compatibility).distinct
+    val conflictingModes = if (modes.size > 1) Seq(s"$describe has the compatibility modes " +
+      s"${modes.mkString(" and ")}, set for its checkpoint and for its name. Keep one.") else Nil
+    (ScopeRegistrations(scopes.flatMap(_._2.states).toMap, modes.headOption), twice.toSeq ++ conflictingModes)
+  }
+
   def parse(json: String): QueryRegistrations = {
     val fields = JsonMethods.parse(json) match {
       case JObject(f) => f.toMap

@@ -1,0 +1,69 @@
+package io.statesnap.tools
+
+import scala.jdk.CollectionConverters._
+
+import io.statesnap.{SparkClasses, StatesnapException}
+import io.statesnap.keys.NewQueryOperators
+import io.statesnap.provider.OperatorStateGuard
+import io.statesnap.registration.{QueryRegistrations, Registrations}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+
+/**
+ * `python -m statesnap check CHECKPOINT --app module:function` (`tools.rehearse`): what restarting the query on
+ * `checkpoint` as the new version's streaming DataFrame would do to the state of each of its stateful operators,
+ * writing nothing. A single-state operator (streaming aggregation, dedup, group state) is decided by the decision
+ * the restart makes on the driver before its first batch ([[OperatorStateGuard.decide]], with the schemas the plan
+ * gives its stores and the session's registrations for the query), so the rehearsal says what the restart will do.
+ * Read-only: it may run beside the live query.
+ */
+object Rehearsal {
+  /** What the restart does to one operator's state. */
+  sealed abstract class Decision(val word: String)
+  case object AsIs extends Decision("as is")
+  case object Migrates extends Decision("migrates")
+  case object StartsEmpty extends Decision("starts empty")
+  case object Refused extends Decision("refused")
+  /** An operator whose stores decide alone as the query restarts (transformWithState, joins, session windows). */
+  case object NotRehearsed extends Decision("not rehearsed")
+
+  /**
+   * @param operator the operator's id; @param describe the operator as a user knows it
+   * @param lines the changes a migration makes, the refusal's message, or why the state starts empty or is not
+   *   rehearsed
+   */
+  final case class OperatorOutcome(operator: Int, describe: String, decision: Decision, lines: java.util.List[String])
+
+  /**
+   * @param name the query's name (`queryName`), whose registrations apply to it too, or null
+   */
+  def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
+      name: String): java.util.List[OperatorOutcome] = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    val root = new Path(checkpoint)
+    val qualified = root.getFileSystem(hadoopConf).makeQualified(root).toString
+    val describe = s"${Option(name).fold("the query")(n => s"query '$n'")} on checkpoint $qualified"
+    val (registrations, errors) = QueryRegistrations.merged(spark.conf.getOption(Registrations.Conf), qualified,
+      Option(name), describe)
+    val registered = QueryRegistrations(qualified, registrations, errors)
+    val stateRoot = new Path(new Path(qualified), "state").toString
+    // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
+    val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
+      .map(s => s.operator -> s.store.version).toMap
+    NewQueryOperators.planned(query).zipWithIndex.map { case (writer, id) =>
+      val (decision, lines) = (NewQueryOperators.singleStateSchemas(writer), loads.get(id)) match {
+        case (_, None) => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
+        case (None, Some(_)) => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
+        case (Some((key, value)), Some(version)) =>
+          try {
+            registered.requireValid()
+            OperatorStateGuard.decide(StateStoreId(stateRoot, id, 0), key, value, registered, hadoopConf, version)
+              .fold[(Decision, Seq[String])](AsIs -> Nil)(m => Migrates -> m.migration.changes)
+          } catch {
+            case e: StatesnapException => Refused -> Seq(e.getMessage)
+          }
+      }
+      OperatorOutcome(id, NewQueryOperators.operator(writer).describe, decision, lines.asJava)
+    }.asJava
+  }
+}

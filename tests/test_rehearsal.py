@@ -1,0 +1,98 @@
+"""Rehearsing a deploy (``tools.rehearse``, ``python -m statesnap check CHECKPOINT --app``): what restarting a query as
+its new version would do to each stateful operator's state, writing nothing, equal to what the restart then does."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from pyspark.sql import functions as F
+
+import statesnap
+from apps import INPUT_SCHEMA, write_input
+from processes import run_to_exit
+from statesnap import tools
+from test_change_key import files
+from test_other_operators import run_to_end
+
+
+def usage(spark, source: str, *aggregates):
+    """A dedup of the input, then an aggregation of what it lets through: two single-state operators."""
+    return (spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(["id", "value"]).groupBy("id")
+            .agg(*aggregates))
+
+
+def rehearsed(checkpoint: str, query) -> tuple[tools.ToolResult, dict[str, dict]]:
+    """The rehearsal of `query` on `checkpoint`, which must leave every file of it as it was; by operator kind."""
+    before = files(checkpoint)
+    result = tools.rehearse(checkpoint, query)
+    assert files(checkpoint) == before
+    by_kind = {("aggregation" if o["describe"].startswith("streaming aggregation") else "dedup"): o
+               for o in result.details["operators"]}
+    return result, by_kind
+
+
+def test_a_rehearsal_says_per_operator_what_the_restart_then_does(spark, app_dirs, registrations):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("a", 5, "set"), ("b", 3, "set")])
+    rows = run_to_end(usage(spark, source, F.sum("value").alias("total")), checkpoint, "update")
+    assert {r.id: r.total for r in rows} == {"a": 5, "b": 3}
+    write_input(source, [("a", 2, "set"), ("b", 3, "set")])
+    v2 = (F.sum("value").alias("total"), F.count("*").alias("n"))
+
+    # Unchanged: both as is.
+    result, ops = rehearsed(checkpoint, usage(spark, source, F.sum("value").alias("total")))
+    assert result.outcome == tools.Outcome.NOTHING, result.lines
+    assert [ops["dedup"]["decision"], ops["aggregation"]["decision"]] == ["as is", "as is"], result.lines
+
+    # An aggregate added without its starting value: the aggregation refused, with the message the restart fails with.
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
+    assert result.outcome == tools.Outcome.REFUSED and ops["dedup"]["decision"] == "as is", result.lines
+    refusal = ops["aggregation"]
+    assert refusal["decision"] == "refused" and "register a snapshot for state 'aggregation'" in refusal["lines"][0], \
+        result.lines
+    try:
+        with statesnap.refusals():
+            run_to_end(usage(spark, source, *v2), checkpoint, "update")
+        raise AssertionError("the restart was not refused")
+    except statesnap.StateSchemaError as e:
+        assert str(e).splitlines()[0] == refusal["lines"][0].splitlines()[0]
+
+    # Its fix registered: the aggregation migrates, as the restart then does; the dedup still as is.
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=1, defaults={"count": "0"}),
+                                checkpoint=checkpoint)
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
+    assert result.outcome == tools.Outcome.CHANGE and ops["dedup"]["decision"] == "as is", result.lines
+    assert ops["aggregation"]["decision"] == "migrates" and ops["aggregation"]["lines"], result.lines
+    rows = run_to_end(usage(spark, source, *v2), checkpoint, "update")
+    # a's total keeps 5 and adds 2; its count starts at the deploy; b's (3, "set") is a duplicate, dropped.
+    assert {r.id: (r.total, r.n) for r in rows} == {"a": (7, 1)}
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
+    assert [ops["dedup"]["decision"], ops["aggregation"]["decision"]] == ["as is", "as is"], result.lines
+
+    # The registrations of the query's name apply too: one for the same state as its checkpoint's is refused.
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=2, defaults={"count": "0"}),
+                                query_name="usage")
+    assert rehearsed(checkpoint, usage(spark, source, *v2))[1]["aggregation"]["decision"] == "as is"
+    result = tools.rehearse(checkpoint, usage(spark, source, *v2), name="usage")
+    assert result.outcome == tools.Outcome.REFUSED, result.lines
+    assert "has a snapshot registered both for its checkpoint and for its name" in "\n".join(result.lines)
+
+
+@pytest.mark.slow
+def test_the_command_line_rehearses_an_app_and_exits_with_its_outcome(spark, app_dirs, tmp_path):
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set")])
+    run_to_end(usage(spark, source, F.sum("value").alias("total")), checkpoint, "update")
+    (tmp_path / "usage_v2.py").write_text(
+        "from pyspark.sql import functions as F\n"
+        "from test_rehearsal import usage\n"
+        f"def query(spark):\n    return usage(spark, {source!r}, F.sum('value').alias('total'), F.max('value'))\n")
+    path = f"{tmp_path}:{os.environ['PYTHONPATH']}"
+    run = run_to_exit([sys.executable, "-m", "statesnap", "check", checkpoint, "--app", "usage_v2:query", "--json"],
+                      timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": path})
+    assert run.returncode == tools.Outcome.REFUSED.value, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert report["command"] == "rehearse" and report["outcome"] == "refused", report
+    assert sorted(o["decision"] for o in report["operators"]) == ["as is", "refused"], report
