@@ -77,7 +77,7 @@ if on == "builder":
     spark = statesnap.configure(builder).getOrCreate()
 else:  # a running session, the jar already on its classpath
     spark = builder.config("spark.jars", statesnap.jar_path()).getOrCreate()
-    statesnap.configure(spark)
+    statesnap.configure(statesnap.configure(spark))  # once, however often called
 write_input(source, [("a", 1, "set")])
 run_group_state_app(spark, source, checkpoint, "total bigint")
 write_input(source, [("a", 2, "set")])

@@ -86,6 +86,7 @@ def configure(target: Target) -> Target:
         for key, value in _SQL_CONFS.items():
             target.conf.set(key, value)
         _add_listener(target)
+        _add_extension(target)
         return target
     raise TypeError(f"configure() takes a SparkSession.Builder or a SparkSession, not {type(target).__name__}")
 
@@ -96,15 +97,15 @@ def _append(listed: Union[str, None], item: str) -> str:
 
 
 def _add_listener(spark: SparkSession) -> None:
-    """Adds the listener, and with it the session extension, to a running session that has neither."""
     streams = spark._jsparkSession.streams()
     if not any(listener.getClass().getName() == LISTENER_CLASS for listener in streams.listListeners()):
-        jvm = spark.sparkContext._jvm
-        streams.addListener(jvm.io.statesnap.query.StatesnapQueryListener())
-        extensions = spark.conf.get(_EXTENSIONS_CONF, "") or ""
-        if EXTENSIONS_CLASS not in extensions.split(","):
-            # Each query runs in a clone of the session, whose rules are built from the session's extensions.
-            jvm.io.statesnap.query.StatesnapExtensions().apply(spark._jsparkSession.extensions())
+        streams.addListener(spark.sparkContext._jvm.io.statesnap.query.StatesnapQueryListener())
+
+
+def _add_extension(spark: SparkSession) -> None:
+    """Adds the session extension to a running session that was not built with it (once, however often called)."""
+    if EXTENSIONS_CLASS not in (spark.conf.get(_EXTENSIONS_CONF, "") or "").split(","):
+        spark.sparkContext._jvm.io.statesnap.query.StatesnapExtensions.installOn(spark._jsparkSession.extensions())
 
 
 def _require_provider_on_classpath(spark: SparkSession) -> None:
