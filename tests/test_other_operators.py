@@ -145,6 +145,23 @@ def run_join(spark, left: str, right: str, checkpoint: str, left_columns: str) -
     return {tuple(r) for r in run_to_end(lhs.join(rhs, "id"), checkpoint)}
 
 
+@pytest.mark.skipif(MINOR == "3.5", reason="Spark 3.5 has no function that gives a join's stores' schemas: they decide")
+def test_a_join_whose_side_gains_a_column_is_refused_on_the_driver_and_carries_on_as_it_was(spark, tmp_path):
+    left, right, checkpoint = str(tmp_path / "l"), str(tmp_path / "r"), str(tmp_path / "ck")
+    write_input(left, [("a", 1, "x")])
+    write_input(right, [("b", 2, "y")])
+    assert run_join(spark, left, right, checkpoint, "id;value AS l") == set()
+    write_input(right, [("a", 3, "z")])
+    with pytest.raises(StreamingQueryException) as refused:
+        run_join(spark, left, right, checkpoint, "id;value AS l;op")
+    # Decided before any task: statesnap's message is the query's exception, with no task failure around it.
+    message = str(refused.value)
+    assert "terminated with exception: [STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the value schema of the state of " \
+           "operator 0 (partition 0, store 'left-keyWithIndexToValue'" in message, message
+    assert "stage failure" not in message and "Recorded value: struct<id:string,l:bigint,matched:boolean>" in message
+    assert run_join(spark, left, right, checkpoint, "id;value AS l") == {("a", 1, 3)}
+
+
 @pytest.mark.skipif(MINOR in ("3.5", "4.0"), reason="Spark 3.5 and 4.0 have join state formats 1 and 2 only")
 def test_join_state_format_3_is_guarded_family_by_family_not_migrated(spark, tmp_path):
     left, right, checkpoint = str(tmp_path / "l"), str(tmp_path / "r"), str(tmp_path / "ck")

@@ -207,14 +207,14 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
     writing nothing: ``query`` is the new version's streaming DataFrame (before ``writeStream``), in a session that
     has what the new version registers (``register_snapshot``, for the checkpoint, or for the query's ``name``).
 
-    A streaming aggregation, dedup or group state is decided by the decision the restart itself makes before its
-    first batch, so each is reported as the restart will treat it: ``as is``, ``migrates`` (with the changes),
-    ``refused`` (the message the restart would fail with, its fix included), or ``starts empty`` (an operator the
-    checkpoint holds no state of). A transformWithState operator, a join or a session window is ``not rehearsed``
-    yet: its stores decide as the query restarts (``check`` answers for one transformWithState state given its
-    schema). ``details["operators"]`` holds each operator's id, description, decision and lines. The outcome is
-    ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates, else ``NOTHING``. Read-only: it may run
-    beside the live query.
+    A streaming aggregation, dedup, group state or (Spark 4.x) join is decided by the decision the restart itself
+    makes before its first batch, so each is reported as the restart will treat it: ``as is``, ``migrates`` (with the
+    changes), ``refused`` (the message the restart would fail with, its fix included), or ``starts empty`` (an
+    operator the checkpoint holds no state of). A transformWithState operator, a join on Spark 3.5 or a session
+    window is ``not rehearsed`` yet: its stores decide as the query restarts (``check`` answers for one
+    transformWithState state given its schema). ``details["operators"]`` holds each operator's id, description,
+    decision and lines. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates, else
+    ``NOTHING``. Read-only: it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
     if not hasattr(query, "_jdf") or not query.isStreaming:

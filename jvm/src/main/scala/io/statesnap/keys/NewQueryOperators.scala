@@ -1,6 +1,6 @@
 package io.statesnap.keys
 
-import io.statesnap.SparkClasses
+import io.statesnap.{JoinStateSchemas, SparkClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.snapshot.GroupStateSnapshot
 import org.apache.spark.sql.execution.SparkStrategy
@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.plans.logical.ReturnAnswer
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.SparkPlanner
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.{LongType, NullType, StructField, StructType}
 
 /**
@@ -128,22 +129,26 @@ object NewQueryOperators {
   }
 
   /**
-   * The key and value schemas with which a planned operator of a micro-batch opens its one state store, as the
-   * operator gives them to its stores; None for an operator with several stores or column families (a join,
-   * transformWithState, a session window, a global limit), whose stores decide alone.
+   * The key and value schemas with which a planned operator of a micro-batch opens each of its state stores, by store
+   * name, as the operator gives them to its stores: a streaming aggregation's, a dedup's, group state's one store, a
+   * stream-stream join's four ([[io.statesnap.JoinStateSchemas]], Spark 4.x). None for an operator whose state is
+   * column families of one store (transformWithState, a join of state format 3) or that this does not read (a session
+   * window, a global limit, a join on Spark 3.5): its stores decide alone.
    */
-  def singleStateSchemas(writer: SparkClasses.StateStoreWriter): Option[(StructType, StructType)] = writer match {
-    case save: SparkClasses.StateStoreSaveExec =>
-      Some(DataTypeUtils.fromAttributes(save.keyExpressions) -> valueSchema(save, "getStateValueSchema"))
-    case dedup: SparkClasses.StreamingDeduplicateExec =>
-      Some(DataTypeUtils.fromAttributes(dedup.keyExpressions) -> DedupValue)
-    case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec =>
-      Some(DataTypeUtils.fromAttributes(dedup.keyExpressions) -> DedupWithinWatermarkValue)
-    case groups: SparkClasses.FlatMapGroupsWithStateExec =>
-      Some(DataTypeUtils.fromAttributes(groups.groupingAttributes) -> valueSchema(groups, "stateSchema"))
-    case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec =>
-      Some(DataTypeUtils.fromAttributes(groups.groupingAttributes) -> valueSchema(groups, "stateSchema"))
-    case _ => None
+  def storeSchemas(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] = {
+    def one(key: Seq[Attribute], value: StructType) =
+      Some(Map(StateStoreId.DEFAULT_STORE_NAME -> (DataTypeUtils.fromAttributes(key) -> value)))
+    writer match {
+      case save: SparkClasses.StateStoreSaveExec => one(save.keyExpressions, valueSchema(save, "getStateValueSchema"))
+      case dedup: SparkClasses.StreamingDeduplicateExec => one(dedup.keyExpressions, DedupValue)
+      case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec =>
+        one(dedup.keyExpressions, DedupWithinWatermarkValue)
+      case groups: SparkClasses.FlatMapGroupsWithStateExec =>
+        one(groups.groupingAttributes, valueSchema(groups, "stateSchema"))
+      case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec =>
+        one(groups.groupingAttributes, valueSchema(groups, "stateSchema"))
+      case other => JoinStateSchemas.of(other)
+    }
   }
 
   /**

@@ -17,16 +17,17 @@ import org.apache.spark.sql.internal.SQLConf
 import org.slf4j.LoggerFactory
 
 /**
- * Decides on the driver, before any task of a micro-batch opens a store, the state of each single-state operator
- * (streaming aggregation, dedup, group state) of a query statesnap serves: the decision partition 0's store makes as
- * it opens ([[OperatorStateGuard.decide]], the same one), so that a refusal fails the query once, as the query's
- * exception, instead of once per task through the executor, the task set manager, the job and the query.
+ * Decides on the driver, before any task of a micro-batch opens a store, the state of each operator whose stores the
+ * plan gives the schemas of (streaming aggregation, dedup, group state, and on 4.x a stream-stream join's four stores)
+ * of a query statesnap serves: the decision partition 0's store makes as it opens ([[OperatorStateGuard.decide]], the
+ * same one), so that a refusal fails the query once, as the query's exception, instead of once per task through the
+ * executor, the task set manager, the job and the query.
  *
  * The hook is a `ColumnarRule`: Spark applies it to each micro-batch's physical plan on the query's stream execution
  * thread, after `IncrementalExecution`'s `state` rule gave every stateful operator its checkpoint, operator id and
  * version, and before any stage (docs/design.md, "The hook for a decision on the driver"). It decides each operator
  * once per query run; what it decides, the stores decide again as they open (the last line of defence, and the only
- * one for transformWithState, joins and session windows). A failure of its own that is not a refusal (a plan it
+ * one for transformWithState, joins on 3.5 and session windows). A failure of its own that is not a refusal (a plan it
  * cannot read) is logged and leaves the decision to the stores: it never fails a query they would serve.
  */
 private[query] final class DriverDecision(session: SparkSession) extends ColumnarRule {
@@ -54,9 +55,9 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         query.requireValid()
         val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
         undecided.foreach { case (writer, info) =>
-          NewQueryOperators.singleStateSchemas(writer).foreach { case (key, value) =>
-            OperatorStateGuard.decide(StateStoreId(info.checkpointLocation, info.operatorId, 0), key, value, query,
-              hadoopConf, info.storeVersion)
+          NewQueryOperators.storeSchemas(writer).toSeq.flatMap(_.toSeq.sortBy(_._1)).foreach {
+            case (store, (key, value)) => OperatorStateGuard.decide(StateStoreId(info.checkpointLocation,
+              info.operatorId, 0, store), key, value, query, hadoopConf, info.storeVersion)
           }
           decided.add(info.queryRunId -> info.operatorId)
         }

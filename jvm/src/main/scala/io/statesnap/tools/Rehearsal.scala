@@ -12,7 +12,8 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
 /**
  * `python -m statesnap check CHECKPOINT --app module:function` (`tools.rehearse`): what restarting the query on
  * `checkpoint` as the new version's streaming DataFrame would do to the state of each of its stateful operators,
- * writing nothing. A single-state operator (streaming aggregation, dedup, group state) is decided by the decision
+ * writing nothing. An operator whose stores' schemas the plan gives ([[NewQueryOperators.storeSchemas]]: a streaming
+ * aggregation, a dedup, group state, a stream-stream join on Spark 4.x) is decided by the decision
  * the restart makes on the driver before its first batch ([[OperatorStateGuard.decide]], with the schemas the plan
  * gives its stores and the session's registrations for the query), so the rehearsal says what the restart will do.
  * Read-only: it may run beside the live query.
@@ -24,7 +25,7 @@ object Rehearsal {
   case object Migrates extends Decision("migrates")
   case object StartsEmpty extends Decision("starts empty")
   case object Refused extends Decision("refused")
-  /** An operator whose stores decide alone as the query restarts (transformWithState, joins, session windows). */
+  /** An operator whose stores decide alone as the query restarts (transformWithState, joins on 3.5, sessions). */
   case object NotRehearsed extends Decision("not rehearsed")
 
   /**
@@ -51,14 +52,17 @@ object Rehearsal {
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
     NewQueryOperators.planned(query).zipWithIndex.map { case (writer, id) =>
-      val (decision, lines) = (NewQueryOperators.singleStateSchemas(writer), loads.get(id)) match {
+      val (decision, lines) = (NewQueryOperators.storeSchemas(writer), loads.get(id)) match {
         case (_, None) => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
         case (None, Some(_)) => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
-        case (Some((key, value)), Some(version)) =>
+        case (Some(stores), Some(version)) =>
           try {
             registered.requireValid()
-            OperatorStateGuard.decide(StateStoreId(stateRoot, id, 0), key, value, registered, hadoopConf, version)
-              .fold[(Decision, Seq[String])](AsIs -> Nil)(m => Migrates -> m.migration.changes)
+            val changes = stores.toSeq.sortBy(_._1).flatMap { case (store, (key, value)) =>
+              OperatorStateGuard.decide(StateStoreId(stateRoot, id, 0, store), key, value, registered, hadoopConf,
+                version).map(_.migration.changes)
+            }
+            if (changes.isEmpty) AsIs -> Nil else Migrates -> changes.flatten
           } catch {
             case e: StatesnapException => Refused -> Seq(e.getMessage)
           }

@@ -1,0 +1,12 @@
+package io.statesnap
+
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The schemas of a stream-stream join's stores: Spark 3.5 has no function that gives them
+ * (`SymmetricHashJoinStateManager.getSchemaForStateStores` is 4.0's), so its joins' stores decide alone.
+ */
+object JoinStateSchemas {
+  def of(plan: SparkPlan): Option[Map[String, (StructType, StructType)]] = None
+}
