@@ -10,6 +10,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 import statesnap
+from statesnap import tools
 from apps import INPUT_SCHEMA, await_listeners, write_input
 from migration_evidence import assert_migrated
 from minors import MINOR, SPARK_STATE_READER
@@ -139,10 +140,14 @@ def test_an_unreadable_record_names_the_recovery_and_spark_s_schema_file_takes_o
     assert len(records(checkpoint)) == 2
 
 
-def run_join(spark, left: str, right: str, checkpoint: str, left_columns: str) -> set:
+def join(spark, left: str, right: str, left_columns: str):
     lhs = spark.readStream.schema(INPUT_SCHEMA).json(left).selectExpr(*left_columns.split(";"))
     rhs = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id", "value AS r")
-    return {tuple(r) for r in run_to_end(lhs.join(rhs, "id"), checkpoint)}
+    return lhs.join(rhs, "id")
+
+
+def run_join(spark, left: str, right: str, checkpoint: str, left_columns: str) -> set:
+    return {tuple(r) for r in run_to_end(join(spark, left, right, left_columns), checkpoint)}
 
 
 @pytest.mark.skipif(MINOR == "3.5", reason="Spark 3.5 has no function that gives a join's stores' schemas: they decide")
@@ -152,10 +157,13 @@ def test_a_join_whose_side_gains_a_column_is_refused_on_the_driver_and_carries_o
     write_input(right, [("b", 2, "y")])
     assert run_join(spark, left, right, checkpoint, "id;value AS l") == set()
     write_input(right, [("a", 3, "z")])
+    rehearsed = tools.rehearse(checkpoint, join(spark, left, right, "id;value AS l;op"))
+    assert [o["decision"] for o in rehearsed.details["operators"]] == ["refused"], rehearsed.lines
     with pytest.raises(StreamingQueryException) as refused:
         run_join(spark, left, right, checkpoint, "id;value AS l;op")
     # Decided before any task: statesnap's message is the query's exception, with no task failure around it.
     message = str(refused.value)
+    assert rehearsed.details["operators"][0]["lines"][0].splitlines()[0] in message
     assert "terminated with exception: [STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the value schema of the state of " \
            "operator 0 (partition 0, store 'left-keyWithIndexToValue'" in message, message
     assert "stage failure" not in message and "Recorded value: struct<id:string,l:bigint,matched:boolean>" in message
