@@ -136,8 +136,11 @@ object NewQueryOperators {
    * window, a global limit, a join on Spark 3.5): its stores decide alone.
    */
   def storeSchemas(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] = {
-    def one(key: Seq[Attribute], value: StructType) =
-      Some(Map(StateStoreId.DEFAULT_STORE_NAME -> (DataTypeUtils.fromAttributes(key) -> value)))
+    // Spark 4.3 widens the nullability of what an aggregation or group state keeps, and keeps the schemas it gives
+    // its stores on the operator (`stateKeySchema`, `stateValueSchema`): those, where the operator has them.
+    def one(key: Seq[Attribute], value: => StructType) = Some(Map(StateStoreId.DEFAULT_STORE_NAME ->
+      (kept(writer, "stateKeySchema").getOrElse(DataTypeUtils.fromAttributes(key)) ->
+        kept(writer, "stateValueSchema").getOrElse(value))))
     writer match {
       case save: SparkClasses.StateStoreSaveExec => one(save.keyExpressions, valueSchema(save, "getStateValueSchema"))
       case dedup: SparkClasses.StreamingDeduplicateExec => one(dedup.keyExpressions, DedupValue)
@@ -150,6 +153,19 @@ object NewQueryOperators {
       case other => JoinStateSchemas.of(other)
     }
   }
+
+  /**
+   * The schema an operator keeps as `name` for its stores, read by name (private to Spark's operator, or its trait's
+   * with Scala's mangled name): Spark 4.3+; None where the operator keeps none.
+   */
+  private def kept(operator: AnyRef, name: String): Option[StructType] =
+    Iterator.iterate[Class[_]](operator.getClass)(_.getSuperclass).takeWhile(_ != null)
+      .flatMap(_.getDeclaredMethods).find(m => m.getParameterCount == 0 && m.getReturnType == classOf[StructType] &&
+        (m.getName == name || m.getName.endsWith("$$" + name)))
+      .map { method =>
+        method.setAccessible(true)
+        method.invoke(operator).asInstanceOf[StructType]
+      }
 
   /**
    * The value schema an operator's `stateManager` gives its stores, read by name: Scala keeps the manager private to
