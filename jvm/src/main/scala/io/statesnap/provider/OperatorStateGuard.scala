@@ -167,6 +167,16 @@ private[statesnap] object OperatorStateGuard {
     new OperatorStateGuard(id, keySchema, valueSchema, new DeclaredSnapshots(query), hadoopConf).check(version)
 
   /**
+   * [[decide]] for each store of operator `operatorId` under `stateRoot` (its key and value schemas by store name), in
+   * the order of their names: the migrations they will make.
+   */
+  def decideStores(stateRoot: String, operatorId: Long, stores: Map[String, (StructType, StructType)],
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): Seq[SingleStateMigration] =
+    stores.toSeq.sortBy(_._1).flatMap { case (store, (key, value)) =>
+      decide(StateStoreId(stateRoot, operatorId, 0, store), key, value, query, hadoopConf, version)
+    }
+
+  /**
    * How the key of a streaming aggregation, a dedup, group state or transformWithState changes, for a refusal of a
    * changed key.
    */

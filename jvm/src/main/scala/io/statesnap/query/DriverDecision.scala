@@ -12,7 +12,6 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan}
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.internal.SQLConf
 import org.slf4j.LoggerFactory
 
@@ -55,10 +54,8 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         query.requireValid()
         val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
         undecided.foreach { case (writer, info) =>
-          NewQueryOperators.storeSchemas(writer).toSeq.flatMap(_.toSeq.sortBy(_._1)).foreach {
-            case (store, (key, value)) => OperatorStateGuard.decide(StateStoreId(info.checkpointLocation,
-              info.operatorId, 0, store), key, value, query, hadoopConf, info.storeVersion)
-          }
+          NewQueryOperators.storeSchemas(writer).foreach(stores => OperatorStateGuard.decideStores(
+            info.checkpointLocation, info.operatorId, stores, query, hadoopConf, info.storeVersion))
           decided.add(info.queryRunId -> info.operatorId)
         }
         log.info(s"statesnap decided on the driver the states of the query on checkpoint ${query.checkpoint} before " +

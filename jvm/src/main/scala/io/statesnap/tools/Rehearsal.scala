@@ -7,7 +7,7 @@ import io.statesnap.keys.NewQueryOperators
 import io.statesnap.provider.OperatorStateGuard
 import io.statesnap.registration.{QueryRegistrations, Registrations}
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
 
 /**
  * `python -m statesnap check CHECKPOINT --app module:function` (`tools.rehearse`): what restarting the query on
@@ -41,8 +41,7 @@ object Rehearsal {
   def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
       name: String): java.util.List[OperatorOutcome] = {
     val hadoopConf = spark.sessionState.newHadoopConf()
-    val root = new Path(checkpoint)
-    val qualified = root.getFileSystem(hadoopConf).makeQualified(root).toString
+    val qualified = StatesnapRunningQueries.qualifyCheckpoint(spark, checkpoint)
     val describe = s"${Option(name).fold("the query")(n => s"query '$n'")} on checkpoint $qualified"
     val (registrations, errors) = QueryRegistrations.merged(spark.conf.getOption(Registrations.Conf), qualified,
       Option(name), describe)
@@ -58,11 +57,8 @@ object Rehearsal {
         case (Some(stores), Some(version)) =>
           try {
             registered.requireValid()
-            val changes = stores.toSeq.sortBy(_._1).flatMap { case (store, (key, value)) =>
-              OperatorStateGuard.decide(StateStoreId(stateRoot, id, 0, store), key, value, registered, hadoopConf,
-                version).map(_.migration.changes)
-            }
-            if (changes.isEmpty) AsIs -> Nil else Migrates -> changes.flatten
+            val migrations = OperatorStateGuard.decideStores(stateRoot, id, stores, registered, hadoopConf, version)
+            if (migrations.isEmpty) AsIs -> Nil else Migrates -> migrations.flatMap(_.migration.changes)
           } catch {
             case e: StatesnapException => Refused -> Seq(e.getMessage)
           }
