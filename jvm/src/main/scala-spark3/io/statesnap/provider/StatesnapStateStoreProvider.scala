@@ -30,7 +30,9 @@ class StatesnapStateStoreProvider extends SingleStateProvider {
   /** See [[readMigration]]: the write store of the same version, opened next in the task, migrates. */
   override def getReadStore(version: Long): ReadStateStore = {
     val migration = readMigration(version)
-    new StatesnapReadStateStore(inner.getReadStore(version), migration)
+    val read = inner.getReadStore(version)
+    if (migration.isDefined) StatesnapRowFormatCheck.markDone(read)
+    new StatesnapReadStateStore(read, migration)
   }
 
   override protected def wrap(store: StateStore): SingleStateStore = new StatesnapStateStore(store, context)

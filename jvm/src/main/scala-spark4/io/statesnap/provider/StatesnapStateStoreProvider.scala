@@ -55,7 +55,9 @@ class StatesnapStateStoreProvider extends SingleStateProvider with ProviderGlue 
   /** See [[readMigration]]; from 4.1 on, Spark upgrades the read store to the write store ([[upgraded]]). */
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = {
     val migration = readMigration(version)
-    new StatesnapReadStateStore(inner.getReadStore(version, uniqueId), migration)
+    val read = inner.getReadStore(version, uniqueId)
+    if (migration.isDefined) StatesnapRowFormatCheck.markDone(read)
+    new StatesnapReadStateStore(read, migration)
   }
 
   // Spark's RocksDB provider asserts that it gets its own store back when a read store is upgraded, and the
