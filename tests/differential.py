@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from hypothesis import strategies as st
 from pyspark.sql.types import (BooleanType, DataType, DoubleType, IntegerType, LongType, StringType, StructField,
@@ -269,12 +269,13 @@ class Aggregate:
     type: str
     start: str
 
-    def update(self, held: Optional[int], value: int) -> Optional[int]:
+    def update(self, held: Optional[Union[int, str]], value: int) -> Optional[Union[int, str]]:
         if self.buffer == "count":
             return held + 1
+        seen = str(value) if self.type == "string" else value  # a string's max is the greatest in text order
         if held is None:
-            return value
-        return {"sum": held + value, "max": max(held, value), "min": min(held, value)}[self.buffer]
+            return seen
+        return {"sum": held + seen, "max": max(held, seen), "min": min(held, seen)}[self.buffer]
 
 
 COUNT = Aggregate("count(value)", "count", "bigint", "0")
@@ -282,7 +283,10 @@ SUM = Aggregate("sum(value)", "sum", "bigint", "NULL")
 MAX = Aggregate("max(value)", "max", "bigint", "NULL")
 MAX_INT = Aggregate("max(CAST(value AS INT))", "max", "int", "NULL")
 MIN = Aggregate("min(value)", "min", "bigint", "NULL")
-POOL = [COUNT, SUM, MAX, MIN]
+# A variable-length buffer among them: one inserted into old buffers is what a read store's conversion must carry
+# past Spark's own check of the first value it reads (docs/design.md, "Aggregations migrate when registered").
+MAX_TEXT = Aggregate("max(CAST(value AS STRING))", "max", "string", "NULL")
+POOL = [COUNT, SUM, MAX_TEXT, MIN]
 
 
 @dataclass
