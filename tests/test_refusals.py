@@ -54,6 +54,21 @@ def test_a_refused_transform_with_state_restart_raises_statesnaps_message_first(
                       "Fix: keep 'n' as bigint", driver_log)
 
 
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1")
+def test_an_application_that_swallows_a_refusal_still_stops_with_it(spark, app_dirs, driver_log):
+    """The refusal is the driver's, before any task: an application that catches errors opening its states never
+    sees it, and the query still stops with statesnap's message (on Spark 4.0 a refusal raised inside the task left
+    such an application waiting for ever on its Python state server). The old version then carries on."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set")])
+    run_app(spark, source, checkpoint, "n bigint")
+    write_input(source, [("a", 2, "set")])
+    error = refused_restart(driver_log, lambda: run_app(spark, source, checkpoint, "n int", swallow_errors=True))
+    assert_read_first(error, "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'testState' (operator 0",
+                      "Fix: keep 'n' as bigint", driver_log)
+    assert run_app(spark, source, checkpoint, "n bigint").seen == {"a": [[1]]}
+
+
 def test_a_refused_group_state_restart_raises_statesnaps_message_first(spark, app_dirs, driver_log):
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set")])
@@ -68,9 +83,10 @@ REFUSED_RESTART = """
 import re, sys
 from pyspark.sql import SparkSession
 import statesnap
-from apps import run_group_state_app, write_input
+from apps import run_app, run_group_state_app, write_input
 
-source, checkpoint, on = sys.argv[1:]
+source, checkpoint, on, operator = sys.argv[1:]
+run = run_app if operator == "transformWithState" else run_group_state_app
 builder = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
            .config("spark.ui.enabled", "false"))
 if on == "builder":
@@ -79,10 +95,10 @@ else:  # a running session, the jar already on its classpath
     spark = builder.config("spark.jars", statesnap.jar_path()).getOrCreate()
     statesnap.configure(statesnap.configure(spark))  # once, however often called
 write_input(source, [("a", 1, "set")])
-run_group_state_app(spark, source, checkpoint, "total bigint")
+run(spark, source, checkpoint, "total bigint")
 write_input(source, [("a", 2, "set")])
 try:
-    run_group_state_app(spark, source, checkpoint, "total int")
+    run(spark, source, checkpoint, "total int")
 except Exception as e:
     run = re.search(r"runId = ([0-9a-f-]+)", str(e)).group(1)
     # Spark runs each batch's jobs in the job group of the query's run.
@@ -91,21 +107,28 @@ except Exception as e:
 """
 
 
+DRIVER_DECISIONS = [("builder", "group state")] + [("running session", "group state")] * (MINOR == "4.1") + \
+    [("builder", "transformWithState")] * TWS_ONLINE
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("on", ["builder", "running session"] if MINOR == "4.1" else ["builder"])
+@pytest.mark.parametrize("on, operator", DRIVER_DECISIONS)
 @pytest.mark.skipif(MINOR in ("4.2", "4.3"), reason="the same driver decision as on 4.0 and 4.1 (CI time)")
-def test_a_refusal_is_decided_on_the_driver_and_said_at_most_three_times(tmp_path, on):
+def test_a_refusal_is_decided_on_the_driver_and_said_at_most_three_times(tmp_path, on, operator):
     """A narrowing without a rule, as a new user meets it (PySpark's default log level, no statesnap.refusals()):
     statesnap's error is the query's exception, right after Spark's "terminated with exception:", and appears at most
     3 times in the driver's whole output with it (the query's ERROR line, statesnap's, the exception): it was decided
-    on the driver, so the refused batch ran no job (and so no task and no Python worker)."""
-    run = run_to_exit([sys.executable, "-c", REFUSED_RESTART, str(tmp_path / "in"), str(tmp_path / "ck"), on],
-                      timeout=300)
+    on the driver, so the refused batch ran no job (and so no task and no Python worker of a task). A
+    transformWithState's variables are decided from partition 0's records, read from the checkpoint."""
+    run = run_to_exit([sys.executable, "-c", REFUSED_RESTART, str(tmp_path / "in"), str(tmp_path / "ck"), on,
+                       operator], timeout=300)
     out = run.stdout + run.stderr
     assert "JOBS OF THE REFUSED RUN: []" in run.stdout, out
     exception = run.stdout.split("EXCEPTION:", 1)[1]
     assert exception.split("terminated with exception: ", 1)[1].startswith(
-        "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'groupState' of operator 0"), exception
+        "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] " + ("state 'testState' (operator 0, partition 0"
+                                                    if operator == "transformWithState" else
+                                                    "state 'groupState' of operator 0")), exception
     assert "Fix: keep 'total' as bigint" in exception
     assert 1 <= out.count("STATESNAP_INCOMPATIBLE_STATE_SCHEMA") <= 3, out
 

@@ -2,15 +2,18 @@
 its new version would do to each stateful operator's state, writing nothing, equal to what the restart then does."""
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 import sys
 
 import pytest
 from pyspark.sql import functions as F
 
 import statesnap
-from apps import INPUT_SCHEMA, write_input
+from apps import INPUT_SCHEMA, StateSpec, _states_app_over, write_input
+from minors import TWS_ONLINE
 from processes import run_to_exit
 from statesnap import tools
 from test_change_key import files
@@ -96,3 +99,78 @@ def test_the_command_line_rehearses_an_app_and_exits_with_its_outcome(spark, app
     report = json.loads(run.stdout)
     assert report["command"] == "rehearse" and report["outcome"] == "refused", report
     assert sorted(o["decision"] for o in report["operators"]) == ["as is", "refused"], report
+
+
+def pipeline(spark, source: str, specs, *aggregates):
+    """A dedup of the input, a transformWithState over what it lets through (the app of apps.run_app, with the states
+    ``specs``), then an aggregation of the app's output by id: three stateful operators."""
+    return _states_app_over(spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(["id", "value"]),
+                            specs).groupBy("id").agg(*aggregates)
+
+
+def by_kind(result: tools.ToolResult) -> dict[str, dict]:
+    kinds = {"dropDuplicates": "dedup", "transformWithState": "transformWithState",
+             "streaming aggregation": "aggregation"}
+    return {next(k for prefix, k in kinds.items() if o["describe"].startswith(prefix)): o
+            for o in result.details["operators"]}
+
+
+def migrated_states(checkpoint: str) -> dict[int, set[str]]:
+    """The states each operator's stores migrated, as they told the driver (statesnap's migration summaries)."""
+    found: dict[int, set[str]] = {}
+    for path in glob.glob(f"{checkpoint}/state/*/_statesnap/migrations/*/*.json"):
+        operator = int(path.split("/state/", 1)[1].split("/", 1)[0])
+        found.setdefault(operator, set()).update(m["state"] for m in json.load(open(path)))
+    return found
+
+
+@pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1")
+def test_a_rehearsal_of_three_operators_says_state_by_state_what_the_restart_does(spark, app_dirs, registrations):
+    """A dedup, a transformWithState with two states and an aggregation of its output; the new version widens one
+    state, adds a field in front of the other's and adds an aggregate without its starting value: the rehearsal says
+    as is, migrates (both states, by name) and refused, leaving every file as it was; the restart is then refused with
+    the same first line; with the fix registered the rehearsal says migrates twice, and the restart migrates exactly
+    those states and reads what the old version wrote."""
+    source, checkpoint = app_dirs
+    v1 = [StateSpec("total", "total int"), StateSpec("tags", "tag string", lambda v: (f"t{v}",), kind="list")]
+    v2 = [StateSpec("total", "total bigint"),
+          StateSpec("tags", "n int, tag string", lambda v: (v, f"t{v}"), kind="list")]
+    write_input(source, [("a", 1, "set"), ("a", 1, "set"), ("b", 2, "set")])
+    rows = run_to_end(pipeline(spark, source, v1, F.count("*").alias("n")), checkpoint, "update")
+    assert {r.id: r.n for r in rows} == {"a": 1, "b": 1}
+    write_input(source, [("a", 3, "set"), ("b", 2, "set")])
+    new = (F.count("*").alias("n"), F.max("seen").alias("last_seen"))
+
+    before = files(checkpoint)
+    result = tools.rehearse(checkpoint, pipeline(spark, source, v2, *new))
+    assert files(checkpoint) == before
+    ops = by_kind(result)
+    assert result.outcome == tools.Outcome.REFUSED, result.lines
+    assert [ops[k]["decision"] for k in ("dedup", "transformWithState", "aggregation")] == \
+        ["as is", "migrates", "refused"], result.lines
+    assert {line.split("'")[1] for line in ops["transformWithState"]["lines"]} == {"total", "tags"}, result.lines
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        with statesnap.refusals():
+            run_to_end(pipeline(spark, source, v2, *new), checkpoint, "update")
+    assert str(refused.value).splitlines()[0] == ops["aggregation"]["lines"][0].splitlines()[0]
+    # Refused on the driver: no state file, commit or record written, none changed; what Spark wrote for the batch
+    # before its plan reached statesnap (its offsets, source and operator metadata logs) is all there is.
+    after = files(checkpoint)
+    assert {name: after[name] for name in before} == before
+    assert all(re.fullmatch(r"(offsets|sources/0|state/\d+/_metadata/v2)/\.?1(\.crc)?", name)
+               for name in set(after) - set(before)), sorted(set(after) - set(before))
+
+    statesnap.register_snapshot(spark, "aggregation",
+                                statesnap.RowSnapshot(version=1, defaults={"max": "CAST(NULL AS STRING)"}),
+                                checkpoint=checkpoint)
+    ops = by_kind(tools.rehearse(checkpoint, pipeline(spark, source, v2, *new)))
+    assert [ops[k]["decision"] for k in ("dedup", "transformWithState", "aggregation")] == \
+        ["as is", "migrates", "migrates"]
+    rows = run_to_end(pipeline(spark, source, v2, *new), checkpoint, "update")
+    migrated = migrated_states(checkpoint)
+    assert migrated == {ops["transformWithState"]["operator"]: {"total", "tags"},
+                        ops["aggregation"]["operator"]: {"aggregation"}}, migrated
+    # a's second row reads what v1 wrote, migrated: the total widened, the tag with its new field null in front; b's
+    # repeated row was dropped by the dedup.
+    assert {r.id: (r.n, json.loads(r.last_seen)) for r in rows} == \
+        {"a": (2, {"total": [1], "tags": [[None, "t1"]]})}

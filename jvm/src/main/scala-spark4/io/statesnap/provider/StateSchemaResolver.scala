@@ -22,8 +22,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
-    val current = declared.record(state, kindOf(keySpec, multipleValuesPerKey),
-      OperatorKind.TransformWithState, keySchema, declared.valueSnapshot(state, valueSchema), store.version + 1)
+    val current = TransformWithStateDecision.declaredRecord(declared, state, kindOf(keySpec, multipleValuesPerKey),
+      keySchema, valueSchema, store.version)
     val records = catalog.records(state)
     val ours = records.inForce(store.version)
     val fromSpark = if (ours.isEmpty && hasEntries(state)) Some(fromSparkFiles(state, current)) else None

@@ -27,14 +27,9 @@ private[provider] final class StoreContext(val id: StateStoreId, val keySchema: 
   private val log = LoggerFactory.getLogger(getClass)
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
-  def describeState(stateName: String): String =
-    s"${if (guardsColumnFamilies) "column family" else "state"} '$stateName' ($location)"
+  def describeState(stateName: String): String = StoreContext.describeState(id, stateName, guardsColumnFamilies)
 
-  def describeStore: String = s"the state store of $location"
-
-  private def location: String =
-    s"operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
-      id.checkpointRootLocation
+  def describeStore: String = StoreContext.describeStore(id)
 
   /** The gate of a store opened by `task`: its migrations stop before the store goes away ([[MigrationGate]]). */
   def migrationGate(task: Option[TaskContext]): MigrationGate =
@@ -52,4 +47,16 @@ private[provider] final class StoreContext(val id: StateStoreId, val keySchema: 
       case NonFatal(e) => log.warn(s"statesnap: could not tell the driver what $describeStore migrated: $e")
     }
   }
+}
+
+private[statesnap] object StoreContext {
+  /** How errors and logs name a state of store `id`: enough to find it in the checkpoint. */
+  def describeState(id: StateStoreId, stateName: String, guardsColumnFamilies: Boolean = false): String =
+    s"${if (guardsColumnFamilies) "column family" else "state"} '$stateName' (${location(id)})"
+
+  def describeStore(id: StateStoreId): String = s"the state store of ${location(id)}"
+
+  private def location(id: StateStoreId): String =
+    s"operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
+      id.checkpointRootLocation
 }

@@ -5,9 +5,8 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.control.NonFatal
 
 import io.statesnap.{SparkClasses, StatesnapException}
-import io.statesnap.keys.NewQueryOperators
-import io.statesnap.provider.OperatorStateGuard
 import io.statesnap.registration.QueryRegistrations
+import io.statesnap.tools.PlannedOperatorDecision
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -16,18 +15,18 @@ import org.apache.spark.sql.internal.SQLConf
 import org.slf4j.LoggerFactory
 
 /**
- * Decides on the driver, before any task of a micro-batch opens a store, the state of each operator whose stores the
- * plan gives the schemas of (streaming aggregation, dedup, group state, and on 4.x a stream-stream join's four stores)
- * of a query statesnap serves: the decision partition 0's store makes as it opens ([[OperatorStateGuard.decide]], the
- * same one), so that a refusal fails the query once, as the query's exception, instead of once per task through the
- * executor, the task set manager, the job and the query.
+ * Decides on the driver, before any task of a micro-batch opens a store, the state of each operator of a query
+ * statesnap serves whose stores the plan and the checkpoint say enough about ([[PlannedOperatorDecision]]: a streaming
+ * aggregation, dedup or group state, on 4.x a stream-stream join's four stores, on 4.0 and 4.1 each transformWithState
+ * variable): the decision partition 0's store makes as it opens, so that a refusal fails the query once, as the
+ * query's exception, instead of once per task through the executor, the task set manager, the job and the query.
  *
  * The hook is a `ColumnarRule`: Spark applies it to each micro-batch's physical plan on the query's stream execution
  * thread, after `IncrementalExecution`'s `state` rule gave every stateful operator its checkpoint, operator id and
- * version, and before any stage (docs/design.md, "The hook for a decision on the driver"). It decides each operator
- * once per query run; what it decides, the stores decide again as they open (the last line of defence, and the only
- * one for transformWithState, joins on 3.5 and session windows). A failure of its own that is not a refusal (a plan it
- * cannot read) is logged and leaves the decision to the stores: it never fails a query they would serve.
+ * version, and before any stage (docs/design.md, "The decision on the driver"). It decides each operator once per
+ * query run; what it decides, the stores decide again as they open (the last line of defence, and the only one for
+ * joins on 3.5 and session windows). A failure of its own that is not a refusal (a plan it cannot read) is logged and
+ * leaves the decision to the stores: it never fails a query they would serve.
  */
 private[query] final class DriverDecision(session: SparkSession) extends ColumnarRule {
   private val log = LoggerFactory.getLogger(getClass)
@@ -54,8 +53,8 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         query.requireValid()
         val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
         undecided.foreach { case (writer, info) =>
-          NewQueryOperators.storeSchemas(writer).foreach(stores => OperatorStateGuard.decideStores(
-            info.checkpointLocation, info.operatorId, stores, query, hadoopConf, info.storeVersion))
+          PlannedOperatorDecision.decide(writer, query.checkpoint, info.operatorId.toInt, query, hadoopConf,
+            info.storeVersion)
           decided.add(info.queryRunId -> info.operatorId)
         }
         log.info(s"statesnap decided on the driver the states of the query on checkpoint ${query.checkpoint} before " +

@@ -121,6 +121,27 @@ object CheckpointReader {
       e.entries.map { case (_, stored) => e.store -> ColumnFamilyRecords.recordBytes(stored, e.avroEncoded) }
     }
 
+  /**
+   * statesnap's record bytes in the record family of one partition's store `storeName` of `operator`, at the latest
+   * committed batch: the store version read, and the bytes (none where the store has no record family). None before a
+   * batch committed, or without such a store. Reads that one store only (a decision about one partition).
+   */
+  def recordsInStore(checkpoint: String, operator: Int, partition: Int, storeName: String,
+      hadoopConf: Configuration): Option[(Long, Seq[Array[Byte]])] = {
+    val root = new Path(checkpoint)
+    val fs = fileSystem(root, hadoopConf)
+    latestCommit(fs, root).flatMap { commit =>
+      val partitionDir = new Path(root, s"state/$operator/$partition")
+      val dir = if (storeName == DefaultStore) partitionDir else new Path(partitionDir, storeName)
+      Option.when(fs.exists(dir))(commit -> dir)
+    }.map { case (commit, dir) =>
+      val store = Store(operator, partition, storeName, commit.batch + 1)
+      store.version -> readStore(fs, dir, store, commit.uniqueId(operator, partition, storeName), commit,
+        Some(RecordFamily.Name), hadoopConf).toSeq.flatten
+        .map { case (_, stored) => ColumnFamilyRecords.recordBytes(stored, commit.avroEncoded) }
+    }
+  }
+
   /** For py4j: one row per entry, `[operator, partition, store, version, key bytes, value bytes]`. */
   def rows(checkpoint: String, columnFamily: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
     read(checkpoint, columnFamily, hadoopConf).flatMap { e =>

@@ -4,18 +4,15 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
-import io.statesnap.provider.OperatorStateGuard
 import io.statesnap.registration.{QueryRegistrations, Registrations}
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
 
 /**
  * `python -m statesnap check CHECKPOINT --app module:function` (`tools.rehearse`): what restarting the query on
  * `checkpoint` as the new version's streaming DataFrame would do to the state of each of its stateful operators,
- * writing nothing. An operator whose stores' schemas the plan gives ([[NewQueryOperators.storeSchemas]]: a streaming
- * aggregation, a dedup, group state, a stream-stream join on Spark 4.x) is decided by the decision
- * the restart makes on the driver before its first batch ([[OperatorStateGuard.decide]], with the schemas the plan
- * gives its stores and the session's registrations for the query), so the rehearsal says what the restart will do.
+ * writing nothing. Each operator is decided by the decision the restart makes on the driver before its first batch
+ * ([[PlannedOperatorDecision]]: with the schemas the plan gives its stores or, for transformWithState on Spark 4.0 and
+ * 4.1, its variables, and the session's registrations for the query), so the rehearsal says what the restart will do.
  * Read-only: it may run beside the live query.
  */
 object Rehearsal {
@@ -25,7 +22,10 @@ object Rehearsal {
   case object Migrates extends Decision("migrates")
   case object StartsEmpty extends Decision("starts empty")
   case object Refused extends Decision("refused")
-  /** An operator whose stores decide alone as the query restarts (transformWithState, joins on 3.5, sessions). */
+  /**
+   * An operator whose stores decide alone as the query restarts (transformWithState on Spark's provider, 4.2+; joins
+   * on 3.5; session windows).
+   */
   case object NotRehearsed extends Decision("not rehearsed")
 
   /**
@@ -46,19 +46,22 @@ object Rehearsal {
     val (registrations, errors) = QueryRegistrations.merged(spark.conf.getOption(Registrations.Conf), qualified,
       Option(name), describe)
     val registered = QueryRegistrations(qualified, registrations, errors)
-    val stateRoot = new Path(new Path(qualified), "state").toString
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
     NewQueryOperators.planned(query).zipWithIndex.map { case (writer, id) =>
-      val (decision, lines) = (NewQueryOperators.storeSchemas(writer), loads.get(id)) match {
-        case (_, None) => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
-        case (None, Some(_)) => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
-        case (Some(stores), Some(version)) =>
+      val (decision, lines) = loads.get(id) match {
+        case None => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
+        case Some(version) =>
           try {
             registered.requireValid()
-            val migrations = OperatorStateGuard.decideStores(stateRoot, id, stores, registered, hadoopConf, version)
-            if (migrations.isEmpty) AsIs -> Nil else Migrates -> migrations.flatMap(_.migration.changes)
+            PlannedOperatorDecision.decide(writer, qualified, id, registered, hadoopConf, version) match {
+              case None => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
+              case Some(migrations) if migrations.isEmpty => AsIs -> Nil
+              case Some(migrations) => Migrates -> migrations.flatMap { case (state, changes) =>
+                changes.map(change => s"state '$state': $change")
+              }
+            }
           } catch {
             case e: StatesnapException => Refused -> Seq(e.getMessage)
           }

@@ -96,7 +96,7 @@ object StatesnapSparkSchemaFiles {
   }
 
   /** The kind of a user state Spark's `StateVariableType` names, or None for its timers. */
-  private def variableKind(name: String, sparkType: String): Option[StateKind] = sparkType match {
+  private[state] def variableKind(name: String, sparkType: String): Option[StateKind] = sparkType match {
     case "ValueState" => Some(StateKind.Value)
     case "ListState" => Some(StateKind.List)
     case "MapState" => Some(StateKind.Map)
