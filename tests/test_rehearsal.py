@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import statesnap
-from apps import INPUT_SCHEMA, StateSpec, _states_app_over, write_input
-from minors import TWS_ONLINE
+from apps import INPUT_SCHEMA, StateSpec, _states_app_over, await_listeners, write_input
+from minors import MINOR, TWS_ONLINE
 from processes import run_to_exit
 from statesnap import tools
 from test_change_key import files
@@ -174,3 +174,42 @@ def test_a_rehearsal_of_three_operators_says_state_by_state_what_the_restart_doe
     # repeated row was dropped by the dedup.
     assert {r.id: (r.n, json.loads(r.last_seen)) for r in rows} == \
         {"a": (2, {"total": [1], "tags": [[None, "t1"]]})}
+
+
+@pytest.mark.skipif(MINOR == "3.5", reason="Spark 3.5 has no transformWithState")
+def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
+    """A dedup then a transformWithState whose new version widens one state and inserts a field in front of the
+    other's: statesnap.deploy rehearses it, runs the offline migration Spark 4.2+ needs (its state is Spark's
+    provider's; on 4.0/4.1 the restart migrates online) and starts it, and the app reads what the old version wrote,
+    migrated. A narrowing is refused first, with statesnap's message, nothing written and nothing started."""
+    source, checkpoint = app_dirs
+    dedup_then = lambda specs: _states_app_over(  # noqa: E731
+        spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(["id", "value"]), specs)
+    v1 = [StateSpec("total", "total int"), StateSpec("tags", "tag string", lambda v: (f"t{v}",), kind="list")]
+    write_input(source, [("a", 1, "set"), ("a", 1, "set"), ("b", 2, "set")])
+    run_to_end(dedup_then(v1), checkpoint, "update")
+    write_input(source, [("a", 3, "set"), ("b", 2, "set")])
+    collected: list = []
+
+    def start(df):
+        return (df.writeStream.outputMode("update").foreachBatch(lambda rows, _: collected.extend(rows.collect()))
+                .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+
+    before = files(checkpoint)
+    narrowed = [StateSpec("total", "total smallint"), v1[1]]
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        statesnap.deploy(checkpoint, dedup_then(narrowed), start, no_file_sink=True)
+    assert "field 'total': int -> smallint" in str(refused.value), str(refused.value)
+    assert files(checkpoint) == before and collected == []
+
+    v2 = [StateSpec("total", "total bigint"),
+          StateSpec("tags", "n int, tag string", lambda v: (v, f"t{v}"), kind="list")]
+    rehearsal = by_kind(tools.rehearse(checkpoint, dedup_then(v2)))
+    assert rehearsal["transformWithState"]["decision"] == ("migrates" if TWS_ONLINE else "migrates offline"), rehearsal
+    query = statesnap.deploy(checkpoint, dedup_then(v2), start, no_file_sink=True)
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+        await_listeners(query)
+    assert [(r.id, json.loads(r.seen)) for r in collected] == [("a", {"total": [1], "tags": [[None, "t1"]]})]

@@ -14,8 +14,9 @@ fields and confirmed drops to a state of one query, version by version; ``set_co
 changes must stay compatible (``Compatibility``). Around ``awaitTermination()``, ``statesnap.refusals()`` raises a
 refusal as one ``StateSchemaError`` whose first line is statesnap's message. The offline tools (inspect, check,
 adopt, release, migrate, repartition, change_key) are ``statesnap.tools``, a Python API with typed results that
-``python -m statesnap`` runs; ``statesnap.repartition`` changes where a query's state lives, and
-``statesnap.change_key`` the key its operators keep it by.
+``python -m statesnap`` runs; ``statesnap.deploy`` rehearses a new version, runs the offline step it needs and starts
+it, ``statesnap.repartition`` changes where a query's state lives, and ``statesnap.change_key`` the key its
+operators keep it by.
 """
 from statesnap._config import EXTENSIONS_CLASS, LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
 from statesnap._errors import StateSchemaError, refusals
@@ -28,7 +29,7 @@ from statesnap._snapshots import (
     set_compatibility,
     unregister_snapshot,
 )
-from statesnap.tools import change_key, repartition
+from statesnap.tools import change_key, deploy, repartition
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "StateSchemaError",
     "change_key",
     "configure",
+    "deploy",
     "jar_path",
     "refusals",
     "register_snapshot",

@@ -25,10 +25,11 @@ import datetime
 import enum
 import functools
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import pyspark
 from py4j.protocol import Py4JJavaError
@@ -38,10 +39,11 @@ from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
-__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "inspect", "migrate",
-           "rehearse", "release", "repartition"]
+__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy", "inspect",
+           "migrate", "rehearse", "release", "repartition"]
 
 _REFUSAL = "io.statesnap.tools.ToolRefusal"
+_log = logging.getLogger("statesnap")
 
 
 class Outcome(enum.Enum):
@@ -207,14 +209,14 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
     writing nothing: ``query`` is the new version's streaming DataFrame (before ``writeStream``), in a session that
     has what the new version registers (``register_snapshot``, for the checkpoint, or for the query's ``name``).
 
-    A streaming aggregation, dedup, group state or (Spark 4.x) join is decided by the decision the restart itself
-    makes before its first batch, so each is reported as the restart will treat it: ``as is``, ``migrates`` (with the
-    changes), ``refused`` (the message the restart would fail with, its fix included), or ``starts empty`` (an
-    operator the checkpoint holds no state of). A transformWithState operator, a join on Spark 3.5 or a session
-    window is ``not rehearsed`` yet: its stores decide as the query restarts (``check`` answers for one
-    transformWithState state given its schema). ``details["operators"]`` holds each operator's id, description,
-    decision and lines. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates, else
-    ``NOTHING``. Read-only: it may run beside the live query.
+    A streaming aggregation, dedup, group state, (Spark 4.x) join or transformWithState is decided by the decision
+    the restart itself makes before its first batch, so each is reported as the restart will treat it: ``as is``,
+    ``migrates`` (with the changes), ``refused`` (the message the restart would fail with, its fix included), or
+    ``starts empty`` (an operator the checkpoint holds no state of); on Spark 4.2+ a transformWithState that changes
+    ``migrates offline``, as ``migrate`` decides it (:func:`deploy` runs that step). A join on Spark 3.5 or a session
+    window is ``not rehearsed`` yet: its stores decide as the query restarts. ``details["operators"]`` holds each
+    operator's id, description, decision and lines. The outcome is ``REFUSED`` if any operator is refused, else
+    ``CHANGE`` if any migrates, else ``NOTHING``. Read-only: it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
     if not hasattr(query, "_jdf") or not query.isStreaming:
@@ -230,9 +232,50 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
         lines.append(f"operator {o['operator']} ({o['describe']}): {o['decision']}")
         lines += [f"  - {line}" for line in o["lines"]]
     decisions = {o["decision"] for o in operators}
-    outcome = Outcome.REFUSED if "refused" in decisions else Outcome.CHANGE if "migrates" in decisions \
-        else Outcome.NOTHING
+    outcome = Outcome.REFUSED if "refused" in decisions else \
+        Outcome.CHANGE if decisions & {"migrates", "migrates offline"} else Outcome.NOTHING
     return ToolResult("rehearse", outcome, lines, {"operators": operators})
+
+
+def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Optional[str] = None,
+           file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
+    """Deploys the new version of the query on ``checkpoint`` in one call, on every Spark minor, and returns the
+    started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
+    what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
+    written, runs the offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is
+    Spark's provider's: :func:`migrate`'s appended batch, each state declared as the rehearsal declares it, from the
+    plan and the registrations; name the query's sink as for ``migrate``: ``file_sink`` or ``no_file_sink=True``),
+    and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ... .option("checkpointLocation",
+    checkpoint).start()``). Elsewhere every state migrates online, in the restart's first batch. The query must be
+    stopped (``migrate`` refuses a running one).
+
+    Example: ``deploy("/checkpoints/orders", orders_v2(spark), lambda df: df.writeStream.foreachBatch(sink)
+    .option("checkpointLocation", "/checkpoints/orders").start(), no_file_sink=True)``."""
+    from statesnap._errors import StateSchemaError, refusal_in
+
+    rehearsal = rehearse(checkpoint, query, name=name)
+    operators = rehearsal.details.get("operators", [])
+    refused = [o for o in operators if o["decision"] == "refused"]
+    if refused or rehearsal.outcome == Outcome.REFUSED:
+        text = refused[0]["lines"][0] if refused else "\n".join(rehearsal.lines)
+        raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
+    _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
+    if any(o["decision"] == "migrates offline" for o in operators):
+        migrated = _offline_step(checkpoint, query, name, file_sink, no_file_sink)
+        if migrated.outcome == Outcome.REFUSED:
+            raise ToolError("statesnap deploy: the offline migration was refused, nothing was changed: " +
+                            " ".join(migrated.lines))
+        _log.info("statesnap deploy: %s", "; ".join(migrated.lines))
+    return start(query)
+
+
+@_boundary("deploy")
+def _offline_step(checkpoint: str, query: Any, name: Optional[str], file_sink: Optional[str],
+                  no_file_sink: bool) -> ToolResult:
+    """The offline migration of :func:`deploy` (Spark 4.2+), in the query's own session."""
+    spark = query.sparkSession
+    return _report("deploy", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.deploy(
+        spark._jsparkSession, checkpoint, query._jdf, name, file_sink, no_file_sink))
 
 
 @_boundary("adopt")

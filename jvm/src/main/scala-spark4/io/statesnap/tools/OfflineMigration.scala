@@ -6,11 +6,12 @@ import scala.jdk.CollectionConverters._
 import scala.util.Try
 import scala.util.control.NonFatal
 
-import io.statesnap.{CommitStateIds, ProviderClasses, StatesnapException}
+import io.statesnap.{CommitStateIds, ProviderClasses, SparkClasses, StatesnapException}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.provider.{DeclaredSnapshots, MigratedStateRecordFiles, MigrationProbe, StateDecision, StateEncoding,
   TransformWithStateSchemaRecords}
-import io.statesnap.registration.MapMerge
+import io.statesnap.keys.NewQueryOperators
+import io.statesnap.registration.{MapMerge, StateRegistration}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.apache.spark.sql.SparkSession
@@ -111,6 +112,72 @@ object OfflineMigration {
       "merge (or null) per state")
     names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
       "twice: give each state's schema once"))
+    migrateStates(spark, location, names, fileSink, noFileSink, dryRun) { (checkpoint, target) =>
+      target.states.indices.map { i =>
+        val (t, definitionJson) = (target.states(i), definitionJsons.get(i))
+        val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
+        val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
+          structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
+        val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
+        val merge = Option(mergeJsons.get(i)).map(json => MapMerge(MapMerge.fieldsOf(JsonMethods.parse(json))
+          .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
+        // A merge applies where a map's entries get new keys; given again once they have them (migrate run again
+        // after it finished), it applies to nothing.
+        if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(s"a merge is given for state " +
+          s"'${t.name}', which is ${t.recorded.kind.name} state: a merge is for a map's entries that meet under one " +
+          "new user key")
+        verdict.decided match {
+          case StateDecision.Migrate(_, _, Some(_)) => merge.foreach { m =>
+            try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {
+              case e: StatesnapException => checkpoint.refuse(e.getMessage)
+            }
+          }
+          case _ =>
+        }
+        val decided = Decided(t, declared, verdict, merge)
+        decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
+      }
+    }
+  }
+
+  /**
+   * The offline step of a deploy (`statesnap.deploy`, Spark 4.2+): migrates the states of `query`'s transformWithState
+   * operator, the new version's streaming DataFrame, that the restart would meet in another layout, each declared as
+   * the driver's decision declares it ([[PlannedOperatorDecision.transformWithState]]: the plan's schemas and the
+   * session's registrations for the query on `location`, or named `name`), in one appended batch as [[migrate]] does.
+   * Nothing is written when no state migrates; a refusal is the rehearsal's, raised before anything is written.
+   */
+  def deploy(spark: SparkClasses.SparkSession, location: String, query: SparkClasses.Dataset[_], name: String,
+      fileSink: String, noFileSink: Boolean): ToolReport = {
+    val (qualified, registered) = Rehearsal.registrations(spark, location, name)
+    registered.requireValid()
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    val version = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).headOption.map(_.store.version)
+    val migrating = version.toSeq.flatMap { v =>
+      NewQueryOperators.planned(query).zipWithIndex.flatMap { case (writer, id) =>
+        PlannedOperatorDecision.transformWithState(writer, qualified, id, registered, hadoopConf, v).toSeq.flatten
+      }
+    }.filter(_.decision.isInstanceOf[StateDecision.Migrate])
+    if (migrating.isEmpty) ToolReport(Seq("no transformWithState state needs an offline migration"),
+      ToolReport.Nothing)
+    else migrateStates(spark, qualified, migrating.map(_.variable.name), fileSink, noFileSink, dryRun = false) {
+      (_, target) => target.states.map { t =>
+        val d = migrating.find(_.variable.name == t.name).get
+        val merge = StateRegistration.mapMergeOf(registered.registrations.states.get(t.name))
+        val decided = Decided(t, d.declared, CompatibilityCheck.verdict(t.recorded, d.declared,
+          StateEncoding.of(target.avro)), merge)
+        decided -> describe(target, decided)
+      }
+    }
+  }
+
+  /**
+   * The one appended batch of [[migrate]] and [[deploy]]: `decide` says, for the states named, what each declares and
+   * what that comes to, once the checkpoint is found stopped and any interrupted migrate is put right.
+   */
+  private def migrateStates(spark: SparkSession, location: String, names: Seq[String], fileSink: String,
+      noFileSink: Boolean, dryRun: Boolean)(decide: (StoppedCheckpoint, Target) => Seq[(Decided, Seq[String])])
+      : ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, "migrate")
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
@@ -120,30 +187,7 @@ object OfflineMigration {
 
     val target = find(checkpoint, names)
     sink.requireAt(target.batch, checkpoint.refuse)
-    val decisions = target.states.indices.map { i =>
-      val (t, definitionJson) = (target.states(i), definitionJsons.get(i))
-      val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
-      val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
-        structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
-      val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
-      val merge = Option(mergeJsons.get(i)).map(json => MapMerge(MapMerge.fieldsOf(JsonMethods.parse(json))
-        .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
-      // A merge applies where a map's entries get new keys; given again once they have them (migrate run again after
-      // it finished), it applies to nothing.
-      if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(s"a merge is given for state " +
-        s"'${t.name}', which is ${t.recorded.kind.name} state: a merge is for a map's entries that meet under one new " +
-        "user key")
-      verdict.decided match {
-        case StateDecision.Migrate(_, _, Some(_)) => merge.foreach { m =>
-          try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {
-            case e: StatesnapException => checkpoint.refuse(e.getMessage)
-          }
-        }
-        case _ =>
-      }
-      val decided = Decided(t, declared, verdict, merge)
-      decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
-    }
+    val decisions = decide(checkpoint, target)
     val decided = recovered ++ decisions.flatMap(_._2)
     val migrating = decisions.map(_._1).filter(_.record.isDefined)
     // A batch put right above is a change, even when no state needs one.

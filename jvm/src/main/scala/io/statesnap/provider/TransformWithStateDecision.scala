@@ -9,9 +9,20 @@ import org.apache.spark.sql.types.StructType
 /**
  * The decision a transformWithState operator's store makes as each of its variables is first accessed (Spark 4.0 and
  * 4.1, whose stores are statesnap's: `StateSchemaResolver`), made where no store is open: on the driver before a
- * micro-batch's tasks ([[io.statesnap.query.DriverDecision]]) and in a rehearsal of a deploy.
+ * micro-batch's tasks ([[io.statesnap.query.DriverDecision]]), in a rehearsal of a deploy, and (Spark 4.2+, whose
+ * stores are Spark's) for the offline migration a deploy runs first.
  */
 private[statesnap] object TransformWithStateDecision {
+  /** One variable's step: what its entries are read with, what the new version declares, and the decision. */
+  final case class Decided(variable: TransformWithStateVariable, recorded: StateSnapshotRecord,
+      declared: StateSnapshotRecord, decision: StateDecision) {
+    /** What a migration of its entries changes (empty unless it migrates). */
+    def changes: Seq[String] = decision match {
+      case StateDecision.Migrate(migration, _, keys) => keys.toSeq.flatMap(_.changes) ++ migration.changes
+      case _ => Nil
+    }
+  }
+
   /** The record variable `state` is declared as in the store version after `loadedVersion`: what it is decided by. */
   def declaredRecord(declared: DeclaredSnapshots, state: String, kind: StateKind, keySchema: StructType,
       valueSchema: StructType, loadedVersion: Long): StateSnapshotRecord =
@@ -20,29 +31,24 @@ private[statesnap] object TransformWithStateDecision {
 
   /**
    * The step store `id` (partition 0's: every partition holds the same records) takes for each of `variables` as it
-   * opens `loadedVersion`, from `recordBytes`, the records its record family holds at that version: throws the
-   * refusal the store would throw, and returns, for each variable that migrates, the changes it makes. Records
-   * nothing. A variable statesnap holds no record of (a new one, or entries adopted from Spark's provider, read with
-   * Spark's files) is left to the store.
+   * opens `loadedVersion`, from `records`, what the variables' entries are read with at that version, by state name:
+   * throws the refusal the store would throw. Records nothing. A variable without a record (a new one; on 4.0 and 4.1
+   * one whose entries were adopted from Spark's provider, read with Spark's files) is left to the store.
    */
-  def decide(id: StateStoreId, variables: Seq[TransformWithStateVariable], recordBytes: Seq[Array[Byte]],
-      query: QueryRegistrations, encoding: StateEncoding, loadedVersion: Long): Seq[(String, Seq[String])] = {
-    val records = recordBytes.map(bytes => parse(id, bytes)).map(r => r.stateName -> r).toMap
+  def decide(id: StateStoreId, variables: Seq[TransformWithStateVariable], records: Map[String, StateSnapshotRecord],
+      query: QueryRegistrations, encoding: StateEncoding, loadedVersion: Long): Seq[Decided] = {
     val declared = new DeclaredSnapshots(query)
     variables.flatMap { v =>
-      records.get(v.name).flatMap { ours =>
+      records.get(v.name).map { recorded =>
         val current = declaredRecord(declared, v.name, v.kind, v.keySchema, v.valueSchema, loadedVersion)
-        StateWalk.decide(Some(ours), Some(ours), current, encoding, StoreContext.describeState(id, v.name)).decided
-        match {
-          case StateDecision.Migrate(migration, _, keys) =>
-            Some(v.name -> (migration.changes ++ keys.toSeq.flatMap(_.changes)))
-          case _ => None
-        }
+        Decided(v, recorded, current, StateWalk.decide(Some(recorded), Some(recorded), current, encoding,
+          StoreContext.describeState(id, v.name)).decided)
       }
     }
   }
 
-  private def parse(id: StateStoreId, bytes: Array[Byte]): StateSnapshotRecord =
+  /** A record's bytes from store `id`'s record family, parsed as the store parses them. */
+  def parse(id: StateStoreId, bytes: Array[Byte]): StateSnapshotRecord =
     try StateSnapshotRecord.fromBytes(bytes) catch {
       case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
         s"a snapshot record in ${StoreContext.describeStore(id)} cannot be read: ${e.getMessage}. Nothing was read " +

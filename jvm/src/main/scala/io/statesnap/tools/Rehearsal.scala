@@ -5,7 +5,7 @@ import scala.jdk.CollectionConverters._
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.registration.{QueryRegistrations, Registrations}
-import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
+import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 
 /**
  * `python -m statesnap check CHECKPOINT --app module:function` (`tools.rehearse`): what restarting the query on
@@ -20,12 +20,11 @@ object Rehearsal {
   sealed abstract class Decision(val word: String)
   case object AsIs extends Decision("as is")
   case object Migrates extends Decision("migrates")
+  /** Its stores are Spark's (transformWithState on 4.2+): the restart is refused until it migrates offline. */
+  case object MigratesOffline extends Decision("migrates offline")
   case object StartsEmpty extends Decision("starts empty")
   case object Refused extends Decision("refused")
-  /**
-   * An operator whose stores decide alone as the query restarts (transformWithState on Spark's provider, 4.2+; joins
-   * on 3.5; session windows).
-   */
+  /** An operator whose stores decide alone as the query restarts (joins on 3.5, session windows). */
   case object NotRehearsed extends Decision("not rehearsed")
 
   /**
@@ -41,15 +40,12 @@ object Rehearsal {
   def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
       name: String): java.util.List[OperatorOutcome] = {
     val hadoopConf = spark.sessionState.newHadoopConf()
-    val qualified = StatesnapRunningQueries.qualifyCheckpoint(spark, checkpoint)
-    val describe = s"${Option(name).fold("the query")(n => s"query '$n'")} on checkpoint $qualified"
-    val (registrations, errors) = QueryRegistrations.merged(spark.conf.getOption(Registrations.Conf), qualified,
-      Option(name), describe)
-    val registered = QueryRegistrations(qualified, registrations, errors)
+    val (qualified, registered) = registrations(spark, checkpoint, name)
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
     NewQueryOperators.planned(query).zipWithIndex.map { case (writer, id) =>
+      val operator = NewQueryOperators.operator(writer)
       val (decision, lines) = loads.get(id) match {
         case None => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
         case Some(version) =>
@@ -58,15 +54,37 @@ object Rehearsal {
             PlannedOperatorDecision.decide(writer, qualified, id, registered, hadoopConf, version) match {
               case None => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
               case Some(migrations) if migrations.isEmpty => AsIs -> Nil
-              case Some(migrations) => Migrates -> migrations.flatMap { case (state, changes) =>
-                changes.map(change => s"state '$state': $change")
-              }
+              case Some(migrations) =>
+                val changes = migrations.flatMap { case (state, changes) => changes.map(c => s"state '$state': $c") }
+                if (migratesOffline(operator)) MigratesOffline -> (changes :+ OfflineStep) else Migrates -> changes
             }
           } catch {
             case e: StatesnapException => Refused -> Seq(e.getMessage)
           }
       }
-      OperatorOutcome(id, NewQueryOperators.operator(writer).describe, decision, lines.asJava)
+      OperatorOutcome(id, operator.describe, decision, lines.asJava)
     }.asJava
   }
+
+  /**
+   * The query on `checkpoint` as the session registers for it (and for its name `name`, or null): its checkpoint
+   * qualified as the listener qualifies it, and the registrations merged as the listener merges them.
+   */
+  def registrations(spark: SparkClasses.SparkSession, checkpoint: String,
+      name: String): (String, QueryRegistrations) = {
+    val qualified = StatesnapRunningQueries.qualifyCheckpoint(spark, checkpoint)
+    val describe = s"${Option(name).fold("the query")(n => s"query '$n'")} on checkpoint $qualified"
+    val (registrations, errors) = QueryRegistrations.merged(spark.conf.getOption(Registrations.Conf), qualified,
+      Option(name), describe)
+    qualified -> QueryRegistrations(qualified, registrations, errors)
+  }
+
+  /** A transformWithState on Spark 4.2+, whose state is Spark's provider's: it migrates offline, before the restart. */
+  private def migratesOffline(operator: NewQueryOperators.NewOperator): Boolean =
+    operator.isInstanceOf[NewQueryOperators.TransformWithState] &&
+      !StatesnapSparkGlue.transformWithStateTakesCustomProviders
+
+  private val OfflineStep = "Spark's provider holds this state (Spark 4.2+), so it migrates offline, before the " +
+    "restart: statesnap.deploy(checkpoint, query, start) runs that migration and starts the query (or `python -m " +
+    "statesnap migrate` with each state's schema, docs/tools.md); restarted without it, the query is refused"
 }
