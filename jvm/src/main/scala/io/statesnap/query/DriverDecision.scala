@@ -50,6 +50,7 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
       val undecided = writers.flatMap(w => w.stateInfo.filter(_.checkpointLocation == stateRoot).map(w -> _))
         .filter { case (_, info) => !decided.contains(info.queryRunId -> info.operatorId) }
       if (undecided.nonEmpty) {
+        val started = System.nanoTime()
         query.requireValid()
         val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
         undecided.foreach { case (writer, info) =>
@@ -58,7 +59,8 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
           decided.add(info.queryRunId -> info.operatorId)
         }
         log.info(s"statesnap decided on the driver the states of the query on checkpoint ${query.checkpoint} before " +
-          s"version ${undecided.head._2.storeVersion} (operators ${undecided.map(_._2.operatorId).mkString(", ")})")
+          s"version ${undecided.head._2.storeVersion} (operators ${undecided.map(_._2.operatorId).mkString(", ")}) in " +
+          s"${(System.nanoTime() - started) / 1000000} ms")
       }
     } catch {
       case e: StatesnapException => throw e

@@ -40,7 +40,7 @@ object PlannedOperatorDecision {
   def transformWithState(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
       query: QueryRegistrations, hadoopConf: Configuration,
       version: Long): Option[Seq[TransformWithStateDecision.Decided]] =
-    StatesnapTransformWithStateVariables.of(writer).flatMap { variables =>
+    if (!NewQueryOperators.operator(writer).isInstanceOf[NewQueryOperators.TransformWithState]) None else {
       val id = StateStoreId(stateRoot(checkpoint), operatorId, 0)
       val records = if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
         // statesnap's store keeps its records inside it: partition 0's store is read at the latest commit.
@@ -49,8 +49,14 @@ object PlannedOperatorDecision {
       } else {
         Some(TransformWithStateRecords.sparkRecords(id.checkpointRootLocation, operatorId, version - 1, hadoopConf))
       }
-      records.map(r => TransformWithStateDecision.decide(id, variables, r.map(rec => rec.stateName -> rec).toMap,
-        query, StateEncoding.of(CheckpointReader.avroEncoded(checkpoint, hadoopConf)), version))
+      records.map {
+        case Nil => Nil // nothing recorded: each variable is left to its store
+        case recorded =>
+          // The variables (a PySpark processor's `init` run in a Python worker) only where there is a record to decide.
+          StatesnapTransformWithStateVariables.of(writer).toSeq.flatMap(variables => TransformWithStateDecision
+            .decide(id, variables, recorded.map(r => r.stateName -> r).toMap, query,
+              StateEncoding.of(CheckpointReader.avroEncoded(checkpoint, hadoopConf)), version))
+      }
     }
 
   private def stateRoot(checkpoint: String): String = new Path(new Path(checkpoint), "state").toString
