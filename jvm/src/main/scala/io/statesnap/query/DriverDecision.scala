@@ -5,7 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.control.NonFatal
 
 import io.statesnap.{SparkClasses, StatesnapException}
-import io.statesnap.registration.QueryRegistrations
+import io.statesnap.registration.{QueryRegistrations, QueryStates}
 import io.statesnap.tools.PlannedOperatorDecision
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -54,6 +54,10 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         query.requireValid()
         val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
         undecided.foreach { case (writer, info) =>
+          // A registration for a state the query does not have is the error to see first, as the stores say it: on a
+          // restart, when Spark's metadata of this batch already names the query's states.
+          if (info.storeVersion > 0) QueryStates.verify(query.registrations.states.keySet, info.checkpointLocation,
+            query.runId, info.storeVersion, hadoopConf, query.checkpoint)
           PlannedOperatorDecision.decide(writer, query.checkpoint, info.operatorId.toInt, query, hadoopConf,
             info.storeVersion)
           decided.add(info.queryRunId -> info.operatorId)
