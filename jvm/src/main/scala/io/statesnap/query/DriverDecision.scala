@@ -53,11 +53,11 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         val started = System.nanoTime()
         query.requireValid()
         val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
+        // A registration for a state the query does not have is the error to see first, as the stores say it: on a
+        // restart, when Spark's metadata of this batch already names the query's states (one check for the query).
+        undecided.map(_._2).find(_.storeVersion > 0).foreach(info => QueryStates.verify(
+          query.registrations.states.keySet, stateRoot, query.runId, info.storeVersion, hadoopConf, query.checkpoint))
         undecided.foreach { case (writer, info) =>
-          // A registration for a state the query does not have is the error to see first, as the stores say it: on a
-          // restart, when Spark's metadata of this batch already names the query's states.
-          if (info.storeVersion > 0) QueryStates.verify(query.registrations.states.keySet, info.checkpointLocation,
-            query.runId, info.storeVersion, hadoopConf, query.checkpoint)
           PlannedOperatorDecision.decide(writer, query.checkpoint, info.operatorId.toInt, query, hadoopConf,
             info.storeVersion)
           decided.add(info.queryRunId -> info.operatorId)
