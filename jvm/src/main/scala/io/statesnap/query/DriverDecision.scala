@@ -63,8 +63,8 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
           decided.add(info.queryRunId -> info.operatorId)
         }
         log.info(s"statesnap decided on the driver the states of the query on checkpoint ${query.checkpoint} before " +
-          s"version ${undecided.head._2.storeVersion} (operators ${undecided.map(_._2.operatorId).mkString(", ")}) in " +
-          s"${(System.nanoTime() - started) / 1000000} ms")
+          s"version ${undecided.head._2.storeVersion} (operators ${undecided.map(_._2.operatorId).mkString(", ")}) " +
+          s"in ${(System.nanoTime() - started) / 1000000} ms")
       }
     } catch {
       case e: StatesnapException => throw e
