@@ -291,11 +291,17 @@ POOL = [COUNT, SUM, MAX_TEXT, MIN]
 
 @dataclass
 class AggregationEvolution:
-    """The aggregates of app v1 and of app v2 (v2's buffers are matched to v1's by name), and what v2 registers."""
+    """The aggregates of app v1 and of app v2 (v2's buffers are matched to v1's by name), and what v2 registers:
+    ``A`` its starts and drops; ``B`` nothing, each aggregate it adds starting at the deploy from the initial value
+    the query's plan gives it (Spark's own, which is each aggregate's ``start``)."""
     group: str
     v1: list[Aggregate]
     v2: list[Aggregate]
     changes: list[str]
+
+    @property
+    def registers(self) -> bool:
+        return self.group == "A"
 
     def snapshot_kwargs(self) -> dict:
         """Every added aggregate starts from its ``start``; a removed one is confirmed dropped."""

@@ -49,36 +49,48 @@ def test_a_rehearsal_says_per_operator_what_the_restart_then_does(spark, app_dir
     assert result.outcome == tools.Outcome.NOTHING, result.lines
     assert [ops["dedup"]["decision"], ops["aggregation"]["decision"]] == ["as is", "as is"], result.lines
 
-    # An aggregate added without its starting value: the aggregation refused, with the message the restart fails with.
-    result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
-    assert result.outcome == tools.Outcome.REFUSED and ops["dedup"]["decision"] == "as is", result.lines
-    refusal = ops["aggregation"]
-    assert refusal["decision"] == "refused" and "register a snapshot for state 'aggregation'" in refusal["lines"][0], \
-        result.lines
-    try:
-        with statesnap.refusals():
-            run_to_end(usage(spark, source, *v2), checkpoint, "update")
-        raise AssertionError("the restart was not refused")
-    except statesnap.StateSchemaError as e:
-        assert str(e).splitlines()[0] == refusal["lines"][0].splitlines()[0]
-
-    # Its fix registered: the aggregation migrates, as the restart then does; the dedup still as is.
-    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=1, defaults={"count": "0"}),
-                                checkpoint=checkpoint)
+    # An aggregate added with nothing registered: it starts at the deploy, as the rehearsal says and the restart does.
     result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
     assert result.outcome == tools.Outcome.CHANGE and ops["dedup"]["decision"] == "as is", result.lines
-    assert ops["aggregation"]["decision"] == "migrates" and ops["aggregation"]["lines"], result.lines
+    assert ops["aggregation"]["decision"] == "migrates", result.lines
+    assert "aggregate `count(1)` starts at the deploy" in "\n".join(ops["aggregation"]["lines"]), result.lines
     rows = run_to_end(usage(spark, source, *v2), checkpoint, "update")
     # a's total keeps 5 and adds 2; its count starts at the deploy; b's (3, "set") is a duplicate, dropped.
     assert {r.id: (r.total, r.n) for r in rows} == {"a": (7, 1)}
     result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
     assert [ops["dedup"]["decision"], ops["aggregation"]["decision"]] == ["as is", "as is"], result.lines
 
+    # The sum widened to decimal keeps its total and gains an isEmpty flag: only partly new, refused, with the message
+    # the restart fails with.
+    v3 = (F.sum(F.col("value").cast("decimal(20,2)")).alias("total"), F.count("*").alias("n"))
+    write_input(source, [("a", 1, "set")])
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v3))
+    assert result.outcome == tools.Outcome.REFUSED and ops["dedup"]["decision"] == "as is", result.lines
+    refusal = ops["aggregation"]
+    assert refusal["decision"] == "refused" and "only partly new" in refusal["lines"][0], result.lines
+    try:
+        with statesnap.refusals():
+            run_to_end(usage(spark, source, *v3), checkpoint, "update")
+        raise AssertionError("the restart was not refused")
+    except statesnap.StateSchemaError as e:
+        assert str(e).splitlines()[0] == refusal["lines"][0].splitlines()[0]
+
+    # Its fix registered: the aggregation migrates, as the restart then does; the dedup still as is.
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(
+        version=1, derived={"isEmpty": "sum IS NULL"}), checkpoint=checkpoint)
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v3))
+    assert result.outcome == tools.Outcome.CHANGE and ops["dedup"]["decision"] == "as is", result.lines
+    assert ops["aggregation"]["decision"] == "migrates" and ops["aggregation"]["lines"], result.lines
+    rows = run_to_end(usage(spark, source, *v3), checkpoint, "update")
+    assert {r.id: (float(r.total), r.n) for r in rows} == {"a": (8.0, 2)}
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v3))
+    assert [ops["dedup"]["decision"], ops["aggregation"]["decision"]] == ["as is", "as is"], result.lines
+
     # The registrations of the query's name apply too: one for the same state as its checkpoint's is refused.
     statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=2, defaults={"count": "0"}),
                                 query_name="usage")
-    assert rehearsed(checkpoint, usage(spark, source, *v2))[1]["aggregation"]["decision"] == "as is"
-    result = tools.rehearse(checkpoint, usage(spark, source, *v2), name="usage")
+    assert rehearsed(checkpoint, usage(spark, source, *v3))[1]["aggregation"]["decision"] == "as is"
+    result = tools.rehearse(checkpoint, usage(spark, source, *v3), name="usage")
     assert result.outcome == tools.Outcome.REFUSED, result.lines
     assert "has a snapshot registered both for its checkpoint and for its name" in "\n".join(result.lines)
 
@@ -91,7 +103,7 @@ def test_the_command_line_rehearses_an_app_and_exits_with_its_outcome(spark, app
     (tmp_path / "usage_v2.py").write_text(
         "from pyspark.sql import functions as F\n"
         "from test_rehearsal import usage\n"
-        f"def query(spark):\n    return usage(spark, {source!r}, F.sum('value').alias('total'), F.max('value'))\n")
+        f"def query(spark):\n    return usage(spark, {source!r}, F.sum(F.col('value').cast('decimal(20,2)')))\n")
     path = f"{tmp_path}:{os.environ['PYTHONPATH']}"
     run = run_to_exit([sys.executable, "-m", "statesnap", "check", checkpoint, "--app", "usage_v2:query", "--json"],
                       timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": path})
@@ -127,7 +139,8 @@ def migrated_states(checkpoint: str) -> dict[int, set[str]]:
 @pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1")
 def test_a_rehearsal_of_three_operators_says_state_by_state_what_the_restart_does(spark, app_dirs, registrations):
     """A dedup, a transformWithState with two states and an aggregation of its output; the new version widens one
-    state, adds a field in front of the other's and adds an aggregate without its starting value: the rehearsal says
+    state, adds a field in front of the other's, and adds an aggregate (which starts at the deploy) beside a sum
+    widened to decimal without the value its new isEmpty flag needs: the rehearsal says
     as is, migrates (both states, by name) and refused, leaving every file as it was; the restart is then refused with
     the same first line; with the fix registered the rehearsal says migrates twice, and the restart migrates exactly
     those states and reads what the old version wrote."""
@@ -136,10 +149,14 @@ def test_a_rehearsal_of_three_operators_says_state_by_state_what_the_restart_doe
     v2 = [StateSpec("total", "total bigint"),
           StateSpec("tags", "n int, tag string", lambda v: (v, f"t{v}"), kind="list")]
     write_input(source, [("a", 1, "set"), ("a", 1, "set"), ("b", 2, "set")])
-    rows = run_to_end(pipeline(spark, source, v1, F.count("*").alias("n")), checkpoint, "update")
+    chars = F.sum(F.length("seen"))
+    rows = run_to_end(pipeline(spark, source, v1, F.count("*").alias("n"), chars.alias("chars")), checkpoint, "update")
     assert {r.id: r.n for r in rows} == {"a": 1, "b": 1}
     write_input(source, [("a", 3, "set"), ("b", 2, "set")])
-    new = (F.count("*").alias("n"), F.max("seen").alias("last_seen"))
+    # max(seen) is new whole (it starts at the deploy); the sum widened to decimal only partly (refused until its
+    # isEmpty flag gets a value).
+    new = (F.count("*").alias("n"), F.sum(F.length("seen").cast("decimal(20,2)")).alias("chars"),
+           F.max("seen").alias("last_seen"))
 
     before = files(checkpoint)
     result = tools.rehearse(checkpoint, pipeline(spark, source, v2, *new))
@@ -161,11 +178,12 @@ def test_a_rehearsal_of_three_operators_says_state_by_state_what_the_restart_doe
                for name in set(after) - set(before)), sorted(set(after) - set(before))
 
     statesnap.register_snapshot(spark, "aggregation",
-                                statesnap.RowSnapshot(version=1, defaults={"max": "CAST(NULL AS STRING)"}),
+                                statesnap.RowSnapshot(version=1, derived={"isEmpty": "sum IS NULL"}),
                                 checkpoint=checkpoint)
     ops = by_kind(tools.rehearse(checkpoint, pipeline(spark, source, v2, *new)))
     assert [ops[k]["decision"] for k in ("dedup", "transformWithState", "aggregation")] == \
         ["as is", "migrates", "migrates"]
+    assert "aggregate `max(seen)` starts at the deploy" in "\n".join(ops["aggregation"]["lines"]), ops
     rows = run_to_end(pipeline(spark, source, v2, *new), checkpoint, "update")
     migrated = migrated_states(checkpoint)
     assert migrated == {ops["transformWithState"]["operator"]: {"total", "tags"},

@@ -122,7 +122,9 @@ def register_snapshot(spark: SparkSession, state_name: str,
 
     ``state_name`` is a transformWithState variable's name, ``"groupState"`` for the state struct of an
     applyInPandasWithState or (flat)MapGroupsWithState operator, or ``"aggregation"`` for the buffers of a
-    streaming aggregation (every added aggregate then needs a starting value in ``defaults``).
+    streaming aggregation (an aggregate added whole starts at the deploy from its own initial value without one;
+    register its buffers' ``defaults`` to start it elsewhere, or ``derived`` for one only partly new; a rule may
+    name an aggregate that keeps one buffer field by its alias in the query).
 
     ``map_key`` says how a map state's user key evolves: its rules are over the map's key ``struct<key, userKey>``
     (the grouping key, which never changes, then the user key), paths under ``userKey``:

@@ -154,7 +154,7 @@ object OfflineMigration {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val version = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).headOption.map(_.store.version)
     val migrating = version.toSeq.flatMap { v =>
-      NewQueryOperators.planned(query).zipWithIndex.flatMap { case (writer, id) =>
+      NewQueryOperators.writers(NewQueryOperators.plan(query)).zipWithIndex.flatMap { case (writer, id) =>
         PlannedOperatorDecision.transformWithState(writer, qualified, id, registered, hadoopConf, v).toSeq.flatten
       }
     }.filter(_.decision.isInstanceOf[StateDecision.Migrate])

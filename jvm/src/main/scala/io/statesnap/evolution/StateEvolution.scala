@@ -33,6 +33,10 @@ object StateEvolution {
   def resolve(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
       mode: CompatibilityMode, added: AddedFields = AddedFields.MayReadNull): SchemaCompatibility = {
     val newFieldsNeedValues = added != AddedFields.MayReadNull
+    val starts = added match {
+      case AddedFields.AggregateBuffers(planned) => planned
+      case _ => Nil
+    }
     val direction = Integer.compare(declared.version, recorded.version)
     // The schemas a rollback left (as below: to an older application version, or back to a schema the state had
     // before them), whose fields the state no longer has: their values were dropped (under a FORWARD mode, without
@@ -47,8 +51,8 @@ object StateEvolution {
       if (step.version == declared.version) step.copy(rules = step.rules.copy(dropped = step.rules.dropped --
         confirmedLost)) else step))
     val plans: Seq[(Int, EvolutionPlan)] =
-      if (direction > 0) chain(recorded, planned)
-      else Seq(declared.version -> RowSchemaEvolution.plan(recorded.schema, declared.schema, Rules.None, declared.sql))
+      if (direction > 0) chain(recorded, planned, starts)
+      else Seq(declared.version -> plan(recorded.schema, declared.schema, Rules.None, declared.sql, starts))
     val unvalued = if (!newFieldsNeedValues) Nil else plans.flatMap { case (v, p) =>
       p.changes.collect { case Change.Added(path, dt, None) => inStep(v, plans.size > 1)(noValue(path, dt,
         p.oldSchema, added)) }
@@ -59,7 +63,7 @@ object StateEvolution {
     }
     // Only a step's rules run SQL, so only an upgrade's plans can depend on the settings they run under.
     val onAssumedSettings = if (direction <= 0) Nil
-      else SqlDependence.problems(sql => chain(recorded, planned.copy(sql = sql)), declared.sql)
+      else SqlDependence.problems(sql => chain(recorded, planned.copy(sql = sql), starts), declared.sql)
     // A rule of a step's fix belongs to that step's version; a state is never recorded above it here.
     // An aggregate's non-nullable buffer field (a count, a decimal sum's isEmpty) added without a value is refused by
     // the planner as any non-nullable field is; its fix is the aggregate's starting value, as for a nullable one (a
@@ -84,7 +88,7 @@ object StateEvolution {
       } else if (problems.nonEmpty) problems
       else if (direction <= 0 && dropped.nonEmpty && (direction < 0 || earlierSchema) && !mode.forward) {
         Seq(rollback(recorded, declared, dropped, direction < 0))
-      } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans)
+      } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans, starts)
       else Nil
     if (refusals.nonEmpty) {
       SchemaCompatibility.Incompatible(refusals.map(_.atVersion(math.max(declared.version, recorded.version + 1))))
@@ -99,16 +103,40 @@ object StateEvolution {
   }
 
   /** The plans of every step above `from`, each from the schema the step before it declares. */
-  private def chain(from: RecordedSchema, declared: Declaration): Seq[(Int, EvolutionPlan)] = {
+  private def chain(from: RecordedSchema, declared: Declaration,
+      starts: Seq[AggregateStart]): Seq[(Int, EvolutionPlan)] = {
     val steps = declared.steps.filter(_.version > from.version)
     val withLast = if (steps.lastOption.exists(_.version == declared.version)) steps
       else steps :+ EvolutionStep(declared.version, None, Rules.None)
     val (_, plans) = withLast.foldLeft((from.schema, Seq.empty[(Int, EvolutionPlan)])) { case ((start, done), step) =>
       val target = if (step.version == declared.version) declared.schema else step.schema.getOrElse(
         throw new IllegalArgumentException(s"version ${step.version} of the definition has no schema"))
-      (target, done :+ (step.version -> RowSchemaEvolution.plan(start, target, step.rules, declared.sql)))
+      (target, done :+ (step.version -> plan(start, target, step.rules, declared.sql, starts)))
     }
     plans
+  }
+
+  /**
+   * The plan from `from` to `to` by `rules`, where each planned aggregate the step adds whole (every buffer field of
+   * it new, none given a value by a rule) starts from its plan's initial buffer, and the plan says so.
+   */
+  private def plan(from: StructType, to: StructType, rules: Rules, sql: SqlSettings,
+      starts: Seq[AggregateStart]): EvolutionPlan = {
+    val ruled = rules.renamed.keySet ++ rules.defaults.keySet ++ rules.derived.keySet
+    // A buffer field is top-level; its path quotes a name Spark gives with brackets (`MS[0]`).
+    val paths = starts.map(s => s.function -> s.buffers.map { case (f, start) => FieldPath.child("", f) -> start })
+    val whole = paths.filter(_._2.forall { case (path, _) => !ruled(path) &&
+      RowSchemaEvolution.fieldAt(from, path).isEmpty && RowSchemaEvolution.fieldAt(to, path).isDefined })
+    if (whole.isEmpty) RowSchemaEvolution.plan(from, to, rules, sql) else {
+      val function = whole.flatMap { case (f, buffers) => buffers.map(_._1 -> f) }.toMap
+      val planned = RowSchemaEvolution.plan(from, to, rules.copy(defaults = rules.defaults ++ whole.flatMap(_._2)),
+        sql)
+      planned.copy(changes = planned.changes.map {
+        case Change.Added(path, dataType, Some(start)) if function.contains(path) => Change.Added(path, dataType,
+          Some(s"$start: aggregate `${function(path)}` starts at the deploy"))
+        case change => change
+      })
+    }
   }
 
   /**
@@ -125,7 +153,8 @@ object StateEvolution {
           "it (a key field that read null would make them meet)", "give its value for them, a SQL constant or an " +
           s"expression over the old key (`key.*`, `userKey.*`): statesnap.register_snapshot(spark, '$state', " +
           s"map_key=${SchemaProblem.register(s"defaults={'$path': <SQL constant>}")}) or derived={'$path': <SQL>}")
-      case _ => startingValue(path, dataType, old)
+      case AddedFields.AggregateBuffers(planned) => startingValue(path, dataType, old, planned.nonEmpty)
+      case AddedFields.MayReadNull => startingValue(path, dataType, old, planned = false)
     }
 
   /**
@@ -135,7 +164,7 @@ object StateEvolution {
    * or that flag derived from a sum kept from `old` (NULL while no row was summed); first's and last's `valueSet` at
    * false. A field it does not know gets a value of its type, and the choice in words.
    */
-  private def startingValue(path: String, dataType: DataType, old: StructType): SchemaProblem = {
+  private def startingValue(path: String, dataType: DataType, old: StructType, planned: Boolean): SchemaProblem = {
     def register(rules: String) = SchemaProblem.register(rules)
     def default(literal: String) = register(s"defaults={'$path': '$literal'}")
     // An aggregation's buffer fields are top-level and named by Spark after the aggregate.
@@ -152,7 +181,10 @@ object StateEvolution {
       case _ => s"${default("0")} for a count, or 'NULL' for max, min or sum"
     }
     SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, ProblemSide.of(dataType), "an aggregate's buffer field was added, and existing " +
-      "groups have no value for it: statesnap starts a new aggregate for them only from a value you give",
+      "groups have no value for it: " + (if (planned) "its aggregate is only partly new (a buffer field of it " +
+        "is kept from before), so statesnap does not start it at the deploy" else "statesnap starts an aggregate " +
+        "added whole at the deploy only where it reads the query's plan (a query in a session statesnap.configure " +
+        "set up, check --app), and otherwise only from a value you give"),
       s"give its starting buffer value: register $fix (docs/evolution-rules.md says what each means for existing " +
         "groups)")
   }
@@ -191,13 +223,14 @@ object StateEvolution {
 
   /** What the compatibility mode adds to a deploy: checks against history and against rolling back. */
   private def modeProblems(recorded: RecordedSchema, history: Seq[RecordedSchema], declared: Declaration,
-      mode: CompatibilityMode, plans: Seq[(Int, EvolutionPlan)]): Seq[SchemaProblem] = {
+      mode: CompatibilityMode, plans: Seq[(Int, EvolutionPlan)],
+      starts: Seq[AggregateStart]): Seq[SchemaProblem] = {
     val earlier = history.filterNot(h => RowSchemaEvolution.sameLayout(h.schema, recorded.schema))
       .groupBy(h => (h.version, RowSchemaEvolution.normalize(h.schema, keepNames = true))).values.map(_.last).toSeq
       .sortBy(_.version)
     val backward = if (!mode.backwardTransitive) Nil else earlier.flatMap { h =>
-      val steps = if (declared.version > h.version) chain(h, declared)
-        else Seq(declared.version -> RowSchemaEvolution.plan(h.schema, declared.schema, Rules.None, declared.sql))
+      val steps = if (declared.version > h.version) chain(h, declared, starts)
+        else Seq(declared.version -> plan(h.schema, declared.schema, Rules.None, declared.sql, starts))
       steps.flatMap(_._2.problems).map(p => p.copy(reason = s"${p.reason} (checked by $mode against the state's " +
         s"earlier schema, version ${h.version} ${h.schema.simpleString})"))
     }

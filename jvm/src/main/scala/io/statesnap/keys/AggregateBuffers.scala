@@ -2,8 +2,7 @@ package io.statesnap.keys
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{SpecificInternalRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateFunction, DeclarativeAggregate,
-  ImperativeAggregate, TypedImperativeAggregate}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 
 /**
  * A streaming aggregation's buffers when a deploy changes its aggregate functions: each function of the new
@@ -35,20 +34,9 @@ final case class AggregateBuffers(previous: AggregateMerge, now: AggregateMerge,
     val types = now.functions.flatMap(_.aggBufferAttributes).map(_.dataType)
     val oldOffsets = previous.functions.scanLeft(0)(_ + _.aggBufferAttributes.size)
     val offsets = now.functions.scanLeft(0)(_ + _.aggBufferAttributes.size)
-    val initial = new SpecificInternalRow(types)
-    now.functions.zip(offsets).zip(kept).foreach {
-      case ((d: DeclarativeAggregate, at), None) =>
-        d.initialValues.zipWithIndex.foreach { case (e, i) => initial.update(at + i, e.eval()) }
-      case ((typed: TypedImperativeAggregate[_], at), None) =>
-        val placed = typed.withNewMutableAggBufferOffset(at).asInstanceOf[TypedImperativeAggregate[_]]
-        placed.initialize(initial)
-        placed.serializeAggregateBufferInPlace(initial)
-      case ((f: ImperativeAggregate, at), None) => f.withNewMutableAggBufferOffset(at).initialize(initial)
-      case ((f, _), None) => throw new IllegalArgumentException(s"aggregate ${sqlOf(f)} has no initial buffer")
-      case (_, Some(_)) =>
-    }
     val copies = now.functions.indices.flatMap(n => kept(n).toSeq.flatMap(o =>
       (0 until now.functions(n).aggBufferAttributes.size).map(i => (oldOffsets(o) + i, offsets(n) + i))))
+    val initial = now.initialBuffer
     val initialValues = types.indices.map(i => initial.get(i, types(i)))
     val buffer = new SpecificInternalRow(types)
     val out = UnsafeProjection.create(types.toArray)

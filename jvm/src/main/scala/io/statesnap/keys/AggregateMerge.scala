@@ -1,8 +1,9 @@
 package io.statesnap.keys
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BindReferences, JoinedRow, MutableProjection, SpecificInternalRow,
-  UnsafeProjection, UnsafeRow}
+import io.statesnap.evolution.AggregateStart
+import org.apache.spark.sql.catalyst.expressions.{BindReferences, JoinedRow, Literal, MutableProjection,
+  SpecificInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateFunction, DeclarativeAggregate,
   ImperativeAggregate, TypedImperativeAggregate}
 import org.apache.spark.sql.types.{StructField, StructType}
@@ -21,6 +22,39 @@ final case class AggregateMerge(functions: Seq[AggregateFunction]) extends Value
     StructType(functions.flatMap(_.aggBufferAttributes).map(a => StructField(a.name, a.dataType, a.nullable)))
 
   override def describe: String = functions.map(_.prettyName).mkString(", ")
+
+  /**
+   * Every function's initial buffer, one after the other, as Spark starts it: a declarative function's
+   * `initialValues`, an imperative one's `initialize`, a typed one's serialized. What an aggregate holds if it started
+   * now.
+   */
+  def initialBuffer: InternalRow = {
+    val initial = new SpecificInternalRow(functions.flatMap(_.aggBufferAttributes).map(_.dataType))
+    functions.zip(functions.scanLeft(0)(_ + _.aggBufferAttributes.size)).foreach {
+      case (d: DeclarativeAggregate, at) =>
+        d.initialValues.zipWithIndex.foreach { case (e, i) => initial.update(at + i, e.eval()) }
+      case (typed: TypedImperativeAggregate[_], at) =>
+        val placed = typed.withNewMutableAggBufferOffset(at).asInstanceOf[TypedImperativeAggregate[_]]
+        placed.initialize(initial)
+        placed.serializeAggregateBufferInPlace(initial)
+      case (f: ImperativeAggregate, at) => f.withNewMutableAggBufferOffset(at).initialize(initial)
+      case (f, _) => throw new IllegalArgumentException(s"aggregate ${f.sql(false)} has no initial buffer")
+    }
+    initial
+  }
+
+  /**
+   * Each function's initial buffer ([[initialBuffer]]) as SQL literals by buffer field name: how the stores start an
+   * aggregate a deploy adds, shipped to them in the query's conf.
+   */
+  def starts: Seq[AggregateStart] = {
+    val initial = initialBuffer
+    functions.zip(functions.scanLeft(0)(_ + _.aggBufferAttributes.size)).map { case (f, at) =>
+      AggregateStart(f.sql(false), f.aggBufferAttributes.zipWithIndex.map { case (a, i) =>
+        a.name -> Literal(initial.get(at + i, a.dataType), a.dataType).sql
+      })
+    }
+  }
 
   override def newMerger(): (InternalRow, InternalRow) => UnsafeRow = {
     val types = functions.flatMap(_.aggBufferAttributes).map(_.dataType)

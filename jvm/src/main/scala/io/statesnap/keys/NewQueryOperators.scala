@@ -7,7 +7,7 @@ import org.apache.spark.sql.execution.SparkStrategy
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.ReturnAnswer
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
-import org.apache.spark.sql.execution.SparkPlanner
+import org.apache.spark.sql.execution.{SparkPlan, SparkPlanner}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.{LongType, NullType, StructField, StructType}
@@ -85,7 +85,7 @@ object NewQueryOperators {
   final case class Other(describe: String) extends NewOperator
 
   /** The stateful operators of the streaming DataFrame `query`, by operator id. */
-  def of(query: SparkClasses.Dataset[_]): Seq[NewOperator] = planned(query).map(operator)
+  def of(query: SparkClasses.Dataset[_]): Seq[NewOperator] = writers(plan(query)).map(operator)
 
   /** A planned state store writer as the operator whose key a deploy may change. */
   def operator(writer: SparkClasses.StateStoreWriter): NewOperator = writer match {
@@ -108,11 +108,15 @@ object NewQueryOperators {
     case other => Other(other.nodeName)
   }
 
+  /** The state store writers of a planned micro-batch, by operator id. */
+  def writers(plan: SparkPlan): Seq[SparkClasses.StateStoreWriter] =
+    plan.collect { case writer: SparkClasses.StateStoreWriter => writer }
+
   /**
-   * The state store writers of the streaming DataFrame `query`, by operator id, as Spark plans a micro-batch of it
-   * (before its `state` rule gives them a checkpoint and versions).
+   * The streaming DataFrame `query` as Spark plans a micro-batch of it (before its `state` rule gives its stateful
+   * operators a checkpoint and versions).
    */
-  def planned(query: SparkClasses.Dataset[_]): Seq[SparkClasses.StateStoreWriter] = {
+  def plan(query: SparkClasses.Dataset[_]): SparkPlan = {
     require(query.isStreaming, "the new version's query is a streaming DataFrame (spark.readStream...), not a " +
       "batch one")
     // Optimized and planned as Spark plans a micro-batch of it (`IncrementalExecution`'s planner: the streaming
@@ -125,7 +129,6 @@ object NewQueryOperators {
         StreamingDeduplicationStrategy) ++ state.planner.strategies
     }
     planner.plan(ReturnAnswer(state.optimizer.execute(query.queryExecution.analyzed))).next()
-      .collect { case writer: SparkClasses.StateStoreWriter => writer }
   }
 
   /**

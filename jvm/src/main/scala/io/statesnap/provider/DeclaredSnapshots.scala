@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.CompatibilityMode
+import io.statesnap.evolution.{AggregateStart, CompatibilityMode}
 import io.statesnap.keys.RowMerge
 import io.statesnap.registration.{MapMerge, QueryRegistrations, StateRegistration}
 import io.statesnap.snapshot._
@@ -58,11 +58,42 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
     StateRegistration.mapMergeOf(query.registrations.states.get(state)).map(DeclaredSnapshots.mapMerge(state, _,
       valueSchema))
 
+  /**
+   * How the aggregates of streaming aggregation `operatorId` start, as the driver read them from the planned query;
+   * None where it did not (a store opened outside such a query, a session without statesnap's extension).
+   */
+  def aggregateStarts(operatorId: Long): Option[Seq[AggregateStart]] = query.aggregateStarts.get(operatorId)
+
   /** Whether this query registers a snapshot for `state`. */
   def registers(state: String): Boolean = query.registrations.states.contains(state)
 
-  /** The snapshot of a row state (no wrapper of Spark's around it), as registered for `state` or by default. */
-  def rowSnapshot(state: String, schema: StructType): StateSerializerSnapshot = userSnapshot(state, schema)
+  /**
+   * The snapshot of a streaming aggregation's buffers `schema`, as registered for `state` or by default. A rule of
+   * the step to the registered version may name an aggregate of the planned query by its alias (`planned`): it means
+   * the buffer field of an aggregate that keeps one (`n` for `count(1) AS n`: `count`); the alias of one that keeps
+   * several is refused, naming them.
+   */
+  def aggregationSnapshot(state: String, schema: StructType, planned: Seq[AggregateStart]): StateSerializerSnapshot =
+    StateRegistration.valueOf(query.registrations.states.get(state)) match {
+      case Some(StateRegistration.Definition(json)) if planned.exists(_.aliases.nonEmpty) =>
+        val definition = SnapshotDefinition.parse(state, json)
+        def byBuffer(rules: Map[String, String]): Map[String, String] = {
+          val meant = rules.toSeq.map { case (field, rule) => AggregateStart.bufferField(field, planned).fold(why =>
+            throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the snapshot registered " +
+              s"for state '$state' has a rule for $why. Nothing was rewritten."), identity) -> (field, rule) }
+          meant.groupBy(_._1).collectFirst { case (buffer, named) if named.size > 1 => throw new StatesnapException(
+            StatesnapException.InvalidSnapshotDefinition, s"the snapshot registered for state '$state' has rules " +
+              s"for ${named.map(n => s"'${n._2._1}'").sorted.mkString(" and ")}, which are all buffer field " +
+              s"'$buffer': keep one. Nothing was rewritten.") }
+          meant.map { case (buffer, (_, rule)) => buffer -> rule }.toMap
+        }
+        definition.copy(steps = definition.steps.map {
+          case step if step.version == definition.version => step.copy(rules = step.rules.copy(
+            defaults = byBuffer(step.rules.defaults), derived = byBuffer(step.rules.derived)))
+          case step => step
+        }).snapshotFor(schema)
+      case _ => userSnapshot(state, schema)
+    }
 
   /** The mode set for every state of this query, if any. */
   def queryCompatibility: Option[CompatibilityMode] = query.registrations.compatibility

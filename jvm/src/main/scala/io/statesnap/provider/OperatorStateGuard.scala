@@ -3,13 +3,13 @@ package io.statesnap.provider
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.RowMigration
+import io.statesnap.evolution.{ProblemSide, RowMigration}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import io.statesnap.SparkClasses.CheckpointFileManager
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSparkSchemaCheck}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -50,9 +50,14 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     declared.groupStateSnapshot(valueSchema).filter(_ => SparkOperator.holdsGroupState(valueSchema, operator))
       .map(Migrates(SparkOperator.ArbitraryState.stateName, _, OperatorKind.ArbitraryState))
       .orElse(Some(aggregation).filter(_ => declared.registers(SparkOperator.Aggregation.stateName) && isAggregation))
+  /**
+   * How the aggregates of this operator start, if it is a streaming aggregation whose planned query the driver read
+   * (a registration may then name an aggregate by its alias).
+   */
+  private lazy val starts = declared.aggregateStarts(id.operatorId)
   /** The buffers of a streaming aggregation, as they migrate. */
-  private def aggregation = Migrates(SparkOperator.Aggregation.stateName,
-    declared.rowSnapshot(SparkOperator.Aggregation.stateName, valueSchema), OperatorKind.Aggregation)
+  private def aggregation = Migrates(SparkOperator.Aggregation.stateName, declared.aggregationSnapshot(
+    SparkOperator.Aggregation.stateName, valueSchema, starts.getOrElse(Nil)), OperatorKind.Aggregation)
   private def isAggregation = operator.contains(SparkOperator.Aggregation)
   /** An operator whose key `statesnap.change_key` changes offline. */
   private def changesKeyOffline = isAggregation ||
@@ -81,23 +86,51 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             "the query on a new checkpoint.")))
       }
       // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
-      val step = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation)) match {
-        case Some(m) =>
-          // A group state unchanged since a record of the whole value (Spark's file, statesnap 0.1) is read as one.
-          StateWalk.decide(ours, recorded.map(SparkSchemaRecords.asGroupState), declared.record(m.state,
-            StateKind.Value, m.operator, keySchema, m.snapshot, loadedVersion + 1), StateEncoding.UnsafeRow, describe)
-        case None =>
-          StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
-            loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = (if (!isAggregation) "" else " A " +
-            "streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
-            s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value " +
-            "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else s" $ChangeKeyHint"))
+      val registered = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation))
+      // A group state unchanged since a record of the whole value (Spark's file, statesnap 0.1) is read as one.
+      val readAs = recorded.map(SparkSchemaRecords.asGroupState)
+      def declaredAs(m: Migrates) = declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
+        loadedVersion + 1)
+      def decideAs(m: Migrates) = StateWalk.decide(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow, describe,
+        planned = starts.getOrElse(Nil))
+      def guarded() = StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
+        loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = (if (!isAggregation) "" else if (starts.isEmpty)
+        " A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
+        s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value, or run the " +
+        "query in a session statesnap.configure set up, which starts an aggregate added whole at the deploy " +
+        "(docs/evolution-rules.md)." else " statesnap migrates a streaming aggregation that gains aggregates whole " +
+        "(each starts at the deploy) or loses some; an aggregate only partly new needs the starting values of its " +
+        s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
+        "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else s" $ChangeKeyHint"))
+      val step = registered match {
+        case Some(m) => decideAs(m)
+        case None if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
+          // Buffers that change with nothing registered, in a query whose plan the driver read: they migrate by the
+          // aggregation's rules, an aggregate the deploy adds whole starting from its initial buffer. What those
+          // rules refuse beyond a start (an aggregate only partly new: the start to register) is refused as Spark's
+          // own check refuses it, where it does.
+          val beyondStarts = StateDecision.decide(readAs, declaredAs(aggregation), StateEncoding.UnsafeRow,
+            starts.getOrElse(Nil)) match {
+            case StateDecision.Refuse(_, problems, _, _) =>
+              problems.isEmpty || problems.exists(_.old != ProblemSide.Absent)
+            case _ => false
+          }
+          if (beyondStarts) guarded()
+          decideAs(aggregation)
+        case None => guarded()
       }
       pending = None
       step.next.foreach(write)
       if (step.next.isEmpty) matchedFrom = Some(loadedVersion)
       step.rewrite.map(from => SingleStateMigration(step.current.stateName, from.migration, from.layout, valueSchema))
     }
+
+  /** Whether the buffers of `recorded` are not the declared ones: other names, or types Spark's check refuses. */
+  private def buffersChange(recorded: StateSnapshotRecord): Boolean = {
+    val old = StateDecision.schemaOf(recorded.valueSnapshot)
+    !old.fieldNames.sameElements(valueSchema.fieldNames) ||
+      !StatesnapSparkSchemaCheck.compatible(old, valueSchema)
+  }
 
   /** The record in force at `version`, if statesnap kept one. */
   override def inForce(version: Long): Option[StateSnapshotRecord] =

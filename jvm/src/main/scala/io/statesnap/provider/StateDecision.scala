@@ -2,8 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
-import io.statesnap.evolution.{CompatibilityMode, ProblemAt, ProblemSide, RowMigration, RowSchemaEvolution,
-  SchemaProblem}
+import io.statesnap.evolution.{AddedFields, AggregateStart, CompatibilityMode, ProblemAt, ProblemSide, RowMigration,
+  RowSchemaEvolution, SchemaProblem}
 import io.statesnap.snapshot._
 import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.execution.streaming.state.{StatesnapSparkRefusal, StatesnapSparkSchemaCheck}
@@ -56,9 +56,11 @@ private[statesnap] object StateDecision {
    *                its operator kind: the rules that apply, such as an aggregation's added buffer needing a value)
    * @param encoding how the store encodes values: under Avro, a new value schema with the same UnsafeRow layout (a
    *                 rename, a relaxed nullability) is a migration too, each entry rewritten under its new names
+   * @param planned a streaming aggregation's aggregates as the plan of the query being deployed starts them
+   *                ([[io.statesnap.evolution.AddedFields.AggregateBuffers]]); none where no plan was read
    */
-  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
-      encoding: StateEncoding): StateDecision = (decideLayout(recorded, current), recorded) match {
+  def decide(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord, encoding: StateEncoding,
+      planned: Seq[AggregateStart] = Nil): StateDecision = (decideLayout(recorded, current, planned), recorded) match {
     case (Record(next), Some(old)) if encoding == StateEncoding.Avro &&
         schemaOf(old.valueSnapshot) != schemaOf(next.valueSnapshot) =>
       val schema = schemaOf(next.valueSnapshot)
@@ -75,8 +77,8 @@ private[statesnap] object StateDecision {
   }
 
   /** The decision for UnsafeRow bytes, which are read by field position. */
-  private def decideLayout(recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord): StateDecision = recorded match {
+  private def decideLayout(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+      planned: Seq[AggregateStart]): StateDecision = recorded match {
     case None if current.operator.migrates =>
       // A migration matches fields by name; a guarded state's fields are only ever compared by position.
       val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
@@ -109,8 +111,10 @@ private[statesnap] object StateDecision {
       val next = old.succeededBy(current.copy(compatibility = mode))
       val keys = MapUserKeys.migration(old, current, mode.getOrElse(CompatibilityMode.Default))
       val values = current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
-        ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default),
-          current.operator.added))
+        ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default), current.operator.added match {
+          case AddedFields.AggregateBuffers(_) => AddedFields.AggregateBuffers(planned)
+          case added => added
+        }))
       def unchangedValues = RowMigration.unchanged(schemaOf(current.valueSnapshot).length)
       (keys, values) match {
         case (Left(keyProblems), Incompatible(problems)) => Refuse(IncompatibleStateSchema, keyProblems ++ problems, "")

@@ -3,7 +3,7 @@ package io.statesnap.registration
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.CompatibilityMode
+import io.statesnap.evolution.{AggregateStart, CompatibilityMode}
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -168,15 +168,26 @@ object Registrations {
  * What one query run's state stores get, in the conf `spark.sql.streaming.stateStore.statesnap.query` of the
  * query's own session (set by [[StatesnapQueryListener]] when the query starts): its checkpoint, the
  * registrations for it, the errors the listener found (they fail the query at its first state access,
- * since a listener cannot fail a query itself), and the id of the run (Spark 3.5 hands the stores none).
+ * since a listener cannot fail a query itself), the id of the run (Spark 3.5 hands the stores none), and, added by
+ * the driver's decision from the planned micro-batch, how each streaming aggregation's aggregates start
+ * (`aggregateStarts`, by operator id: [[io.statesnap.evolution.AddedFields.AggregateBuffers]]).
  */
 final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegistrations, errors: Seq[String],
-    runId: String = "") {
+    runId: String = "", aggregateStarts: Map[Long, Seq[AggregateStart]] = Map.empty) {
   def toJson: String = JsonMethods.compact(JsonMethods.render(JObject(
     "checkpoint" -> JString(checkpoint),
     "runId" -> JString(runId),
     "registrations" -> Registrations.scopeJson(registrations),
-    "errors" -> JArray(errors.toList.map(JString(_))))))
+    "errors" -> JArray(errors.toList.map(JString(_))),
+    "aggregateStarts" -> JObject(aggregateStarts.toList.sortBy(_._1).map { case (operator, starts) =>
+      operator.toString -> JArray(starts.toList.map(s => JObject("function" -> JString(s.function),
+        "buffers" -> JArray(s.buffers.toList.map { case (f, v) => JArray(List(JString(f), JString(v))) }),
+        "aliases" -> JArray(s.aliases.toList.map(JString(_))))))
+    }))))
+
+  /** These registrations, with the aggregates of the streaming aggregation `operatorId` starting as planned. */
+  def withAggregateStarts(operatorId: Long, starts: Seq[AggregateStart]): QueryRegistrations =
+    copy(aggregateStarts = aggregateStarts + (operatorId -> starts))
 
   /** Refuses the query for what its registrations have wrong (found by the listener as the query started). */
   def requireValid(): Unit =
@@ -222,6 +233,27 @@ object QueryRegistrations {
       fields.get("checkpoint").collect { case JString(s) => s }.getOrElse(""),
       fields.get("registrations").map(Registrations.scope(Conf, _)).getOrElse(ScopeRegistrations()),
       fields.get("errors").collect { case JArray(items) => items.collect { case JString(s) => s } }.getOrElse(Nil),
-      fields.get("runId").collect { case JString(s) => s }.getOrElse(""))
+      fields.get("runId").collect { case JString(s) => s }.getOrElse(""),
+      fields.get("aggregateStarts").collect { case JObject(operators) => operators.map { case (operator, starts) =>
+        operator.toLong -> (starts match {
+          case JArray(items) => items.map(aggregateStart)
+          case other => throw invalid(s"aggregateStarts of operator $operator", other)
+        })
+      }.toMap }.getOrElse(Map.empty))
   }
+
+  private def aggregateStart(value: JValue): AggregateStart = value match {
+    case JObject(fields) => (fields.toMap.get("function"), fields.toMap.get("buffers")) match {
+      case (Some(JString(function)), Some(JArray(buffers))) => AggregateStart(function, buffers.map {
+        case JArray(List(JString(field), JString(start))) => field -> start
+        case other => throw invalid("an aggregate's buffer", other)
+      }, fields.toMap.get("aliases").collect { case JArray(names) => names.collect { case JString(n) => n } }
+        .getOrElse(Nil))
+      case _ => throw invalid("an aggregate start", value)
+    }
+    case other => throw invalid("an aggregate start", other)
+  }
+
+  private def invalid(what: String, value: JValue) = new StatesnapException(
+    StatesnapException.InvalidSnapshotDefinition, s"$Conf has $what = ${JsonMethods.compact(value)}")
 }

@@ -23,7 +23,8 @@ object OperatorKind {
   /** The group state of applyInPandasWithState or (flat)MapGroupsWithState. */
   case object ArbitraryState extends OperatorKind("arbitraryState", migrates = true, AddedFields.MayReadNull)
   /** The buffers of a streaming aggregation whose query registers a snapshot for them. */
-  case object Aggregation extends OperatorKind("aggregation", migrates = true, AddedFields.AggregateBuffers)
+  case object Aggregation
+    extends OperatorKind("aggregation", migrates = true, AddedFields.AggregateBuffers.Unplanned)
   /** Guarded, never migrated: dropDuplicates, joins, aggregations without a registration. */
   case object Guarded extends OperatorKind("guarded", migrates = false, AddedFields.MayReadNull)
 

@@ -1,11 +1,14 @@
 package io.statesnap.tools
 
 import io.statesnap.SparkClasses
-import io.statesnap.keys.NewQueryOperators
+import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
 import io.statesnap.provider.{OperatorStateGuard, StateDecision, StateEncoding, TransformWithStateDecision}
 import io.statesnap.registration.QueryRegistrations
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.catalyst.expressions.{Alias, AttributeReference}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSparkGlue,
   StatesnapTransformWithStateVariables}
 
@@ -17,17 +20,17 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSp
  */
 object PlannedOperatorDecision {
   /**
-   * Decides operator `operatorId` (`writer`, planned) of the query on `checkpoint` as its stores open `version`: throws
+   * Decides operator `operatorId` (`writer`, in `plan`) of the query on `checkpoint` as its stores open `version`: throws
    * the refusal they would throw; returns each state that migrates with the changes it makes. None where the plan or
    * the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan does
    * not give (a session window, a join on 3.5 or of state format 3), or transformWithState where the version its
    * stores load is not the latest committed one.
    */
-  def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
-      hadoopConf: Configuration, version: Long): Option[Seq[(String, Seq[String])]] =
+  def decide(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): Option[Seq[(String, Seq[String])]] =
     NewQueryOperators.storeSchemas(writer).map { stores =>
-      OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)
-        .map(m => m.state -> m.migration.changes)
+      OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores,
+        planned(plan, writer, operatorId, query), hadoopConf, version).map(m => m.state -> m.migration.changes)
     }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
       _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => d.variable.name -> d.changes)))
 
@@ -58,6 +61,29 @@ object PlannedOperatorDecision {
               StateEncoding.of(CheckpointReader.avroEncoded(checkpoint, hadoopConf)), version))
       }
     }
+
+  /**
+   * `query` with what operator `operatorId` (`writer`, in `plan`) says its stores need beyond the registrations: how
+   * a streaming aggregation's aggregates start (Spark's initial buffer of each function: an aggregate a deploy adds
+   * starts at the deploy), with the output columns that are each aggregate as it is (the aggregation above the
+   * operator's: a registration may name an aggregate by them). The driver hands it to the stores in the query's conf;
+   * the stores of a query whose plan was not read (no statesnap extension) get none and refuse an added aggregate
+   * that has no registered start.
+   */
+  def planned(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, operatorId: Long,
+      query: QueryRegistrations): QueryRegistrations = writer match {
+    // Format 1 repeats the key in the value, beside the buffers: only format 2's value is the buffers alone.
+    case save: SparkClasses.StateStoreSaveExec if save.stateFormatVersion == 2 => save.child match {
+      case aggregate: BaseAggregateExec =>
+        val aliases = plan.collectFirst { case a: BaseAggregateExec if a.child eq save => a.resultExpressions }
+          .getOrElse(Nil).collect { case Alias(result: AttributeReference, name) => result.exprId -> name }
+        val functions = aggregate.aggregateExpressions
+        query.withAggregateStarts(operatorId, AggregateMerge(functions.map(_.aggregateFunction)).starts.zip(functions)
+          .map { case (start, f) => start.copy(aliases = aliases.collect { case (id, n) if id == f.resultId => n }) })
+      case _ => query
+    }
+    case _ => query
+  }
 
   private def stateRoot(checkpoint: String): String = new Path(new Path(checkpoint), "state").toString
 }

@@ -44,14 +44,15 @@ object Rehearsal {
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
-    NewQueryOperators.planned(query).zipWithIndex.map { case (writer, id) =>
+    val plan = NewQueryOperators.plan(query)
+    NewQueryOperators.writers(plan).zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
       val (decision, lines) = loads.get(id) match {
         case None => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
         case Some(version) =>
           try {
             registered.requireValid()
-            PlannedOperatorDecision.decide(writer, qualified, id, registered, hadoopConf, version) match {
+            PlannedOperatorDecision.decide(plan, writer, qualified, id, registered, hadoopConf, version) match {
               case None => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
               case Some(migrations) if migrations.isEmpty => AsIs -> Nil
               case Some(migrations) =>
