@@ -20,10 +20,10 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSp
  */
 object PlannedOperatorDecision {
   /**
-   * Decides operator `operatorId` (`writer`, in `plan`) of the query on `checkpoint` as its stores open `version`: throws
-   * the refusal they would throw; returns each state that migrates with the changes it makes. None where the plan or
-   * the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan does
-   * not give (a session window, a join on 3.5 or of state format 3), or transformWithState where the version its
+   * Decides operator `operatorId` (`writer`, in `plan`) of the query on `checkpoint` as its stores open `version`:
+   * throws the refusal they would throw; returns each state that migrates with the changes it makes. None where the
+   * plan or the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan
+   * does not give (a session window, a join on 3.5 or of state format 3), or transformWithState where the version its
    * stores load is not the latest committed one.
    */
   def decide(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
