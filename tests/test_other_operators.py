@@ -67,6 +67,30 @@ def test_names_may_change_as_spark_itself_allows(spark, app_dirs):
     assert run_aggregation(spark, source, checkpoint, F.max("value").alias("highest")) == {"a": (9,), "b": (1,)}
 
 
+def test_an_aggregate_replaced_by_another_of_the_same_type_is_never_read_as_it(spark, app_dirs, registrations):
+    """sum(value) becomes count(value): a bigint in the same place, which Spark's own check passes (it compares by
+    position and type), so the count would read each group's sum. statesnap reads the buffers by the names Spark gives
+    them after the function, and refuses the likely rename, naming the state to register for and both fixes; with the
+    sum confirmed dropped, the count starts at the deploy."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("a", 7, "set"), ("b", 3, "set")])
+    assert run_aggregation(spark, source, checkpoint, F.sum("value")) == {"a": (12,), "b": (3,)}
+    write_input(source, [("a", 1, "set")])
+    with pytest.raises(StreamingQueryException) as refused:
+        run_aggregation(spark, source, checkpoint, F.count("value"))
+    message = str(refused.value)
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'aggregation' of operator 0" in message, message
+    assert "field 'sum': bigint -> <removed>: 'count' bigint was added in its place" in message, message
+    assert "statesnap.RowSnapshot(version=1, dropped=['sum'])" in message, message
+    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(version=1, dropped=["sum"]),
+                                checkpoint=checkpoint)
+    assert run_aggregation(spark, source, checkpoint, F.count("value")) == {"a": (1,)}
+    migrated = assert_migrated(checkpoint, "default", "sum bigint", "count bigint", version=2)
+    assert sorted(migrated.values()) == [(0,), (1,)]  # b's count from the deploy, read without Spark or statesnap
+    write_input(source, [("b", 9, "set")])
+    assert run_aggregation(spark, source, checkpoint, F.count("value")) == {"b": (1,)}
+
+
 def run_dedup(spark, source: str, checkpoint: str, *columns: str) -> set:
     stateful = spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(list(columns))
     return {tuple(r) for r in run_to_end(stateful, checkpoint)}

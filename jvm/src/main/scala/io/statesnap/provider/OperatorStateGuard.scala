@@ -91,8 +91,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       val readAs = recorded.map(SparkSchemaRecords.asGroupState)
       def declaredAs(m: Migrates) = declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
         loadedVersion + 1)
-      def decideAs(m: Migrates) = StateWalk.decide(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow, describe,
-        planned = starts.getOrElse(Nil))
+      def decideAs(m: Migrates) = StateWalk.decide(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow,
+        describeAs(Some(m)), planned = starts.getOrElse(Nil))
       def guarded() = StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
         loadedVersion + 1), StateEncoding.UnsafeRow, describe, hint = (if (!isAggregation) "" else if (starts.isEmpty)
         " A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
@@ -164,8 +164,11 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     SparkSchemaFileHistory.at(id, version, hadoopConf)
       .map { case (key, value) => SparkSchemaRecords.singleState(id.storeName, key, value) }
 
-  private def describe: String = {
-    val state = migrates.fold("the state")(m => s"state '${m.state}'")
+  private def describe: String = describeAs(migrates)
+
+  /** The store's state as `as` migrates it (the state's name, for its registrations), or as guarded. */
+  private def describeAs(as: Option[Migrates]): String = {
+    val state = as.fold("the state")(m => s"state '${m.state}'")
     s"$state of operator ${id.operatorId} (partition ${id.partitionId}, store '${id.storeName}', checkpoint " +
       s"${id.checkpointRootLocation})"
   }
