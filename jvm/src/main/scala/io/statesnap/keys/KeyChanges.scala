@@ -108,6 +108,17 @@ object KeyChanges {
     case _ => to.valueProblem(value).toLeft(None)
   }
 
+  /**
+   * The fields of `expressions` that the old key has already, of the new key's type: a key change made before (run
+   * again, after the new version ran) would otherwise derive them again over entries written under the new key. Their
+   * expressions are not applied; the entries keep their values.
+   */
+  def alreadyInKey(oldKey: StructType, to: Keyed, expressions: Map[String, String]): Set[String] = {
+    val newKey = nullable(to.key)
+    expressions.keySet.filter(field => newKey.fieldNames.contains(field) && oldKey.fieldNames.contains(field) &&
+      nullable(oldKey(field).dataType) == newKey(field).dataType)
+  }
+
   /** `e` as `to`: itself, or cast where Spark's up-cast allows (no value lost), else None. */
   def upCast(e: Expression, to: DataType, settings: SqlSettings): Option[Expression] =
     if (nullable(e.dataType) == nullable(to)) Some(e)

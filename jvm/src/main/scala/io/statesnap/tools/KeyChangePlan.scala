@@ -31,6 +31,16 @@ private[tools] object KeyChangePlan {
         "itself refuses an operator added or removed, since it numbers them by position")
       operators
     }
+    // A value given for a field an operator's key has already is not applied to it: said, and counted as used.
+    val kept = Seq.newBuilder[(String, String)]
+    def givenFor(old: RepartitionPlan.Operator, oldKey: StructType, to: Keyed): Map[String, String] = {
+      val ofThisKey = keys.filter { case (field, _) => to.key.fieldNames.contains(field) }
+      val already = KeyChanges.alreadyInKey(oldKey, to, ofThisKey)
+      already.toSeq.sorted.foreach(field => kept += field -> (s"key field `$field` of operator ${old.id} " +
+        s"(${old.describe}) is in its key already, as ${oldKey(field).dataType.sql}: its entries keep their values " +
+        s"(the value given for it, `${keys(field)}`, is for a key that does not have it yet)"))
+      ofThisKey -- already
+    }
     val operators = of("new version's", query)
     val before = previous.map(of("previous version's", _))
     val conf = query.sparkSession.sessionState.conf
@@ -43,7 +53,7 @@ private[tools] object KeyChangePlan {
         val grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
           .getOrElse(refuse(s"operator ${old.id} (${old.describe}) keeps no state in Spark's schema file, which says " +
             "its grouping key: run the query once, then change its key"))
-        val ofThisKey = keys.filter { case (field, _) => tws.key.fieldNames.contains(field) }
+        val ofThisKey = givenFor(old, grouping, tws)
         old.copy(keyChange = KeyChanges.decide(s"operator ${old.id} (${old.describe})", grouping, new StructType(),
           tws, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }).fold(refuse, identity))
       case ((old, keyed: Keyed), i) =>
@@ -57,7 +67,7 @@ private[tools] object KeyChangePlan {
             merge, settings).fold(why => refuse(s"operator ${old.id} (${old.describe}): $why"), identity))
           case other => other
         }
-        val ofThisKey = keys.filter { case (field, _) => now.key.fieldNames.contains(field) }
+        val ofThisKey = givenFor(old, layout.keySchema, now)
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
           layout.valueSchema, now, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k })
           .fold(refuse, identity)
@@ -69,9 +79,11 @@ private[tools] object KeyChangePlan {
     if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge]))) refuse("a " +
       "merge is given, and no group state's key changes in the new version's query (an aggregation merges by its " +
       "own functions, a dedup keeps its keys seen)")
-    val unused = keys.keySet.filterNot(field => changed.exists(_.keyChange.exists(_.newKey.fieldNames.contains(field))))
+    val notes = kept.result()
+    val unused = keys.keySet.filterNot(field => notes.exists(_._1 == field) ||
+      changed.exists(_.keyChange.exists(_.newKey.fieldNames.contains(field))))
     if (unused.nonEmpty) refuse(s"an expression is given for key field ${unused.toSeq.sorted.mkString(", ")}, which " +
       "no changed key of the new version's query has")
-    plan.copy(operators = changed)
+    plan.copy(operators = changed, notes = notes.map(_._2))
   }
 }

@@ -148,9 +148,9 @@ object Repartition {
     })
     if (plan.writesDefault) CheckpointRecords.refuseDisagreements(checkpoint)
     sink.requireAt(plan.batch, checkpoint.refuse)
-    if (verb == ChangeKey && !plan.rekeyed) return ToolReport(recovered :+ "the new version's query keeps the key " +
-      s"of every stateful operator of $location: nothing to do", if (recovered.isEmpty) ToolReport.Nothing
-      else ToolReport.Change)
+    if (verb == ChangeKey && !plan.rekeyed) return ToolReport(recovered ++ plan.notes :+ "the new version's query " +
+      s"keeps the key of every stateful operator of $location: nothing to do", if (recovered.isEmpty)
+      ToolReport.Nothing else ToolReport.Change)
     if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed) return ToolReport(recovered :+ "the query's state " +
       s"already has ${plan.to} partitions (offsets/${plan.batch}): nothing to do",
       if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change)
@@ -163,8 +163,8 @@ object Repartition {
       })
     val steps = Seq(s"append batch $next to the query (a copy of batch ${plan.batch}'s offsets" +
       (if (pins.isEmpty) ")" else s", pinning ${pins.mkString(" and ")})")) ++ plan.says ++ sink.says(next)
-    if (dryRun) ToolReport(steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
-    else ToolReport(recovered ++ steps.map("done: " + _) ++ append(spark, checkpoint, verb, plan, sink),
+    if (dryRun) ToolReport(plan.notes ++ steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
+    else ToolReport(recovered ++ plan.notes ++ steps.map("done: " + _) ++ append(spark, checkpoint, verb, plan, sink),
       ToolReport.Change)
   }
 

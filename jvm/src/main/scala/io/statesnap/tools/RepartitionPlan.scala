@@ -22,9 +22,10 @@ import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
  * @param provider the provider whose files hold the state; @param target the one whose files will: both Spark's
  *   RocksDB provider or statesnap's (the query keeps its provider), or one of them Spark's default provider (the
  *   state changes provider, [[rebuilt]])
+ * @param notes what the verb says it leaves as it is of what it was asked (a key value for a field the key has)
  */
 final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator],
-    provider: String, target: String, loadIds: Option[CommitStateIds.Ids]) {
+    provider: String, target: String, loadIds: Option[CommitStateIds.Ids], notes: Seq[String] = Nil) {
   def readsDefault: Boolean = provider == ProviderClasses.SparkDefault
   def writesDefault: Boolean = target == ProviderClasses.SparkDefault
   /** The state leaves or enters Spark's default provider's files: moved even where its partitions stay as many. */
