@@ -434,7 +434,7 @@ def test_a_key_change_spark_refuses_names_change_key_which_then_changes_it(spark
         result = tools.change_key(changed, v2(spark, source), no_file_sink=True)
 
         assert result.outcome == tools.Outcome.CHANGE, result.lines
-        assert "removed batch 2, which Spark planned and then refused" in result.lines[0], result.lines
+        assert "removed batch 2, which a restart planned and that was refused" in result.lines[0], result.lines
         write_input(control_source, after[0])
         assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
         assert stores(changed) == stores(control)

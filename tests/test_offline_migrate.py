@@ -306,12 +306,14 @@ def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(
     file_sink_run(spark, control_source, control, control_output, v1)
     before, unchanged = sink_rows(spark, output), files(checkpoint)
 
-    # Without its sink named, or with another query's output, migrate refuses and changes nothing.
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
-    assert code == 4 and "Name its sink: --file-sink <output path>" in out and "Nothing was changed" in out, out
+    # statesnap's listener recorded the query's file sink: told there is none, or another output, migrate refuses
+    # naming both and changes nothing.
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--no-file-sink")
+    assert code == 4 and f"--no-file-sink, and the query writes to a file sink, file:{output}" in out, out
+    assert "Nothing was changed" in out, out
     code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
                     str(tmp_path / "input"))
-    assert code == 4 and "has no file sink log" in out, out
+    assert code == 4 and "names another output than the file sink" in out and f"file:{output}" in out, out
     assert files(checkpoint) == unchanged and sink_rows(spark, output) == before
 
     code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
@@ -327,6 +329,13 @@ def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(
     assert {"9.compact", "19.compact", "22"} <= log, sorted(log)
     assert len(before) == 2 and sink_rows(spark, output) == sink_rows(spark, control_output)
     assert [c for _, c in sink_rows(spark, output)].count(None) == 2  # each key's first row saw no state
+
+    # The same migrate again, after the new version ran: nothing to rewrite, not a byte of the checkpoint or the sink
+    # changed (the sink as statesnap recorded it: no flag needed).
+    unchanged, rows_now = files(checkpoint), sink_rows(spark, output)
+    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    assert code == 0, out
+    assert files(checkpoint) == unchanged and sink_rows(spark, output) == rows_now
 
 
 @pytest.mark.slow
@@ -527,7 +536,7 @@ def test_a_restart_with_a_changed_schema_and_no_migrate_names_the_migrate_comman
     assert "cannot restart: [STATESNAP_OFFLINE_MIGRATION_REQUIRED]" in driver_log()
     code, out = cli(*shlex.split(command)[3:])
     # Spark wrote batch 1's offsets before it refused to plan it: migrate takes that batch back, then appends its own.
-    assert code == 3 and "removed batch 1, which Spark planned and then refused before running any of it" in out, out
+    assert code == 3 and "removed batch 1, which a restart planned and that was refused before any of it" in out, out
     assert run_app(spark, source, checkpoint, COUNT_V2).seen == COUNT_V2_SEEN
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -171,11 +172,12 @@ def test_a_rehearsal_of_three_operators_says_state_by_state_what_the_restart_doe
             run_to_end(pipeline(spark, source, v2, *new), checkpoint, "update")
     assert str(refused.value).splitlines()[0] == ops["aggregation"]["lines"][0].splitlines()[0]
     # Refused on the driver: no state file, commit or record written, none changed; what Spark wrote for the batch
-    # before its plan reached statesnap (its offsets, source and operator metadata logs) is all there is.
+    # before its plan reached statesnap (its offsets, source and operator metadata logs) is all there is, beside
+    # statesnap's record of that batch as refused, by which the next restart removes it.
     after = files(checkpoint)
     assert {name: after[name] for name in before} == before
-    assert all(re.fullmatch(r"(offsets|sources/0|state/\d+/_metadata/v2)/\.?1(\.crc)?", name)
-               for name in set(after) - set(before)), sorted(set(after) - set(before))
+    assert all(re.fullmatch(r"(offsets|sources/0|state/\d+/_metadata/v2|_statesnap/refused-plans)/\.?1(\.crc)?",
+                            name) for name in set(after) - set(before)), sorted(set(after) - set(before))
 
     statesnap.register_snapshot(spark, "aggregation",
                                 statesnap.RowSnapshot(version=1, derived={"isEmpty": "sum IS NULL"}),
@@ -231,3 +233,14 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
         query.stop()
         await_listeners(query)
     assert [(r.id, json.loads(r.seen)) for r in collected] == [("a", {"total": [1], "tags": [[None, "t1"]]})]
+
+    # The same deploy again, after the new version ran: nothing migrates a second time (no batch appended), and the
+    # query starts as it is.
+    commits = sorted(p.name for p in Path(checkpoint, "commits").iterdir())
+    query = statesnap.deploy(checkpoint, dedup_then(v2), start, no_file_sink=True)
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+        await_listeners(query)
+    assert sorted(p.name for p in Path(checkpoint, "commits").iterdir()) == commits and len(collected) == 1

@@ -363,6 +363,8 @@ def aggregated(spark, session_for, tmp_path) -> tuple[str, str]:
 def test_repartition_answers_with_the_tools_exit_codes_and_refuses_what_it_cannot_place(spark, aggregated, cli,
                                                                                        tmp_path):
     _, checkpoint = aggregated
+    # A checkpoint whose sink statesnap's listener did not record (a query started without statesnap.configure).
+    (Path(checkpoint) / "_statesnap" / "sink").unlink()
     before = files(checkpoint)
     code, out = cli("repartition", checkpoint, "--partitions", "5")
     assert code == 4 and "Name its sink: --file-sink" in out and "Nothing was changed" in out, out

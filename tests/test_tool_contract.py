@@ -52,7 +52,8 @@ def test_every_verb_answers_each_outcome_with_the_same_exit_code_and_json(stock_
         (("migrate", checkpoint, "--state", "groupState", "--schema", "n bigint", "--no-file-sink"), 4, "refused"),
         (("repartition", checkpoint, "--partitions", "2", "--no-file-sink"), 0, "nothing"),  # it has 2 already
         (("repartition", checkpoint, "--partitions", "3", "--no-file-sink", "--dry-run"), 3, "change"),
-        (("repartition", checkpoint, "--partitions", "3"), 4, "refused"),  # no sink named
+        # a file sink, where statesnap recorded another sink
+        (("repartition", checkpoint, "--partitions", "3", "--file-sink", checkpoint + "-output"), 4, "refused"),
         (("repartition", checkpoint, "--partitions", "-1", "--no-file-sink"), 2, "error"),
         (("adopt", checkpoint), 3, "change"),
         (("adopt", checkpoint), 0, "nothing"),  # already adopted

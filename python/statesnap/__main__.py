@@ -1,4 +1,5 @@
-"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition|change-key <checkpoint> ...``.
+"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition|change-key|repair-sink
+<checkpoint> ...``.
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
 checkpoint format) through Spark's JVM, read-only; ``check --app module:function`` rehearses the new version's whole
@@ -8,6 +9,7 @@ moves a checkpoint of Spark's default provider entry by entry, in one appended b
 ``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
 ``repartition`` changes the number of state partitions of a stopped query, moving every entry where Spark looks for it.
 ``change-key`` gives a stopped query's operators the key the new version's query (``--app module:function``) groups by.
+``repair-sink`` adds to a file sink's log the batches an offline step appended without it.
 
 Every command runs the Python API of the same name (``statesnap.tools``; ``check --app``: ``rehearse``) and exits with its outcome, the same for
 every command: 0 nothing to change, 3 the checkpoint changes (or would, on a dry run), 4 refused before any change,
@@ -53,6 +55,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "repartition":
         return tools.repartition(args.checkpoint, args.partitions, file_sink=args.file_sink,
                                  no_file_sink=args.no_file_sink, dry_run=args.dry_run, **session)
+    if args.command == "repair-sink":
+        return tools.repair_sink(args.checkpoint, file_sink=args.file_sink, dry_run=args.dry_run, **session)
     if args.command == "change-key":
         from statesnap.checkpoint import spark_session
         with spark_session(session["conf"], session["master"]) as spark:
@@ -230,6 +234,18 @@ def _parser() -> argparse.ArgumentParser:
     repartition.add_argument("--partitions", required=True, type=int, help="the number of partitions")
     _sink_arguments(repartition)
     repartition.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    repair_sink = commands.add_parser(
+        "repair-sink", parents=[common],
+        help="add to a stopped query's file sink log the batches it misses that read no input",
+        description="Adds to the log of a stopped query's file sink (<output>/_spark_metadata) each batch the "
+                    "checkpoint committed and the log misses, with no files, as Spark's file sink log writes it: an "
+                    "offline step told --no-file-sink for a file sink leaves such a gap, and the query then fails at "
+                    "the log's next compaction (BATCH_METADATA_NOT_FOUND). A missing batch that read input is refused "
+                    "(its rows never reached the sink). Exit code: 0 nothing missing, 3 repaired (or would be), 4 "
+                    "refused, 2 error.")
+    repair_sink.add_argument("--file-sink", metavar="PATH",
+                             help="the output path of the query's file sink, where statesnap did not record it")
+    repair_sink.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
     change_key = commands.add_parser(
         "change-key", parents=[common],
         help="give a stopped query's operators the key its new version groups by",
@@ -264,7 +280,9 @@ def _sink_arguments(command: argparse.ArgumentParser) -> None:
                            "_spark_metadata log gets the appended batch, as the sink writes it")
     sink.add_argument("--no-file-sink", action="store_true",
                       help="the query writes to another sink (foreachBatch, Kafka, Delta, memory, console), which "
-                           "keeps no log of batches; one of the two is required")
+                           "keeps no log of batches. Neither is needed where statesnap recorded the query's sink "
+                           "as it started (a flag that contradicts the record is refused); one of the two is "
+                           "required where it did not")
 
 
 class _StateGroup(argparse.Action):

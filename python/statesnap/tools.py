@@ -40,7 +40,7 @@ from statesnap.checkpoint import spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
 __all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy", "inspect",
-           "migrate", "rehearse", "release", "repartition"]
+           "migrate", "rehearse", "release", "repair_sink", "repartition"]
 
 _REFUSAL = "io.statesnap.tools.ToolRefusal"
 _log = logging.getLogger("statesnap")
@@ -116,11 +116,14 @@ def absolute_checkpoint(checkpoint: str) -> str:
 def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
             conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
     """The snapshot records a checkpoint holds at its latest committed batch (read-only), optionally of ``states``
-    only. A checkpoint without any, or a state it does not hold, is an error naming what it does hold."""
+    only, and whether the log of the query's file sink misses a batch the checkpoint committed (with the
+    :func:`repair_sink` command). A checkpoint without any, or a state it does not hold, is an error naming what it
+    does hold."""
     with spark_session(dict(conf or {}), master) as spark:
         _require_checkpoint(spark, checkpoint)
         found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
         adopted = not found and _pinned_provider(spark, checkpoint) == PROVIDER_CLASS
+        sink = spark.sparkContext._jvm.io.statesnap.tools.SinkRepair.disagreement(spark._jsparkSession, checkpoint)
     if adopted:
         return ToolResult("inspect", Outcome.NOTHING, [
             f"{checkpoint} runs on statesnap's provider (adopted) and has not run a batch on it since: statesnap "
@@ -138,12 +141,15 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
     lines: list[str] = []
     for store, record in shown:
         lines += _describe(store, record)
+    if sink:
+        lines.append(sink)
     return ToolResult("inspect", Outcome.NOTHING, lines, {"records": [
         {"operator": s.operator, "partition": s.partition, "store": s.store_name, "version": s.version,
          "state": r.state, "kind": r.kind, "operator_kind": r.operator, "key": r.key.to_json(),
          "value": r.value.to_json(), "recorded_at_version": r.recorded_at_version,
          "recorded_at_ms": r.recorded_at_ms, "compatibility": r.compatibility or "BACKWARD",
-         "compatibility_declared": r.compatibility is not None} for s, r in shown]})
+         "compatibility_declared": r.compatibility is not None} for s, r in shown],
+        "sink_disagreement": sink})
 
 
 @_boundary("check")
@@ -244,15 +250,17 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
     written, runs the offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is
     Spark's provider's: :func:`migrate`'s appended batch, each state declared as the rehearsal declares it, from the
-    plan and the registrations; name the query's sink as for ``migrate``: ``file_sink`` or ``no_file_sink=True``),
-    and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ... .option("checkpointLocation",
-    checkpoint).start()``). Elsewhere every state migrates online, in the restart's first batch. The query must be
-    stopped (``migrate`` refuses a running one).
+    plan and the registrations, into the sink statesnap recorded, or the one ``file_sink`` / ``no_file_sink=True``
+    names), and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
+    .option("checkpointLocation", checkpoint).start()``). Elsewhere every state migrates online, in the restart's
+    first batch. The query must be stopped: a ToolError names the one that runs on the checkpoint (in this process,
+    or holding statesnap's lease on it), before anything is written or started.
 
     Example: ``deploy("/checkpoints/orders", orders_v2(spark), lambda df: df.writeStream.foreachBatch(sink)
     .option("checkpointLocation", "/checkpoints/orders").start(), no_file_sink=True)``."""
     from statesnap._errors import StateSchemaError, refusal_in
 
+    _require_stopped("deploy", checkpoint, query.sparkSession)
     rehearsal = rehearse(checkpoint, query, name=name)
     operators = rehearsal.details.get("operators", [])
     refused = [o for o in operators if o["decision"] == "refused"]
@@ -267,6 +275,16 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
                             " ".join(migrated.lines))
         _log.info("statesnap deploy: %s", "; ".join(migrated.lines))
     return start(query)
+
+
+def _require_stopped(command: str, checkpoint: str, spark: Any) -> None:
+    """Raises a ToolError naming the query that runs on ``checkpoint`` (in this JVM, or holding its lease), if one
+    does."""
+    try:
+        spark.sparkContext._jvm.io.statesnap.tools.StoppedCheckpoint.requireStopped(
+            spark._jsparkSession, absolute_checkpoint(checkpoint), command)
+    except Py4JJavaError as e:
+        raise ToolError(_first_line(e.java_exception.getMessage())) from None
 
 
 @_boundary("deploy")
@@ -405,6 +423,21 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
     return _report("change-key", spark.sparkContext._jvm.io.statesnap.tools.Repartition.changeKey(
         spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
         previous._jdf if previous is not None else None, file_sink, no_file_sink, dry_run))
+
+
+@_boundary("repair-sink")
+def repair_sink(checkpoint: str, *, file_sink: Optional[str] = None, dry_run: bool = False,
+                conf: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> ToolResult:
+    """Repairs the log of a stopped query's file sink that misses batches its checkpoint committed (as an offline
+    step told ``no_file_sink=True`` for a file sink left it: the query fails at the log's next compaction with
+    ``BATCH_METADATA_NOT_FOUND``, on every restart). Each missing batch that read no input is added to the log with no
+    files, as Spark's file sink log writes it; a missing batch that read input is refused, nothing written (its rows
+    never reached the sink). ``file_sink``: the sink's output path, where statesnap did not record it.
+
+    Example: ``repair_sink("/checkpoints/orders")``."""
+    with spark_session(dict(conf or {}), master) as spark:
+        return _report("repair-sink", spark.sparkContext._jvm.io.statesnap.tools.SinkRepair.repair(
+            spark._jsparkSession, checkpoint, file_sink, dry_run))
 
 
 def _require_partitions(partitions: Optional[int]) -> None:

@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.registration.{QueryRegistrations, QueryStates}
-import io.statesnap.tools.PlannedOperatorDecision
+import io.statesnap.tools.{PlannedOperatorDecision, RefusedPlans}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -72,9 +72,23 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
           s"in ${(System.nanoTime() - started) / 1000000} ms")
       }
     } catch {
-      case e: StatesnapException => throw e
+      case e: StatesnapException =>
+        // Refused before any task: the batch Spark planned for this run is recorded as it fails, so that the next
+        // restart or offline tool removes it (the listener hears of the failure only after the caller does).
+        refusedPlan(json)
+        throw e
       case NonFatal(e) => log.warn(s"statesnap could not decide the states of a micro-batch on the driver; its " +
         s"state stores decide as they open: $e")
     }
+  }
+
+  /** Records the batch this run planned as refused ([[RefusedPlans]]). */
+  private def refusedPlan(json: String): Unit = try {
+    val query = QueryRegistrations.parse(json)
+    val hadoopConf = session.asInstanceOf[SparkClasses.SparkSession].sessionState.newHadoopConf()
+    RefusedPlans.record(query.checkpoint, query.runId, "statesnap refused it on the driver, before any task",
+      hadoopConf)
+  } catch {
+    case NonFatal(e) => log.warn(s"statesnap could not record the batch it refused: $e")
   }
 }

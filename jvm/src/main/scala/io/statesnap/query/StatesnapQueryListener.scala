@@ -1,7 +1,7 @@
 package io.statesnap.query
 
 import java.util.UUID
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledFuture, TimeUnit}
 
 import scala.util.control.NonFatal
 
@@ -9,7 +9,7 @@ import io.statesnap.ScalaCompat._
 import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
 import io.statesnap.registration._
-import io.statesnap.tools.RefusedPlans
+import io.statesnap.tools.{QueryLease, QuerySink, RefusedPlans}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
@@ -39,11 +39,42 @@ class StatesnapQueryListener extends StreamingQueryListener {
   /** The runs whose operator names [[recordOperatorNames]] recorded (or tried to, once per run). */
   private val operatorsNamed = ConcurrentHashMap.newKeySet[UUID]()
 
+  /** The renewal of each started query's lease on its checkpoint ([[QueryLease]]), by query id. */
+  private val leases = new ConcurrentHashMap[UUID, ScheduledFuture[_]]
+
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     StatesnapRunningQueries.find(event.id).foreach { query =>
       started.put(event.id, query)
+      StatesnapQueryListener.removeRefusedPlan(query)
+      holdLease(query)
+      StatesnapQueryListener.recordSink(query)
       StatesnapQueryListener.prepare(query)
     }
+
+  /**
+   * Takes the query's lease on its checkpoint and renews it every third of its length until the query terminates,
+   * whether batches run or not: the offline verbs refuse the checkpoint while it holds.
+   */
+  private def holdLease(query: RunningQuery): Unit = {
+    val seconds = query.conf(QueryLease.SecondsConf).map(_.toLong).getOrElse(QueryLease.DefaultSeconds)
+    def renew(): Unit = try QueryLease.hold(query.checkpoint, query.id.toString, query.runId, query.name, seconds,
+      query.hadoopConf) catch {
+      case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not renew the lease of ${query.describe} " +
+        s"on its checkpoint; the offline tools may not see that it runs: $e")
+    }
+    renew()
+    val period = math.max(1000L, seconds * 1000 / 3)
+    Option(leases.put(query.id, StatesnapQueryListener.renewals.scheduleAtFixedRate(() => renew(), period, period,
+      TimeUnit.MILLISECONDS))).foreach(_.cancel(false))
+  }
+
+  private def releaseLease(query: RunningQuery): Unit = {
+    Option(leases.remove(query.id)).foreach(_.cancel(false))
+    try QueryLease.release(query.checkpoint, query.runId, query.hadoopConf) catch {
+      case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not release the lease of " +
+        s"${query.describe} on its checkpoint; it expires by itself: $e")
+    }
+  }
 
   /**
    * One line per state statesnap migrated in the batch, on the driver, at WARN so that Spark's default level shows
@@ -80,7 +111,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
     try OfflineMigrationRequired.of(query.id, query.checkpoint, failure, query.hadoopConf,
         query.runsTransformWithState && !StatesnapSparkGlue.transformWithStateTakesCustomProviders).foreach { message =>
       StatesnapQueryListener.log.error(s"statesnap: query ${query.id} cannot restart: $message")
-      RefusedPlans.record(query.checkpoint, query.runId, query.hadoopConf)
+      refusedPlan(query, "Spark refused the batch at planning (its state schema check)")
     } catch {
       case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not tell why Spark refused " +
         s"${query.describe}: $e")
@@ -108,18 +139,37 @@ class StatesnapQueryListener extends StreamingQueryListener {
   /**
    * A query statesnap stopped gets one line at ERROR saying why, whatever Spark's layers logged around it; so does a
    * query whose restart Spark refused for a change statesnap makes offline, with the tool that lets it restart
-   * ([[OfflineMigrationRequired]]).
+   * ([[OfflineMigrationRequired]]). Either way the batch the refused run planned is recorded ([[RefusedPlans]]), so
+   * that no other version runs it.
    */
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     val query = Option(started.remove(event.id))
     operatorsNamed.remove(event.runId)
+    query.foreach(releaseLease)
     event.exception.foreach { failure =>
       StatesnapException.inText(failure) match {
-        case Some(message) => StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
+        case Some(message) =>
+          StatesnapQueryListener.log.error(s"statesnap stopped query ${event.id}: $message")
+          query.foreach(refusedPlan(_, "statesnap refused it"))
         case None => query.foreach(offlineMigrationRequired(_, failure))
       }
     }
   }
+
+  /**
+   * Records the batch a run statesnap refused had planned, if it has no commit ([[RefusedPlans]]); unless another run
+   * of the query has started in this JVM since (this event comes after the query's caller saw the failure), whose
+   * batch it would be.
+   */
+  private def refusedPlan(query: RunningQuery, why: String): Unit =
+    try {
+      if (!StatesnapRunningQueries.all.exists(_.checkpoint == query.checkpoint)) {
+        RefusedPlans.record(query.checkpoint, query.runId, why, query.hadoopConf)
+      }
+    } catch {
+      case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not record the batch it refused for " +
+        s"${query.describe}; the offline tools refuse the checkpoint until that batch is dealt with: $e")
+    }
 }
 
 object StatesnapQueryListener {
@@ -127,6 +177,31 @@ object StatesnapQueryListener {
   val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
   val SchemaCheckConf = "spark.sql.streaming.stateStore.stateSchemaCheck"
   private val SparkDefaultProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+  /**
+   * Before Spark reads the offset log of a query that starts: the batch a refused run of it planned, if nothing of it
+   * ran, is removed, so that this run plans it again ([[RefusedPlans]]).
+   */
+  private def removeRefusedPlan(query: RunningQuery): Unit =
+    RefusedPlans.removedAtRestart(query.checkpoint, query.hadoopConf) match {
+      case Right(removed) => removed.foreach(batch => log.info(s"statesnap removed batch $batch of " +
+        s"${query.describe}, planned by a run that was refused before any of it ran: this run plans it again"))
+      case Left(e) => log.warn(s"statesnap could not look for a refused batch of ${query.describe}: $e")
+    }
+
+  /** The daemon thread that renews the leases of the queries started in this JVM. */
+  private lazy val renewals = Executors.newSingleThreadScheduledExecutor { (task: Runnable) =>
+    val thread = new Thread(task, "statesnap-query-leases")
+    thread.setDaemon(true)
+    thread
+  }
+
+  /** Records the query's sink beside its checkpoint, where the offline verbs read it ([[QuerySink]]). */
+  private def recordSink(query: RunningQuery): Unit =
+    try QuerySink.record(query.checkpoint, query.sink, query.hadoopConf) catch {
+      case NonFatal(e) => log.warn(s"statesnap could not record the sink of ${query.describe}; the offline tools " +
+        s"ask for it (--file-sink or --no-file-sink): $e")
+    }
 
   private[query] def prepare(query: RunningQuery): Unit = try {
     val pinned = query.pinned(ProviderConf)

@@ -16,7 +16,7 @@ private[tools] object AppendedBatch {
    */
   def begin(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: String, fileSink: String, noFileSink: Boolean,
       dryRun: Boolean)(recover: QuerySink => Seq[String]): Either[ToolReport, (QuerySink, Seq[String])] = {
-    val sink = QuerySink.named(spark, Option(fileSink), noFileSink, checkpoint.refuse)
+    val sink = QuerySink.named(spark, checkpoint.root, Option(fileSink), noFileSink, checkpoint.refuse)
     checkpoint.refuseInterruptedByAnother()
     val recovered = recover(sink)
     if (dryRun && recovered.nonEmpty) Left(ToolReport(recovered.map("would " + _) :+ "dry run: nothing was " +

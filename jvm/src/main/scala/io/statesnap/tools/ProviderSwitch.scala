@@ -78,11 +78,14 @@ object ProviderSwitch {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
     checkpoint.refuseInterruptedByAnother()
     import checkpoint.refuse
+    val refused = RefusedPlans.removed(checkpoint, dryRun).toSeq
+    if (dryRun && refused.nonEmpty) return ToolReport(refused.map("would " + _) :+ "dry run: nothing was changed; " +
+      s"run $verb without --dry-run to put the checkpoint right first", ToolReport.Change)
     val batch = checkpoint.latestCommittedBatch
     val confs = checkpoint.pinnedConfs(batch)
     val current = checkpoint.pinnedProvider(batch)
-    if (current == to) return ToolReport(Seq(s"$location already runs on $to (offsets/$batch): nothing to do"),
-      ToolReport.Nothing)
+    if (current == to) return ToolReport(refused :+ s"$location already runs on $to (offsets/$batch): nothing to do",
+      if (refused.isEmpty) ToolReport.Nothing else ToolReport.Change)
     if (current != from) refuse(s"offsets/$batch pins the provider $current; $verb moves a checkpoint from $from")
     val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
     if (to == Statesnap) TransformWithStateAdoption.refuseWhereSparkKeepsIt(checkpoint)
@@ -119,7 +122,7 @@ object ProviderSwitch {
         "what was written, so the original was put back")
     }
     log.info(s"statesnap $verb: $location now runs on $to (offsets/$batch; backup $backup)")
-    ToolReport(scanned ++ actions.map("done: " + _) :+ s"done: restart the query on $to", ToolReport.Change)
+    ToolReport(refused ++ scanned ++ actions.map("done: " + _) :+ s"done: restart the query on $to", ToolReport.Change)
   }
 
   /**

@@ -1,9 +1,15 @@
 package io.statesnap.tools
 
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.control.NonFatal
+
 import io.statesnap.CheckpointFile
+import io.statesnap.ScalaCompat._
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import io.statesnap.SparkClasses.{FileStreamSink, FileStreamSinkLog, SinkFileStatus}
+import io.statesnap.SparkClasses.{CheckpointFileManager, FileStreamSink, FileStreamSinkLog, SinkFileStatus}
 
 /**
  * The sink of a query `migrate` or `repartition` appends a batch to, as the user names it: a checkpoint does not say
@@ -59,21 +65,102 @@ object QuerySink {
     override def append(batch: Long): Unit = CheckpointFile.read(logDir, "Spark's file sink log") {
       log.add(batch, Array.empty[SinkFileStatus])
     }
+
+    /** The log's directory, where Spark's file sink writes it. */
+    def logPath: Path = logDir
+
+    /**
+     * The batches up to `upTo` that the log does not hold, after its latest compaction (whose deltas Spark may have
+     * deleted since): each fails the query's next compaction with `BATCH_METADATA_NOT_FOUND`. None if it has no log.
+     */
+    def missing(upTo: Long): Option[Seq[Long]] = {
+      val fs = logDir.getFileSystem(spark.sessionState.newHadoopConf())
+      Option.when(fs.exists(logDir)) {
+        val names = fs.listStatus(logDir).map(_.getPath.getName).toSet
+        val compacted = names.flatMap(n => Option.when(n.endsWith(".compact"))(n.stripSuffix(".compact").toLong))
+        val held = names.flatMap(_.toLongOption) ++ compacted
+        (compacted.maxOption.getOrElse(-1L) + 1 to upTo).filterNot(held.contains)
+      }
+    }
   }
 
+  /** Where statesnap's listener records the sink of a query as it starts: `<checkpoint>/_statesnap/sink`. */
+  private def recordFile(root: Path): Path = new Path(root, "_statesnap/sink")
+  private val FileSinkText = "file "
+  private val OtherSinkText = "other "
+
   /**
-   * The sink the user names: `fileSink`, the output path of a file sink, or `withoutLog` for any other sink.
-   * Refused (nothing changed) when neither or both is named.
+   * Records `sink`, the sink of a query starting on `checkpoint`, if the record says otherwise: a file sink by its
+   * output path, qualified (Spark names it `FileSink[<path>]`), any other by what Spark calls it.
    */
-  def named(spark: SparkSession, fileSink: Option[String], withoutLog: Boolean, refuse: String => Nothing): QuerySink =
-    (fileSink, withoutLog) match {
-      case (Some(output), false) => File(spark, output)
-      case (None, true) => WithoutLog
-      case (Some(_), true) => refuse("--file-sink and --no-file-sink contradict each other: name the query's one sink")
-      case (None, false) => refuse("this appends a batch to the query, and a checkpoint does not say where the " +
-        "query writes. Name its sink: --file-sink <output path> for a file sink (format parquet, json, csv, orc or " +
-        "text, whose _spark_metadata log must hold that batch too, or the query fails at its next log compaction), " +
-        "or --no-file-sink for any other (foreachBatch, Kafka, Delta, memory, console), which the empty batch does " +
-        "not touch")
+  def record(checkpoint: String, sink: AnyRef, hadoopConf: Configuration): Unit = {
+    val root = new Path(checkpoint)
+    val text = sink.toString match {
+      case FileSinkName(path) if sink.getClass.getSimpleName == "FileStreamSink" =>
+        val output = new Path(path)
+        FileSinkText + output.getFileSystem(hadoopConf).makeQualified(output)
+      case other => OtherSinkText + other
     }
+    if (!recordedText(root, hadoopConf).contains(text)) {
+      val fm = CheckpointFileManager.create(root, hadoopConf)
+      fm.mkdirs(recordFile(root).getParent)
+      val out = fm.createAtomic(recordFile(root), overwriteIfPossible = true)
+      try out.write(text.getBytes(UTF_8)) catch { case NonFatal(e) => out.cancel(); throw e }
+      out.close()
+    }
+  }
+  private val FileSinkName = "(?s)FileSink\\[(.*)\\]".r
+
+  private def recordedText(root: Path, hadoopConf: Configuration): Option[String] = {
+    val fs = root.getFileSystem(hadoopConf)
+    if (!fs.exists(recordFile(root))) None else {
+      val in = fs.open(recordFile(root))
+      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
+    }
+  }
+
+  /** The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one. */
+  def recorded(spark: SparkSession, checkpoint: Path): Option[File] =
+    recordedText(checkpoint, spark.sessionState.newHadoopConf()).filter(_.startsWith(FileSinkText))
+      .map(text => File(spark, text.stripPrefix(FileSinkText)))
+
+  /**
+   * The sink of the query on `checkpoint` (qualified), as the user names it: `fileSink`, the output path of a file
+   * sink, or `withoutLog` for any other sink; where statesnap's listener recorded the query's sink as it last started,
+   * neither is needed, and one that contradicts the record is refused naming both. Refused (nothing changed) when
+   * neither is named and nothing is recorded, or both are named.
+   */
+  def named(spark: SparkSession, checkpoint: Path, fileSink: Option[String], withoutLog: Boolean,
+      refuse: String => Nothing): QuerySink = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    def qualified(path: String) = { val p = new Path(path); p.getFileSystem(hadoopConf).makeQualified(p).toString }
+    val recorded = recordedText(checkpoint, hadoopConf)
+    val said = "statesnap's listener recorded as the query last started"
+    (fileSink, withoutLog, recorded) match {
+      case (Some(_), true, _) =>
+        refuse("--file-sink and --no-file-sink contradict each other: name the query's one sink")
+      case (named, false, Some(text)) if text.startsWith(FileSinkText) =>
+        val output = text.stripPrefix(FileSinkText)
+        if (named.exists(qualified(_) != output)) refuse(s"--file-sink ${named.get} names another output than the " +
+          s"file sink $said, $output: run this again with --file-sink $output, or without --file-sink")
+        File(spark, output)
+      case (None, true, Some(text)) if text.startsWith(FileSinkText) =>
+        val output = text.stripPrefix(FileSinkText)
+        refuse(s"--no-file-sink, and the query writes to a file sink, $output ($said), whose log must hold the " +
+          s"appended batch or the query fails at its next log compaction: run this again with --file-sink $output, " +
+          "or without --no-file-sink")
+      case (Some(output), false, Some(text)) => refuse(s"--file-sink $output, and the query writes to " +
+        s"${text.stripPrefix(OtherSinkText)} ($said), not to a file sink: run this again with --no-file-sink, or " +
+        "without --file-sink")
+      case (None, _, Some(_)) => WithoutLog
+      case (Some(output), false, None) => File(spark, output)
+      case (None, true, None) => WithoutLog
+      case (None, false, None) => refuse("this appends a batch to the query, and statesnap has no record of where " +
+        "the query writes (its listener records the sink of a query started with statesnap.configure). Name its " +
+        "sink: --file-sink <output path> for a file sink (format parquet, json, csv, orc or text, whose " +
+        "_spark_metadata log must hold that batch too, or the query fails at its next log compaction), or " +
+        "--no-file-sink for any other (foreachBatch, Kafka, Delta, memory, console), which the empty batch does not " +
+        "touch")
+    }
+  }
 }

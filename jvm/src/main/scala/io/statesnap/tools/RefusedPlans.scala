@@ -1,6 +1,9 @@
 package io.statesnap.tools
 
 import java.nio.charset.StandardCharsets.UTF_8
+import java.security.MessageDigest
+
+import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.SparkClasses.CheckpointFileManager
@@ -8,65 +11,137 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
 /**
- * Batches Spark planned and then refused before running any of it: Spark writes a batch's offsets before it plans
- * the batch, so a restart its state schema check refuses leaves `offsets/<N+1>` without a commit, and the tool that
- * makes the change (`migrate` for a value, `change-key` for a key; each appends batch N+1 itself) would refuse the
- * checkpoint as one whose query may still be running. statesnap's listener, which saw the refusal (at planning, so
- * neither state, sink nor operator metadata was written for the batch), records it here,
- * `<checkpoint>/_statesnap/refused-plans/<batch>`; the tool then removes that batch's offsets ([[removed]]), after
- * checking that nothing of the batch ran, and the query plans it again after the tool's batch.
+ * Batches a version of the query planned and that was then refused before any of it ran. Spark writes a batch's
+ * offsets before it plans the batch, so a restart refused at planning (by Spark's state schema check, or by
+ * statesnap's decision on the driver or in the stores) leaves `offsets/<N>` without a commit, planned by the refused
+ * version. Left there, it would be run by whichever version restarts next (the previous version, over input meant for
+ * the new one), and the tool that makes the change (`migrate`, `change-key`, ...) would refuse the checkpoint as one
+ * whose query may still be running.
+ *
+ * statesnap's listener, which saw the refusal (or, on the driver, statesnap's decision as it refuses), records the
+ * batch ([[record]]: `<checkpoint>/_statesnap/refused-plans/<N>`, with a digest of the offsets file it refused, so
+ * that a record never stands for a batch planned again later). The batch is then removed, after checking that nothing
+ * of it ran (no commit, no state version of it in any store), by the next restart of any version before Spark reads
+ * its offset log ([[removedAtRestart]]) or by the next offline verb ([[removed]]): its offsets and the operator
+ * metadata Spark wrote while planning it. The query plans it again, over the same input, as the version that runs
+ * next.
  */
 object RefusedPlans {
-  private def dir(checkpoint: Path): Path = new Path(checkpoint, "_statesnap/refused-plans")
+  private def dir(root: Path): Path = new Path(root, "_statesnap/refused-plans")
+  private val DigestLine = "offsets-sha256 "
 
   /**
-   * Records the latest batch of the checkpoint of a query whose run `runId` Spark refused at planning, if that batch
-   * has no commit. @return the batch recorded
+   * Records the latest batch of the checkpoint of a query whose run `runId` was refused (`why`), if that batch has no
+   * commit. @return the batch recorded
    */
-  def record(checkpoint: String, runId: String, hadoopConf: Configuration): Option[Long] = {
-    val root = new Path(checkpoint)
-    val fs = root.getFileSystem(hadoopConf)
-    batches(fs, new Path(root, "offsets")).maxOption.filterNot(batches(fs, new Path(root, "commits")).contains)
-      .map { batch =>
-        val fm = CheckpointFileManager.create(root, hadoopConf)
-        fm.mkdirs(dir(root))
-        val out = fm.createAtomic(new Path(dir(root), batch.toString), overwriteIfPossible = true)
-        try out.write(s"run $runId: Spark refused the batch at planning (its state schema check)\n".getBytes(UTF_8))
-        catch { case e: Throwable => out.cancel(); throw e }
-        out.close()
-        batch
-      }
+  def record(checkpoint: String, runId: String, why: String, hadoopConf: Configuration): Option[Long] = {
+    val plans = new Plans(new Path(checkpoint), hadoopConf)
+    plans.latest.filterNot(plans.committed).map { batch =>
+      plans.write(new Path(dir(plans.root), batch.toString), s"run $runId: $why\n$DigestLine" +
+        s"${plans.digest(batch)}\n")
+      batch
+    }
   }
 
   /**
-   * Removes the latest batch of `checkpoint` (on a dry run: says it would) if Spark planned and refused it, as the
-   * listener recorded, and nothing of it ran: no commit, no state version of it in any store, no operator metadata.
+   * Removes the latest batch of `checkpoint` (on a dry run: says it would) if it is a refused plan whose nothing ran.
    * @return what was done, if anything
    */
   def removed(checkpoint: StoppedCheckpoint, dryRun: Boolean): Option[String] = {
-    val batch = checkpoint.latestBatch
-    Option.when(refusedAtPlanning(checkpoint, batch)) {
-      if (!dryRun) {
-        checkpoint.delete(checkpoint.offsetsFile(batch))
-        checkpoint.delete(new Path(dir(checkpoint.root), batch.toString))
-      }
-      s"removed batch $batch, which Spark planned and then refused before running any of it (a restart with the " +
-        "changed state schema or key): the query plans it again, over the same input, after this batch"
+    val plans = new Plans(checkpoint.root, checkpoint.hadoopConf)
+    plans.refused.map { batch =>
+      if (!dryRun) plans.remove(batch)
+      s"removed batch $batch, which a restart planned and that was refused before any of it ran (a changed state " +
+        "schema or key): the query plans it again, over the same input, as the version that runs next"
     }
   }
 
-  private def refusedAtPlanning(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
-    !checkpoint.committed(batch) && checkpoint.fs.exists(new Path(dir(checkpoint.root), batch.toString)) && {
-      val stateRoot = new Path(checkpoint.root, "state")
-      val (transformWithState, others) = checkpoint.operators
-      (transformWithState ++ others).forall { op =>
-        !checkpoint.fs.exists(new Path(stateRoot, s"$op/_metadata/v2/$batch")) && checkpoint.partitions(op).forall {
-          p => !checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).exists(f =>
-            StoppedCheckpoint.isVersionFile(f.getPath.getName, batch + 1))
+  /**
+   * As a query starts, before Spark reads its offset log: removes its latest batch if it is a refused plan whose
+   * nothing ran, and a record that no longer stands for the latest batch. Never throws: a failure leaves the batch
+   * to the offline verbs' check. @return the batch removed
+   */
+  def removedAtRestart(checkpoint: String, hadoopConf: Configuration): Either[Throwable, Option[Long]] =
+    try {
+      val plans = new Plans(new Path(checkpoint), hadoopConf)
+      val batch = plans.refused
+      batch.foreach(plans.remove)
+      plans.removeStale()
+      Right(batch)
+    } catch { case NonFatal(e) => Left(e) }
+
+  /** The plans of the checkpoint at `root`, read and changed through Hadoop's FileSystem. */
+  private final class Plans(location: Path, hadoopConf: Configuration) {
+    private val fs: FileSystem = location.getFileSystem(hadoopConf)
+    val root: Path = fs.makeQualified(location)
+    private def offsets(batch: Long) = new Path(root, s"offsets/$batch")
+    private def recordOf(batch: Long) = new Path(dir(root), batch.toString)
+
+    def latest: Option[Long] = batches(new Path(root, "offsets")).maxOption
+    def committed(batch: Long): Boolean = fs.exists(new Path(root, s"commits/$batch"))
+
+    def digest(batch: Long): String = MessageDigest.getInstance("SHA-256").digest(read(offsets(batch)))
+      .map(b => f"${b & 0xff}%02x").mkString
+
+    /**
+     * The latest batch, if it is recorded as refused, with the offsets it was refused with (a record of the
+     * previous release has no digest: its batch is taken as recorded), and nothing of it ran: no commit, and no
+     * version of it in any store (nor in a store of a join, kept by name).
+     */
+    def refused: Option[Long] = latest.filter(batch => recorded(batch) && storeDirs.forall(d =>
+      !fs.listStatus(d).exists(f => StoppedCheckpoint.isVersionFile(f.getPath.getName, batch + 1))))
+
+    /** Whether `batch` is uncommitted and recorded as refused with the offsets it has now. */
+    private def recorded(batch: Long): Boolean = {
+      val record = recordOf(batch)
+      !committed(batch) && fs.exists(record) && {
+        val digest = new String(read(record), UTF_8).split("\n").collectFirst {
+          case line if line.startsWith(DigestLine) => line.stripPrefix(DigestLine)
         }
+        digest.forall(_ == this.digest(batch))
       }
     }
 
-  private def batches(fs: FileSystem, log: Path): Seq[Long] =
-    if (!fs.exists(log)) Nil else fs.listStatus(log).toSeq.flatMap(_.getPath.getName.toLongOption)
+    /** Removes refused batch `batch`: the operator metadata Spark wrote planning it, its offsets, then the record. */
+    def remove(batch: Long): Unit = {
+      val fm = CheckpointFileManager.create(root, hadoopConf)
+      operatorDirs.map(op => new Path(op, s"_metadata/v2/$batch")).filter(fs.exists).foreach(fm.delete)
+      fm.delete(offsets(batch))
+      fm.delete(recordOf(batch))
+    }
+
+    /** Removes the records that stand for no batch: one that committed, or was planned again, or is not the latest. */
+    def removeStale(): Unit = {
+      val fm = CheckpointFileManager.create(root, hadoopConf)
+      val current = latest
+      batches(dir(root)).filterNot(b => current.contains(b) && recorded(b)).foreach(b => fm.delete(recordOf(b)))
+    }
+
+    def write(file: Path, text: String): Unit = {
+      val fm = CheckpointFileManager.create(root, hadoopConf)
+      fm.mkdirs(file.getParent)
+      val out = fm.createAtomic(file, overwriteIfPossible = true)
+      try out.write(text.getBytes(UTF_8)) catch { case e: Throwable => out.cancel(); throw e }
+      out.close()
+    }
+
+    private def read(file: Path): Array[Byte] = {
+      val in = fs.open(file)
+      try in.readAllBytes() finally in.close()
+    }
+
+    private def operatorDirs: Seq[Path] = children(new Path(root, "state")).filter(_.getName.toIntOption.isDefined)
+
+    private def storeDirs: Seq[Path] = for {
+      op <- operatorDirs
+      partition <- children(op).filter(_.getName.toIntOption.isDefined)
+      store <- partition +: children(partition).filter(p => CheckpointReader.isNamedStore(p.getName))
+    } yield store
+
+    private def children(path: Path): Seq[Path] =
+      if (!fs.exists(path)) Nil else fs.listStatus(path).toSeq.filter(_.isDirectory).map(_.getPath)
+
+    private def batches(log: Path): Seq[Long] =
+      if (!fs.exists(log)) Nil else fs.listStatus(log).toSeq.flatMap(_.getPath.getName.toLongOption)
+  }
 }

@@ -39,8 +39,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   if (!fs.exists(new Path(root, "offsets"))) throw new IllegalArgumentException(s"cannot $verb $location: it has " +
     "no offsets/ directory, so it is not a streaming query's checkpointLocation (or the query never started a " +
     "batch). Nothing was changed.")
-  StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == root)
-    .foreach(q => refuse(s"${q.describe} is running on it; stop it first"))
+  StoppedCheckpoint.refuseRunning(spark, root, hadoopConf, refuse)
 
   def offsetLog: OffsetSeqLog = new OffsetSeqLog(spark, new Path(root, "offsets").toString)
   def commitLog: CommitLog = new CommitLog(spark, new Path(root, "commits").toString)
@@ -56,9 +55,10 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   /** The latest batch, refused unless it committed: a batch planned but not committed may still be running. */
   def latestCommittedBatch: Long = {
     val batch = latestBatch
-    if (!committed(batch)) refuse(s"its latest batch $batch has no commit: the query is running, or it stopped " +
-      s"before finishing that batch. Stop the query (or let it finish the batch by restarting it once on its " +
-      s"current provider), then $verb")
+    if (!committed(batch)) refuse(s"its latest batch $batch has no commit: the query is running, or its last run " +
+      s"stopped before finishing that batch (a crash, or a failure statesnap did not record as a refusal). If it " +
+      s"is stopped, restart the same version that was running (the one that planned batch $batch, not a new one) " +
+      s"until it commits that batch, stop it, then $verb")
     batch
   }
 
@@ -217,9 +217,32 @@ object StoppedCheckpoint {
 
   private def anyOf(versions: Seq[Long]): String = if (versions.isEmpty) "\\d+" else versions.mkString("(", "|", ")")
 
-  /** The checkpoint at `location`, refused if it is no query's checkpoint or a query in this JVM runs on it. */
+  /**
+   * The checkpoint at `location`, refused if it is no query's checkpoint or a query runs on it (in this JVM, or
+   * holding its lease).
+   */
   def apply(spark: SparkSession, location: String, verb: String): StoppedCheckpoint =
     new StoppedCheckpoint(spark, location, verb)
+
+  /**
+   * Refuses (a [[ToolRefusal]]) while a query runs on the checkpoint at `location`, which may not exist yet: for
+   * `deploy`, which starts the new version there.
+   */
+  def requireStopped(spark: SparkSession, location: String, verb: String): Unit = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    val path = new Path(location)
+    refuseRunning(spark, path.getFileSystem(hadoopConf).makeQualified(path), hadoopConf,
+      why => throw new ToolRefusal(s"cannot $verb $location: $why. Nothing was changed."))
+  }
+
+  /** The one check that no query runs on the checkpoint at `root`: one of this JVM's, or one holding its lease. */
+  private def refuseRunning(spark: SparkSession, root: Path, hadoopConf: Configuration,
+      refuse: String => Nothing): Unit = {
+    val fs = root.getFileSystem(hadoopConf)
+    StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == root)
+      .foreach(q => refuse(s"${q.describe} is running on it; stop it first"))
+    QueryLease.refuseWhileHeld(root, hadoopConf, spark.conf.getOption(QueryLease.GoneConf), refuse)
+  }
 
   /**
    * An offsets file's text with the pinned provider replaced, if it names `current` exactly once, as the JSON

@@ -37,6 +37,9 @@ object StatesnapRunningQueries {
     def runsTransformWithState: Boolean =
       execution.analyzedPlan.exists(node => SparkClasses.TransformWithStateNodes.exists(_.isInstance(node)))
 
+    /** The query's sink, as Spark made it from `writeStream` (a file sink's class tells its output path). */
+    def sink: AnyRef = execution.sink
+
     def describe: String = s"${name.map(n => s"query '$n'").getOrElse("query")} (id $id, checkpoint $checkpoint)"
   }
 
