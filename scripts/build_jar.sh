@@ -37,7 +37,8 @@ case "$what" in
     jar="python/statesnap/jars/statesnap-spark$MINOR.jar"
     rm -rf "$OUT/classes" && mkdir -p "$OUT/classes" python/statesnap/jars
     scalac -classpath "$SPARK_JARS/*" -d "$OUT/classes" $(find $(sources main) -name '*.scala')
-    jar --create --file "$jar" -C "$OUT/classes" .
+    # Written aside and renamed over: a JVM still running on the old jar keeps reading its own copy.
+    jar --create --file "$jar.tmp" -C "$OUT/classes" . && mv "$jar.tmp" "$jar"
     echo "built $jar"
     ;;
   test)
