@@ -45,6 +45,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     StatesnapRunningQueries.find(event.id).foreach { query =>
       started.put(event.id, query)
+      RefusedPlans.runStarted(query.runId)
       StatesnapQueryListener.removeRefusedPlan(query)
       holdLease(query)
       StatesnapQueryListener.recordSink(query)
@@ -154,6 +155,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
         case None => query.foreach(offlineMigrationRequired(_, failure))
       }
     }
+    RefusedPlans.runEnded(event.runId.toString)
   }
 
   /**

@@ -2,6 +2,7 @@ package io.statesnap.tools
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.security.MessageDigest
+import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
@@ -23,20 +24,34 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * that a record never stands for a batch planned again later). The batch is then removed, after checking that nothing
  * of it ran (no commit, no state version of it in any store), by the next restart of any version before Spark reads
  * its offset log ([[removedAtRestart]]) or by the next offline verb ([[removed]]): its offsets and the operator
- * metadata Spark wrote while planning it. The query plans it again, over the same input, as the version that runs
- * next.
+ * metadata Spark wrote while planning it. The version that runs next plans that batch again, over the input there
+ * is then (the refused batch's, and any that arrived since).
  */
 object RefusedPlans {
   private def dir(root: Path): Path = new Path(root, "_statesnap/refused-plans")
   private val DigestLine = "offsets-sha256 "
+  private val PlannedAt = "\"batchTimestampMs\":(\\d+)".r
+
+  /** When each run of this JVM started, by run id, until it ends: the batches it plans are timed from then on. */
+  private val runStarts = new ConcurrentHashMap[String, java.lang.Long]
+
+  /** Run `runId` starts, before it plans or reruns any batch. */
+  def runStarted(runId: String): Unit = runStarts.put(runId, System.currentTimeMillis())
+
+  /** Run `runId` ended: nothing more is recorded for it. */
+  def runEnded(runId: String): Unit = runStarts.remove(runId)
 
   /**
    * Records the latest batch of the checkpoint of a query whose run `runId` was refused (`why`), if that batch has no
-   * commit. @return the batch recorded
+   * commit and that run planned it: Spark times a batch as it plans it (`batchTimestampMs`, on this JVM's clock), so
+   * a batch an earlier run planned and left unfinished, which this one ran again, is older than the run and is never
+   * recorded (an earlier attempt of it may have reached an idempotent sink, which a batch planned anew would not
+   * reach again). @return the batch recorded
    */
   def record(checkpoint: String, runId: String, why: String, hadoopConf: Configuration): Option[Long] = {
     val plans = new Plans(new Path(checkpoint), hadoopConf)
-    plans.latest.filterNot(plans.committed).map { batch =>
+    val since = Option(runStarts.get(runId)).map(_.longValue)
+    plans.latest.filter(b => !plans.committed(b) && since.exists(s => plans.plannedAt(b).exists(_ >= s))).map { batch =>
       plans.write(new Path(dir(plans.root), batch.toString), s"run $runId: $why\n$DigestLine" +
         s"${plans.digest(batch)}\n")
       batch
@@ -52,7 +67,7 @@ object RefusedPlans {
     plans.refused.map { batch =>
       if (!dryRun) plans.remove(batch)
       s"removed batch $batch, which a restart planned and that was refused before any of it ran (a changed state " +
-        "schema or key): the query plans it again, over the same input, as the version that runs next"
+        "schema or key): the version that runs next plans it again, over the input there is then"
     }
   }
 
@@ -79,6 +94,10 @@ object RefusedPlans {
 
     def latest: Option[Long] = batches(new Path(root, "offsets")).maxOption
     def committed(batch: Long): Boolean = fs.exists(new Path(root, s"commits/$batch"))
+
+    /** When Spark planned `batch`, as its offsets say (`batchTimestampMs`). */
+    def plannedAt(batch: Long): Option[Long] =
+      PlannedAt.findFirstMatchIn(new String(read(offsets(batch)), UTF_8)).map(_.group(1).toLong)
 
     def digest(batch: Long): String = MessageDigest.getInstance("SHA-256").digest(read(offsets(batch)))
       .map(b => f"${b & 0xff}%02x").mkString

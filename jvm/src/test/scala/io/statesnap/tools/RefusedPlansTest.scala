@@ -14,11 +14,14 @@ import org.junit.Test
 class RefusedPlansTest {
   private val conf = new Configuration()
 
-  private def checkpoint(): JPath = {
+  /** A checkpoint whose batch 1 was planned by run-1, which starts now, unless `plannedBefore`. */
+  private def checkpoint(plannedBefore: Boolean = false): JPath = {
+    RefusedPlans.runStarted("run-1")
+    val plannedAt = System.currentTimeMillis() + (if (plannedBefore) -60000 else 1)
     val root = Files.createTempDirectory("refused-plans")
     write(root.resolve("offsets/0"), "v1\n{\"batchTimestampMs\":1}\n{\"a\":0}")
     write(root.resolve("commits/0"), "v1\n{}")
-    write(root.resolve("offsets/1"), "v1\n{\"batchTimestampMs\":2}\n{\"a\":1}")
+    write(root.resolve("offsets/1"), s"v1\n{\"batchTimestampMs\":$plannedAt}\n{\"a\":1}")
     Files.createDirectories(root.resolve("state/0/0"))
     write(root.resolve("state/0/_metadata/v2/1"), "v2")
     root
@@ -47,6 +50,14 @@ class RefusedPlansTest {
     val root = checkpoint()
     write(root.resolve("commits/1"), "v1\n{}")
     assertEquals(None, record(root))
+  }
+
+  @Test def aBatchAnEarlierRunPlannedIsNotRecorded(): Unit = {
+    // The refused run ran again a batch an earlier run planned and left unfinished.
+    assertEquals(None, record(checkpoint(plannedBefore = true)))
+    val root = checkpoint()
+    RefusedPlans.runEnded("run-1")
+    assertEquals("a run that ended records nothing", None, record(root))
   }
 
   @Test def aBatchPlannedAgainIsNotTheRefusedOne(): Unit = {
