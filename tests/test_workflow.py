@@ -103,6 +103,7 @@ RUNNING_APP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a driver of its own
 def test_a_verb_refuses_a_query_that_runs_idle_in_another_driver_until_its_lease_is_gone(spark, tmp_path):
     source, checkpoint = str(tmp_path / "input"), str(tmp_path / "checkpoint")
     write_input(source, ROUND_1)
