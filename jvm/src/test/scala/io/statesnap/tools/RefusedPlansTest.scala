@@ -21,7 +21,7 @@ class RefusedPlansTest {
     val root = Files.createTempDirectory("refused-plans")
     write(root.resolve("offsets/0"), "v1\n{\"batchTimestampMs\":1}\n{\"a\":0}")
     write(root.resolve("commits/0"), "v1\n{}")
-    write(root.resolve("offsets/1"), s"v1\n{\"batchTimestampMs\":$plannedAt}\n{\"a\":1}")
+    write(root.resolve("offsets/1"), s"""v1\n{"batchTimestampMs":$plannedAt}\n{"a":1}""")
     Files.createDirectories(root.resolve("state/0/0"))
     write(root.resolve("state/0/_metadata/v2/1"), "v2")
     root
