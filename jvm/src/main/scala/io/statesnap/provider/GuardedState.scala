@@ -34,12 +34,17 @@ private[provider] object GuardedState {
       case ProblemAt.Value => "value"
       case other => other.describe
     }).mkString(" and ")
-    new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe " +
-      "changed in a way Spark's own state schema check refuses (fields are compared by position and type; " +
-      s"names may change), and statesnap does not migrate this state.\nRecorded key:   ${oldKey.simpleString}\n" +
-      s"New key:        ${keySchema.simpleString}\nRecorded value: ${oldValue.simpleString}\n" +
-      s"New value:      ${valueSchema.simpleString}\nNothing was read or rewritten. Fix: keep the operator's " +
-      "state as it was: the same grouping or join keys, the same aggregate functions and deduplication columns, " +
-      "with the same types, in the same order." + hint)
+    val schemas = s"\nRecorded key:   ${oldKey.simpleString}\nNew key:        ${keySchema.simpleString}\n" +
+      s"Recorded value: ${oldValue.simpleString}\nNew value:      ${valueSchema.simpleString}\nNothing was read or " +
+      "rewritten. Fix: "
+    // A key under other names is another key (KeyNames), which a key change makes.
+    KeyNames.renamed(recorded, current).headOption.fold(new StatesnapException(
+      StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe changed in a way Spark's own " +
+        "state schema check refuses (fields are compared by position and type), and statesnap does not migrate " +
+        s"this state.$schemas" + "keep the operator's state as it was: the same grouping or join keys, the same " +
+        "aggregate functions and deduplication columns, with the same types, in the same order." + hint)) { renamed =>
+      new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: " +
+        s"${renamed.reason}.$schemas${renamed.fix}.")
+    }
   }
 }

@@ -84,6 +84,8 @@ private[statesnap] object StateDecision {
       val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
       if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
     case None => Record(current)
+    case Some(old) if KeyNames.renamed(old, current).nonEmpty =>
+      Refuse(IncompatibleStateSchema, KeyNames.renamed(old, current), "")
     case Some(old) if !current.operator.migrates =>
       // A state statesnap guards but never migrates: what Spark's own check (off for the query) would refuse.
       val changed = Seq((ProblemAt.Key, old.keySnapshot, current.keySnapshot),
