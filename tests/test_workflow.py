@@ -128,9 +128,11 @@ def test_a_verb_refuses_a_query_that_runs_idle_in_another_driver_until_its_lease
             assert held["queryId"] in refused.lines[0] and held["runId"] in refused.lines[0], refused.lines
         with pytest.raises(tools.ToolError, match=held["runId"]):
             tools.deploy(checkpoint, by_user(spark, source), lambda df: pytest.fail("deploy started a query"))
-        time.sleep(2.5)  # a renewal, a third of the 6 s lease
+        renewed = time.time() + 10  # renewed every third of the 6 s lease, idle as the query is
+        while json.loads(lease.read_text())["renewedAtMillis"] == held["renewedAtMillis"]:
+            assert time.time() < renewed, "the lease of a running query is renewed"
+            time.sleep(0.5)
         assert driver.poll() is None, "the running query's driver must be untouched"
-        assert json.loads(lease.read_text())["renewedAtMillis"] > held["renewedAtMillis"]
         assert tree_hash(os.path.join(checkpoint, "state")) == state
         assert not Path(checkpoint, "offsets", "1").exists()
     finally:
