@@ -226,21 +226,19 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
           StateSpec("tags", "n int, tag string", lambda v: (v, f"t{v}"), kind="list")]
     rehearsal = by_kind(tools.rehearse(checkpoint, dedup_then(v2)))
     assert rehearsal["transformWithState"]["decision"] == ("migrates" if TWS_ONLINE else "migrates offline"), rehearsal
-    query = statesnap.deploy(checkpoint, dedup_then(v2), start, no_file_sink=True)
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-        await_listeners(query)
+    def deploy_to_end() -> None:
+        query = statesnap.deploy(checkpoint, dedup_then(v2), start, no_file_sink=True)
+        try:
+            query.awaitTermination()
+        finally:
+            query.stop()
+            await_listeners(query)
+
+    deploy_to_end()
     assert [(r.id, json.loads(r.seen)) for r in collected] == [("a", {"total": [1], "tags": [[None, "t1"]]})]
 
     # The same deploy again, after the new version ran: nothing migrates a second time (no batch appended), and the
     # query starts as it is.
     commits = sorted(p.name for p in Path(checkpoint, "commits").iterdir())
-    query = statesnap.deploy(checkpoint, dedup_then(v2), start, no_file_sink=True)
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-        await_listeners(query)
+    deploy_to_end()
     assert sorted(p.name for p in Path(checkpoint, "commits").iterdir()) == commits and len(collected) == 1

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
-from apps import INPUT_SCHEMA, STOCK_PROVIDER, run_app, run_group_state_app, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, await_listeners, run_app, run_group_state_app, write_input
 from minors import MINOR, TWS_ONLINE
 from statesnap import tools
 from test_committed_state import tree_hash
@@ -151,38 +151,46 @@ def test_a_verb_refuses_a_query_that_runs_idle_in_another_driver_until_its_lease
     assert moved.outcome == tools.Outcome.CHANGE, moved.lines
 
 
-def test_the_sink_statesnap_recorded_is_the_one_a_verb_writes_to(spark, tmp_path):
+@pytest.fixture
+def dedup_to_a_file_sink(spark, tmp_path):
+    """(input, checkpoint, output, run): run() runs a dedup of the input not yet processed into a JSON file sink
+    (availableNow), whose log compacts every 2 batches."""
     source, checkpoint, output = (str(tmp_path / name) for name in ("input", "checkpoint", "output"))
-    spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "2")
 
-    def run():
+    def run() -> None:
         query = (spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(["id"]).writeStream
                  .format("json").option("path", output).option("checkpointLocation", checkpoint)
                  .trigger(availableNow=True).start())
-        query.awaitTermination()
-        query._jsq.sparkSession().sparkContext().listenerBus().waitUntilEmpty()
+        try:
+            query.awaitTermination()
+        finally:
+            await_listeners(query)
 
-    try:
-        write_input(source, ROUND_1)
+    spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "2")
+    yield source, checkpoint, output, run
+    spark.conf.unset("spark.sql.streaming.fileSink.log.compactInterval")
+
+
+def test_the_sink_statesnap_recorded_is_the_one_a_verb_writes_to(spark, tmp_path, dedup_to_a_file_sink):
+    source, checkpoint, output, run = dedup_to_a_file_sink
+    write_input(source, ROUND_1)
+    run()
+    before = (tree_hash(checkpoint), tree_hash(output))
+    refused = tools.repartition(checkpoint, 3, no_file_sink=True)
+    assert refused.outcome == tools.Outcome.REFUSED, refused.lines
+    assert "--no-file-sink" in refused.lines[0] and output in refused.lines[0], refused.lines
+    elsewhere = tools.repartition(checkpoint, 3, file_sink=str(tmp_path / "elsewhere"))
+    assert elsewhere.outcome == tools.Outcome.REFUSED and output in elsewhere.lines[0], elsewhere.lines
+    assert (tree_hash(checkpoint), tree_hash(output)) == before
+    # Neither flag: the recorded sink's log gets the appended batch (a compaction batch at this interval).
+    moved = tools.repartition(checkpoint, 3)
+    assert moved.outcome == tools.Outcome.CHANGE, moved.lines
+    assert Path(output, "_spark_metadata", "1.compact").is_file()
+    for round_ in (ROUND_2, ROUND_3):  # batches 2 and 3, a compaction that reads the appended batch
+        write_input(source, round_)
         run()
-        before = (tree_hash(checkpoint), tree_hash(output))
-        refused = tools.repartition(checkpoint, 3, no_file_sink=True)
-        assert refused.outcome == tools.Outcome.REFUSED, refused.lines
-        assert "--no-file-sink" in refused.lines[0] and output in refused.lines[0], refused.lines
-        elsewhere = tools.repartition(checkpoint, 3, file_sink=str(tmp_path / "elsewhere"))
-        assert elsewhere.outcome == tools.Outcome.REFUSED and output in elsewhere.lines[0], elsewhere.lines
-        assert (tree_hash(checkpoint), tree_hash(output)) == before
-        # Neither flag: the recorded sink's log gets the appended batch (a compaction batch at this interval).
-        moved = tools.repartition(checkpoint, 3)
-        assert moved.outcome == tools.Outcome.CHANGE, moved.lines
-        assert Path(output, "_spark_metadata", "1.compact").is_file()
-        for round_ in (ROUND_2, ROUND_3):  # batches 2 and 3, a compaction that reads the appended batch
-            write_input(source, round_)
-            run()
-        ids = [r.id for r in spark.read.json(output).collect()]
-        assert sorted(ids) == ["u0", "u1", "u2", "u3"]
-    finally:
-        spark.conf.unset("spark.sql.streaming.fileSink.log.compactInterval")
+    ids = [r.id for r in spark.read.json(output).collect()]
+    assert sorted(ids) == ["u0", "u1", "u2", "u3"]
 
 
 @pytest.mark.parametrize("kind", ["group state", pytest.param("transformWithState", marks=pytest.mark.skipif(
@@ -229,38 +237,25 @@ def test_every_verb_run_again_after_the_new_version_ran_changes_nothing(spark, t
         assert tree_hash(checkpoint) == before, again.lines
 
 
-def test_a_sink_log_left_without_an_appended_batch_is_repaired_and_the_query_runs_again(spark, tmp_path, cli):
-    source, checkpoint, output = (str(tmp_path / name) for name in ("input", "checkpoint", "output"))
-    spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "2")
-
-    def run():
-        query = (spark.readStream.schema(INPUT_SCHEMA).json(source).dropDuplicates(["id"]).writeStream
-                 .format("json").option("path", output).option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
-        try:
-            query.awaitTermination()
-        finally:
-            query._jsq.sparkSession().sparkContext().listenerBus().waitUntilEmpty()
-
-    try:
-        write_input(source, ROUND_1)
-        run()
-        # As the earlier release left it: no record of the sink, and a batch appended told --no-file-sink.
-        Path(checkpoint, "_statesnap", "sink").unlink()
-        assert tools.repartition(checkpoint, 3, no_file_sink=True).outcome == tools.Outcome.CHANGE
-        write_input(source, ROUND_2)
-        run()  # batch 2
-        write_input(source, ROUND_3)
-        with pytest.raises(StreamingQueryException, match="BATCH_METADATA_NOT_FOUND"):
-            run()  # batch 3 compacts the log, which misses batch 1
-        code, out = cli("inspect", checkpoint)
-        assert code == 0 and "misses batch 1, which the checkpoint committed" in out, out
-        assert f"python -m statesnap repair-sink '{checkpoint}'" in out, out
-        code, out = cli("repair-sink", checkpoint)
-        assert code == 3 and "done: add batch 1, with no files, to the file sink's log" in out, out
-        code, out = cli("repair-sink", checkpoint)
-        assert code == 0 and "nothing to repair" in out, out
-        run()
-        assert sorted(r.id for r in spark.read.json(output).collect()) == ["u0", "u1", "u2", "u3"]
-    finally:
-        spark.conf.unset("spark.sql.streaming.fileSink.log.compactInterval")
+def test_a_sink_log_left_without_an_appended_batch_is_repaired_and_the_query_runs_again(spark, cli,
+                                                                                        dedup_to_a_file_sink):
+    source, checkpoint, output, run = dedup_to_a_file_sink
+    write_input(source, ROUND_1)
+    run()
+    # As the earlier release left it: no record of the sink, and a batch appended told --no-file-sink.
+    Path(checkpoint, "_statesnap", "sink").unlink()
+    assert tools.repartition(checkpoint, 3, no_file_sink=True).outcome == tools.Outcome.CHANGE
+    write_input(source, ROUND_2)
+    run()  # batch 2
+    write_input(source, ROUND_3)
+    with pytest.raises(StreamingQueryException, match="BATCH_METADATA_NOT_FOUND"):
+        run()  # batch 3 compacts the log, which misses batch 1
+    code, out = cli("inspect", checkpoint)
+    assert code == 0 and "misses batch 1, which the checkpoint committed" in out, out
+    assert f"python -m statesnap repair-sink '{checkpoint}'" in out, out
+    code, out = cli("repair-sink", checkpoint)
+    assert code == 3 and "done: add batch 1, with no files, to the file sink's log" in out, out
+    code, out = cli("repair-sink", checkpoint)
+    assert code == 0 and "nothing to repair" in out, out
+    run()
+    assert sorted(r.id for r in spark.read.json(output).collect()) == ["u0", "u1", "u2", "u3"]

@@ -58,8 +58,12 @@ class StatesnapQueryListener extends StreamingQueryListener {
    */
   private def holdLease(query: RunningQuery): Unit = {
     val seconds = query.conf(QueryLease.SecondsConf).map(_.toLong).getOrElse(QueryLease.DefaultSeconds)
-    def renew(): Unit = try QueryLease.hold(query.checkpoint, query.id.toString, query.runId, query.name, seconds,
-      query.hadoopConf) catch {
+    // A run that is no longer active (its termination event lost, or a later run started) gives its lease up.
+    def renew(): Unit = try StatesnapRunningQueries.activeRun(query.id) match {
+      case Some(run) if !run.contains(query.runId) => releaseLease(query)
+      case _ => QueryLease.hold(query.checkpoint, query.id.toString, query.runId, query.name, seconds,
+        query.hadoopConf)
+    } catch {
       case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not renew the lease of ${query.describe} " +
         s"on its checkpoint; the offline tools may not see that it runs: $e")
     }

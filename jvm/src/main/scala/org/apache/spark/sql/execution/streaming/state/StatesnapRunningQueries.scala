@@ -45,6 +45,12 @@ object StatesnapRunningQueries {
 
   def find(id: UUID): Option[RunningQuery] = queries.flatMap(q => Option(q.get(id))).map(new RunningQuery(_))
 
+  /**
+   * The run of the query with `id` that is active now: Some(None) if none is, None if this thread reaches no session
+   * to ask (every session of a SparkContext shares the map).
+   */
+  def activeRun(id: UUID): Option[Option[String]] = queries.map(q => Option(q.get(id)).map(_.runId.toString))
+
   def all: Seq[RunningQuery] = queries.toSeq.flatMap(_.values.asScala).map(new RunningQuery(_))
 
   /** A checkpoint location as Spark qualifies it for `resolvedCheckpointRoot` (without creating it). */
