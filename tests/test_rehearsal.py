@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.utils import StreamingQueryException
 
 import statesnap
 from apps import INPUT_SCHEMA, StateSpec, _states_app_over, await_listeners, write_input
@@ -224,6 +225,10 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
 
     v2 = [StateSpec("total", "total bigint"),
           StateSpec("tags", "n int, tag string", lambda v: (v, f"t{v}"), kind="list")]
+    if not TWS_ONLINE:  # restarted without the deploy first: Spark refuses it, and the deploy removes its batch
+        with pytest.raises(StreamingQueryException, match="STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"):
+            run_to_end(dedup_then(v2), checkpoint, "update")
+        assert Path(checkpoint, "_statesnap", "refused-plans", "1").is_file()
     rehearsal = by_kind(tools.rehearse(checkpoint, dedup_then(v2)))
     assert rehearsal["transformWithState"]["decision"] == ("migrates" if TWS_ONLINE else "migrates offline"), rehearsal
     def deploy_to_end() -> None:
