@@ -18,7 +18,8 @@ OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests
   tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py \
   tests/test_committed_avro.py tests/test_avro_offline_migrate.py tests/test_wheel.py tests/test_differential.py \
   tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_map_user_key.py \
-  tests/test_change_grouping_key.py tests/test_rehearsal.py tests/test_workflow.py tests/test_key_names.py
+  tests/test_change_grouping_key.py tests/test_rehearsal.py tests/test_workflow.py tests/test_key_names.py \
+  tests/test_aggregates_by_function.py
 # The other minors where transformWithState takes statesnap's provider (before Spark 4.2): the operator suites and
 # those of transformWithState's online migration, Spark's Avro encoding and Spark's readers beside statesnap. The
 # tools, rules and registration logic that are the same code on every 4.x minor run on the pinned one (CI time).
@@ -39,7 +40,7 @@ SINGLE_STATE_SUITES := tests/test_group_state.py tests/test_other_operators.py t
   tests/test_stop_during_migration.py tests/test_format_properties.py tests/test_visible_migrations.py \
   tests/test_one_decision.py tests/test_tool_contract.py tests/test_adopt.py tests/test_wheel.py tests/test_differential.py \
   tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_rehearsal.py \
-  tests/test_key_names.py
+  tests/test_key_names.py tests/test_aggregates_by_function.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)

@@ -37,6 +37,10 @@ object StateEvolution {
       case AddedFields.AggregateBuffers(planned) => planned
       case _ => Nil
     }
+    // A streaming aggregation whose plan was read declares the buffers of the aggregates its query computes,
+    // whatever the state's history: one it no longer computes was removed (never rolled back to), one it computes
+    // again starts at the deploy (never read back with no value).
+    val byThePlan = starts.nonEmpty
     val direction = Integer.compare(declared.version, recorded.version)
     // The schemas a rollback left (as below: to an older application version, or back to a schema the state had
     // before them), whose fields the state no longer has: their values were dropped (under a FORWARD mode, without
@@ -58,7 +62,7 @@ object StateEvolution {
         p.oldSchema, added)) }
     }
     val readdedWithoutValues = plans.flatMap(_._2.changes).collect {
-      case Change.Added(path, dt, _) if lostEarlier(path) && !confirmedLost(path) =>
+      case Change.Added(path, dt, _) if lostEarlier(path) && !confirmedLost(path) && !byThePlan =>
         readded(recorded, math.max(declared.version, recorded.version + 1), path, dt)
     }
     // Only a step's rules run SQL, so only an upgrade's plans can depend on the settings they run under.
@@ -86,7 +90,8 @@ object StateEvolution {
         RowSchemaEvolution.withoutMetadata(recorded.schema) != RowSchemaEvolution.withoutMetadata(declared.schema)) {
         Seq(sameVersion(recorded, declared))
       } else if (problems.nonEmpty) problems
-      else if (direction <= 0 && dropped.nonEmpty && (direction < 0 || earlierSchema) && !mode.forward) {
+      else if (direction <= 0 && dropped.nonEmpty && (direction < 0 || earlierSchema) && !mode.forward &&
+          !byThePlan) {
         Seq(rollback(recorded, declared, dropped, direction < 0))
       } else if (direction >= 0 && !identical) modeProblems(recorded, history, declared, mode, plans, starts)
       else Nil
