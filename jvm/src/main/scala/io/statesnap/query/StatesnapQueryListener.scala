@@ -39,8 +39,11 @@ class StatesnapQueryListener extends StreamingQueryListener {
   /** The runs whose operator names [[recordOperatorNames]] recorded (or tried to, once per run). */
   private val operatorsNamed = ConcurrentHashMap.newKeySet[UUID]()
 
-  /** The renewal of each started query's lease on its checkpoint ([[QueryLease]]), by query id. */
-  private val leases = new ConcurrentHashMap[UUID, ScheduledFuture[_]]
+  /**
+   * The renewal of each started run's lease on its checkpoint ([[QueryLease]]), by run id: a query restarted in this
+   * JVM before its previous run's termination event came keeps its new run's renewal when that event comes.
+   */
+  private val leases = new ConcurrentHashMap[String, ScheduledFuture[_]]
 
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     StatesnapRunningQueries.find(event.id).foreach { query =>
@@ -69,12 +72,12 @@ class StatesnapQueryListener extends StreamingQueryListener {
     }
     renew()
     val period = math.max(1000L, seconds * 1000 / 3)
-    Option(leases.put(query.id, StatesnapQueryListener.renewals.scheduleAtFixedRate(() => renew(), period, period,
-      TimeUnit.MILLISECONDS))).foreach(_.cancel(false))
+    leases.put(query.runId, StatesnapQueryListener.renewals.scheduleAtFixedRate(() => renew(), period, period,
+      TimeUnit.MILLISECONDS))
   }
 
   private def releaseLease(query: RunningQuery): Unit = {
-    Option(leases.remove(query.id)).foreach(_.cancel(false))
+    Option(leases.remove(query.runId)).foreach(_.cancel(false))
     try QueryLease.release(query.checkpoint, query.runId, query.hadoopConf) catch {
       case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not release the lease of " +
         s"${query.describe} on its checkpoint; it expires by itself: $e")
