@@ -1,10 +1,8 @@
 package io.statesnap.tools
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.time.Instant
 
 import scala.util.Try
-import scala.util.control.NonFatal
 
 import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.hadoop.conf.Configuration
@@ -50,13 +48,8 @@ object QueryLease {
       hadoopConf: Configuration): Unit = {
     heldHere.add(runId)
     val now = System.currentTimeMillis()
-    val root = new Path(checkpoint)
-    val fm = CheckpointFileManager.create(root, hadoopConf)
-    fm.mkdirs(file(root).getParent)
-    val out = fm.createAtomic(file(root), overwriteIfPossible = true)
-    try out.write(QueryLease(queryId, runId, name, now, now + seconds * 1000).toJson.getBytes(UTF_8))
-    catch { case NonFatal(e) => out.cancel(); throw e }
-    out.close()
+    CheckpointTextFile.write(file(new Path(checkpoint)), QueryLease(queryId, runId, name, now,
+      now + seconds * 1000).toJson, hadoopConf)
   }
 
   /** Gives up the lease of run `runId`, if it still holds the file (a later run's is left). */
@@ -68,21 +61,17 @@ object QueryLease {
   }
 
   /** The lease on the checkpoint at `root`, if there is one it can read (an unreadable one is held: see [[refuse]]). */
-  def read(root: Path, hadoopConf: Configuration): Option[QueryLease] = {
-    val fs = root.getFileSystem(hadoopConf)
-    if (!fs.exists(file(root))) None else {
-      val in = fs.open(file(root))
-      val text = try new String(in.readAllBytes(), UTF_8) finally in.close()
-      Some(Try {
+  def read(root: Path, hadoopConf: Configuration): Option[QueryLease] =
+    CheckpointTextFile.read(file(root), hadoopConf).map { text =>
+      Try {
         implicit val formats: Formats = DefaultFormats
         val json = JsonMethods.parse(text)
         QueryLease((json \ "queryId").extract[String], (json \ "runId").extract[String],
           (json \ "name").extractOpt[String], (json \ "renewedAtMillis").extract[Long],
           (json \ "expiresAtMillis").extract[Long])
       }.getOrElse(throw new IllegalStateException(s"${file(root)} is not a lease statesnap wrote: remove it if no " +
-        "query runs on the checkpoint")))
+        "query runs on the checkpoint"))
     }
-  }
 
   /**
    * Refuses (`refuse`) while a query's lease on the checkpoint at `root` holds, unless the user named its run as gone

@@ -1,15 +1,11 @@
 package io.statesnap.tools
 
-import java.nio.charset.StandardCharsets.UTF_8
-
-import scala.util.control.NonFatal
-
 import io.statesnap.CheckpointFile
 import io.statesnap.ScalaCompat._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import io.statesnap.SparkClasses.{CheckpointFileManager, FileStreamSink, FileStreamSinkLog, SinkFileStatus}
+import io.statesnap.SparkClasses.{FileStreamSink, FileStreamSinkLog, SinkFileStatus}
 
 /**
  * The sink of a query `migrate` or `repartition` appends a batch to, as the user names it: a checkpoint does not say
@@ -101,23 +97,13 @@ object QuerySink {
         FileSinkText + output.getFileSystem(hadoopConf).makeQualified(output)
       case other => OtherSinkText + other
     }
-    if (!recordedText(root, hadoopConf).contains(text)) {
-      val fm = CheckpointFileManager.create(root, hadoopConf)
-      fm.mkdirs(recordFile(root).getParent)
-      val out = fm.createAtomic(recordFile(root), overwriteIfPossible = true)
-      try out.write(text.getBytes(UTF_8)) catch { case NonFatal(e) => out.cancel(); throw e }
-      out.close()
-    }
+    if (!recordedText(root, hadoopConf).contains(text)) CheckpointTextFile.write(recordFile(root), text, hadoopConf)
   }
   private val FileSinkName = "(?s)FileSink\\[(.*)\\]".r
 
-  private def recordedText(root: Path, hadoopConf: Configuration): Option[String] = {
-    val fs = root.getFileSystem(hadoopConf)
-    if (!fs.exists(recordFile(root))) None else {
-      val in = fs.open(recordFile(root))
-      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
-    }
-  }
+  private def recordedText(root: Path, hadoopConf: Configuration): Option[String] =
+    CheckpointTextFile.read(recordFile(root), hadoopConf)
+
 
   /** The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one. */
   def recorded(spark: SparkSession, checkpoint: Path): Option[File] =

@@ -52,8 +52,8 @@ object RefusedPlans {
     val plans = new Plans(new Path(checkpoint), hadoopConf)
     val since = Option(runStarts.get(runId)).map(_.longValue)
     plans.latest.filter(b => !plans.committed(b) && since.exists(s => plans.plannedAt(b).exists(_ >= s))).map { batch =>
-      plans.write(new Path(dir(plans.root), batch.toString), s"run $runId: $why\n$DigestLine" +
-        s"${plans.digest(batch)}\n")
+      CheckpointTextFile.write(new Path(dir(plans.root), batch.toString), s"run $runId: $why\n$DigestLine" +
+        s"${plans.digest(batch)}\n", hadoopConf)
       batch
     }
   }
@@ -134,14 +134,6 @@ object RefusedPlans {
       val fm = CheckpointFileManager.create(root, hadoopConf)
       val current = latest
       batches(dir(root)).filterNot(b => current.contains(b) && recorded(b)).foreach(b => fm.delete(recordOf(b)))
-    }
-
-    def write(file: Path, text: String): Unit = {
-      val fm = CheckpointFileManager.create(root, hadoopConf)
-      fm.mkdirs(file.getParent)
-      val out = fm.createAtomic(file, overwriteIfPossible = true)
-      try out.write(text.getBytes(UTF_8)) catch { case e: Throwable => out.cancel(); throw e }
-      out.close()
     }
 
     private def read(file: Path): Array[Byte] = {

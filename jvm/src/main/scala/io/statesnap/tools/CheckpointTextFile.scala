@@ -1,0 +1,34 @@
+package io.statesnap.tools
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.control.NonFatal
+
+import io.statesnap.SparkClasses.CheckpointFileManager
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+/**
+ * A small text file statesnap keeps in a checkpoint beside Spark's (a refused plan's record, a query's lease, its
+ * sink): written whole or not at all through Spark's `CheckpointFileManager` (so checksum files stay valid and a crash
+ * leaves the old file), read whole.
+ */
+private[tools] object CheckpointTextFile {
+  /** Writes `text` as `file`, replacing what is there. */
+  def write(file: Path, text: String, hadoopConf: Configuration): Unit = {
+    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
+    fm.mkdirs(file.getParent)
+    val out = fm.createAtomic(file, overwriteIfPossible = true)
+    try out.write(text.getBytes(UTF_8)) catch { case NonFatal(e) => out.cancel(); throw e }
+    out.close()
+  }
+
+  /** The text of `file`, if it exists. */
+  def read(file: Path, hadoopConf: Configuration): Option[String] = {
+    val fs = file.getFileSystem(hadoopConf)
+    if (!fs.exists(file)) None else {
+      val in = fs.open(file)
+      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
+    }
+  }
+}
