@@ -4,6 +4,7 @@ import java.time.Instant
 
 import scala.util.Try
 
+import io.statesnap.CheckpointTextFile
 import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path

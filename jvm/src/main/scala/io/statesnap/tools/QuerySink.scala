@@ -1,6 +1,6 @@
 package io.statesnap.tools
 
-import io.statesnap.CheckpointFile
+import io.statesnap.{CheckpointFile, CheckpointTextFile}
 import io.statesnap.ScalaCompat._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path

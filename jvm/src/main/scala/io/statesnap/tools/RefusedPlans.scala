@@ -6,6 +6,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
+import io.statesnap.CheckpointTextFile
 import io.statesnap.ScalaCompat._
 import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.hadoop.conf.Configuration

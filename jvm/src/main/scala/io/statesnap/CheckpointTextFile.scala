@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap
 
 import java.nio.charset.StandardCharsets.UTF_8
 
@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.Path
  * sink): written whole or not at all through Spark's `CheckpointFileManager` (so checksum files stay valid and a crash
  * leaves the old file), read whole.
  */
-private[tools] object CheckpointTextFile {
+private[statesnap] object CheckpointTextFile {
   /** Writes `text` as `file`, replacing what is there. */
   def write(file: Path, text: String, hadoopConf: Configuration): Unit = {
     val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
