@@ -3,6 +3,7 @@ schema check off for the query it must refuse what that check would refuse inste
 with a record of the schema that is versioned, atomic and compared as Spark compares."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -69,12 +70,15 @@ def test_names_may_change_as_spark_itself_allows(spark, app_dirs):
 
 def test_an_aggregate_replaced_by_another_of_the_same_type_is_never_read_as_it(spark, app_dirs, registrations):
     """sum(value) becomes count(value): a bigint in the same place, which Spark's own check passes (it compares by
-    position and type), so the count would read each group's sum. statesnap reads the buffers by the names Spark gives
-    them after the function, and refuses the likely rename, naming the state to register for and both fixes; with the
-    sum confirmed dropped, the count starts at the deploy."""
+    position and type), so the count would read each group's sum. Where the plan's meaning of the buffers is not
+    recorded (a checkpoint of an older statesnap: here removed), statesnap reads them by the names Spark gives them
+    after the function, and refuses the likely rename, naming the state to register for and both fixes; with the sum
+    confirmed dropped, the count starts at the deploy (with the meaning recorded, it starts there with nothing
+    registered: test_plan_meaning.py)."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 5, "set"), ("a", 7, "set"), ("b", 3, "set")])
     assert run_aggregation(spark, source, checkpoint, F.sum("value")) == {"a": (12,), "b": (3,)}
+    shutil.rmtree(Path(checkpoint) / "state" / "0" / "_statesnap" / "meaning")
     write_input(source, [("a", 1, "set")])
     with pytest.raises(StreamingQueryException) as refused:
         run_aggregation(spark, source, checkpoint, F.count("value"))

@@ -9,9 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "jvm" / "src" / "main"
 SPARK_STATE = "org.apache.spark.sql.execution.streaming.state"
 # Bottom first: a package may depend on those before it only (docs/design.md, "Packages").
-LAYERS = ["io.statesnap", "io.statesnap.evolution", "io.statesnap.snapshot", "io.statesnap.registration",
-          "io.statesnap.placement", "io.statesnap.keys", SPARK_STATE, SPARK_STATE + ".offline", "io.statesnap.provider",
-          "io.statesnap.bridge", "io.statesnap.tools", "io.statesnap.query"]
+LAYERS = ["io.statesnap", "io.statesnap.evolution", "io.statesnap.snapshot", "io.statesnap.meaning",
+          "io.statesnap.registration", "io.statesnap.placement", "io.statesnap.keys", SPARK_STATE,
+          SPARK_STATE + ".offline", "io.statesnap.provider", "io.statesnap.bridge", "io.statesnap.tools",
+          "io.statesnap.query"]
 
 
 def without_comments(text: str) -> str:

@@ -7,6 +7,7 @@ an UnsafeRow.
 """
 from __future__ import annotations
 
+import json
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,6 +89,14 @@ def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, by
     rows = spark.sparkContext._jvm.io.statesnap.tools.CheckpointRecords.recordRows(
         checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
+
+
+def meanings(spark: SparkSession, checkpoint: str) -> list[tuple[int, int, str, dict]]:
+    """What each operator's state means at the latest committed version, as recorded with it from the query's plan:
+    (operator, the version it is in force from, in words, as recorded) (the JVM's ``CheckpointRecords.meanings``)."""
+    rows = spark.sparkContext._jvm.io.statesnap.tools.CheckpointRecords.meaningRows(
+        checkpoint, spark._jsc.hadoopConfiguration())
+    return [(int(r[0]), int(r[1]), str(r[2]), json.loads(str(r[3]))) for r in rows]
 
 
 def row_long(row: bytes, ordinal: int, num_fields: int) -> Optional[int]:

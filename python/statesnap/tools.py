@@ -36,7 +36,7 @@ from py4j.protocol import Py4JJavaError
 
 from statesnap._config import PROVIDER_CLASS
 from statesnap._snapshots import RowSnapshot, _schema_json
-from statesnap.checkpoint import spark_session
+from statesnap.checkpoint import meanings, spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
 __all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy", "inspect",
@@ -122,6 +122,7 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
     with spark_session(dict(conf or {}), master) as spark:
         _require_checkpoint(spark, checkpoint)
         found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
+        meant = meanings(spark, checkpoint)
         adopted = not found and _pinned_provider(spark, checkpoint) == PROVIDER_CLASS
         sink = spark.sparkContext._jvm.io.statesnap.tools.SinkRepair.disagreement(spark._jsparkSession, checkpoint)
     if adopted:
@@ -141,6 +142,8 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
     lines: list[str] = []
     for store, record in shown:
         lines += _describe(store, record)
+    lines += [f"operator {operator} means: {words} (from the query's plan, recorded with version {version})"
+              for operator, version, words, _ in meant]
     if sink:
         lines.append(sink)
     return ToolResult("inspect", Outcome.NOTHING, lines, {"records": [
@@ -149,6 +152,8 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
          "value": r.value.to_json(), "recorded_at_version": r.recorded_at_version,
          "recorded_at_ms": r.recorded_at_ms, "compatibility": r.compatibility or "BACKWARD",
          "compatibility_declared": r.compatibility is not None} for s, r in shown],
+        "meanings": [{"operator": operator, "version": version, "meaning": recorded}
+                     for operator, version, _, recorded in meant],
         "sink_disagreement": sink})
 
 

@@ -2,6 +2,7 @@ package io.statesnap.keys
 
 import io.statesnap.evolution.{SqlExpressions, SqlSettings}
 import io.statesnap.keys.NewQueryOperators.{Aggregation, Keyed, TransformWithState}
+import io.statesnap.meaning.KeyColumn
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression}
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
@@ -25,10 +26,14 @@ object KeyChanges {
    * @param expressions SQL expressions of new key fields, by field name
    * @param describe the operator, as the checkpoint knows it
    * @param previous the operator in the previous version's query, where one is given
+   * @param sources the columns that feed the old key (as recorded with the state) and the new one (as the new
+   *   version's plan says), where both are known: a new field is then the old field fed by the same column, under
+   *   any name, and a field fed by another column is new, under any name; else fields are matched by name
    * @return None where the key is unchanged, nothing is given and the values stay as they are
    */
   def decide(describe: String, oldKey: StructType, value: StructType, to: Keyed, expressions: Map[String, String],
-      settings: SqlSettings, previous: Option[Keyed]): Either[String, Option[KeyChange]] = {
+      settings: SqlSettings, previous: Option[Keyed],
+      sources: Option[KeySources] = None): Either[String, Option[KeyChange]] = {
     // Recorded nullable (the key, and new values): Spark accepts a field recorded nullable for one that is not, and
     // some minors (4.3) record every state field nullable whatever the plan says.
     val newKey = nullable(to.key)
@@ -36,12 +41,17 @@ object KeyChanges {
     val unknown = expressions.keys.filterNot(newKey.fieldNames.contains).toSeq.sorted
     if (unknown.nonEmpty) return Left(s"$where: an expression is given for ${unknown.mkString(", ")}, which the new " +
       s"key does not have")
-    val keyStays = sameLayout(oldKey, newKey) && expressions.isEmpty
+    val fed = sources.filter(_.describes(oldKey, newKey))
+    // The old field each new one keeps, unless given: by the column that feeds it where known, else by name.
+    val oldFor: Int => Option[Int] = i => fed.fold(Some(oldKey.fieldNames.indexOf(newKey(i).name)).filter(_ >= 0))(
+      _.oldIndexOf(i))
+    val keyStays = expressions.isEmpty && newKey.indices.map(oldFor) == oldKey.indices.map(Some(_)) &&
+      oldKey.map(_.dataType).map(nullable) == newKey.map(_.dataType)
     if (keyStays && previous.isEmpty) return Right(None)
     val buffers = valueChange(oldKey, value, to, previous).fold(why => return Left(s"$where: $why"), identity)
     if (keyStays && buffers.isEmpty) return Right(None)
     val input = StructType(oldKey ++ value)
-    val fields = newKey.fields.toSeq.map { field =>
+    val fields = newKey.fields.toSeq.zipWithIndex.map { case (field, at) =>
       val to = s"key field `${field.name}` ${field.dataType.sql}"
       expressions.get(field.name) match {
         case Some(sql) =>
@@ -49,7 +59,7 @@ object KeyChanges {
           SqlExpressions.resolve(sql, input, settings).left.map(why => s"$expression: $why").flatMap(e =>
             upCast(e, field.dataType, settings).toRight(s"$expression is ${e.dataType.sql}: cast it in the expression")
               .map(cast => (cast, s"$to: from `$sql`")))
-        case None => Some(oldKey.fieldNames.indexOf(field.name)).filter(_ >= 0) match {
+        case None => oldFor(at) match {
           case Some(i) =>
             val old = oldKey(i).dataType
             val read = BoundReference(i, old, oldKey(i).nullable)
@@ -57,13 +67,17 @@ object KeyChanges {
               s"$to: widened from ${old.sql}")).toRight(s"$where: $to was ${old.sql}, and a narrowing may lose " +
               s"values, so it is never implicit. Fix: give it explicitly, keys={'${field.name}': " +
               s"'CAST(${field.name} AS ${field.dataType.sql})'} (entries that then meet under one key are merged)")
-          case None => Left(s"$where: $to is new, and the old entries have no value for it. Fix: give it as a SQL " +
+          case None => Left(s"$where: $to is new${fed.filter(_ => oldKey.fieldNames.contains(field.name)).fold("")(
+            f => s" (fed by ${f.now(at).source}, which the old key's `${field.name}` is not)")}, and the old entries " +
+            "have no value for it. Fix: give it as a SQL " +
             "expression over the old key and value, keys={'" + field.name + "': \"'a constant'\"} or derived from " +
             s"${oldKey.fieldNames.map(n => s"`$n`").mkString(", ")}")
         }
       }
     }
-    val dropped = oldKey.fieldNames.filterNot(newKey.fieldNames.contains)
+    val keptOld = newKey.indices.filterNot(i => expressions.contains(newKey(i).name)).flatMap(oldFor(_).toSeq).toSet
+    val dropped = oldKey.indices.filterNot(i => keptOld(i) || expressions.contains(oldKey(i).name))
+      .map(oldKey(_).name)
     // Old keys meet under one new key where a field is dropped or an old field is given anew (a narrowing).
     val meet = dropped ++ expressions.keys.filter(oldKey.fieldNames.contains)
     val meeting = s"$where: the entries of old keys that differ only in ${meet.map(f => s"`$f`").mkString(", ")} " +
@@ -113,10 +127,13 @@ object KeyChanges {
    * again, after the new version ran) would otherwise derive them again over entries written under the new key. Their
    * expressions are not applied; the entries keep their values.
    */
-  def alreadyInKey(oldKey: StructType, to: Keyed, expressions: Map[String, String]): Set[String] = {
+  def alreadyInKey(oldKey: StructType, to: Keyed, expressions: Map[String, String],
+      sources: Option[KeySources] = None): Set[String] = {
     val newKey = nullable(to.key)
+    val fed = sources.filter(_.describes(oldKey, newKey))
     expressions.keySet.filter(field => newKey.fieldNames.contains(field) && oldKey.fieldNames.contains(field) &&
-      nullable(oldKey(field).dataType) == newKey(field).dataType)
+      nullable(oldKey(field).dataType) == newKey(field).dataType && fed.forall(f =>
+        f.oldIndexOf(newKey.fieldIndex(field)).contains(oldKey.fieldIndex(field))))
   }
 
   /** `e` as `to`: itself, or cast where Spark's up-cast allows (no value lost), else None. */
@@ -139,4 +156,17 @@ object KeyChanges {
     case MapType(k, v, _) => MapType(nullable(k), nullable(v), valueContainsNull = true)
     case other => other
   }
+}
+
+/**
+ * The columns that feed an operator's old key (as recorded with its state) and its new one (as the new version's plan
+ * says), field by field: a new field keeps the old field fed by the same column, under any name.
+ */
+final case class KeySources(old: Seq[KeyColumn], now: Seq[KeyColumn]) {
+  /** Whether these are the sources of keys `oldKey` and `newKey` (the same fields, by name, in the same order). */
+  def describes(oldKey: StructType, newKey: StructType): Boolean =
+    old.map(_.name) == oldKey.fieldNames.toSeq && now.map(_.name) == newKey.fieldNames.toSeq
+
+  /** The old field fed by the column that feeds new field `at`. */
+  def oldIndexOf(at: Int): Option[Int] = Some(old.indexWhere(_.source == now(at).source)).filter(_ >= 0)
 }

@@ -2,6 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{AggregateStart, CompatibilityMode}
+import io.statesnap.meaning.PlannedOperator
 import io.statesnap.keys.RowMerge
 import io.statesnap.registration.{MapMerge, QueryRegistrations, StateRegistration}
 import io.statesnap.snapshot._
@@ -63,6 +64,9 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
    * None where it did not (a store opened outside such a query, a session without statesnap's extension).
    */
   def aggregateStarts(operatorId: Long): Option[Seq[AggregateStart]] = query.aggregateStarts.get(operatorId)
+
+  /** What the planned query says of operator `operatorId`'s state, as the driver decided it. */
+  def planned(operatorId: Long): Option[PlannedOperator] = query.planned.get(operatorId)
 
   /** Whether this query registers a snapshot for `state`. */
   def registers(state: String): Boolean = query.registrations.states.contains(state)

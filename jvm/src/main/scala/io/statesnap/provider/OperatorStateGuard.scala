@@ -3,7 +3,8 @@ package io.statesnap.provider
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{ProblemSide, RowMigration}
+import io.statesnap.evolution.{ProblemSide, RowMigration, SqlSettings}
+import io.statesnap.meaning.{AggregateMatch, RecordedMeanings}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
@@ -55,6 +56,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    * (a registration may then name an aggregate by its alias).
    */
   private lazy val starts = declared.aggregateStarts(id.operatorId)
+  /** What the planned query says this operator's state means, decided on the driver for the version it loads. */
+  private lazy val planned = declared.planned(id.operatorId)
   /** The buffers of a streaming aggregation, as they migrate. */
   private def aggregation = Migrates(SparkOperator.Aggregation.stateName, declared.aggregationSnapshot(
     SparkOperator.Aggregation.stateName, valueSchema, starts.getOrElse(Nil)), OperatorKind.Aggregation)
@@ -77,6 +80,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   def check(loadedVersion: Long): Option[SingleStateMigration] =
     if (matchedFrom.exists(_ <= loadedVersion)) None else {
       val ours = inForce(loadedVersion)
+      val thisDeploy = planned.filter(_.atVersion == loadedVersion)
       val recorded = ours.orElse {
         if (loadedVersion == 0) None // a new state: recorded at its first commit
         else Some(sparkSchemaFile(loadedVersion).getOrElse(throw new StatesnapException(
@@ -84,7 +88,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
             s"statesnap's record ($dir) nor Spark's own schema file of the operator says which schema its bytes " +
             "have, so statesnap will not guess. Nothing was read or rewritten. Restore the missing files, or start " +
             "the query on a new checkpoint.")))
-      }
+      }.map(r => if (thisDeploy.exists(_.sameKey)) underPlannedKeyNames(r) else r)
       // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
       val registered = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation))
       // A group state unchanged since a record of the whole value (Spark's file, statesnap 0.1) is read as one.
@@ -102,9 +106,11 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         "(each starts at the deploy) or loses some; an aggregate only partly new needs the starting values of its " +
         s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
         "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else s" $ChangeKeyHint"))
-      val step = registered match {
-        case Some(m) => decideAs(m)
-        case None if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
+      val byFunction = thisDeploy.flatMap(_.buffers).filter(_ => migrates.isEmpty && isAggregation && starts.isDefined)
+      val step = (registered, byFunction, recorded) match {
+        case (_, Some(buffers), Some(old)) => byAggregate(ours, old, buffers, loadedVersion)
+        case (Some(m), _, _) => decideAs(m)
+        case (None, _, _) if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
           // Buffers that change with nothing registered, in a query whose plan the driver read: they migrate by the
           // aggregation's rules, an aggregate the deploy adds whole starting from its initial buffer. What those
           // rules refuse beyond a start (an aggregate only partly new: the start to register) is refused as Spark's
@@ -117,13 +123,43 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
           }
           if (beyondStarts) guarded()
           decideAs(aggregation)
-        case None => guarded()
+        case (None, _, _) => guarded()
       }
       pending = None
       step.next.foreach(write)
       if (step.next.isEmpty) matchedFrom = Some(loadedVersion)
       step.rewrite.map(from => SingleStateMigration(step.current.stateName, from.migration, from.layout, valueSchema))
     }
+
+  /**
+   * `recorded` with its key under the names the store declares: the planned query says the key is the recorded one
+   * (the same columns in the same order, [[io.statesnap.meaning.MeaningDecision]]), renamed; its layout is still
+   * decided as the record's.
+   */
+  private def underPlannedKeyNames(recorded: StateSnapshotRecord): StateSnapshotRecord = {
+    val old = StateDecision.schemaOf(recorded.keySnapshot)
+    if (recorded.kind != StateKind.Value || old.fieldNames.sameElements(keySchema.fieldNames) ||
+      old.map(_.dataType) != keySchema.map(_.dataType)) recorded
+    else recorded.copy(keySnapshot = new RowSchemaSnapshot().configure(keySchema))
+  }
+
+  /**
+   * The step of a streaming aggregation whose aggregates the deploy changes, its buffers matched by the aggregate
+   * they belong to (`buffers`, from the meaning recorded with the state and the planned query): each kept slice
+   * copied, each new aggregate started from its initial buffer, each dropped one's removed. Recorded as the
+   * guarded single state it then is, so that no later restart matches its buffers by name.
+   */
+  private def byAggregate(ours: Option[StateSnapshotRecord], old: StateSnapshotRecord, buffers: AggregateMatch,
+      loadedVersion: Long): StateWalk.Step = {
+    val plan = buffers.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema, starts.getOrElse(Nil),
+      SqlSettings.Default).fold(why => throw new StatesnapException(StatesnapException.IncompatibleStateSchema,
+      s"the aggregates of $describe change, and its buffers are not what its recorded meaning and the query's plan " +
+        s"say: $why. Nothing was read or rewritten. Fix: give the previous version's query too, " +
+        "statesnap.change_key(checkpoint, <the new version's streaming DataFrame>, previous=<the previous version's " +
+        "streaming DataFrame>), which matches each aggregate's buffers by the two plans (docs/tools.md)."), identity)
+    val next = old.succeededBy(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1))
+    StateWalk.Step(ours, Some(old), next, StateDecision.Migrate(plan.migration, next))
+  }
 
   /** Whether the buffers of `recorded` are not the declared ones: other names, or types Spark's check refuses. */
   private def buffersChange(recorded: StateSnapshotRecord): Boolean = {
@@ -139,8 +175,24 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   /** Records `record` with the next commit of the store ([[committed]]). */
   override def write(record: StateSnapshotRecord): Unit = pending = Some(record)
 
-  /** After `version` committed: records what resolution decided, and drops records after it. */
-  def committed(version: Long): Unit = pending.foreach { next =>
+  /**
+   * After `version` committed: records what resolution decided, and drops records after it; partition 0 records what
+   * the planned query says the state means with the first version of a deploy that changes it.
+   */
+  def committed(version: Long): Unit = {
+    recordMeaning(version)
+    recordPending(version)
+  }
+
+  private def recordMeaning(version: Long): Unit =
+    planned.filter(p => p.record && p.atVersion + 1 == version && id.partitionId == 0 &&
+        id.storeName == StateStoreId.DEFAULT_STORE_NAME).foreach { p =>
+      val file = RecordedMeanings.write(id.checkpointRootLocation, id.operatorId, version, p.meaning, hadoopConf)
+      log.info(s"statesnap: recorded what the state of operator ${id.operatorId} means (${p.meaning.describe}) in " +
+        s"$file")
+    }
+
+  private def recordPending(version: Long): Unit = pending.foreach { next =>
     val path = OperatorRecordFiles.file(dir, version)
     fm.mkdirs(dir)
     val out = fm.createAtomic(path, overwriteIfPossible = true)

@@ -57,10 +57,11 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         // restart, when Spark's metadata of this batch already names the query's states (one check for the query).
         undecided.map(_._2).find(_.storeVersion > 0).foreach(info => QueryStates.verify(
           query.registrations.states.keySet, stateRoot, query.runId, info.storeVersion, hadoopConf, query.checkpoint))
-        // What the plan tells the stores (how a streaming aggregation's aggregates start), in the conf their RDDs
-        // take from this session when the batch executes, after this rule.
+        // What the plan tells the stores (what each state means, how a streaming aggregation's aggregates start), in
+        // the conf their RDDs take from this session when the batch executes, after this rule.
         val planned = undecided.foldLeft(query) { case (q, (w, info)) =>
-          PlannedOperatorDecision.planned(plan, w, info.operatorId, q) }
+          PlannedOperatorDecision.planned(plan, w, query.checkpoint, info.operatorId, q, hadoopConf, info.storeVersion)
+        }
         if (planned != query) SQLConf.get.setConfString(QueryRegistrations.Conf, planned.toJson)
         undecided.foreach { case (writer, info) =>
           PlannedOperatorDecision.decide(plan, writer, query.checkpoint, info.operatorId.toInt, planned, hadoopConf,

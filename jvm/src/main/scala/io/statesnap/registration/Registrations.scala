@@ -4,6 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{AggregateStart, CompatibilityMode}
+import io.statesnap.meaning.PlannedOperator
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -170,10 +171,12 @@ object Registrations {
  * registrations for it, the errors the listener found (they fail the query at its first state access,
  * since a listener cannot fail a query itself), the id of the run (Spark 3.5 hands the stores none), and, added by
  * the driver's decision from the planned micro-batch, how each streaming aggregation's aggregates start
- * (`aggregateStarts`, by operator id: [[io.statesnap.evolution.AddedFields.AggregateBuffers]]).
+ * (`aggregateStarts`, by operator id: [[io.statesnap.evolution.AddedFields.AggregateBuffers]]) and what the plan says
+ * each operator's state means (`planned`, by operator id: [[PlannedOperator]]).
  */
 final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegistrations, errors: Seq[String],
-    runId: String = "", aggregateStarts: Map[Long, Seq[AggregateStart]] = Map.empty) {
+    runId: String = "", aggregateStarts: Map[Long, Seq[AggregateStart]] = Map.empty,
+    planned: Map[Long, PlannedOperator] = Map.empty) {
   def toJson: String = JsonMethods.compact(JsonMethods.render(JObject(
     "checkpoint" -> JString(checkpoint),
     "runId" -> JString(runId),
@@ -183,11 +186,16 @@ final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegi
       operator.toString -> JArray(starts.toList.map(s => JObject("function" -> JString(s.function),
         "buffers" -> JArray(s.buffers.toList.map { case (f, v) => JArray(List(JString(f), JString(v))) }),
         "aliases" -> JArray(s.aliases.toList.map(JString(_))))))
-    }))))
+    }),
+    "planned" -> JObject(planned.toList.sortBy(_._1).map { case (operator, p) => operator.toString -> p.toJValue }))))
 
   /** These registrations, with the aggregates of the streaming aggregation `operatorId` starting as planned. */
   def withAggregateStarts(operatorId: Long, starts: Seq[AggregateStart]): QueryRegistrations =
     copy(aggregateStarts = aggregateStarts + (operatorId -> starts))
+
+  /** These registrations, with what the plan says of operator `operatorId`'s state. */
+  def withPlanned(operatorId: Long, operator: PlannedOperator): QueryRegistrations =
+    copy(planned = planned + (operatorId -> operator))
 
   /** Refuses the query for what its registrations have wrong (found by the listener as the query started). */
   def requireValid(): Unit =
@@ -238,6 +246,11 @@ object QueryRegistrations {
         operator.toLong -> (starts match {
           case JArray(items) => items.map(aggregateStart)
           case other => throw invalid(s"aggregateStarts of operator $operator", other)
+        })
+      }.toMap }.getOrElse(Map.empty),
+      fields.get("planned").collect { case JObject(operators) => operators.map { case (operator, p) =>
+        operator.toLong -> (try PlannedOperator.fromJValue(p) catch {
+          case NonFatal(_) => throw invalid(s"planned operator $operator", p)
         })
       }.toMap }.getOrElse(Map.empty))
   }

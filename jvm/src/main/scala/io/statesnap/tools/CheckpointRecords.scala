@@ -4,6 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.CheckpointFile
+import io.statesnap.meaning.{OperatorMeaning, RecordedMeanings}
 import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import io.statesnap.tools.CheckpointReader.{DefaultStore, Store}
@@ -61,6 +62,23 @@ object CheckpointRecords {
   def recordRows(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
     records(checkpoint, hadoopConf).map { case (store, kept, bytes) =>
       Array[Any](store.operator, if (kept == Migrated) -1 else store.partition, store.storeName, store.version, bytes)
+    }.asJava
+
+  /**
+   * What each operator's state means at the latest committed batch, as recorded with it ([[RecordedMeanings]]), and
+   * the version it is in force from; operators with none recorded (an older statesnap's, joins) are not listed.
+   */
+  def meanings(checkpoint: String, hadoopConf: Configuration): Seq[(Int, Long, OperatorMeaning)] =
+    CheckpointReader.storesAtLatestCommit(checkpoint, hadoopConf)
+      .filter(s => s.partition == 0 && s.storeName == DefaultStore).flatMap { s =>
+        RecordedMeanings.inForce(s.stateRoot.toString, s.operator, s.store.version, hadoopConf)
+          .map { case (from, meaning) => (s.operator, from, meaning) }
+      }.sortBy(_._1)
+
+  /** For py4j: [[meanings]], one row each, `[operator, in force from version, in words, as JSON]`. */
+  def meaningRows(checkpoint: String, hadoopConf: Configuration): java.util.List[Array[Any]] =
+    meanings(checkpoint, hadoopConf).map { case (operator, from, meaning) =>
+      Array[Any](operator, from, meaning.describe, meaning.toJson)
     }.asJava
 
   /** [[records]], each parsed as input: a record that does not parse fails naming where it is kept. */

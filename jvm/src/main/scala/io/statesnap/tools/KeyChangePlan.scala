@@ -2,9 +2,11 @@ package io.statesnap.tools
 
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
-import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
+import io.statesnap.keys.{GroupStateMerge, KeyChanges, KeySources, NewQueryOperators}
+import io.statesnap.meaning.{PlannedMeaning, RecordedMeanings}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
 import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -33,9 +35,10 @@ private[tools] object KeyChangePlan {
     }
     // A value given for a field an operator's key has already is not applied to it: said, and counted as used.
     val kept = Seq.newBuilder[(String, String)]
-    def givenFor(old: RepartitionPlan.Operator, oldKey: StructType, to: Keyed): Map[String, String] = {
+    def givenFor(old: RepartitionPlan.Operator, oldKey: StructType, to: Keyed,
+        fed: Option[KeySources]): Map[String, String] = {
       val ofThisKey = keys.filter { case (field, _) => to.key.fieldNames.contains(field) }
-      val already = KeyChanges.alreadyInKey(oldKey, to, ofThisKey)
+      val already = KeyChanges.alreadyInKey(oldKey, to, ofThisKey, fed)
       already.toSeq.sorted.foreach(field => kept += field -> (s"key field `$field` of operator ${old.id} " +
         s"(${old.describe}) is in its key already, as ${oldKey(field).dataType.sql}: its entries keep their values " +
         s"(the value given for it, `${keys(field)}`, is for a key that does not have it yet)"))
@@ -43,6 +46,16 @@ private[tools] object KeyChangePlan {
     }
     val operators = of("new version's", query)
     val before = previous.map(of("previous version's", _))
+    // What each operator's state means: as recorded with it, and as the new version's plan says.
+    val planned = NewQueryOperators.plan(query)
+    val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))
+    val stateRoot = new Path(checkpoint.root, "state").toString
+    def sources(old: RepartitionPlan.Operator, i: Int): Option[KeySources] = for {
+      now <- meant.lift(i).flatten
+      (_, recorded) <- RecordedMeanings.inForce(stateRoot, old.id, checkpoint.latestCommittedBatch + 1,
+        checkpoint.hadoopConf)
+      if recorded.operator == now.operator
+    } yield KeySources(recorded.key, now.key)
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     val changed = plan.operators.zip(operators).zipWithIndex.map {
@@ -53,9 +66,11 @@ private[tools] object KeyChangePlan {
         val grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
           .getOrElse(refuse(s"operator ${old.id} (${old.describe}) keeps no state in Spark's schema file, which says " +
             "its grouping key: run the query once, then change its key"))
-        val ofThisKey = givenFor(old, grouping, tws)
+        val fed = sources(old, i)
+        val ofThisKey = givenFor(old, grouping, tws, fed)
         old.copy(keyChange = KeyChanges.decide(s"operator ${old.id} (${old.describe})", grouping, new StructType(),
-          tws, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }).fold(refuse, identity))
+          tws, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }, fed).fold(refuse, identity),
+          meaning = meant.lift(i).flatten)
       case ((old, keyed: Keyed), i) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
@@ -67,13 +82,14 @@ private[tools] object KeyChangePlan {
             merge, settings).fold(why => refuse(s"operator ${old.id} (${old.describe}): $why"), identity))
           case other => other
         }
-        val ofThisKey = givenFor(old, layout.keySchema, now)
+        val fed = sources(old, i)
+        val ofThisKey = givenFor(old, layout.keySchema, now, fed)
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
-          layout.valueSchema, now, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k })
+          layout.valueSchema, now, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }, fed)
           .fold(refuse, identity)
         if (change.nonEmpty && old.keyless) refuse(s"operator ${old.id} (${old.describe}) has no key in the " +
           "checkpoint (a global aggregation, on one partition): it cannot gain one")
-        old.copy(keyChange = change)
+        old.copy(keyChange = change, meaning = meant.lift(i).flatten)
       case ((old, Other(_)), _) => old
     }
     if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge]))) refuse("a " +

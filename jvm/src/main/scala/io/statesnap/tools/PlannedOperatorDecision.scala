@@ -2,6 +2,7 @@ package io.statesnap.tools
 
 import io.statesnap.SparkClasses
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
+import io.statesnap.meaning.{MeaningDecision, PlannedMeaning}
 import io.statesnap.provider.{OperatorStateGuard, StateDecision, StateEncoding, TransformWithStateDecision}
 import io.statesnap.registration.QueryRegistrations
 import org.apache.hadoop.conf.Configuration
@@ -30,7 +31,8 @@ object PlannedOperatorDecision {
       query: QueryRegistrations, hadoopConf: Configuration, version: Long): Option[Seq[(String, Seq[String])]] =
     NewQueryOperators.storeSchemas(writer).map { stores =>
       OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores,
-        planned(plan, writer, operatorId, query), hadoopConf, version).map(m => m.state -> m.migration.changes)
+        planned(plan, writer, checkpoint, operatorId, query, hadoopConf, version), hadoopConf, version)
+        .map(m => m.state -> m.migration.changes)
     }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
       _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => d.variable.name -> d.changes)))
 
@@ -63,14 +65,23 @@ object PlannedOperatorDecision {
     }
 
   /**
-   * `query` with what operator `operatorId` (`writer`, in `plan`) says its stores need beyond the registrations: how
-   * a streaming aggregation's aggregates start (Spark's initial buffer of each function: an aggregate a deploy adds
-   * starts at the deploy), with the output columns that are each aggregate as it is (the aggregation above the
-   * operator's: a registration may name an aggregate by them). The driver hands it to the stores in the query's conf;
-   * the stores of a query whose plan was not read (no statesnap extension) get none and refuse an added aggregate
-   * that has no registered start.
+   * `query` with what operator `operatorId` (`writer`, in `plan`) says its stores need beyond the registrations, as
+   * they load `version` of the query on `checkpoint`: what its state means ([[MeaningDecision]]: a key now fed by
+   * other columns is refused here, before any task) and how a streaming aggregation's aggregates start (Spark's
+   * initial buffer of each function: an aggregate a deploy adds starts at the deploy), with the output columns that
+   * are each aggregate as it is (the aggregation above the operator's: a registration may name an aggregate by them).
+   * The driver hands it to the stores in the query's conf; the stores of a query whose plan was not read (no statesnap
+   * extension) get none, compare keys by name and refuse an added aggregate that has no registered start.
    */
-  def planned(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, operatorId: Long,
+  def planned(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Long,
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): QueryRegistrations = {
+    val meant = PlannedMeaning.of(plan, writer).fold(query)(now => query.withPlanned(operatorId,
+      MeaningDecision.decide(stateRoot(checkpoint), operatorId, version, now, hadoopConf,
+        s"operator $operatorId (${now.operator}, checkpoint $checkpoint)", checkpoint)))
+    withStarts(plan, writer, operatorId, meant)
+  }
+
+  private def withStarts(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, operatorId: Long,
       query: QueryRegistrations): QueryRegistrations = writer match {
     // Format 1 repeats the key in the value, beside the buffers: only format 2's value is the buffers alone.
     case save: SparkClasses.StateStoreSaveExec if save.stateFormatVersion == 2 => save.child match {

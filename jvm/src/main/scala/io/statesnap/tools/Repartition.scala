@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.{CommitStateIds, ProviderClasses, SparkClasses}
 import io.statesnap.ScalaCompat._
+import io.statesnap.meaning.RecordedMeanings
 import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, SparkSchemaFileHistory}
 import io.statesnap.snapshot.{RecordFamily, RowSchemaSnapshot}
 import org.apache.hadoop.fs.{FileUtil, Path}
@@ -241,11 +242,15 @@ object Repartition {
    * For each operator whose key changes: statesnap's record in force of each store (where statesnap keeps one) and
    * Spark's schema file of the operator say the new key (and values) from the version the job writes on (the old ones
    * stay in force for the versions before it, and in the record's history; Spark's file's old content kept by
-   * [[SparkSchemaFileHistory]]); removed by [[rollBack]] with the batch.
+   * [[SparkSchemaFileHistory]]), and what the new version's plan says the state means ([[RecordedMeanings]]);
+   * removed by [[rollBack]] with the batch.
    */
   private def recordNewKeys(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
     val stateRoot = new Path(checkpoint.root, "state").toString
     val version = plan.batch + 2
+    for (o <- plan.operators if o.keyChange.nonEmpty; meaning <- o.meaning) {
+      RecordedMeanings.write(stateRoot, o.id, version, meaning, checkpoint.hadoopConf)
+    }
     for (o <- plan.operators; change <- o.keyChange; store <- o.stores) {
       val root = OperatorRecordFiles.root(stateRoot, o.id)
       o.targets(plan.to).foreach { p =>
@@ -426,10 +431,11 @@ object Repartition {
       }
       val records = OperatorRecordFiles.root(stateRoot.toString, op)
       recordsOfPartitionsFrom(checkpoint, records, from).foreach(checkpoint.fs.delete(_, true))
-      // A key change's records and Spark's schema file as of the version never committed.
+      // A key change's records, meaning and Spark's schema file as of the version never committed.
       for (p <- 0 until from; store <- "default" +: checkpoint.namedStores(op, 0)) {
         checkpoint.fs.delete(OperatorRecordFiles.file(OperatorRecordFiles.dir(records, p, store), batch + 1), false)
       }
+      checkpoint.fs.delete(new Path(RecordedMeanings.dir(stateRoot.toString, op), s"${batch + 1}.json"), false)
       (StateStoreId.DEFAULT_STORE_NAME +: checkpoint.namedStores(op, 0)).distinct.foreach(store =>
         SparkSchemaFileHistory.restore(StateStoreId(stateRoot.toString, op, 0, store), batch + 1,
           checkpoint.hadoopConf))

@@ -3,6 +3,7 @@ package io.statesnap.tools
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.keys.{GroupingKeyRekey, KeyChange}
+import io.statesnap.meaning.OperatorMeaning
 import io.statesnap.placement.{PartitionKey, StoredKey, TransformWithStateKeys}
 import io.statesnap.provider.OperatorRecordFiles
 import io.statesnap.registration.{QueryStates, SparkOperator}
@@ -135,8 +136,12 @@ object RepartitionPlan {
    * plans on one partition (AllTuples): its state stays in partition 0 whatever the count; and the change of its key
    * the new version of the query makes, if any (its one store gets every entry under its new key).
    */
+  /**
+   * @param keyChange how its key changes, if it does ([[KeyChangePlan]])
+   * @param meaning what the new version's plan says its state means, recorded with a key change's version
+   */
   final case class Operator(id: Int, describe: String, stores: Seq[Store], keyless: Boolean,
-      keyChange: Option[KeyChange] = None) {
+      keyChange: Option[KeyChange] = None, meaning: Option[OperatorMeaning] = None) {
     /** The partitions whose stores hold state now, and those that will. */
     def sources(from: Int): Seq[Int] = if (keyless) Seq(0) else 0 until from
     def targets(to: Int): Seq[Int] = if (keyless) Seq(0) else 0 until to

@@ -1,0 +1,118 @@
+package io.statesnap.meaning
+
+import io.statesnap.StatesnapException
+import org.apache.hadoop.conf.Configuration
+import org.json4s._
+
+/**
+ * What the plan of a query being started says of an operator's state, decided against the meaning recorded with it
+ * before any task ([[MeaningDecision.decide]]), and handed to the operator's stores in the query's conf: the meaning
+ * to record with the first version the batch commits (`record`), whether the key is the recorded one under other
+ * names (`sameKey`: the stores then read it under the new ones), and how an aggregation's buffers follow its
+ * aggregates (`buffers`). It holds for the version the batch loads (`atVersion`) only: later batches load versions
+ * recorded under it.
+ */
+final case class PlannedOperator(atVersion: Long, meaning: OperatorMeaning, record: Boolean, sameKey: Boolean,
+    buffers: Option[AggregateMatch]) {
+  def toJValue: JValue = JObject(
+    "atVersion" -> JInt(atVersion),
+    "meaning" -> meaning.toJValue,
+    "record" -> JBool(record),
+    "sameKey" -> JBool(sameKey),
+    "buffers" -> buffers.fold[JValue](JNull)(b => JObject(
+      "previous" -> OperatorMeaning("", Nil, b.previous).toJValue,
+      "kept" -> JArray(b.kept.toList.map(k => JInt(BigInt(k.getOrElse(-1))))))))
+}
+
+object PlannedOperator {
+  def fromJValue(value: JValue): PlannedOperator = {
+    val fields = value match {
+      case JObject(f) => f.toMap
+      case other => throw new IllegalArgumentException(s"a planned operator is an object, not $other")
+    }
+    val meaning = OperatorMeaning.fromJValue(fields("meaning"))
+    PlannedOperator(
+      fields.get("atVersion").collect { case JInt(v) => v.toLong }.getOrElse(-1L),
+      meaning,
+      fields.get("record").contains(JBool(true)),
+      fields.get("sameKey").contains(JBool(true)),
+      fields.get("buffers").collect { case JObject(b) =>
+        val buffers = b.toMap[String, JValue]
+        val previous = OperatorMeaning.fromJValue(buffers("previous")).aggregates
+        AggregateMatch(previous, meaning.aggregates, buffers("kept") match {
+          case JArray(items) => items.collect { case JInt(k) => Some(k.toInt).filter(_ >= 0) }
+          case other => throw new IllegalArgumentException(s"kept is $other")
+        })
+      })
+  }
+}
+
+object MeaningDecision {
+  /**
+   * Decides the state of operator `operatorId` under `stateRoot`, which the planned query means as `now`, as its
+   * stores load `version`: the meaning recorded for that version compared with `now`.
+   * @param describe the operator, as the refusal names it
+   * @param checkpoint the query's checkpoint, in the fix the refusal prints
+   * @throws StatesnapException a key of the same layout now fed by other columns, or by the same ones in another
+   *   order (a key of another layout is refused by the stores as Spark's own check refuses it). An aggregate whose
+   *   type changes (the same function over the same columns, cast otherwise) is not matched by function: its buffers
+   *   are decided by their names as without a recorded meaning, where a start for what is new can be registered.
+   */
+  def decide(stateRoot: String, operatorId: Long, version: Long, now: OperatorMeaning, hadoopConf: Configuration,
+      describe: String, checkpoint: String): PlannedOperator =
+    RecordedMeanings.inForce(stateRoot, operatorId, version, hadoopConf).map(_._2) match {
+      case None => PlannedOperator(version, now, record = true, sameKey = false, buffers = None)
+      case Some(recorded) if recorded.operator != now.operator =>
+        // Another operator at this id: Spark's own checks and the stores say so.
+        PlannedOperator(version, now, record = true, sameKey = false, buffers = None)
+      case Some(recorded) =>
+        val sameKey = keyChange(recorded.key, now.key) match {
+          case None => true
+          // A key of another layout: Spark's own check and the stores refuse it, naming both keys and change_key.
+          case Some(_) if recorded.key.map(_.dataType) != now.key.map(_.dataType) => false
+          case Some(why) => throw refusal(describe, recorded, now, why, checkpoint)
+        }
+        val buffers = Some(AggregateMatch(recorded.aggregates, now.aggregates)).filterNot(m => m.unchanged ||
+          m.retyped.nonEmpty)
+        PlannedOperator(version, now, record = recorded != now, sameKey = sameKey, buffers = buffers)
+    }
+
+  /**
+   * Why the key `now` is not the key `recorded`, if it is not: a field fed by another column, the same columns in
+   * another order, a column added or removed. The same columns in the same order are the same key under any names;
+   * a type that changes is the layout's to decide, not the meaning's.
+   */
+  def keyChange(recorded: Seq[KeyColumn], now: Seq[KeyColumn]): Option[String] =
+    if (recorded.map(_.source) == now.map(_.source)) None
+    else if (recorded.map(_.source).sorted == now.map(_.source).sorted) Some(s"its columns are reordered, " +
+      s"(${recorded.map(_.describe).mkString(", ")}) -> (${now.map(_.describe).mkString(", ")})")
+    else if (recorded.size == now.size) Some(recorded.zip(now).collect {
+      case (r, n) if r.source != n.source && r.name == n.name =>
+        s"`${n.name}` is now fed by ${n.source}, not ${r.source}"
+      case (r, n) if r.source != n.source => s"${r.describe} is now ${n.describe}"
+    }.mkString(", "))
+    else {
+      val gone = recorded.filterNot(r => now.exists(_.source == r.source))
+      val fresh = now.filterNot(n => recorded.exists(_.source == n.source))
+      Some((fresh.map(n => s"${n.describe} is fed by a column the recorded key does not have") ++
+        gone.map(r => s"${r.describe} no longer is in it").toList).mkString(", ") +
+        s" (recorded (${recorded.map(_.describe).mkString(", ")}), now (${now.map(_.describe).mkString(", ")}))")
+    }
+
+  /** The new key fields fed by a column the recorded key does not have: each needs its value for the old entries. */
+  def fedAnew(recorded: Seq[KeyColumn], now: Seq[KeyColumn]): Seq[KeyColumn] =
+    now.filterNot(n => recorded.exists(_.source == n.source))
+
+  private def refusal(describe: String, recorded: OperatorMeaning, now: OperatorMeaning, why: String,
+      checkpoint: String): StatesnapException = {
+    val fresh = fedAnew(recorded.key, now.key)
+    val keys = if (fresh.isEmpty) "" else fresh.map(f => s"'${f.name}': '<SQL over the old key and value>'")
+      .mkString(", keys={", ", ", "}")
+    new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: $why." +
+      " Spark compares keys by type and position and would read every old key as the new one; the query's plan says " +
+      "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: stop the " +
+      s"query and give every entry its new key, statesnap.change_key('$checkpoint', <the new version's streaming " +
+      s"DataFrame>$keys)" + (if (fresh.isEmpty) "" else ", each value derived from the old key and value") +
+      " (docs/tools.md, \"Change a key\"); or keep the key's columns as they were.")
+  }
+}

@@ -1,0 +1,80 @@
+package io.statesnap.meaning
+
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/**
+ * A key field of a stateful operator's state: its name in the key, what feeds it as the plan says (the column an
+ * alias renames, resolved to the input's own column, or the expression over input columns that computes it:
+ * [[PlannedMeaning.source]]) and its type (Spark's catalog string). Two fields of the same source are the same
+ * field under any name; two of the same name and type but other sources are not.
+ */
+final case class KeyColumn(name: String, source: String, dataType: String) {
+  def describe: String = if (name == source) s"`$name`" else s"`$name` (from $source)"
+}
+
+/**
+ * An aggregate of a streaming aggregation: its function over its sources (`max(value)`, an input column renamed
+ * upstream still `max(value)`), its buffer fields, names and types, as its slice of the state's value, and its
+ * function with every cast left out (`uncast`: `sum(value)` for `sum(CAST(value AS DECIMAL(20,2)))`), which tells an
+ * aggregate whose type changes from one replaced by another.
+ */
+final case class MeantAggregate(function: String, buffer: Seq[(String, String)], uncast: String)
+
+/**
+ * What a stateful operator's state means, from the query's plan: the operator (`streaming aggregation`,
+ * `dropDuplicates`, ...), its key field by field and, for a streaming aggregation, its aggregates in the order of
+ * their buffers. Kept beside the state ([[RecordedMeanings]]), it is what a restart's plan is compared with: a key
+ * is decided by the columns that feed it, never by type and position alone, and an aggregation's buffers by the
+ * aggregate they belong to, never by buffer name.
+ */
+final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregates: Seq[MeantAggregate]) {
+  def describe: String = s"$operator by ${if (key.isEmpty) "no key" else key.map(_.describe).mkString(", ")}" +
+    (if (aggregates.isEmpty) "" else s", aggregates ${aggregates.map(_.function).mkString(", ")}")
+
+  def toJson: String = JsonMethods.compact(JsonMethods.render(toJValue))
+
+  def toJValue: JValue = JObject(
+    "format" -> JInt(OperatorMeaning.Format),
+    "operator" -> JString(operator),
+    "key" -> JArray(key.toList.map(k => JObject("name" -> JString(k.name), "source" -> JString(k.source),
+      "type" -> JString(k.dataType)))),
+    "aggregates" -> JArray(aggregates.toList.map(a => JObject("function" -> JString(a.function),
+      "uncast" -> JString(a.uncast),
+      "buffer" -> JArray(a.buffer.toList.map { case (n, t) => JObject("name" -> JString(n), "type" -> JString(t)) })))))
+}
+
+object OperatorMeaning {
+  /** The layout of the JSON form; a newer one is refused, never guessed at. */
+  val Format = 1
+
+  def parse(json: String): OperatorMeaning = fromJValue(JsonMethods.parse(json))
+
+  def fromJValue(value: JValue): OperatorMeaning = {
+    def fields(v: JValue): Map[String, JValue] = v match {
+      case JObject(f) => f.toMap
+      case other => throw invalid(s"an object is expected, not ${JsonMethods.compact(other)}")
+    }
+    def text(f: Map[String, JValue], name: String): String = f.get(name) match {
+      case Some(JString(s)) => s
+      case other => throw invalid(s"'$name' is ${other.fold("missing")(JsonMethods.compact(_))}")
+    }
+    def list(f: Map[String, JValue], name: String): List[JValue] = f.get(name) match {
+      case Some(JArray(items)) => items
+      case other => throw invalid(s"'$name' is ${other.fold("missing")(JsonMethods.compact(_))}")
+    }
+    val all = fields(value)
+    all.get("format") match {
+      case Some(JInt(n)) if n <= Format =>
+      case other => throw invalid(s"its format is ${other.fold("missing")(JsonMethods.compact(_))}, and this " +
+        s"statesnap reads format $Format or older: a newer statesnap wrote it")
+    }
+    OperatorMeaning(text(all, "operator"), list(all, "key").map(fields).map(k =>
+      KeyColumn(text(k, "name"), text(k, "source"), text(k, "type"))),
+      list(all, "aggregates").map(fields).map(a => MeantAggregate(text(a, "function"),
+        list(a, "buffer").map(fields).map(b => text(b, "name") -> text(b, "type")), text(a, "uncast"))))
+  }
+
+  // Read through CheckpointFile.read, which names the file in the error it makes of this.
+  private def invalid(why: String) = new IllegalArgumentException(why)
+}

@@ -1,0 +1,64 @@
+package io.statesnap.meaning
+
+import io.statesnap.SparkClasses
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, ExprId, Expression, GetStructField, Literal,
+  PrettyAttribute}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+
+/**
+ * What a planned stateful operator's state means ([[OperatorMeaning]]), read from the physical plan of a micro-batch
+ * (or of a streaming DataFrame as a deploy plans it): each key field's source and each aggregate's function over its
+ * sources. A source follows every alias down to the input's own column (`col("user").alias("uid")`, a
+ * `withColumnRenamed` upstream: `user`) and through casts, and renders an expression over columns by its function
+ * (`upper(user)`, `from_json(value).user`): what the query computes, whatever it names it. None for an operator whose
+ * state this does not read (a session window, a join, a limit).
+ */
+object PlannedMeaning {
+  def of(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] = {
+    val sources = new Sources(plan)
+    def keyed(operator: String, key: Seq[Attribute], aggregates: Seq[MeantAggregate] = Nil) =
+      Some(OperatorMeaning(operator, key.map(a => KeyColumn(a.name, sources(a), a.dataType.catalogString)),
+        aggregates))
+    writer match {
+      case save: SparkClasses.StateStoreSaveExec => save.child match {
+        case aggregate: BaseAggregateExec => keyed("streaming aggregation", save.keyExpressions,
+          aggregate.aggregateExpressions.map(_.aggregateFunction).map(f => MeantAggregate(sources.function(f),
+            f.aggBufferAttributes.map(b => b.name -> b.dataType.catalogString),
+            sources.function(f.transform { case c: Cast => c.child }))))
+        case _ => None
+      }
+      case dedup: SparkClasses.StreamingDeduplicateExec => keyed("dropDuplicates", dedup.keyExpressions)
+      case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec =>
+        keyed("dropDuplicatesWithinWatermark", dedup.keyExpressions)
+      case groups: SparkClasses.FlatMapGroupsWithStateExec => keyed("group state", groups.groupingAttributes)
+      case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => keyed("group state", groups.groupingAttributes)
+      // Each minor's transformWithState operators keep their grouping attributes under that name.
+      case tws if tws.nodeName.startsWith("TransformWithState") => keyed("transformWithState",
+        tws.getClass.getMethod("groupingAttributes").invoke(tws).asInstanceOf[Seq[Attribute]])
+      case _ => None
+    }
+  }
+
+  /** What feeds each attribute of `plan`: the aliases of every node, followed down to the input's columns. */
+  private final class Sources(plan: SparkPlan) {
+    private val aliases: Map[ExprId, Expression] = plan.collect { case node => node.expressions }.flatten
+      .flatMap(_.collect { case a: Alias => a.exprId -> a.child }).toMap
+
+    def apply(e: Expression): String = source(e, Set.empty)
+
+    /** An aggregate function as its SQL says it, each column it reads named by its source. */
+    def function(f: Expression): String =
+      f.transform { case a: Attribute => PrettyAttribute(apply(a), a.dataType) }.sql
+
+    private def source(e: Expression, seen: Set[ExprId]): String = e match {
+      case a: Attribute => aliases.get(a.exprId).filterNot(_ => seen(a.exprId))
+        .fold(a.name)(source(_, seen + a.exprId))
+      case g: GetStructField => s"${source(g.child, seen)}.${g.extractFieldName}"
+      case l: Literal => l.sql
+      // A column cast is the same column (its type is the layout's to decide, a narrowing refused there).
+      case c: Cast => source(c.child, seen)
+      case other => s"${other.prettyName}(${other.children.map(source(_, seen)).mkString(", ")})"
+    }
+  }
+}

@@ -1,0 +1,77 @@
+package io.statesnap.meaning
+
+import io.statesnap.evolution.{AggregateStart, SqlSettings}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
+import org.apache.spark.sql.types.{DoubleType, LongType, StructField, StructType}
+import org.junit.Assert._
+import org.junit.Test
+
+/**
+ * A restart decided by what the plan says a state means: a key by the columns that feed it (names play no part), an
+ * aggregation's buffers by the aggregate they belong to (buffer names play no part), and the record of it read back
+ * exactly as written.
+ */
+class MeaningDecisionTest {
+  private def key(fields: (String, String)*) = fields.map { case (name, source) => KeyColumn(name, source, "string") }
+  private def agg(function: String, buffer: (String, String)*) = MeantAggregate(function, buffer, function)
+  private val count = agg("count(1)", "count" -> "bigint")
+  private val sum = agg("sum(value)", "sum" -> "bigint")
+  private val max = agg("max(value)", "max" -> "bigint")
+  private val avg = agg("avg(value)", "sum" -> "double", "count" -> "bigint")
+
+  @Test def aKeyIsTheColumnsThatFeedItUnderAnyName(): Unit = {
+    assertEquals(None, MeaningDecision.keyChange(key("user" -> "user"), key("uid" -> "user")))
+    assertEquals(Some("`user` is now fed by region, not user"),
+      MeaningDecision.keyChange(key("user" -> "user"), key("user" -> "region")))
+    assertTrue(MeaningDecision.keyChange(key("a" -> "a", "b" -> "b"), key("b" -> "b", "a" -> "a")).get
+      .startsWith("its columns are reordered"))
+    assertEquals(Seq(KeyColumn("region", "region", "string")),
+      MeaningDecision.fedAnew(key("user" -> "user"), key("region" -> "region")))
+  }
+
+  @Test def buffersFollowTheirAggregateWhateverTheyAreNamed(): Unit = {
+    val m = AggregateMatch(Seq(count, sum), Seq(count, max, avg, sum))
+    assertEquals(Seq(Some(0), None, None, Some(1)), m.kept)
+    assertFalse(m.unchanged)
+    val removed = AggregateMatch(Seq(count, max, avg, sum), Seq(count, sum))
+    assertEquals(Seq(Some(0), Some(3)), removed.kept)
+    assertEquals(Seq("aggregate `count(1)`: kept", "aggregate `sum(value)`: kept", "aggregate `max(value)`: dropped",
+      "aggregate `avg(value)`: dropped"), removed.says)
+    // max(a) replaced by max(b): another aggregate, which starts anew; a sum widened is the same one retyped.
+    assertEquals(Seq(None), AggregateMatch(Seq(max), Seq(agg("max(other)", "max" -> "bigint"))).kept)
+    val widened = MeantAggregate("sum(CAST(value AS DECIMAL(20,2)))", Seq("sum" -> "decimal(30,2)",
+      "isEmpty" -> "boolean"), "sum(value)")
+    assertEquals(Seq(widened), AggregateMatch(Seq(sum), Seq(widened)).retyped)
+    assertTrue(AggregateMatch(Seq(count, sum), Seq(count, sum)).unchanged)
+  }
+
+  @Test def thePlanCopiesEachKeptSliceAndStartsTheNewOnes(): Unit = {
+    val old = StructType(Seq(StructField("count", LongType), StructField("sum", LongType)))
+    val neu = StructType(Seq(StructField("count", LongType), StructField("max", LongType),
+      StructField("sum", DoubleType), StructField("count", LongType), StructField("sum", LongType)))
+    val starts = Seq(AggregateStart("count(1)", Seq("count" -> "0L")), AggregateStart("max(value)",
+      Seq("max" -> "CAST(NULL AS BIGINT)")), AggregateStart("avg(value)", Seq("sum" -> "0.0D", "count" -> "0L")),
+      AggregateStart("sum(value)", Seq("sum" -> "CAST(NULL AS BIGINT)")))
+    val plan = AggregateMatch(Seq(count, sum), Seq(count, max, avg, sum)).plan(old, neu, starts, SqlSettings.Default)
+      .fold(why => throw new AssertionError(why), identity)
+    val row = UnsafeProjection.create(old)(InternalRow(3L, 11L))
+    val migrated = plan.migration.migrate(row)
+    assertEquals(Seq[Any](3L, null, 0.0, 0L, 11L), (0 until 5).map(i => migrated.get(i, neu(i).dataType)))
+    assertTrue(AggregateMatch(Seq(count, sum), Seq(count, max, avg, sum)).plan(neu, neu, starts, SqlSettings.Default)
+      .isLeft)
+  }
+
+  @Test def aMeaningReadsBackAsWrittenAndANewerFormatIsRefused(): Unit = {
+    val meaning = OperatorMeaning("streaming aggregation", Seq(KeyColumn("uid", "user", "string")), Seq(count, avg))
+    assertEquals(meaning, OperatorMeaning.parse(meaning.toJson))
+    val planned = PlannedOperator(3, meaning, record = true, sameKey = true,
+      Some(AggregateMatch(Seq(count), Seq(count, avg))))
+    assertEquals(planned, PlannedOperator.fromJValue(org.json4s.jackson.JsonMethods.parse(
+      org.json4s.jackson.JsonMethods.compact(planned.toJValue))))
+    val newer = meaning.toJson.replace("\"format\":1", "\"format\":2")
+    val e = assertThrows(classOf[IllegalArgumentException], () => OperatorMeaning.parse(newer))
+    assertTrue(e.getMessage, e.getMessage.contains("a newer statesnap wrote it"))
+    assertEquals("streaming aggregation by `uid` (from user), aggregates count(1), avg(value)", meaning.describe)
+  }
+}

@@ -1,0 +1,194 @@
+"""A state means what the query says (issue 55): the plan's meaning of each operator's state (its key's columns, its
+aggregates' functions) is recorded beside it, and a restart is decided by it. A key fed by the same columns under
+other names goes on; a key fed by another column is refused before any task, and the key change the refusal prints
+makes it, equal to a control that ran the new version from the start. An aggregation's buffers follow its aggregates
+by function, never by buffer name: aggregates added in the middle with names the others have (avg's sum and count),
+removed again, two max, a max of another column in the place of one, all with nothing registered, each version's
+output equal to a model of the application and the committed bytes read with rocksdict."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.utils import StreamingQueryException
+
+from apps import INPUT_SCHEMA, write_input
+from committed_state import latest_committed_version, read_state
+from migration_evidence import assert_migrated
+from minors import MINOR
+from statesnap import tools
+from test_committed_state import tree_hash
+from test_other_operators import run_to_end
+
+pytestmark = pytest.mark.skipif(MINOR not in ("3.5", "4.1", "4.3"), reason="the same decision on every minor: run on "
+                                                                           "the oldest, the pinned and the newest")
+
+# Each user's region (op) never changes: a count by user becomes one by region by a key change that derives it.
+ROUNDS = [[("u0", 1, "eu"), ("u1", 2, "eu"), ("u2", 4, "us")], [("u0", 10, "eu"), ("u2", 5, "us")],
+          [("u1", 7, "eu"), ("u0", 1, "eu")], [("u2", 3, "us"), ("u0", 2, "eu")], [("u1", 6, "eu"), ("u2", 8, "us")]]
+REGION = "CASE WHEN id = 'u2' THEN 'us' ELSE 'eu' END"
+# Spark 3.5 knows an aggregation by name from its second run (statesnap's listener records it in the first).
+FIRST_RUNS = 1 if MINOR != "3.5" else 2
+
+
+def stream(spark, source):
+    return spark.readStream.schema(INPUT_SCHEMA).json(source)
+
+
+def meanings(checkpoint: str, operator: int = 0) -> list[dict]:
+    files = glob.glob(os.path.join(checkpoint, "state", str(operator), "_statesnap", "meaning", "*.json"))
+    return [json.load(open(f)) for f in sorted(files, key=lambda f: int(os.path.basename(f).split(".")[0]))]
+
+
+def run_rounds(spark, version, source: str, checkpoint: str, rounds, mode: str = "update") -> list:
+    """Runs `version` over each round in turn (the first one FIRST_RUNS times); the output of the last round."""
+    rows: list = []
+    for i, r in enumerate(rounds):
+        write_input(source, r)
+        rows = []
+        for _ in range(FIRST_RUNS if i == 0 and not os.path.exists(checkpoint) else 1):
+            rows += run_to_end(version(spark, source), checkpoint, mode)
+    return rows
+
+
+def test_a_key_renamed_upstream_goes_on_and_a_checkpoint_without_a_meaning_gains_one(spark, tmp_path):
+    """`withColumnRenamed("id", "uid")` keys the state by the same column: the counts go on, as those of a query
+    that ran the new version from the start. A checkpoint with no recorded meaning (an older statesnap's) restarts
+    unchanged and gains it with its next commit."""
+    v1 = lambda s, i: stream(s, i).groupBy("id").agg(F.count("*").alias("n"))  # noqa: E731
+    v2 = lambda s, i: stream(s, i).withColumnRenamed("id", "uid").groupBy("uid").agg(F.count("*").alias("n"))  # noqa
+    source, checkpoint = str(tmp_path / "input"), str(tmp_path / "checkpoint")
+    run_rounds(spark, v1, source, checkpoint, ROUNDS[:1])
+    [recorded] = meanings(checkpoint)
+    assert recorded["operator"] == "streaming aggregation"
+    assert [(k["name"], k["source"]) for k in recorded["key"]] == [("id", "id")]
+    assert [a["function"] for a in recorded["aggregates"]] == ["count(1)"]
+    # As an older statesnap left it: no meaning. It restarts unchanged and records one.
+    shutil.rmtree(os.path.join(checkpoint, "state", "0", "_statesnap", "meaning"))
+    assert sorted(map(tuple, run_rounds(spark, v1, source, checkpoint, ROUNDS[1:2]))) == [("u0", 2), ("u2", 2)]
+    assert [(k["name"], k["source"]) for k in meanings(checkpoint)[-1]["key"]] == [("id", "id")]
+    got = run_rounds(spark, v2, source, checkpoint, ROUNDS[2:3])
+    control_source, control = str(tmp_path / "control-input"), str(tmp_path / "control")
+    expected = run_rounds(spark, v2, control_source, control, ROUNDS[:3])
+    assert sorted(map(tuple, got)) == sorted(map(tuple, expected)) == [("u0", 3), ("u1", 2)]
+    assert [(k["name"], k["source"]) for k in meanings(checkpoint)[-1]["key"]] == [("uid", "id")]
+    inspected = tools.inspect(checkpoint)
+    assert "operator 0 means: streaming aggregation by `uid` (from id), aggregates count(1)" in "\n".join(
+        inspected.lines), inspected.lines
+    assert inspected.details["meanings"][0]["meaning"]["key"] == meanings(checkpoint)[-1]["key"]
+
+
+# name: (version 1, version 2, the keys the refusal asks for, what change_key is given)
+KEY_CASES = {
+    "grouped by another column under the same name": (
+        lambda s, i: stream(s, i).groupBy("id").agg(F.count("*").alias("n")),
+        lambda s, i: stream(s, i).withColumn("id", F.col("op")).groupBy("id").agg(F.count("*").alias("n")),
+        {"id": REGION}),
+    "grouped by another column": (
+        lambda s, i: stream(s, i).groupBy("id").agg(F.count("*").alias("n")),
+        lambda s, i: stream(s, i).groupBy("op").agg(F.count("*").alias("n")),
+        {"op": REGION}),
+    "grouping columns reordered": (
+        lambda s, i: stream(s, i).groupBy("id", "op").agg(F.count("*").alias("n")),
+        lambda s, i: stream(s, i).groupBy("op", "id").agg(F.count("*").alias("n")),
+        {}),
+    "deduplicated on another column under the same name": (
+        lambda s, i: stream(s, i).dropDuplicates(["id"]),
+        lambda s, i: stream(s, i).withColumn("id", F.concat("id", F.lit("@x"))).dropDuplicates(["id"]),
+        {"id": "concat(id, '@x')"}),
+}
+
+
+@pytest.mark.parametrize("name", list(KEY_CASES))
+def test_a_key_fed_by_other_columns_is_refused_then_changed_by_the_printed_call(spark, tmp_path, name):
+    v1, v2, keys = KEY_CASES[name]
+    mode = "append" if name.startswith("deduplicated") else "update"
+    source, checkpoint = str(tmp_path / "input"), str(tmp_path / "checkpoint")
+    run_rounds(spark, v1, source, checkpoint, ROUNDS[:2], mode)
+    state = tree_hash(os.path.join(checkpoint, "state"))
+    write_input(source, ROUNDS[2])
+    rehearsed = tools.rehearse(checkpoint, v2(spark, source))  # check --app: the same decision, first
+    assert rehearsed.outcome == tools.Outcome.REFUSED and "is another key" in "\n".join(rehearsed.lines), \
+        rehearsed.lines
+    with pytest.raises(StreamingQueryException, match="is another key") as refused:
+        run_to_end(v2(spark, source), checkpoint, mode)
+    said = str(refused.value)
+    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in said and "statesnap.change_key('file:" in said, said
+    assert f"{checkpoint}', <the new version's streaming DataFrame>" in said, said
+    assert all(f"'{field}': '<SQL over the old key and value>'" in said for field in keys), said
+    assert tree_hash(os.path.join(checkpoint, "state")) == state
+    assert not glob.glob(os.path.join(checkpoint, "commits", str(FIRST_RUNS + 1)))
+    # The printed call, its placeholders filled in, makes it; the new version then runs as one that ran from the
+    # start over the same input.
+    changed = tools.change_key(checkpoint, v2(spark, source), keys=keys)
+    assert changed.outcome == tools.Outcome.CHANGE, changed.lines
+    got = run_to_end(v2(spark, source), checkpoint, mode)
+    control_source, control = str(tmp_path / "control-input"), str(tmp_path / "control")
+    expected = run_rounds(spark, v2, control_source, control, ROUNDS[:3], mode)
+    assert sorted(map(tuple, got)) == sorted(map(tuple, expected))
+    write_input(source, ROUNDS[3])
+    write_input(control_source, ROUNDS[3])
+    assert sorted(map(tuple, run_to_end(v2(spark, source), checkpoint, mode))) == \
+        sorted(map(tuple, run_to_end(v2(spark, control_source), control, mode)))
+
+
+# Each version's aggregates by output name: (function, the column expression it aggregates).
+AGGREGATES = {
+    "n": lambda: F.count("*"), "total": lambda: F.sum("value"), "high": lambda: F.max("value"),
+    "mean": lambda: F.avg("value"), "high10": lambda: F.max(F.col("value") * 10),
+    "high100": lambda: F.max(F.col("value") + 100),
+}
+VERSIONS = [
+    ("n", "total"),
+    ("n", "high", "mean", "total"),  # added in the middle: avg keeps a sum and a count, as the others
+    ("n", "total"),  # removed again
+    ("n", "high", "high10", "total"),  # two max, of different columns
+    ("n", "high100", "high10", "total"),  # a max of another column in the place of max(value): it starts anew
+]
+
+
+def model(rounds_seen: list[list[tuple]], versions: list[tuple], key: str) -> tuple:
+    """What the last version outputs for `key`: each aggregate over the rounds since it last joined the query."""
+    last = versions[-1]
+    values = []
+    for name in last:
+        since = len(versions) - 1
+        while since > 0 and name in versions[since - 1]:
+            since -= 1
+        seen = [v for r in rounds_seen[since:] for k, v, _ in r if k == key]
+        values.append({"n": len(seen), "total": sum(seen), "high": max(seen, default=None),
+                       "mean": sum(seen) / len(seen) if seen else None,
+                       "high10": max(seen, default=None) and max(seen) * 10,
+                       "high100": max(seen, default=None) and max(seen) + 100}[name])
+    return (key, *values)
+
+
+def test_an_aggregations_buffers_follow_its_aggregates_by_function(spark, tmp_path):
+    source, checkpoint = str(tmp_path / "input"), str(tmp_path / "checkpoint")
+
+    def version(names):
+        return lambda s, i: stream(s, i).groupBy("id").agg(*[AGGREGATES[n]().alias(n) for n in names])
+
+    for i, names in enumerate(VERSIONS):
+        if names == VERSIONS[1]:  # check --app says what the restart then does
+            said = "\n".join(tools.rehearse(checkpoint, version(names)(spark, source)).lines)
+            assert "aggregate `max(value)` starts at the deploy" in said and \
+                "aggregate `avg(value)` starts at the deploy" in said, said
+        got = run_rounds(spark, version(names), source, checkpoint, [ROUNDS[i]]) if i else \
+            run_rounds(spark, version(names), source, checkpoint, ROUNDS[:1])
+        expected = sorted(model(ROUNDS[:i + 1], VERSIONS[:i + 1], k) for k in {k for k, _, _ in ROUNDS[i]})
+        assert sorted(map(tuple, got)) == expected, (names, got, expected)
+        if names == VERSIONS[1]:
+            # Every group's buffers migrated, u1 (not in the migration batch) too: read without Spark or statesnap.
+            layout = "count bigint, max bigint, sum double, count bigint, sum bigint"
+            migrated = assert_migrated(checkpoint, "default", "count bigint, sum bigint", layout,
+                                       version=latest_committed_version(checkpoint), others_unchanged=False)
+            assert sorted(migrated.values(), key=repr) == sorted([(2, 10, 10.0, 1, 11), (1, None, 0.0, 0, 2),
+                                                                  (2, 5, 5.0, 1, 9)], key=repr)
+            assert read_state(checkpoint, "default", "id string", layout)[("u1",)] == (1, None, 0.0, 0, 2)
+    functions = [[a["function"] for a in m["aggregates"]] for m in meanings(checkpoint)]
+    assert functions[-1] == ["count(1)", "max((value + 100L))", "max((value * 10L))", "sum(value)"], functions
