@@ -251,7 +251,7 @@ def test_what_cannot_be_adopted_is_refused_and_left_as_it_was(spark, app_dirs, o
     source, checkpoint = app_dirs
     missing = str(tmp_path / "no-such-checkpoint")
     code, out = cli("adopt", missing)
-    assert code == 2 and "it has no offsets/ directory" in out and not os.path.exists(missing)
+    assert code == 2 and "the path does not exist" in out and not os.path.exists(missing)
 
     write_input(source, [("a", 1, "set")])
     on_provider(HDFS, lambda: run_group_state_app(spark, source, checkpoint, "n int"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pyspark
@@ -120,6 +121,44 @@ def test_inspect_names_the_states_a_checkpoint_holds_when_asked_for_another(spar
     assert value["class"] == "io.statesnap.snapshot.GroupStateSnapshot", value
     assert value["nested"][0]["schema"] == "struct<n:int>" and value["nested"][0]["app_version"] == 0, value
     assert (record["compatibility"], record["compatibility_declared"]) == ("BACKWARD", False), record
+
+
+def test_the_command_line_answers_what_it_can_tell_without_a_jvm(tmp_path):
+    """A mistyped path, a directory that is no checkpoint, an --app that cannot be imported: answered before any JVM
+    starts (here, none could: no java on PATH, JAVA_HOME nowhere), with the fix for the import."""
+    (tmp_path / "checkpoint" / "offsets").mkdir(parents=True)
+    env = dict(os.environ, PATH="/nonexistent", JAVA_HOME=str(tmp_path / "no-java"))
+    answers = {("inspect", str(tmp_path / "nowhere")): "no checkpoint at",
+               ("check", str(tmp_path), "--state", "s", "--schema", "n int"): "it has no offsets/ directory",
+               ("change-key", str(tmp_path / "checkpoint"), "--app", "usage_v3:query", "--no-file-sink"):
+                   "No module named 'usage_v3' (the module is imported as Python imports it: run from the "
+                   "directory that holds it, or add that directory to PYTHONPATH)"}
+    for args, said in answers.items():
+        run = run_to_exit([sys.executable, "-m", "statesnap", *args], timeout=60, env=env)
+        assert run.returncode == 2 and said in run.stderr and "Java" not in run.stderr, (args, run.stderr)
+
+
+FORGOTTEN_CONFIGURE = """
+import statesnap
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+for call in (lambda: statesnap.register_snapshot(spark, "s", statesnap.RowSnapshot(version=1), checkpoint="/c"),
+             lambda: statesnap.tools.rehearse("/c", spark.readStream.format("rate").load())):
+    try:
+        call()
+    except statesnap.StateSchemaError as e:
+        print(e)
+"""
+
+
+def test_a_session_built_without_statesnap_is_told_to_configure(tmp_path):
+    """`configure` forgotten: the first statesnap call says so, naming the fix, not py4j's TypeError."""
+    run = run_to_exit([sys.executable, "-c", FORGOTTEN_CONFIGURE], timeout=300, cwd=tmp_path)
+    said = run.stdout.splitlines()
+    assert run.returncode == 0 and len(said) == 2, run.stdout + run.stderr[-3000:]
+    assert all(line.startswith("[STATESNAP_UNSUPPORTED_CONFIGURATION] this SparkSession was built without "
+                               "statesnap") and "statesnap.configure(SparkSession.builder...).getOrCreate()" in line
+               for line in said), said
 
 
 def test_the_command_line_answers_each_first_mistake_plainly(stock_checkpoint, cli, tmp_path):

@@ -45,8 +45,10 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_a_query_and_the_tools(installe
     assert counts == "[('a', 2), ('b', 1)]", run.stdout
     inspect = run_to_exit([python, "-m", "statesnap", "inspect", checkpoint], timeout=600, cwd=tmp_path,
                           env=clean_env())
-    assert inspect.returncode == 0 and "operator 0 partition 1 (version 1): state of store 'default', guarded" in \
-        inspect.stdout, inspect.stdout
+    # Its partitions, which recorded the same, are one block; the operator is named from the state's meaning.
+    assert inspect.returncode == 0 and "operator 0 all 2 partitions (version 1): state of store 'default' (streaming " \
+        "aggregation)" in inspect.stdout and "operator 0 means: streaming aggregation by `k`, aggregates count(1)" \
+        in inspect.stdout, inspect.stdout
     # The docs error messages name travel with the package.
     docs = Path(venv).glob("lib/python*/site-packages/statesnap/docs/evolution-rules.md")
     assert any("| `defaults`" in doc.read_text() for doc in docs), list(Path(venv).glob("lib/*/site-packages/*"))

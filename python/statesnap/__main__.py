@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -83,7 +85,10 @@ def _app(app: str, option: str = "--app"):
     module, _, function = app.partition(":")
     try:
         found = getattr(importlib.import_module(module), function) if module and function else None
-    except (ImportError, AttributeError) as e:
+    except ImportError as e:
+        raise tools.ToolError(f"{option} {app}: {e} (the module is imported as Python imports it: run from the "
+                              "directory that holds it, or add that directory to PYTHONPATH)") from e
+    except AttributeError as e:
         raise tools.ToolError(f"{option} {app}: {e}") from e
     if not callable(found):
         raise tools.ToolError(f"{option} {app}: name a function as module:function, which takes a SparkSession and "
@@ -309,9 +314,26 @@ def _sql_conf_argument(command: argparse.ArgumentParser) -> None:
                               "on one known neither way is refused)")
 
 
+def _check_before_spark(args: argparse.Namespace) -> None:
+    """What the command line can tell wrong without a JVM, told at once: a local checkpoint path that does not exist
+    or is no query's checkpoint (the same words as the tools' own check, which remote paths still get), an ``--app``
+    that cannot be imported."""
+    path = args.checkpoint
+    local = path[len("file:"):] if path.startswith("file:") else (None if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path)
+                                                                  else path)
+    if local is not None and not os.path.exists(local):
+        raise tools.ToolError(f"no checkpoint at {path}: the path does not exist")
+    if local is not None and not os.path.isdir(os.path.join(local, "offsets")):
+        raise tools.ToolError(f"{path} is not a streaming query's checkpointLocation: it has no offsets/ directory")
+    for option in ("app", "previous_app"):
+        if getattr(args, option, None):
+            _app(getattr(args, option), "--" + option.replace("_", "-"))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        _check_before_spark(args)
         result = _run(args)
     except tools.ToolError as e:  # the tool's boundary: one line, exit 2
         if args.json:

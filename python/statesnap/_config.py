@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar, Union
+from typing import Any, TypeVar, Union
 
 import pyspark
+from py4j.java_gateway import JavaClass
 from pyspark.sql import SparkSession
+
+from statesnap._errors import StateSchemaError
 
 PROVIDER_CLASS = "io.statesnap.provider.StatesnapStateStoreProvider"
 """The state store provider class statesnap installs (``spark.sql.streaming.stateStore.providerClass``)."""
@@ -119,3 +122,19 @@ def _require_provider_on_classpath(spark: SparkSession) -> None:
             f"SQL engine. Configure the builder instead: statesnap.configure(SparkSession.builder...).getOrCreate(), "
             f"or start Spark with --jars {jar_path()}."
         ) from e
+
+
+def statesnap_jvm(spark: SparkSession) -> Any:
+    """The ``io.statesnap`` package of ``spark``'s JVM, through py4j. A session built without statesnap (``configure``
+    forgotten) has none: whatever statesnap call comes first raises a :class:`StateSchemaError` naming the fix, never
+    py4j's ``'JavaPackage' object is not callable``."""
+    jvm = getattr(spark.sparkContext, "_jvm", None) if hasattr(spark, "sparkContext") else None
+    if jvm is None:
+        raise RuntimeError("statesnap needs a classic SparkSession (py4j): a Spark Connect session cannot reach the "
+                           "driver's JVM. Call statesnap on the driver of a classic session.")
+    if not isinstance(jvm.io.statesnap.bridge.SnapshotRegistration, JavaClass):
+        raise StateSchemaError("STATESNAP_UNSUPPORTED_CONFIGURATION", "this SparkSession was built without statesnap: "
+                               "its JVM has no statesnap class. Nothing was registered, read or written. Fix: build "
+                               "the session with statesnap.configure(SparkSession.builder...).getOrCreate() before "
+                               "the first statesnap call (or start Spark with --jars statesnap.jar_path()).")
+    return jvm.io.statesnap

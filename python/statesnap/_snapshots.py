@@ -10,6 +10,8 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType, _parse_datatype_string
 
+from statesnap._config import statesnap_jvm
+
 Schema = Union[str, StructType]
 
 
@@ -199,11 +201,7 @@ def _scope(checkpoint: Optional[str], query_name: Optional[str]) -> tuple[str, s
 
 
 def _registration(spark: SparkSession):
-    jvm = getattr(spark.sparkContext, "_jvm", None) if hasattr(spark, "sparkContext") else None
-    if jvm is None:
-        raise RuntimeError("register_snapshot needs a classic SparkSession (py4j); Spark Connect sessions cannot "
-                           "reach the JVM. Register on the driver of a classic session.")
-    return jvm.io.statesnap.bridge.SnapshotRegistration
+    return statesnap_jvm(spark).bridge.SnapshotRegistration
 
 
 def _schema_value(schema: Optional[Schema]) -> Optional[dict]:

@@ -15,6 +15,8 @@ from typing import Iterator, Mapping, Optional
 
 from pyspark.sql import SparkSession
 
+from statesnap._config import statesnap_jvm
+
 
 @dataclass(frozen=True)
 class StoreVersion:
@@ -78,7 +80,7 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
 
 def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
     """(store, key row bytes, value bytes) of ``column_family`` in every store of ``checkpoint`` that has it."""
-    reader = spark.sparkContext._jvm.io.statesnap.tools.CheckpointReader
+    reader = statesnap_jvm(spark).tools.CheckpointReader
     rows = reader.rows(checkpoint, column_family, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
@@ -86,7 +88,7 @@ def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tu
 def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """statesnap's record of every state, in force at the latest committed version, wherever it is kept (the JVM's
     ``CheckpointRecords.records``)."""
-    rows = spark.sparkContext._jvm.io.statesnap.tools.CheckpointRecords.recordRows(
+    rows = statesnap_jvm(spark).tools.CheckpointRecords.recordRows(
         checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
 
@@ -94,7 +96,7 @@ def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, by
 def meanings(spark: SparkSession, checkpoint: str) -> list[tuple[int, int, str, dict]]:
     """What each operator's state means at the latest committed version, as recorded with it from the query's plan:
     (operator, the version it is in force from, in words, as recorded) (the JVM's ``CheckpointRecords.meanings``)."""
-    rows = spark.sparkContext._jvm.io.statesnap.tools.CheckpointRecords.meaningRows(
+    rows = statesnap_jvm(spark).tools.CheckpointRecords.meaningRows(
         checkpoint, spark._jsc.hadoopConfiguration())
     return [(int(r[0]), int(r[1]), str(r[2]), json.loads(str(r[3]))) for r in rows]
 

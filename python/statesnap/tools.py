@@ -34,7 +34,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import pyspark
 from py4j.protocol import Py4JJavaError
 
-from statesnap._config import PROVIDER_CLASS
+from statesnap._config import PROVIDER_CLASS, statesnap_jvm
+from statesnap._errors import StateSchemaError
 from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import meanings, spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
@@ -88,7 +89,7 @@ def _boundary(command: str):
         def run(checkpoint: str, *args, **kwargs) -> ToolResult:
             try:
                 return tool(absolute_checkpoint(checkpoint), *args, **kwargs)
-            except ToolError:
+            except (ToolError, StateSchemaError):  # the latter: a session built without statesnap, as it says
                 raise
             except Py4JJavaError as e:
                 java = e.java_exception
@@ -124,7 +125,7 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
         found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
         meant = meanings(spark, checkpoint)
         adopted = not found and _pinned_provider(spark, checkpoint) == PROVIDER_CLASS
-        sink = spark.sparkContext._jvm.io.statesnap.tools.SinkRepair.disagreement(spark._jsparkSession, checkpoint)
+        sink = statesnap_jvm(spark).tools.SinkRepair.disagreement(spark._jsparkSession, checkpoint)
     if adopted:
         return ToolResult("inspect", Outcome.NOTHING, [
             f"{checkpoint} runs on statesnap's provider (adopted) and has not run a batch on it since: statesnap "
@@ -138,18 +139,22 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
     if missing:
         raise ToolError(f"no state {', '.join(repr(s) for s in missing)} under {checkpoint}; its states: "
                         f"{', '.join(sorted({repr(r.state) for _, r in found}))}")
-    shown = [(store, r) for store, r in found if not states or r.state in states]
+    shown = _folded([(store, r) for store, r in found if not states or r.state in states])
+    partitions = {(s.operator, s.store_name): len({p.partition for p, _ in found if (p.operator, p.store_name) ==
+                                                   (s.operator, s.store_name)}) for s, _ in found}
+    operators = {operator: recorded["operator"] for operator, _, _, recorded in meant}
     lines: list[str] = []
-    for store, record in shown:
-        lines += _describe(store, record)
+    for stores, record in shown:
+        lines += _describe(stores, record, partitions[(stores[0].operator, stores[0].store_name)],
+                           operators.get(stores[0].operator))
     lines += [f"operator {operator} means: {words} (from the query's plan, recorded with version {version})"
               for operator, version, words, _ in meant]
     if sink:
         lines.append(sink)
     return ToolResult("inspect", Outcome.NOTHING, lines, {"records": [
-        {"operator": s.operator, "partition": s.partition, "store": s.store_name, "version": s.version,
-         "state": r.state, "kind": r.kind, "operator_kind": r.operator, "key": r.key.to_json(),
-         "value": r.value.to_json(), "recorded_at_version": r.recorded_at_version,
+        {"operator": s[0].operator, "partitions": [p.partition for p in s], "store": s[0].store_name,
+         "version": s[0].version, "state": r.state, "kind": r.kind, "operator_kind": r.operator,
+         "key": r.key.to_json(), "value": r.value.to_json(), "recorded_at_version": r.recorded_at_version,
          "recorded_at_ms": r.recorded_at_ms, "compatibility": r.compatibility or "BACKWARD",
          "compatibility_declared": r.compatibility is not None} for s, r in shown],
         "meanings": [{"operator": operator, "version": version, "meaning": recorded}
@@ -173,7 +178,7 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
     known neither way is refused."""
     with spark_session(dict(conf or {}), master) as spark:
         _require_checkpoint(spark, checkpoint)
-        result = spark.sparkContext._jvm.io.statesnap.tools.OfflineCheck.run(
+        result = statesnap_jvm(spark).tools.OfflineCheck.run(
             spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
             _schema_json(schema), snapshot.to_json() if snapshot else None, map_key.to_json() if map_key else None,
             compatibility, dict(sql_conf or {}), scan)
@@ -234,7 +239,7 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
         raise ToolError(f"rehearse takes the new version's streaming DataFrame, not {query!r}")
     spark = query.sparkSession
     _require_checkpoint(spark, checkpoint)
-    outcomes = spark.sparkContext._jvm.io.statesnap.tools.Rehearsal.run(spark._jsparkSession, checkpoint,
+    outcomes = statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint,
                                                                         query._jdf, name)
     operators = [{"operator": int(o.operator()), "describe": str(o.describe()), "decision": str(o.decision().word()),
                   "lines": [str(line) for line in o.lines()]} for o in outcomes]
@@ -286,7 +291,7 @@ def _require_stopped(command: str, checkpoint: str, spark: Any) -> None:
     """Raises a ToolError naming the query that runs on ``checkpoint`` (in this JVM, or holding its lease), if one
     does."""
     try:
-        spark.sparkContext._jvm.io.statesnap.tools.StoppedCheckpoint.requireStopped(
+        statesnap_jvm(spark).tools.StoppedCheckpoint.requireStopped(
             spark._jsparkSession, absolute_checkpoint(checkpoint), command)
     except Py4JJavaError as e:
         raise ToolError(_first_line(e.java_exception.getMessage())) from None
@@ -297,7 +302,7 @@ def _offline_step(checkpoint: str, query: Any, name: Optional[str], file_sink: O
                   no_file_sink: bool) -> ToolResult:
     """The offline migration of :func:`deploy` (Spark 4.2+), in the query's own session."""
     spark = query.sparkSession
-    return _report("deploy", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.deploy(
+    return _report("deploy", statesnap_jvm(spark).tools.OfflineMigration.deploy(
         spark._jsparkSession, checkpoint, query._jdf, name, file_sink, no_file_sink))
 
 
@@ -313,8 +318,7 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, pa
     :func:`repartition`). ``partitions``: the number of state partitions after the adopt (default: as many as now)."""
     _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
-        jvm = spark.sparkContext._jvm
-        return _report("adopt", jvm.io.statesnap.tools.ProviderSwitch.adopt(
+        return _report("adopt", statesnap_jvm(spark).tools.ProviderSwitch.adopt(
             spark._jsparkSession, checkpoint, dry_run,
             {state: _schema_json(ddl) for state, ddl in (written_as or {}).items()}, partitions or 0, file_sink,
             no_file_sink))
@@ -333,7 +337,7 @@ def release(checkpoint: str, *, provider: str = "rocksdb", partitions: Optional[
         raise ToolError(f"release moves a checkpoint to Spark's provider 'rocksdb' or 'hdfs', not {provider!r}")
     _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("release", spark.sparkContext._jvm.io.statesnap.tools.ProviderSwitch.release(
+        return _report("release", statesnap_jvm(spark).tools.ProviderSwitch.release(
             spark._jsparkSession, checkpoint, dry_run, provider, partitions or 0, file_sink, no_file_sink))
 
 
@@ -369,7 +373,7 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
         raise ToolError(f"migrate takes a StateChange per state name, not {changes!r}")
     names = list(changes)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("migrate", spark.sparkContext._jvm.io.statesnap.tools.OfflineMigration.migrate(
+        return _report("migrate", statesnap_jvm(spark).tools.OfflineMigration.migrate(
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
             [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names],
             [_schema_json(changes[n].user_key) if changes[n].user_key else None for n in names],
@@ -393,7 +397,7 @@ def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = 
         raise ToolError("partitions is a positive number, not None")
     _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("repartition", spark.sparkContext._jvm.io.statesnap.tools.Repartition.repartition(
+        return _report("repartition", statesnap_jvm(spark).tools.Repartition.repartition(
             spark._jsparkSession, checkpoint, partitions, file_sink, no_file_sink, dry_run))
 
 
@@ -425,7 +429,7 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
         if (given is not None or version == "new") and (not hasattr(given, "_jdf") or not given.isStreaming):
             raise ToolError(f"change_key takes the {version} version's streaming DataFrame, not {given!r}")
     spark = query.sparkSession
-    return _report("change-key", spark.sparkContext._jvm.io.statesnap.tools.Repartition.changeKey(
+    return _report("change-key", statesnap_jvm(spark).tools.Repartition.changeKey(
         spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
         previous._jdf if previous is not None else None, file_sink, no_file_sink, dry_run))
 
@@ -441,7 +445,7 @@ def repair_sink(checkpoint: str, *, file_sink: Optional[str] = None, dry_run: bo
 
     Example: ``repair_sink("/checkpoints/orders")``."""
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("repair-sink", spark.sparkContext._jvm.io.statesnap.tools.SinkRepair.repair(
+        return _report("repair-sink", statesnap_jvm(spark).tools.SinkRepair.repair(
             spark._jsparkSession, checkpoint, file_sink, dry_run))
 
 
@@ -466,13 +470,13 @@ def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:
 def _require_checkpoint(spark: Any, checkpoint: str) -> None:
     """A path that does not exist, or is no query's checkpointLocation, is an error naming it (read-only tools:
     the query may be running)."""
-    spark.sparkContext._jvm.io.statesnap.tools.CheckpointReader \
+    statesnap_jvm(spark).tools.CheckpointReader \
         .requireCheckpoint(checkpoint, spark._jsc.hadoopConfiguration())
 
 
 def _pinned_provider(spark: Any, checkpoint: str) -> str:
     """The state store provider the stopped checkpoint's latest batch pins."""
-    stopped = spark.sparkContext._jvm.io.statesnap.tools.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
+    stopped = statesnap_jvm(spark).tools.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
                                                                                  "inspect")
     return str(stopped.pinnedProvider(stopped.latestBatch()))
 
@@ -491,22 +495,55 @@ _WHAT = {
     "transformWithState": "transformWithState {kind} state '{state}'",
     "arbitraryState": "group state '{state}' (applyInPandasWithState / (flat)MapGroupsWithState)",
     "aggregation": "aggregation buffers '{state}'",
-    "guarded": "state of store '{store}', guarded: checked, never migrated (dropDuplicates, a join, or an "
-               "aggregation without a registration)",
+    "guarded": "state of store '{store}' ({operator}), checked as Spark's own schema check would",
 }
 
 
-def _describe(store, record: StateSnapshotRecord) -> list[str]:
+def _folded(records: list) -> list[tuple[list, StateSnapshotRecord]]:
+    """The records of the partitions of one store that say the same (all but when each partition committed it), one
+    block each: (the stores, in partition order; the first partition's record)."""
+    blocks: dict = {}
+    for store, r in records:
+        same = (store.operator, store.store_name, store.version, r.state, r.kind, r.operator, r.key.describe(),
+                r.value.describe(), r.recorded_at_version, r.compatibility,
+                tuple((h.recorded_at_version, h.description) for h in r.history))
+        blocks.setdefault(same, []).append((store, r))
+    return [(sorted((s for s, _ in block), key=lambda s: s.partition), min(block, key=lambda b: b[0].partition)[1])
+            for block in blocks.values()]
+
+
+def _partitions(numbers: list[int], of: int) -> str:
+    """`partition 3`, `partitions 0-2, 5`, `all 4 partitions`, `every partition` (a record kept for all)."""
+    if numbers == [-1]:
+        return "every partition"
+    if len(numbers) == 1:
+        return f"partition {numbers[0]}"
+    if len(numbers) == of and of > 1:
+        return f"all {of} partitions"
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return "partitions " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def _describe(stores: list, record: StateSnapshotRecord, partitions: int, operator: Optional[str]) -> list[str]:
+    """A block of `inspect`: the stores that keep `record`, of the `partitions` the store has, what it is (the
+    operator as the state's recorded meaning says, where it does), its schemas and its history, oldest first."""
     at = datetime.datetime.fromtimestamp(record.recorded_at_ms / 1000, datetime.timezone.utc)
-    where = "every partition" if store.partition < 0 else f"partition {store.partition}"
+    store = stores[0]
     what = _WHAT.get(record.operator or "", "{kind} state '{state}'").format(
-        kind=record.kind, state=record.state, store=store.store_name)
-    lines = [f"operator {store.operator} {where} (version {store.version}): {what}",
+        kind=record.kind, state=record.state, store=store.store_name,
+        operator=operator or "dropDuplicates, a join or a streaming aggregation")
+    lines = [f"operator {store.operator} {_partitions([s.partition for s in stores], partitions)} "
+             f"(version {store.version}): {what}",
              f"  key:   {record.key.describe()}",
              f"  value: {record.value.describe()}",
              f"  recorded in version {record.recorded_at_version} at {at:%Y-%m-%d %H:%M:%S} UTC, compatibility "
              f"{record.compatibility or 'BACKWARD (default)'}"]
-    for h in record.history:
+    for h in sorted(record.history, key=lambda h: (h.recorded_at_version, h.recorded_at_ms)):
         when = datetime.datetime.fromtimestamp(h.recorded_at_ms / 1000, datetime.timezone.utc)
         lines.append(f"  earlier: version {h.recorded_at_version} at {when:%Y-%m-%d %H:%M:%S} UTC: {h.description}")
     return lines
