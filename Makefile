@@ -19,7 +19,7 @@ OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests
   tests/test_committed_avro.py tests/test_avro_offline_migrate.py tests/test_wheel.py tests/test_differential.py \
   tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_map_user_key.py \
   tests/test_change_grouping_key.py tests/test_rehearsal.py tests/test_workflow.py tests/test_key_names.py \
-  tests/test_aggregates_by_function.py tests/test_plan_meaning.py
+  tests/test_aggregates_by_function.py tests/test_plan_meaning.py tests/test_what_a_user_reads.py
 # Spark 4.0, where transformWithState takes statesnap's provider as on 4.1, has 4.1's product but its glue
 # (jvm/minors: the provider and store signatures, Spark's moved classes, its RocksDB, the variables of a planned
 # transformWithState, a join's schemas): it runs the suites that cross that glue (transformWithState online, Spark's
@@ -46,7 +46,8 @@ SINGLE_STATE_SUITES := tests/test_group_state.py tests/test_other_operators.py t
   tests/test_stop_during_migration.py tests/test_format_properties.py tests/test_visible_migrations.py \
   tests/test_one_decision.py tests/test_tool_contract.py tests/test_adopt.py tests/test_wheel.py tests/test_differential.py \
   tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_rehearsal.py \
-  tests/test_key_names.py tests/test_aggregates_by_function.py tests/test_plan_meaning.py
+  tests/test_key_names.py tests/test_aggregates_by_function.py tests/test_plan_meaning.py \
+  tests/test_what_a_user_reads.py
 # The pinned minor's suites in two parts of about the same length (a clean run of all of them on 2 cores: 2238 s of
 # cases; these, 1105 s).
 PINNED_PARTS := first second

@@ -26,8 +26,13 @@ def test_the_quick_start_runs_as_written_and_reads_v1s_values_migrated(request, 
         python, env = request.getfixturevalue("installed_wheel"), clean_env()
     else:
         python, env = sys.executable, dict(os.environ)
-    run = run_to_exit([python, str(script)], timeout=600, cwd=tmp_path, env={**env, "PYSPARK_PYTHON": python})
+    # As a user runs it: the venv's interpreter by path, a PATH without the venv (whose python3 has no pandas), no
+    # PYSPARK_PYTHON: configure gives PySpark's workers the driver's interpreter, and says so once.
+    env = {k: v for k, v in env.items() if k != "PYSPARK_PYTHON"}
+    run = run_to_exit([python, str(script)], timeout=600, cwd=tmp_path, env={**env, "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr.count(f"statesnap: PySpark's workers run this interpreter, {python}") == 1, run.stderr[-3000:]
+    assert run.stdout.startswith("work directory: "), run.stdout[:300]
     # The console sink prints each batch; v2's batch shows what ann read: v1's values, migrated.
     batches = run.stdout.split("Batch: ")
     assert len(batches) == 3 and "| ann|None|" in batches[1] and "| bob|None|" in batches[1], run.stdout

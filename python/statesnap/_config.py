@@ -2,6 +2,8 @@
 ``configure_spark_with_delta_pip``."""
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -72,12 +74,18 @@ def configure(target: Target) -> Target:
     statesnap does not serve it. For a query it serves, the extension decides each batch's states on the driver
     before any task runs, so that a change statesnap refuses fails the query once, its error the query's exception.
 
+    For a local master (``local[...]``, or none outside ``spark-submit``), where the user chose no interpreter for
+    PySpark's workers (``PYSPARK_PYTHON``, ``spark.pyspark.python``), it sets ``PYSPARK_PYTHON`` to the driver's own,
+    and says so once on stderr: PySpark would start ``python3`` from ``PATH``, which a venv's interpreter called by
+    path does not put first (the workers then miss pandas). A cluster's workers are left as configured.
+
     On a running session only SQL confs can change, and the listener and the extension are added directly (the
     extension serves the queries started from then on): the jar must already be on the driver's and executors'
     classpath (``--jars``, ``spark.jars`` before start); a ``RuntimeError`` says so if it is not.
     """
     if isinstance(target, SparkSession.Builder):
         options = target._options
+        _workers_run_this_interpreter(options)
         target = target.config("spark.jars", _append(options.get("spark.jars"), jar_path()))
         target = target.config(_LISTENERS_CONF, _append(options.get(_LISTENERS_CONF), LISTENER_CLASS))
         target = target.config(_EXTENSIONS_CONF, _append(options.get(_EXTENSIONS_CONF), EXTENSIONS_CLASS))
@@ -109,6 +117,22 @@ def _add_extension(spark: SparkSession) -> None:
     """Adds the session extension to a running session that was not built with it (once, however often called)."""
     if EXTENSIONS_CLASS not in (spark.conf.get(_EXTENSIONS_CONF, "") or "").split(","):
         spark.sparkContext._jvm.io.statesnap.query.StatesnapExtensions.installOn(spark._jsparkSession.extensions())
+
+
+_SAID_INTERPRETER = []
+
+
+def _workers_run_this_interpreter(options: dict) -> None:
+    """PySpark's workers of a local master run the driver's interpreter, unless the user chose one."""
+    master = options.get("spark.master") or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]")
+    if not (master or "").startswith("local") or os.environ.get("PYSPARK_PYTHON") or \
+            options.get("spark.pyspark.python"):
+        return
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if not _SAID_INTERPRETER:
+        _SAID_INTERPRETER.append(True)
+        print(f"statesnap: PySpark's workers run this interpreter, {sys.executable}, for the local master (set "
+              "PYSPARK_PYTHON to choose another)", file=sys.stderr)
 
 
 def _require_provider_on_classpath(spark: SparkSession) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
@@ -56,6 +57,8 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
                 else:
                     active.conf.set(key, value)
         return
+    # The tool's own session: its Python workers (an --app's UDFs) run this interpreter, without configure's note.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or "local[*]")

@@ -28,9 +28,12 @@ import org.slf4j.LoggerFactory
  * registrations to its state stores. Any other query keeps Spark's check as the session has it, and a query
  * the session meant for statesnap but whose checkpoint pins another provider is named once, in the driver log.
  * On Spark 4.2+, a new transformWithState query gets Spark's own provider, which is the only one Spark runs it on.
- * A query that ends on a statesnap refusal has it said once, at ERROR, when it terminates.
+ * A query that ends on a statesnap refusal has it said once, at ERROR, when it terminates (Spark's own logging of the
+ * same exception kept out of the driver's output: [[RefusalLogFilter]]).
  */
 class StatesnapQueryListener extends StreamingQueryListener {
+  RefusalLogFilter.install()
+
   /**
    * The queries started in this session, by id, kept until they terminate: a short run (availableNow) has often
    * ended, and left Spark's active queries, when the listener bus hands over its progress events.
