@@ -208,7 +208,8 @@ def test_a_restart_with_a_changed_grouping_key_is_refused_naming_change_key(spar
     message = str(refused.value)
     if MINOR == "4.1":
         assert "Fix: keep the grouping key as it was. A changed grouping key or dedup columns migrate offline: stop " \
-            "the query and run statesnap.change_key(checkpoint, <the new version's streaming DataFrame>)" in message
+            "the query and run statesnap.change_key(checkpoint, <the new version's streaming DataFrame>, keys=" \
+            "{'region': '<SQL over the old key and value>'})" in message
         # Decided on the driver before any task, the states in name order: the first one refused is the map's.
         assert "state 'byOp'" in message and "struct<id:string,region:string>" in message, message
     else:

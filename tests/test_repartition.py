@@ -392,7 +392,9 @@ def test_repartition_answers_with_the_tools_exit_codes_and_refuses_what_it_canno
             "useStrictDistribution=false", "not a function of the key")
     refused(lambda ck: pin(ck, 0, PROVIDER_CONF, "org.apache.spark.sql.execution.streaming.state."
                            "HDFSBackedStateStoreProvider"), "pins the provider org.apache.spark.sql.execution."
-            "streaming.state.HDFSBackedStateStoreProvider", "Spark's RocksDB provider")
+            "streaming.state.HDFSBackedStateStoreProvider", "Spark's RocksDB provider", "Fix: move it to statesnap's "
+            "provider with its new partitions in one step, python -m statesnap adopt ", " --partitions 5 (with the "
+            "sink flag it needs, --file-sink <path> or --no-file-sink)")
     # A partition a run with more partitions left behind: the job would mix its files into the one it adds.
     refused(lambda ck: (Path(ck) / "state" / "0" / "3").mkdir(), "state/0/3 exists", "move it out of the checkpoint")
     # A stateful operator without its key's schema (the query ran with Spark's schema check off): nothing to hash.

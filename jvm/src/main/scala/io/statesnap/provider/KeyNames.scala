@@ -43,6 +43,16 @@ private[provider] object KeyNames {
     }
   }
 
+  /** The columns of the key that places a record's entries: a map state's grouping key's, else its whole key's. */
+  def groupingColumns(record: StateSnapshotRecord): StructType = placing(record) match {
+    case wrapped if record.kind == StateKind.Map && wrapped.fieldNames.sameElements(Array("key")) =>
+      wrapped("key").dataType match {
+        case columns: StructType => columns
+        case _ => wrapped
+      }
+    case key => key
+  }
+
   private def placing(record: StateSnapshotRecord): StructType = {
     val key = StateDecision.schemaOf(record.keySnapshot)
     if (record.kind == StateKind.Map) MapStateKey.parts(key).fold(key)(_._1) else key

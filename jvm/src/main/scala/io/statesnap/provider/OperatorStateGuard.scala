@@ -105,7 +105,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         "(docs/evolution-rules.md)." else " statesnap migrates a streaming aggregation that gains aggregates whole " +
         "(each starts at the deploy) or loses some; an aggregate only partly new needs the starting values of its " +
         s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
-        "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else s" $ChangeKeyHint"))
+        "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else
+        s" ${changeKeyHint(recorded.fold(keySchema)(r => StateDecision.schemaOf(r.keySnapshot)), keySchema)}"))
       val byFunction = thisDeploy.flatMap(_.buffers).filter(_ => migrates.isEmpty && isAggregation && starts.isDefined)
       val step = (registered, byFunction, recorded) match {
         case (_, Some(buffers), Some(old)) => byAggregate(ours, old, buffers, loadedVersion)
@@ -265,12 +266,18 @@ private[statesnap] object OperatorStateGuard {
     }
 
   /**
-   * How the key of a streaming aggregation, a dedup, group state or transformWithState changes, for a refusal of a
-   * changed key.
+   * How the key of a streaming aggregation, a dedup, group state or transformWithState changes from `old` to `now`,
+   * for a refusal of a changed key: the call, with a `keys` value to give for each field the key gains.
    */
-  val ChangeKeyHint: String = "A changed grouping key or dedup columns migrate offline: stop the query and run " +
-    "statesnap.change_key(checkpoint, <the new version's streaming DataFrame>), which gives every entry its " +
-    "new key (docs/tools.md, \"Change a key\")."
+  def changeKeyHint(old: StructType, now: StructType): String = {
+    val gained = now.fieldNames.filterNot(old.fieldNames.contains)
+    "A changed grouping key or dedup columns migrate offline: stop the query and run statesnap.change_key(" +
+      "checkpoint, <the new version's streaming DataFrame>" + (if (gained.isEmpty) "" else gained.map(f =>
+        s"'$f': '<SQL over the old key and value>'").mkString(", keys={", ", ", "}")) + "), which gives every entry " +
+      "its new key" + (if (gained.isEmpty) "" else s" (the old entries have no value of their own for " +
+      s"${gained.map(f => s"`$f`").mkString(", ")}: a constant, or derived from the old key and value)") +
+      " (docs/tools.md, \"Change a key\")."
+  }
 
   /** A state that migrates, the snapshot the application declares for it, and its operator's kind (its rules). */
   private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, operator: OperatorKind)

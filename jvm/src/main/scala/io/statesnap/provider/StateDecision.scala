@@ -106,7 +106,8 @@ private[statesnap] object StateDecision {
       Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
         ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed; keys identify entries and place " +
           "them in partitions", "keep the grouping key as it was" +
-          (if (current.operator != OperatorKind.Guarded) s". ${OperatorStateGuard.ChangeKeyHint}" else ""))), "")
+          (if (current.operator != OperatorKind.Guarded) s". ${OperatorStateGuard.changeKeyHint(
+            KeyNames.groupingColumns(old), KeyNames.groupingColumns(current))}" else ""))), "")
     case Some(old) =>
       // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
       val mode = current.compatibility.orElse(old.compatibility)

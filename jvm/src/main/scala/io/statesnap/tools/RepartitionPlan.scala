@@ -158,7 +158,14 @@ object RepartitionPlan {
     val batch = checkpoint.latestCommittedBatch
     val confs = checkpoint.pinnedConfs(batch)
     val provider = checkpoint.pinnedProvider(batch)
-    if (!providers(provider)) refuse(s"offsets/$batch pins the provider $provider; $does")
+    val adopt = s"python -m statesnap adopt ${checkpoint.location}"
+    val sinkFlag = "(with the sink flag it needs, --file-sink <path> or --no-file-sink)"
+    if (!providers(provider)) refuse(s"offsets/$batch pins the provider $provider; $does" + (to match {
+      case _ if provider != ProviderClasses.SparkDefault || target.nonEmpty => ""
+      case Some(n) => s". Fix: move it to statesnap's provider with its new partitions in one step, $adopt " +
+        s"--partitions $n $sinkFlag"
+      case None => s". Fix: move it to statesnap's provider first, $adopt $sinkFlag, then run this again"
+    }))
     checkpoint.requireRewritableState(batch, avroTransformWithState = false)
     val loadIds = checkpoint.commitStateIds(batch)
     if (loadIds.isDefined && target.contains(ProviderClasses.SparkDefault)) refuse(s"commits/$batch names its store " +
