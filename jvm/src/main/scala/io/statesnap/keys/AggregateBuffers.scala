@@ -1,5 +1,6 @@
 package io.statesnap.keys
 
+import io.statesnap.meaning.{AggregateMatch, MeantAggregate}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{SpecificInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
@@ -50,22 +51,16 @@ final case class AggregateBuffers(previous: AggregateMerge, now: AggregateMerge,
 
 object AggregateBuffers {
   /**
-   * The buffers of `now`'s functions from those of `previous`: each new function matched with the first previous
-   * one not matched yet that has its SQL and its buffer's types.
+   * The buffers of `now`'s functions from those of `previous`, matched as a restart matches them
+   * ([[io.statesnap.meaning.AggregateMatch]]): each new function with the first previous one not matched yet that
+   * has its SQL and its buffer's types.
    */
-  def apply(previous: AggregateMerge, now: AggregateMerge): AggregateBuffers = {
-    val taken = scala.collection.mutable.Set.empty[Int]
-    AggregateBuffers(previous, now, now.functions.map { f =>
-      previous.functions.indices.find(i => !taken(i) && sameFunction(previous.functions(i), f)).map { i =>
-        taken += i
-        i
-      }
-    })
-  }
+  def apply(previous: AggregateMerge, now: AggregateMerge): AggregateBuffers =
+    AggregateBuffers(previous, now, AggregateMatch(meant(previous), meant(now)).kept)
 
   /** A function as its SQL says it (`sum(value)`); never distinct: a streaming aggregation has no distinct ones. */
   def sqlOf(f: AggregateFunction): String = f.sql(false)
 
-  private def sameFunction(a: AggregateFunction, b: AggregateFunction): Boolean =
-    sqlOf(a) == sqlOf(b) && a.aggBufferAttributes.map(_.dataType) == b.aggBufferAttributes.map(_.dataType)
+  private def meant(merge: AggregateMerge): Seq[MeantAggregate] = merge.functions.map(f => MeantAggregate(sqlOf(f),
+    f.aggBufferAttributes.map(b => b.name -> b.dataType.catalogString), sqlOf(f)))
 }
