@@ -140,12 +140,13 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
         raise ToolError(f"no state {', '.join(repr(s) for s in missing)} under {checkpoint}; its states: "
                         f"{', '.join(sorted({repr(r.state) for _, r in found}))}")
     shown = _folded([(store, r) for store, r in found if not states or r.state in states])
-    partitions = {(s.operator, s.store_name): len({p.partition for p, _ in found if (p.operator, p.store_name) ==
-                                                   (s.operator, s.store_name)}) for s, _ in found}
+    partitions: dict = {}
+    for store, _ in found:
+        partitions.setdefault((store.operator, store.store_name), set()).add(store.partition)
     operators = {operator: recorded["operator"] for operator, _, _, recorded in meant}
     lines: list[str] = []
     for stores, record in shown:
-        lines += _describe(stores, record, partitions[(stores[0].operator, stores[0].store_name)],
+        lines += _describe(stores, record, len(partitions[(stores[0].operator, stores[0].store_name)]),
                            operators.get(stores[0].operator))
     lines += [f"operator {operator} means: {words} (from the query's plan, recorded with version {version})"
               for operator, version, words, _ in meant]

@@ -84,9 +84,6 @@ object NewQueryOperators {
   /** Another stateful operator, whose key this tool does not read (a change of it is refused at restart). */
   final case class Other(describe: String) extends NewOperator
 
-  /** The stateful operators of the streaming DataFrame `query`, by operator id. */
-  def of(query: SparkClasses.Dataset[_]): Seq[NewOperator] = writers(plan(query)).map(operator)
-
   /** A planned state store writer as the operator whose key a deploy may change. */
   def operator(writer: SparkClasses.StateStoreWriter): NewOperator = writer match {
     case save: SparkClasses.StateStoreSaveExec => save.child match {

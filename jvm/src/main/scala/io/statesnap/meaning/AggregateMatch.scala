@@ -18,17 +18,12 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
   /** Every aggregate keeps its slice where it was: the buffers stay as they are. */
   def unchanged: Boolean = previous.size == now.size && kept == previous.indices.map(Some(_))
 
-  /** What each aggregate's buffer gets, in words. */
-  def says: Seq[String] = now.zip(kept).map {
-    case (a, Some(_)) => s"aggregate `${a.function}`: kept"
-    case (a, None) => s"aggregate `${a.function}`: starts at the deploy"
-  } ++ dropped.map(a => s"aggregate `${a.function}`: dropped")
-
   /** New aggregates that are a dropped one with another type (the same function over the same columns, uncast). */
   def retyped: Seq[MeantAggregate] =
     now.zip(kept).collect { case (a, None) if dropped.exists(_.uncast == a.uncast) => a }
 
-  private def dropped: Seq[MeantAggregate] = previous.indices.filterNot(i => kept.contains(Some(i))).map(previous)
+  /** The previous aggregates no new one keeps: their buffers are dropped. */
+  def dropped: Seq[MeantAggregate] = previous.indices.filterNot(i => kept.contains(Some(i))).map(previous)
 
   /**
    * The plan rewriting each buffer of layout `old` (the previous aggregates' buffers, checked) into `neu` (the new

@@ -93,8 +93,7 @@ object MeaningDecision {
     }.mkString(", "))
     else {
       val gone = recorded.filterNot(r => now.exists(_.source == r.source))
-      val fresh = now.filterNot(n => recorded.exists(_.source == n.source))
-      Some((fresh.map(n => s"${n.describe} is fed by a column the recorded key does not have") ++
+      Some((fedAnew(recorded, now).map(n => s"${n.describe} is fed by a column the recorded key does not have") ++
         gone.map(r => s"${r.describe} no longer is in it").toList).mkString(", ") +
         s" (recorded (${recorded.map(_.describe).mkString(", ")}), now (${now.map(_.describe).mkString(", ")}))")
     }

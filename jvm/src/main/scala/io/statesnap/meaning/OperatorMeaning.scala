@@ -6,7 +6,7 @@ import org.json4s.jackson.JsonMethods
 /**
  * A key field of a stateful operator's state: its name in the key, what feeds it as the plan says (the column an
  * alias renames, resolved to the input's own column, or the expression over input columns that computes it:
- * [[PlannedMeaning.source]]) and its type (Spark's catalog string). Two fields of the same source are the same
+ * [[PlannedMeaning]]) and its type (Spark's catalog string). Two fields of the same source are the same
  * field under any name; two of the same name and type but other sources are not.
  */
 final case class KeyColumn(name: String, source: String, dataType: String) {

@@ -26,12 +26,6 @@ object RecordedMeanings {
     versions(at, hadoopConf).filter(_ <= version).lastOption.map(v => v -> read(new Path(at, s"$v.json"), hadoopConf))
   }
 
-  /** Every meaning recorded for the operator, by the version it is in force from. */
-  def all(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Seq[(Long, OperatorMeaning)] = {
-    val at = dir(stateRoot, operatorId)
-    versions(at, hadoopConf).map(v => v -> read(new Path(at, s"$v.json"), hadoopConf))
-  }
-
   /** Records `meaning` in force from `version` on, and removes any recorded for a later version (never committed). */
   def write(stateRoot: String, operatorId: Long, version: Long, meaning: OperatorMeaning,
       hadoopConf: Configuration): Path = {

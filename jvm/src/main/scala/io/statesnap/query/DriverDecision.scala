@@ -64,7 +64,7 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         }
         if (planned != query) SQLConf.get.setConfString(QueryRegistrations.Conf, planned.toJson)
         undecided.foreach { case (writer, info) =>
-          PlannedOperatorDecision.decide(plan, writer, query.checkpoint, info.operatorId.toInt, planned, hadoopConf,
+          PlannedOperatorDecision.decide(writer, query.checkpoint, info.operatorId.toInt, planned, hadoopConf,
             info.storeVersion)
           decided.add(info.queryRunId -> info.operatorId)
         }

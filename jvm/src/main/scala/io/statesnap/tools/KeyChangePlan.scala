@@ -7,6 +7,7 @@ import io.statesnap.meaning.{PlannedMeaning, RecordedMeanings}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
 import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -26,8 +27,8 @@ private[tools] object KeyChangePlan {
       keys: Map[String, String], merge: Map[String, String],
       previous: Option[SparkClasses.Dataset[_]]): RepartitionPlan = {
     import checkpoint.refuse
-    def of(version: String, query: SparkClasses.Dataset[_]) = {
-      val operators = NewQueryOperators.of(query)
+    def of(version: String, planned: SparkPlan) = {
+      val operators = NewQueryOperators.writers(planned).map(NewQueryOperators.operator)
       if (operators.size != plan.operators.size) refuse(s"the $version query has ${operators.size} stateful " +
         s"operators (${operators.map(_.describe).mkString("; ")}) and the checkpoint ${plan.operators.size}: Spark " +
         "itself refuses an operator added or removed, since it numbers them by position")
@@ -44,10 +45,10 @@ private[tools] object KeyChangePlan {
         s"(the value given for it, `${keys(field)}`, is for a key that does not have it yet)"))
       ofThisKey -- already
     }
-    val operators = of("new version's", query)
-    val before = previous.map(of("previous version's", _))
-    // What each operator's state means: as recorded with it, and as the new version's plan says.
     val planned = NewQueryOperators.plan(query)
+    val operators = of("new version's", planned)
+    val before = previous.map(p => of("previous version's", NewQueryOperators.plan(p)))
+    // What each operator's state means: as recorded with it, and as the new version's plan says.
     val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))
     val stateRoot = new Path(checkpoint.root, "state").toString
     def sources(old: RepartitionPlan.Operator, i: Int): Option[KeySources] = for {

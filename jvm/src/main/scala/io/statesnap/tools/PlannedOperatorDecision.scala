@@ -21,17 +21,17 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSp
  */
 object PlannedOperatorDecision {
   /**
-   * Decides operator `operatorId` (`writer`, in `plan`) of the query on `checkpoint` as its stores open `version`:
+   * Decides operator `operatorId` (`writer`) of the query on `checkpoint` as its stores open `version`, `query` being
+   * the registrations with what the plan says of it ([[planned]]):
    * throws the refusal they would throw; returns each state that migrates with the changes it makes. None where the
    * plan or the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan
    * does not give (a session window, a join on 3.5 or of state format 3), or transformWithState where the version its
    * stores load is not the latest committed one.
    */
-  def decide(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
-      query: QueryRegistrations, hadoopConf: Configuration, version: Long): Option[Seq[(String, Seq[String])]] =
+  def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
+      hadoopConf: Configuration, version: Long): Option[Seq[(String, Seq[String])]] =
     NewQueryOperators.storeSchemas(writer).map { stores =>
-      OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores,
-        planned(plan, writer, checkpoint, operatorId, query, hadoopConf, version), hadoopConf, version)
+      OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)
         .map(m => m.state -> m.migration.changes)
     }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
       _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => d.variable.name -> d.changes)))

@@ -52,7 +52,8 @@ object Rehearsal {
         case Some(version) =>
           try {
             registered.requireValid()
-            PlannedOperatorDecision.decide(plan, writer, qualified, id, registered, hadoopConf, version) match {
+            val planned = PlannedOperatorDecision.planned(plan, writer, qualified, id, registered, hadoopConf, version)
+            PlannedOperatorDecision.decide(writer, qualified, id, planned, hadoopConf, version) match {
               case None => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
               case Some(migrations) if migrations.isEmpty => AsIs -> Nil
               case Some(migrations) =>
