@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pyspark
@@ -155,6 +156,12 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
         assert code == 4 and "is running on it; stop it first" in out and "Nothing was changed" in out, out
     finally:
         running.stop()
+    # The listener gives the stopped run's lease up when the listener bus hands it the termination, after stop().
+    lease = Path(checkpoint, "_statesnap", "lease")
+    deadline = time.monotonic() + 30
+    while lease.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not lease.exists(), "the stopped query's lease was not released"
     before = files(checkpoint)
 
     code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n smallint")
