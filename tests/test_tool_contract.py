@@ -124,17 +124,28 @@ def test_inspect_names_the_states_a_checkpoint_holds_when_asked_for_another(spar
 
 
 def test_the_command_line_answers_what_it_can_tell_without_a_jvm(tmp_path):
-    """A mistyped path, a directory that is no checkpoint, an --app that cannot be imported: answered before any JVM
-    starts (here, none could: no java on PATH, JAVA_HOME nowhere), with the fix for the import."""
+    """A mistyped path, a directory that is no checkpoint, an --app that cannot be imported, flags that contradict
+    each other: answered before any JVM starts (here, none could: no java on PATH, JAVA_HOME nowhere), with the fix."""
     (tmp_path / "checkpoint" / "offsets").mkdir(parents=True)
+    (tmp_path / "v2.py").write_text("def query(spark):\n    return None\n")
+    checkpoint = str(tmp_path / "checkpoint")
     env = dict(os.environ, PATH="/nonexistent", JAVA_HOME=str(tmp_path / "no-java"))
     answers = {("inspect", str(tmp_path / "nowhere")): "no checkpoint at",
                ("check", str(tmp_path), "--state", "s", "--schema", "n int"): "it has no offsets/ directory",
                ("change-key", str(tmp_path / "checkpoint"), "--app", "usage_v3:query", "--no-file-sink"):
                    "No module named 'usage_v3' (the module is imported as Python imports it: run from the "
-                   "directory that holds it, or add that directory to PYTHONPATH)"}
+                   "directory that holds it, or add that directory to PYTHONPATH)",
+               ("check", checkpoint, "--app", "v2:query", "--state", "s", "--no-scan"):
+                   "check --app decides every state of the new version's query from its plan; --state, --no-scan "
+                   "check one state: give --app, or --state and --schema",
+               ("check", checkpoint, "--query-name", "q", "--state", "s", "--schema", "n int"):
+                   "--query-name names the query of --app",
+               ("repartition", checkpoint, "--partitions", "0", "--no-file-sink"):
+                   "--partitions 0: give a number of partitions of 1 or more",
+               ("migrate", checkpoint, "--file-sink", "/out", "--no-file-sink", "--state", "s", "--schema", "n int"):
+                   "not allowed with argument"}
     for args, said in answers.items():
-        run = run_to_exit([sys.executable, "-m", "statesnap", *args], timeout=60, env=env)
+        run = run_to_exit([sys.executable, "-m", "statesnap", *args], timeout=60, env=env, cwd=tmp_path)
         assert run.returncode == 2 and said in run.stderr and "Java" not in run.stderr, (args, run.stderr)
 
 

@@ -41,8 +41,6 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
         with spark_session(session["conf"], session["master"]) as spark:
             return tools.rehearse(args.checkpoint, _app(args.app)(spark), name=args.query_name)
     if args.command == "check":
-        if not args.state or not args.schema:
-            raise tools.ToolError("check takes --app (the new version's query), or one state's --state and --schema")
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
                            map_key=_snapshot(args.map_key, "--map-key"),
@@ -328,6 +326,27 @@ def _check_before_spark(args: argparse.Namespace) -> None:
     for option in ("app", "previous_app"):
         if getattr(args, option, None):
             _app(getattr(args, option), "--" + option.replace("_", "-"))
+    _refuse_contradictions(args)
+
+
+_ONE_STATE_OPTIONS = ("state", "schema", "kind", "key", "user_key", "snapshot", "map_key", "compatibility", "no_scan")
+"""check's options for one state, which --app (the whole query, from its plan) does not take."""
+
+
+def _refuse_contradictions(args: argparse.Namespace) -> None:
+    """Flags that ask for two things at once, or for nothing, refused before anything runs rather than one of them
+    silently winning."""
+    if args.command == "check":
+        given = [f"--{o.replace('_', '-')}" for o in _ONE_STATE_OPTIONS if getattr(args, o, None)]
+        if args.app and given:
+            raise tools.ToolError(f"check --app decides every state of the new version's query from its plan; "
+                                  f"{', '.join(given)} check one state: give --app, or --state and --schema")
+        if not args.app and args.query_name:
+            raise tools.ToolError("--query-name names the query of --app, whose registrations apply too: give --app")
+        if not args.app and not (args.state and args.schema):
+            raise tools.ToolError("check takes --app (the new version's query), or one state's --state and --schema")
+    if getattr(args, "partitions", None) is not None and args.partitions < 1:
+        raise tools.ToolError(f"--partitions {args.partitions}: give a number of partitions of 1 or more")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
