@@ -29,10 +29,10 @@ import org.slf4j.LoggerFactory
  * the session meant for statesnap but whose checkpoint pins another provider is named once, in the driver log.
  * On Spark 4.2+, a new transformWithState query gets Spark's own provider, which is the only one Spark runs it on.
  * A query that ends on a statesnap refusal has it said once, at ERROR, when it terminates (Spark's own logging of the
- * same exception kept out of the driver's output: [[RefusalLogFilter]]).
+ * same exception kept out of the driver's output: [[SparkLogFilter]]).
  */
 class StatesnapQueryListener extends StreamingQueryListener {
-  RefusalLogFilter.install()
+  SparkLogFilter.install()
 
   /**
    * The queries started in this session, by id, kept until they terminate: a short run (availableNow) has often
@@ -88,8 +88,9 @@ class StatesnapQueryListener extends StreamingQueryListener {
   }
 
   /**
-   * One line per state statesnap migrated in the batch, on the driver, at WARN so that Spark's default level shows
-   * it: the stores said what they migrated beside the state ([[MigrationSummaries]]).
+   * One line per state statesnap migrated in the batch, on the driver, at INFO (a migration that did what the user
+   * asked is no alarm; the progress's metrics count it too): the stores said what they migrated beside the state
+   * ([[MigrationSummaries]]).
    */
   override def onQueryProgress(event: QueryProgressEvent): Unit = {
     val progress = event.progress
@@ -102,7 +103,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
       try {
         val stateRoot = new Path(query.checkpoint, "state").toString
         MigrationSummaries.read(stateRoot, progress.batchId + 1, query.hadoopConf).foreach {
-          case (operator, m) => StatesnapQueryListener.log.warn(s"statesnap migrated state '${m.state}' of operator " +
+          case (operator, m) => StatesnapQueryListener.log.info(s"statesnap migrated state '${m.state}' of operator " +
             s"$operator in batch ${progress.batchId} of $describe: ${m.entries} entries in ${m.stores} partitions " +
             s"in ${m.millis} ms: ${m.changes.mkString("; ")}")
         }
@@ -155,6 +156,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
    */
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     val query = Option(started.remove(event.id))
+    StatesnapQueryListener.served.remove(event.id)
     operatorsNamed.remove(event.runId)
     query.foreach(releaseLease)
     event.exception.foreach { failure =>
@@ -189,6 +191,12 @@ object StatesnapQueryListener {
   val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
   val SchemaCheckConf = "spark.sql.streaming.stateStore.stateSchemaCheck"
   private val SparkDefaultProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+  /**
+   * The ids of the queries of this JVM statesnap serves, until they terminate: its tasks ask ([[SparkLogFilter]]),
+   * which reach no session on an executor thread.
+   */
+  private[query] val served = java.util.concurrent.ConcurrentHashMap.newKeySet[java.util.UUID]()
 
   /**
    * Before Spark reads the offset log of a query that starts: the batch a refused run of it planned, if nothing of it
@@ -228,6 +236,7 @@ object StatesnapQueryListener {
       return
     }
     if (provider == statesnap) {
+      served.add(query.id)
       query.setConf(SchemaCheckConf, "false")
       query.setConf(QueryRegistrations.Conf,
         QueryRegistrations(query.checkpoint, registrations, errors, query.runId).toJson)
@@ -235,7 +244,10 @@ object StatesnapQueryListener {
         s"; snapshots registered for ${registrations.states.keys.toSeq.sorted.mkString(", ")}"))
     } else if (query.conf(ProviderConf).contains(ProviderClasses.Statesnap) ||
         !registrations.isEmpty) {
-      log.warn(notServed(query, provider, pinned.isDefined, registrations))
+      // On Spark 4.2+ a transformWithState query runs on Spark's provider as statesnap means it to: no alarm.
+      if (transformWithStateMigratesOffline(query)) log.info(notServed(query, provider, pinned.isDefined,
+        registrations))
+      else log.warn(notServed(query, provider, pinned.isDefined, registrations))
     }
   } catch {
     case NonFatal(e) => log.error(s"statesnap could not prepare ${query.describe}; its state stores get no " +
@@ -295,12 +307,15 @@ object StatesnapQueryListener {
         "release the checkpoint to Spark's provider there first." + unregistered)
     } else {
       query.setConf(ProviderConf, ProviderClasses.SparkRocksDB)
-      log.warn(s"statesnap does not serve ${query.describe}: $why. It runs on Spark's RocksDB provider, which its " +
+      log.info(s"statesnap does not serve ${query.describe}: $why. It runs on Spark's RocksDB provider, which its " +
         "checkpoint now keeps, with Spark's own state schema check as the session sets it; statesnap serves the " +
         "other stateful queries of this session, and migrates this one's state offline when its schema changes " +
         "(python -m statesnap migrate, with the query stopped)." + unregistered)
     }
   }
+
+  private def transformWithStateMigratesOffline(query: RunningQuery): Boolean =
+    query.runsTransformWithState && !StatesnapSparkGlue.transformWithStateTakesCustomProviders
 
   private def notServed(query: RunningQuery, provider: String, pinned: Boolean,
       registrations: ScopeRegistrations): String = {
@@ -309,11 +324,11 @@ object StatesnapQueryListener {
     val unregistered = if (registrations.states.isEmpty) "" else s", and the snapshots registered for it " +
       s"(${registrations.states.keys.toSeq.sorted.mkString(", ")}) do not apply"
     // On Spark 4.2+ transformWithState cannot move to statesnap's provider: its state migrates offline instead.
-    val use = if (query.runsTransformWithState && !StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
+    val use = if (transformWithStateMigratesOffline(query)) {
       s"Spark ${org.apache.spark.SPARK_VERSION} runs transformWithState on its own provider only, so statesnap " +
-        "migrates its state offline: before restarting it with a changed state schema, stop it and run python -m " +
-        s"statesnap migrate ${query.checkpoint} --state <name> --schema <new value schema> (--no-file-sink or " +
-        "--file-sink <path>); never turn Spark's state schema check off for it."
+        "migrates its state offline when a new version changes its schema: statesnap.deploy does it before it " +
+        "starts that version (or python -m statesnap migrate, with the query stopped); never turn Spark's state " +
+        "schema check off for it."
     } else s"To use statesnap, stop the query and adopt its checkpoint (python -m statesnap adopt " +
       s"${query.checkpoint}), or start the query on a new checkpoint."
     s"statesnap does not serve ${query.describe}: $why. Spark's own state schema check applies to it as the " +
