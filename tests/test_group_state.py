@@ -96,7 +96,7 @@ def test_a_change_statesnap_may_not_follow_is_refused_naming_state_field_and_fix
     message = str(refused.value)
     assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'groupState' of operator 0" in message
     assert "field 'total': bigint -> int" in message and "Fix:" in message
-    assert "Nothing was rewritten" in message
+    assert "No state was rewritten" in message
     # Nothing changed: the application version that wrote the state reads it as it was.
     assert run_group_state_app(spark, source, checkpoint, V1).seen == {"a": [[3_000_000_000, "x"]]}
 

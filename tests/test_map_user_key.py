@@ -103,7 +103,7 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
     assert all(c.exit_code == 3 for c in checked.values()), {n: c.lines for n, c in checked.items()}
     assert "add 'userKey.device' string (existing entries read 'web')" in "\n".join(checked["appended"].lines)
     unruled = tools.check(checkpoint, "appended", "n int", user_key=MAPS["appended"][2])
-    assert unruled.exit_code == 4 and "map_key=statesnap.RowSnapshot(" in "\n".join(unruled.lines), unruled.lines
+    assert unruled.exit_code == 4 and "--map-key '{" in "\n".join(unruled.lines), unruled.lines
     if TWS_ONLINE:
         for name, m in MAPS.items():
             if m[4] is not None or name in MERGES:
@@ -201,7 +201,7 @@ def test_migrate_refuses_an_added_user_key_field_without_a_value_and_changes_not
                            no_file_sink=True)
     text = "\n".join(result.lines)
     assert result.exit_code == 4 and "field 'userKey.device': <absent> -> string" in text, text
-    assert "map_key=statesnap.RowSnapshot(version=1, defaults={'userKey.device': <SQL constant>})" in text, text
+    assert """--map-key '{"version":1,"defaults":{"userKey.device":"'\\''<value>'\\''"}}'""" in text, text
     assert {str(p): p.read_bytes() for p in sorted(tmp_path.joinpath("ck").rglob("*")) if p.is_file()} == before
 
 

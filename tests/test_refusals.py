@@ -3,6 +3,7 @@ driver log as one ERROR line: not a hundred lines into a `[STREAM_FAILED] ... Py
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 import textwrap
 import time
@@ -140,10 +141,9 @@ def test_any_other_error_passes_through_unchanged():
 
 
 def test_a_refusals_fix_is_a_registration_that_works_as_pasted(spark, app_dirs, registrations):
-    """The fix names the version the rule needs (the recorded one is 0: nothing was registered), so pasting it is
-    the whole fix, on every minor (group state runs on statesnap's provider everywhere)."""
-    import re
-
+    """The fix is the whole call: the state's name, the checkpoint, and the version the rule needs (the recorded one is
+    0: nothing was registered), so pasting it into the application is the whole fix, on every minor (group state runs
+    on statesnap's provider everywhere)."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 7, "set")])
     run_group_state_app(spark, source, checkpoint, "total bigint")
@@ -151,58 +151,62 @@ def test_a_refusals_fix_is_a_registration_that_works_as_pasted(spark, app_dirs, 
     with pytest.raises(statesnap.StateSchemaError) as refused:
         with statesnap.refusals():
             run_group_state_app(spark, source, checkpoint, "total int")
-    fix = re.search(r"register (statesnap\.RowSnapshot\(.*?\))(?: |$)", str(refused.value), re.MULTILINE)
-    assert fix and fix.group(1) == "statesnap.RowSnapshot(version=1, derived={'total': 'CAST(total AS INT)'})", \
-        str(refused.value)
-    statesnap.register_snapshot(spark, "groupState", eval(fix.group(1), {"statesnap": statesnap}),
-                                checkpoint=checkpoint)
+    calls = REGISTRATION.findall(str(refused.value))
+    assert calls == [f"statesnap.register_snapshot(spark, 'groupState', statesnap.RowSnapshot(version=1, derived="
+                     f"{{'total': 'CAST(total AS INT)'}}), checkpoint='file:{checkpoint}')"], str(refused.value)
+    paste(spark, calls[0])
     assert run_group_state_app(spark, source, checkpoint, "total int").seen == {"a": [[7]]}
 
 
-RULE = re.compile(r"statesnap\.RowSnapshot\((?:[^()]|\([^()]*\))*\)")
-"""A registration a refusal prints as its fix: ``statesnap.RowSnapshot(...)``, SQL in it with its own parentheses."""
+REGISTRATION = re.compile(r"statesnap\.register_snapshot\(spark, .*?, checkpoint=(?:'[^']*'|\"[^\"]*\")\)")
+"""A registration a refusal prints as its fix: the whole ``statesnap.register_snapshot(...)`` call."""
+SNAPSHOT_ARGUMENT = re.compile(r"--(?:snapshot|map-key) '(?:[^']|'\\'')*'")
+"""A registration a tool prints as its fix: its ``--snapshot`` argument, quoted for the shell."""
 
 
-def pasted(hint: str) -> statesnap.RowSnapshot:
-    """A printed fix, pasted into Python as it is: it must parse, and build a RowSnapshot (validated as registered)."""
-    return eval(hint, {"statesnap": statesnap})
+def paste(spark, call: str) -> None:
+    """A printed fix, pasted into the application as it is: it must parse and register (validated as registered)."""
+    exec(call, {"statesnap": statesnap, "spark": spark})
 
 
-def assert_every_hint_accepted(spark, checkpoint: str, schema: str, expected_hints: int) -> None:
-    """``check`` refuses ``schema`` for the group state; each fix it prints, pasted alone, makes the check accept (with
-    the application's SQL settings, which a registration in the application pins)."""
-    refused = tools.check(checkpoint, "groupState", schema, scan=False)
-    assert refused.outcome == tools.Outcome.REFUSED, refused.lines
-    hints = RULE.findall("\n".join(refused.lines))
-    assert len(hints) == expected_hints, refused.lines
-    settings = {k: spark.conf.get(k) for k in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone",
-                                                 "spark.sql.caseSensitive")}
+def assert_every_hint_accepted(spark, cli, checkpoint: str, schema: str, expected_hints: int) -> None:
+    """``check`` refuses ``schema`` for the group state; each fix it prints, pasted alone into the same command line
+    (split as sh splits it), makes the check accept (with the application's SQL settings, which a registration in the
+    application pins)."""
+    command = ["check", checkpoint, "--state", "groupState", "--schema", schema, "--no-scan"]
+    code, out = cli(*command)
+    assert code == 4 and "incompatible" in out, out
+    hints = SNAPSHOT_ARGUMENT.findall(out)
+    assert len(hints) == expected_hints, out
+    settings = [a for k in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.caseSensitive")
+                for a in ("--sql-conf", f"{k}={spark.conf.get(k)}")]
     for hint in hints:
-        accepted = tools.check(checkpoint, "groupState", schema, snapshot=pasted(hint), scan=False, sql_conf=settings)
-        assert accepted.outcome != tools.Outcome.REFUSED, (hint, accepted.lines)
+        code, out = cli(*command, *shlex.split(hint), *settings)
+        assert code != 4, (hint, out)
 
 
-def test_every_fix_a_refusal_prints_is_a_registration_accepted_as_pasted(spark, app_dirs, registrations):
+def test_every_fix_a_refusal_prints_is_a_registration_accepted_as_pasted(spark, app_dirs, registrations, cli):
     """Each kind of fix that names a registration: a narrowing (derive it), a non-nullable field added (a default of
     its type), a likely rename (renamed, or dropped: either alone), a rollback that would drop a field, and a field
     added back after a drop (confirm the loss). Decided by `check`, the decision a store runs."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 7, "set")])
     run_group_state_app(spark, source, checkpoint, "total bigint, label string", lambda v: (v, "x"))
-    assert_every_hint_accepted(spark, checkpoint, "total int, label string", 1)
-    assert_every_hint_accepted(spark, checkpoint, "total bigint, label string, visits int NOT NULL", 1)
-    assert_every_hint_accepted(spark, checkpoint, "total bigint, tag string", 2)
+    assert_every_hint_accepted(spark, cli, checkpoint, "total int, label string", 1)
+    assert_every_hint_accepted(spark, cli, checkpoint, "total bigint, label string, visits int NOT NULL", 1)
+    assert_every_hint_accepted(spark, cli, checkpoint, "total bigint, label string, region string NOT NULL", 1)
+    assert_every_hint_accepted(spark, cli, checkpoint, "total bigint, tag string", 2)
 
     statesnap.register_snapshot(spark, "groupState", statesnap.RowSnapshot(version=2), checkpoint=checkpoint)
     write_input(source, [("a", 1, "set")])
     run_group_state_app(spark, source, checkpoint, "total bigint, label string, n int", lambda v: (v, "x", 1))
-    assert_every_hint_accepted(spark, checkpoint, "total bigint, label string", 1)  # version 0 after 2: a rollback
+    assert_every_hint_accepted(spark, cli, checkpoint, "total bigint, label string", 1)  # version 0 after 2: a rollback
 
     statesnap.register_snapshot(spark, "groupState", statesnap.RowSnapshot(version=3, dropped=["n"]),
                                 checkpoint=checkpoint)
     write_input(source, [("a", 2, "set")])
     run_group_state_app(spark, source, checkpoint, "total bigint, label string", lambda v: (v, "x"))
-    assert_every_hint_accepted(spark, checkpoint, "total bigint, label string, n int", 1)  # n back, its values gone
+    assert_every_hint_accepted(spark, cli, checkpoint, "total bigint, label string, n int", 1)  # n back, values gone
 
 
 def test_the_fix_for_an_aggregate_only_partly_new_keeps_what_it_had(spark, app_dirs, registrations):
@@ -222,11 +226,9 @@ def test_the_fix_for_an_aggregate_only_partly_new_keeps_what_it_had(spark, app_d
         with statesnap.refusals():
             run_aggregation(spark, source, checkpoint, *v2)
     assert "its aggregate is only partly new" in str(refused.value), str(refused.value)
-    hints = RULE.findall(str(refused.value))
-    assert hints == ["statesnap.RowSnapshot(version=1, derived={'isEmpty': 'sum IS NULL'})"], str(refused.value)
-    rules = [pasted(hint) for hint in hints]
-    statesnap.register_snapshot(spark, "aggregation", statesnap.RowSnapshot(
-        version=1, defaults={k: v for r in rules for k, v in r.defaults.items()},
-        derived={k: v for r in rules for k, v in r.derived.items()}), checkpoint=checkpoint)
+    calls = REGISTRATION.findall(str(refused.value))
+    assert calls == [f"statesnap.register_snapshot(spark, 'aggregation', statesnap.RowSnapshot(version=1, derived="
+                     f"{{'isEmpty': 'sum IS NULL'}}), checkpoint='file:{checkpoint}')"], str(refused.value)
+    paste(spark, calls[0])
     # a's count covers the rows since the migration; its sum all of them; its max the row since.
     assert run_aggregation(spark, source, checkpoint, *v2) == {"a": (1, 13, 1)}

@@ -151,5 +151,5 @@ def test_a_named_layout_that_does_not_place_every_entry_or_cannot_be_read_back_i
         run_app(spark, source, checkpoint, V1)
     message = str(refused.value)
     assert "holds entries that `adopt --written-as` found in struct<n:bigint,tag:string,score:double>" in message
-    assert "score" in message and "Nothing was rewritten" in message and "-589934592" not in message
+    assert "score" in message and "No state was rewritten" in message and "-589934592" not in message
     assert {p: read_store(checkpoint, 0, p) for p in partitions(checkpoint)} == stores

@@ -111,7 +111,7 @@ def test_narrowing_is_refused_and_the_old_version_still_reads_every_value(spark,
     assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] state 'testState'" in message
     assert "field 'value1': bigint -> int: narrowing could lose values" in message
     assert "Fix: keep 'value1' as bigint" in message
-    assert "Nothing was rewritten" in message
+    assert "No state was rewritten" in message
     # Spark's own check refuses it too: its class and words follow statesnap's (not its advice to turn it off).
     assert "Spark's own state schema check refuses this change too: [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] " \
            "Provided value schema does not match existing state value schema." in message

@@ -1,6 +1,6 @@
 package io.statesnap.provider
 
-import io.statesnap.evolution.RowMigration
+import io.statesnap.evolution.{FixFormat, RowMigration}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.{StatesnapAvroSchemas, StatesnapValueRewriter}
 import org.apache.spark.sql.types.StructType
@@ -35,13 +35,13 @@ private[statesnap] object AvroStateMigration {
    * `decided` is the decision on `recorded`, already known not to refuse. @return the values rewritten, and the
    * changes of the recorded schema's migration (for metrics and logs)
    */
-  def migrate(state: String, describe: String, rewriter: StatesnapValueRewriter, avro: StatesnapAvroSchemas,
+  def migrate(state: String, describe: String, fixes: FixFormat, rewriter: StatesnapValueRewriter, avro: StatesnapAvroSchemas,
       valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
       decided: StateDecision, gate: MigrationGate): (Long, Seq[String]) = {
     val written = avro.valueSchemas(state)
     val target = avro.target(state, valueSchema)
-    val decisions = written.map { case (id, schema) => id -> source(state, describe, schema, current, recorded,
-      decided) }
+    val decisions = written.map { case (id, schema) => id -> source(state, describe, fixes, schema, current,
+      recorded, decided) }
     val sources = decisions.collect { case (id, Right(s)) => id -> s }
     val refused = decisions.collect { case (id, Left(refusal)) => id -> refusal }.toMap
     if (sources.isEmpty) throw refused.values.headOption.getOrElse(new IllegalStateException(s"$describe: Spark's " +
@@ -54,7 +54,7 @@ private[statesnap] object AvroStateMigration {
   }
 
   /** How entries Spark's files say were written with `schema` become the `current` layout, or why they cannot. */
-  private def source(state: String, describe: String, schema: StructType, current: StateSnapshotRecord,
+  private def source(state: String, describe: String, fixes: FixFormat, schema: StructType, current: StateSnapshotRecord,
       recorded: Option[StateSnapshotRecord], decided: StateDecision): Either[RuntimeException, StateMigrator.Source] = {
     val from = recorded.filter(r => StatesnapAvroSchemas.sameAvro(StateDecision.schemaOf(r.valueSnapshot), schema))
       .getOrElse(
@@ -63,7 +63,7 @@ private[statesnap] object AvroStateMigration {
     (if (recorded.contains(from)) decided else StateDecision.decide(Some(from), current, StateEncoding.Avro)) match {
       case StateDecision.Migrate(migration, _, _) => Right(StateMigrator.Source(schema, migration))
       case refuse: StateDecision.Refuse => Left(refuse.error(s"$describe holds entries Spark wrote with " +
-        s"${schema.simpleString}, and", Some(from), current))
+        s"${schema.simpleString}, and", Some(from), current, fixes))
       // Nothing to convert (the same layout, perhaps other names): each entry is written back under the new schema.
       case _ => Right(StateMigrator.Source(schema, RowMigration.unchanged(schema.length)))
     }

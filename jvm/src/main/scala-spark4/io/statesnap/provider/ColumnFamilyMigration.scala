@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.evolution.FixFormat
 import io.statesnap.keys.RowMerge
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StatesnapAvroSchemas,
@@ -15,6 +16,7 @@ import org.apache.spark.sql.types.StructType
 private[statesnap] object ColumnFamilyMigration {
   /**
    * Rewrites every entry of `state` into `current`'s layout through `rewriter`.
+   * @param fixes how a refusal of entries in a layout the decision did not judge writes its fixes
    * @param valueSchema the value schema Spark's encoder writes (an Avro-encoded state's target schema)
    * @param decided the decision on `recorded`, known not to refuse
    * @param sources the UnsafeRow layouts the entries are in and how each converts (under Avro, each entry's schema id
@@ -23,7 +25,7 @@ private[statesnap] object ColumnFamilyMigration {
    * @param merge how the values of a map's entries that meet under one new key merge, where one is registered
    * @return the values rewritten, and the changes of the recorded layout's migration (for metrics and logs)
    */
-  def migrate(state: String, describe: String, rewriter: StatesnapValueRewriter, avro: Option[StatesnapAvroSchemas],
+  def migrate(state: String, describe: String, fixes: FixFormat, rewriter: StatesnapValueRewriter, avro: Option[StatesnapAvroSchemas],
       valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
       decided: StateDecision, sources: Seq[StateMigrator.Source], rekey: Option[StateMigrator.Source],
       merge: Option[RowMerge], gate: MigrationGate): (Long, Seq[String]) =
@@ -31,7 +33,7 @@ private[statesnap] object ColumnFamilyMigration {
       case (Some(_), Some(_)) => throw new IllegalStateException(s"$describe: the decision refuses a new map key " +
         "under Avro, yet it reached the rewrite")
       case (Some(schemas), None) =>
-        AvroStateMigration.migrate(state, describe, rewriter, schemas, valueSchema, recorded, current, decided, gate)
+        AvroStateMigration.migrate(state, describe, fixes, rewriter, schemas, valueSchema, recorded, current, decided, gate)
       case (None, Some(keys)) =>
         val count = StateMigrator.migrateMapKeys(state, keys, sources, merge, describe, gate)(
           rewriter.rewriteAllMapKeys(PrefixKeyScanStateEncoderSpec(keys.layout, 1), _, _, _, _))

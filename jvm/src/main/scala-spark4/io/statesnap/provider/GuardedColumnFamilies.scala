@@ -21,6 +21,6 @@ private[provider] final class GuardedColumnFamilies(store: StateStore, catalog: 
         "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
     }
     StateWalk.decide(recorded, recorded, GuardedState.record(family, keySchema, valueSchema, store.version + 1),
-      StateEncoding.UnsafeRow, describe(family)).next.foreach(records.write)
+      StateEncoding.UnsafeRow, describe(family), StoreContext.fixes(store.id, family)).next.foreach(records.write)
   }
 }

@@ -193,8 +193,8 @@ object OfflineMigration {
     // A batch put right above is a change, even when no state needs one.
     val unchanged = if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change
     if (decisions.exists(_._1.verdict.decided.isInstanceOf[StateDecision.Refuse])) ToolReport(decided :+
-      "refused: nothing was changed. Keep the recorded schema, or register a definition that says how to convert " +
-      "(--snapshot)", ToolReport.Refused)
+      "refused: nothing was changed. Keep the recorded schema, or run this again with the argument a fix above " +
+      "gives (--snapshot: a definition that says how to convert)", ToolReport.Refused)
     else if (migrating.isEmpty) ToolReport(decided :+ "nothing was changed", unchanged)
     else {
       val next = target.batch + 1

@@ -3,7 +3,7 @@ package io.statesnap.bridge
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{CompatibilityMode, SqlSettings}
+import io.statesnap.evolution.{CompatibilityMode, FixFormat, SqlSettings}
 import io.statesnap.provider.{DeclaredSnapshots, StateDecision, StateEncoding}
 import io.statesnap.registration.{QueryRegistrations, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
@@ -40,9 +40,10 @@ object CompatibilityCheck {
    * The one decision on one state ([[StateDecision.decide]]) as tools report it, typed for callers across py4j.
    * @param mode the compatibility mode in force
    * @param operator the operator kind whose rules applied
+   * @param fixes how its problems write their fixes: as the arguments of the tool that reports it
    */
   final case class Verdict private[statesnap] (private[statesnap] val decided: StateDecision, mode: CompatibilityMode,
-      operator: OperatorKind) {
+      operator: OperatorKind, private[statesnap] val fixes: FixFormat) {
     /** What it comes to for the tools: its word and exit code. */
     val reported: Reported = Reported.of(decided)
     /** What a migration does, one line per change (empty unless it migrates). */
@@ -53,7 +54,7 @@ object CompatibilityCheck {
     /** Why it is refused, one line per field (empty unless it is refused). */
     val problems: java.util.List[String] = (decided match {
       case StateDecision.Refuse(errorClass, Nil, message, _) => Seq(s"[$errorClass] the state $message")
-      case StateDecision.Refuse(_, problems, _, _) => problems.map(_.describe)
+      case StateDecision.Refuse(_, problems, _, _) => problems.map(_.describeAs(fixes))
       case _ => Nil
     }).asJava
     /** The decision and the mode in force, as a report's headline says them. */
@@ -92,7 +93,8 @@ object CompatibilityCheck {
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
       encoding: StateEncoding): Verdict =
     Verdict(StateDecision.decide(Some(recorded), current, encoding),
-      current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default), current.operator)
+      current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default), current.operator,
+      FixFormat.CommandLine)
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
   private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType],

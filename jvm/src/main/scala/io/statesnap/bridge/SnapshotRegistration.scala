@@ -91,7 +91,8 @@ object SnapshotRegistration {
       sql: SqlSettings): SnapshotDefinition = {
     val definition = SnapshotDefinition.parse(state, json).copy(sql = sql)
     def refuse(problems: Seq[SchemaProblem], what: String) = new StatesnapException(InvalidSnapshotDefinition,
-      s"the snapshot registered for state '$state' is invalid$what:\n" + problems.map(p => s"  - ${p.describe}")
+      s"the snapshot registered for state '$state' is invalid$what:\n" + problems.map(p =>
+        s"  - ${p.describeAs(FixFormat.Application(Some(state), None))}")
         .mkString("\n"))
     val targets = definition.steps.map(s => if (s.version == definition.version) schema else s.schema)
     val sources = previous +: targets.dropRight(1)
@@ -100,7 +101,8 @@ object SnapshotRegistration {
         case (Some(f), Some(t)) => RowSchemaEvolution.plan(f, t, step.rules, sql).problems
         case _ => standalone(step.rules, to, sql)
       }
-      if (problems.nonEmpty) throw refuse(problems, s" in the step to version ${step.version}")
+      if (problems.nonEmpty) throw refuse(problems.map(_.atVersion(step.version)),
+        s" in the step to version ${step.version}")
     }
     for (s <- schema; p <- previous) {
       val first = definition.steps.headOption.map(_.version - 1).getOrElse(0)

@@ -141,26 +141,39 @@ object ProblemSide {
 
 /**
  * One reason a schema change is refused: where, what the state had and what is declared (typed: a decision asks
- * these, never their words), why, and the fix in one sentence.
+ * these, never their words), why, and the fix in one sentence. A fix that registers rules says where each of `asks`
+ * goes ([[SchemaProblem.asked]]); it is written as the place that prints it needs ([[FixFormat]]), at `version`.
  */
-final case class SchemaProblem(at: ProblemAt, old: ProblemSide, declared: ProblemSide, reason: String, fix: String) {
+final case class SchemaProblem(at: ProblemAt, old: ProblemSide, declared: ProblemSide, reason: String, fix: String,
+    asks: Seq[FixRegistration] = Nil, version: Option[Int] = None) {
   /** Where, in words: the field's path, `<key>`, `<state>`. */
   def fieldPath: String = at.describe
-  def describe: String = s"field '${at.describe}': ${old.describe} -> ${declared.describe}: $reason. Fix: $fix"
+  /** In words, its registrations as the application's calls, the state and checkpoint as placeholders. */
+  def describe: String = describeAs(FixFormat.Application(None, None))
+  def describeAs(format: FixFormat): String =
+    s"field '${at.describe}': ${old.describe} -> ${declared.describe}: $reason. Fix: ${fixAs(format)}"
+  def fixAs(format: FixFormat): String = asks.zipWithIndex.foldLeft(fix) { case (text, (registration, i)) =>
+    text.replace(SchemaProblem.asked(i), format.write(registration, version))
+  }
 
-  /** The fix with the version its registration needs filled in (see [[SchemaProblem.register]]). */
-  def atVersion(version: Int): SchemaProblem = copy(fix = fix.replace(SchemaProblem.NextVersion, s"version=$version"))
+  /**
+   * The fix with the version its registrations need, where not set yet: the resolution, which knows the recorded
+   * version, fills it in (a rule applies only to a state recorded at a lower version).
+   */
+  def atVersion(v: Int): SchemaProblem = if (version.isDefined) this else copy(version = Some(v))
+
+  /** Its registrations made for a map state's key (`map_key=`): the problem was found in the map's user key. */
+  def ofMapKey: SchemaProblem = copy(asks = asks.map(_.copy(mapKey = true)))
 }
 
 object SchemaProblem {
-  /**
-   * Where a fix's registration names its version, until the resolution, which knows the recorded version, fills it
-   * in: a rule applies only to a state recorded at a lower version.
-   */
-  val NextVersion = "version=<next>"
+  /** Where the fix of a problem says its `i`th registration. */
+  def asked(i: Int): String = s"<registration $i>"
 
-  /** The registration that applies `rules` (`RowSnapshot` keyword arguments), written to be pasted as it is. */
-  def register(rules: String): String = s"statesnap.RowSnapshot($NextVersion, $rules)"
+  /** A problem whose fix registers `asks`: `fix` is given where each goes ([[asked]]). */
+  def registering(at: ProblemAt, old: ProblemSide, declared: ProblemSide, reason: String, asks: FixRegistration*)(
+      fix: Seq[String] => String): SchemaProblem =
+    SchemaProblem(at, old, declared, reason, fix(asks.indices.map(asked)), asks)
 }
 
 /** The outcome of planning: the plan of the top-level struct, what it does, and what stops it. */

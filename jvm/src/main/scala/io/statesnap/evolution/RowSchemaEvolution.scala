@@ -117,11 +117,12 @@ object RowSchemaEvolution {
     case _ => false
   }
 
+  /** A SQL constant of type `dt` for a fix to show, visibly a placeholder where no value is the natural one. */
   private[evolution] def exampleLiteral(dt: DataType): String = dt match {
-    case StringType => "\"'EUR'\""
-    case BooleanType => "'false'"
-    case _: NumericType => "'0'"
-    case _ => s"'CAST(NULL AS ${dt.sql})'"
+    case StringType => "'<value>'"
+    case BooleanType => "false"
+    case _: NumericType => "0"
+    case _ => s"CAST('<value>' AS ${dt.sql})"
   }
 
   /** `dt` without field metadata (comments, char/varchar lengths), which does not change the bytes. */
@@ -235,10 +236,10 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       defaultSource(nf, path, defaults(path))
     } else {
       if (nf.nullable) changes += Change.Added(path, nf.dataType, None)
-      else problem(path, ProblemSide.Absent, ProblemSide.of(nf.dataType), "a non-nullable field was added, and entries " +
-        "written before it existed have no value for it",
-        s"declare '$path' nullable, or give it a default: register ${SchemaProblem.register(
-          s"defaults={'$path': ${RowSchemaEvolution.exampleLiteral(nf.dataType)}}")}")
+      else problems += SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Absent,
+        ProblemSide.of(nf.dataType), "a non-nullable field was added, and entries written before it existed have no " +
+          "value for it", FixRegistration.defaults(path, RowSchemaEvolution.exampleLiteral(nf.dataType)))(
+        r => s"declare '$path' nullable, or give it a default (for the entries written before it): ${r(0)}")
       FieldSource.Null
     }
   }
@@ -272,11 +273,11 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       changes += Change.Converted(path, ot, nt)
       Conversion.Cast(ot, nt)
     case _ =>
-      val fix = if (scope.inCollection) {
-        s"keep '$path' as ${ot.simpleString}, or derive the whole top-level field that contains it with SQL"
-      } else s"keep '$path' as ${ot.simpleString}, or convert it explicitly: register " +
-        SchemaProblem.register(s"derived={'$path': 'CAST($oldPath AS ${nt.sql})'}")
-      problem(path, ProblemSide.of(ot), ProblemSide.of(nt), Conversions.whyNot(ot, nt), fix)
+      if (scope.inCollection) problem(path, ProblemSide.of(ot), ProblemSide.of(nt), Conversions.whyNot(ot, nt),
+        s"keep '$path' as ${ot.simpleString}, or derive the whole top-level field that contains it with SQL")
+      else problems += SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.of(ot), ProblemSide.of(nt),
+        Conversions.whyNot(ot, nt), FixRegistration.derived(path, s"CAST($oldPath AS ${nt.sql})"))(
+        r => s"keep '$path' as ${ot.simpleString}, or convert it explicitly: ${r(0)}")
       Conversion.Identity
   }
 
@@ -336,9 +337,10 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
           case Some(likely) if !deliberate =>
             val why = if (caseOnly.isDefined) s"only the case of its name changed, to '${likely.field.name}'"
               else s"'${likely.path}' ${likely.field.dataType.simpleString} was added in its place"
-            problem(path, ProblemSide.of(of.dataType), ProblemSide.Removed, s"$why: a likely rename, which would drop every " +
-              "value of it", s"register ${SchemaProblem.register(s"renamed={'${likely.path}': '$path'}")} to keep " +
-              s"its values, or ${SchemaProblem.register(s"dropped=['$path']")} to confirm that they go")
+            problems += SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.of(of.dataType),
+              ProblemSide.Removed, s"$why: a likely rename, which would drop every value of it",
+              FixRegistration.renamed(likely.path, path), FixRegistration.dropped(Seq(path)))(
+              r => s"${r(0)} to keep its values, or ${r(1)} to confirm that they go")
           case _ => changes += Change.Removed(path, confirmed)
         }
       }

@@ -74,7 +74,7 @@ object StateEvolution {
     // map's user key field: its value, registered as the map's key).
     def startingValue(p: EvolutionPlan)(problem: SchemaProblem): SchemaProblem =
       problem match {
-        case SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, _, _, _) if newFieldsNeedValues =>
+        case SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, _, _, _, _, _) if newFieldsNeedValues =>
           RowSchemaEvolution.fieldAt(p.newSchema, path).filter(!_.nullable)
             .fold(problem)(f => noValue(path, f.dataType, p.oldSchema, added))
         case _ => problem
@@ -153,11 +153,12 @@ object StateEvolution {
    */
   private def noValue(path: String, dataType: DataType, old: StructType, added: AddedFields): SchemaProblem =
     added match {
-      case AddedFields.MapUserKey(state) => SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent,
+      case AddedFields.MapUserKey(_) => SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Absent,
         ProblemSide.of(dataType), "a user key field was added, and the entries written before it have no value for " +
-          "it (a key field that read null would make them meet)", "give its value for them, a SQL constant or an " +
-          s"expression over the old key (`key.*`, `userKey.*`): statesnap.register_snapshot(spark, '$state', " +
-          s"map_key=${SchemaProblem.register(s"defaults={'$path': <SQL constant>}")}) or derived={'$path': <SQL>}")
+          "it (a key field that read null would make them meet)",
+        FixRegistration.defaults(path, RowSchemaEvolution.exampleLiteral(dataType)).copy(mapKey = true))(r =>
+          s"give its value for them, a SQL constant: ${r(0)}, or derived={'$path': '<SQL over the old key: key.*, " +
+            "userKey.*>'} in its place")
       case AddedFields.AggregateBuffers(planned) => startingValue(path, dataType, old, planned.nonEmpty)
       case AddedFields.MayReadNull => startingValue(path, dataType, old, planned = false)
     }
@@ -170,36 +171,35 @@ object StateEvolution {
    * false. A field it does not know gets a value of its type, and the choice in words.
    */
   private def startingValue(path: String, dataType: DataType, old: StructType, planned: Boolean): SchemaProblem = {
-    def register(rules: String) = SchemaProblem.register(rules)
-    def default(literal: String) = register(s"defaults={'$path': '$literal'}")
+    def default(literal: String) = FixRegistration.defaults(path, literal)
     // An aggregation's buffer fields are top-level and named by Spark after the aggregate.
-    val fix = (path, dataType) match {
-      case ("count", _) => default("0")
+    val (registration, words) = (path, dataType) match {
+      case ("count", _) => (default("0"), "")
       case ("isEmpty", BooleanType) if old.fieldNames.contains("sum") =>
-        s"${register(s"derived={'$path': 'sum IS NULL'}")} (the sum beside it was kept from before)"
-      case ("isEmpty", BooleanType) => s"${default("true")} (a new decimal sum's flag: true until a row is summed)"
-      case ("valueSet", BooleanType) => default("false")
-      case ("sum", _: DecimalType) => s"${default("0")} (a decimal sum starts at 0, beside its isEmpty flag)"
-      case ("sum", DoubleType | FloatType) => s"${default("NULL")} for a sum, or '0' if it is an avg's"
-      case ("max" | "min" | "first" | "last" | "sum", _) => default("NULL")
-      case (_, BooleanType) => s"${default("false")}, or 'true', as the aggregate needs"
-      case _ => s"${default("0")} for a count, or 'NULL' for max, min or sum"
+        (FixRegistration.derived(path, "sum IS NULL"), " (the sum beside it was kept from before)")
+      case ("isEmpty", BooleanType) => (default("true"), " (a new decimal sum's flag: true until a row is summed)")
+      case ("valueSet", BooleanType) => (default("false"), "")
+      case ("sum", _: DecimalType) => (default("0"), " (a decimal sum starts at 0, beside its isEmpty flag)")
+      case ("sum", DoubleType | FloatType) => (default("NULL"), " for a sum, or '0' in its place if it is an avg's")
+      case ("max" | "min" | "first" | "last" | "sum", _) => (default("NULL"), "")
+      case (_, BooleanType) => (default("false"), ", or 'true' in its place, as the aggregate needs")
+      case _ => (default("0"), " for a count, or 'NULL' in its place for max, min or sum")
     }
-    SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, ProblemSide.of(dataType), "an aggregate's buffer field was added, and existing " +
+    SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Absent, ProblemSide.of(dataType), "an aggregate's buffer field was added, and existing " +
       "groups have no value for it: " + (if (planned) "its aggregate is only partly new (a buffer field of it " +
         "is kept from before), so statesnap does not start it at the deploy" else "statesnap starts an aggregate " +
         "added whole at the deploy only where it reads the query's plan (a query in a session statesnap.configure " +
-        "set up, check --app), and otherwise only from a value you give"),
-      s"give its starting buffer value: register $fix (docs/evolution-rules.md says what each means for existing " +
+        "set up, check --app), and otherwise only from a value you give"), registration)(r =>
+      s"give its starting buffer value: ${r(0)}$words (docs/evolution-rules.md says what each means for existing " +
         "groups)")
   }
 
   private def readded(recorded: RecordedSchema, confirmAt: Int, path: String, dataType: DataType): SchemaProblem =
-    SchemaProblem(ProblemAt.Field(path), ProblemSide.Dropped, ProblemSide.of(dataType), s"the state had values for '$path' until application " +
+    SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Dropped, ProblemSide.of(dataType), s"the state had values for '$path' until application " +
       s"version ${recorded.version} was restarted on it (a rollback) and dropped them; adding the field back " +
-      "would read no value for any entry written before, with no word",
-      s"register statesnap.RowSnapshot(version=$confirmAt, dropped=['$path']) to confirm that those values " +
-        "are gone (a default or derived expression for the field still applies)")
+      "would read no value for any entry written before, with no word", FixRegistration.dropped(Seq(path)))(r =>
+      s"${r(0)} to confirm that those values are gone (a default or derived expression for the field still " +
+        "applies)").atVersion(confirmAt)
 
   private def inStep(version: Int, several: Boolean)(p: SchemaProblem): SchemaProblem =
     if (several) p.copy(reason = s"${p.reason} (in the step to version $version)") else p
@@ -218,12 +218,11 @@ object StateEvolution {
       s"${recorded.version} (its registered RowSnapshot), and this application version registers none, which counts " +
       "as version 0" else if (byVersion) s"the state was written by application version ${recorded.version} and " +
       s"version ${declared.version} is older" else "the declared schema is one the state had before (a likely rollback)"
-    SchemaProblem(ProblemAt.State, ProblemSide.Text(s"version ${recorded.version} ${recorded.schema.simpleString}"),
+    SchemaProblem.registering(ProblemAt.State, ProblemSide.Text(s"version ${recorded.version} ${recorded.schema.simpleString}"),
       ProblemSide.Text(s"version ${declared.version} ${declared.schema.simpleString}"), s"$why, and reading the state with it " +
-        s"would drop the values of ${dropped.map(d => s"'$d'").mkString(", ")}",
-      s"deploy the application version that declares them; or, to drop them, register statesnap.RowSnapshot(version=" +
-        s"${recorded.version + 1}, dropped=[${dropped.map(d => s"'$d'").mkString(", ")}]); or make such " +
-        "rollbacks safe with a FORWARD or FULL compatibility mode before the next deploy")
+        s"would drop the values of ${dropped.map(d => s"'$d'").mkString(", ")}", FixRegistration.dropped(dropped))(r =>
+      s"deploy the application version that declares them; or, to drop them, ${r(0)}; or make such rollbacks safe " +
+        "with a FORWARD or FULL compatibility mode before the next deploy").atVersion(recorded.version + 1)
   }
 
   /** What the compatibility mode adds to a deploy: checks against history and against rolling back. */

@@ -38,7 +38,7 @@ private[provider] object MapUserKeys {
     else current.keySnapshot.resolveSchemaCompatibility(old.keySnapshot,
         ResolutionContext(Nil, mode, AddedFields.MapUserKey(current.stateName))) match {
       case CompatibleAfterMigration(keys) => Right(Some(keys))
-      case Incompatible(problems) => Left(problems)
+      case Incompatible(problems) => Left(problems.map(_.ofMapKey))
       case _ => Left(Seq(problem(oldKey, newKey, "the user key's layout changed but its snapshot reads it as it is",
         "register the map's key with map_key=statesnap.RowSnapshot(...) saying what changed")))
     }

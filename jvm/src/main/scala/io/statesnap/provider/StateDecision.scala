@@ -2,8 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
-import io.statesnap.evolution.{AddedFields, AggregateStart, CompatibilityMode, ProblemAt, ProblemSide, RowMigration,
-  RowSchemaEvolution, SchemaProblem}
+import io.statesnap.evolution.{AddedFields, AggregateStart, CompatibilityMode, FixFormat, ProblemAt, ProblemSide,
+  RowMigration, RowSchemaEvolution, SchemaProblem, SchemaText}
 import io.statesnap.snapshot._
 import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.execution.streaming.state.{StatesnapSparkRefusal, StatesnapSparkSchemaCheck}
@@ -35,17 +35,17 @@ private[statesnap] object StateDecision {
   final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String,
       spark: Option[String] = None) extends StateDecision {
     /** The error refusing the `describe`d state: what was recorded, what is declared, and that nothing changed. */
-    def error(describe: String, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord)
-        : StatesnapException = {
-      val outcome = if (recorded.isEmpty) "Nothing was written." else "Nothing was rewritten: the checkpoint is " +
+    def error(describe: String, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+        fixes: FixFormat): StatesnapException = {
+      val outcome = if (recorded.isEmpty) "No state was written." else "No state was rewritten: the checkpoint is " +
         "still readable by the application version that wrote it."
       val sparkToo = spark.fold("")(said => s"\nSpark's own state schema check refuses this change too: $said")
       new StatesnapException(errorClass, (if (problems.isEmpty) s"$describe $message $outcome" else
-        s"$describe cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describe}").mkString("\n") +
-          s"\nRecorded schema: ${recorded.map(r => schemaOf(r.valueSnapshot).simpleString)
-            .getOrElse("none (a new state)")}\nNew schema:      ${schemaOf(current.valueSnapshot).simpleString}\n" +
+        s"$describe cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describeAs(fixes)}").mkString("\n") +
+          s"\nRecorded schema: ${recorded.map(r => SchemaText.of(schemaOf(r.valueSnapshot)))
+            .getOrElse("none (a new state)")}\nNew schema:      ${SchemaText.of(schemaOf(current.valueSnapshot))}\n" +
           recorded.map(r => (schemaOf(r.keySnapshot), schemaOf(current.keySnapshot))).filter(k => k._1 != k._2)
-            .fold("")(k => s"Recorded key:    ${k._1.simpleString}\nNew key:         ${k._2.simpleString}\n") +
+            .fold("")(k => s"Recorded key:    ${SchemaText.of(k._1)}\nNew key:         ${SchemaText.of(k._2)}\n") +
           outcome) + sparkToo)
     }
   }

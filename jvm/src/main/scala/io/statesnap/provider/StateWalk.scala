@@ -1,6 +1,6 @@
 package io.statesnap.provider
 
-import io.statesnap.evolution.AggregateStart
+import io.statesnap.evolution.{AggregateStart, FixFormat}
 import io.statesnap.snapshot.StateSnapshotRecord
 
 /**
@@ -53,17 +53,18 @@ private[statesnap] object StateWalk {
   /**
    * Decides the step of the `describe`d state, or refuses it before anything is written.
    * @param encoding how the store encodes values (a single state: UnsafeRow)
+   * @param fixes how the refusal writes its fixes (the application's calls, or a tool's arguments)
    * @param hint ends the error of a refused guarded state (what the user can do instead)
    * @param planned a streaming aggregation's aggregates as its planned query starts them ([[StateDecision.decide]])
    * @throws io.statesnap.StatesnapException the refusal, naming the state, its fields and the fix
    */
   def decide(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord, encoding: StateEncoding, describe: String, hint: => String = "",
+      current: StateSnapshotRecord, encoding: StateEncoding, describe: String, fixes: FixFormat, hint: => String = "",
       planned: Seq[AggregateStart] = Nil): Step =
     StateDecision.decide(recorded, current, encoding, planned) match {
       case refuse: StateDecision.Refuse =>
         throw recorded.filter(_ => !current.operator.migrates)
-          .fold(refuse.error(describe, recorded, current))(GuardedState.refusal(_, current, refuse.problems, describe,
+          .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems, describe,
             hint))
       case decided => Step(inForce, recorded, current, decided)
     }

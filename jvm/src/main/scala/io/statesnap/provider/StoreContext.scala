@@ -2,7 +2,9 @@ package io.statesnap.provider
 
 import scala.util.control.NonFatal
 
+import io.statesnap.evolution.FixFormat
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
@@ -55,6 +57,10 @@ private[statesnap] object StoreContext {
     s"${if (guardsColumnFamilies) "column family" else "state"} '$stateName' (${location(id)})"
 
   def describeStore(id: StateStoreId): String = s"the state store of ${location(id)}"
+
+  /** How a refusal of state `stateName` of store `id` writes its fixes: the application's call for that state. */
+  def fixes(id: StateStoreId, stateName: String): FixFormat =
+    FixFormat.Application(Some(stateName), Some(new Path(id.checkpointRootLocation).getParent.toString))
 
   private def location(id: StateStoreId): String =
     s"operator ${id.operatorId}, partition ${id.partitionId}, store '${id.storeName}', checkpoint " +

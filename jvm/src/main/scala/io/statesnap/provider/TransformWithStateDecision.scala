@@ -42,7 +42,7 @@ private[statesnap] object TransformWithStateDecision {
       records.get(v.name).map { recorded =>
         val current = declaredRecord(declared, v.name, v.kind, v.keySchema, v.valueSchema, loadedVersion)
         Decided(v, recorded, current, StateWalk.decide(Some(recorded), Some(recorded), current, encoding,
-          StoreContext.describeState(id, v.name)).decided)
+          StoreContext.describeState(id, v.name), StoreContext.fixes(id, v.name)).decided)
       }
     }
   }

@@ -46,7 +46,7 @@ private[statesnap] object QueryStates {
         s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
         s"has no such state (its states: ${if (states.isEmpty) "none" else
           states.toSeq.sorted.mkString(", ")}). A registration applies to a state of its own query: fix the name, " +
-        "or remove it with statesnap.unregister_snapshot. Nothing was read or written.")
+        "or remove it with statesnap.unregister_snapshot. No state was read or written.")
     }
   }
 

@@ -115,7 +115,7 @@ class EvolutionRulesTest {
   @Test def derivedThatMayBeNullForANotNullFieldIsRefused(): Unit = {
     val p = problems(plan("id STRING, c BIGINT NOT NULL", Rules(derived = Map("c" -> "qty * 2"),
       dropped = Set("amount", "qty", "address")))).head
-    assertTrue(p.fix, p.fix.contains("coalesce"))
+    assertTrue(p.describe, p.describe.contains("coalesce"))
   }
 
   @Test def badSqlNamesTheFieldAndTheFieldsItCanRead(): Unit = {
@@ -123,7 +123,7 @@ class EvolutionRulesTest {
       dropped = Set("amount", "qty", "address")))).head
     assertEquals("cents", p.fieldPath)
     assertTrue(p.reason, p.reason.contains("amount_usd"))
-    assertTrue(p.fix, p.fix.contains("id, amount, qty, address"))
+    assertTrue(p.describe, p.describe.contains("id, amount, qty, address"))
   }
 
   @Test def everyRuleMustApply(): Unit = {

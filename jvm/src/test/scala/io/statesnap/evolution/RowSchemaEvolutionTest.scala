@@ -51,7 +51,7 @@ class RowSchemaEvolutionTest {
     assertTrue(reason("a DECIMAL(10,2)", "a DECIMAL(12,1)").contains("after the point"))
     assertTrue(reason("a INT", "a DECIMAL(10,2)").contains("needs 10"))
     assertTrue(reason("a STRING", "a INT").contains("no lossless conversion"))
-    val fix = problems(plan("a BIGINT", "a DOUBLE")).head.fix
+    val fix = problems(plan("a BIGINT", "a DOUBLE")).head.describe
     assertTrue(fix, fix.contains("derived={'a': 'CAST(a AS DOUBLE)'}"))
   }
 
@@ -97,7 +97,7 @@ class RowSchemaEvolutionTest {
   @Test def nonNullableAddedFieldIsRefused(): Unit = {
     val p = problems(plan("a INT", "a INT, b INT NOT NULL")).head
     assertEquals((ProblemAt.Field("b"), ProblemSide.Absent), (p.at, p.old))
-    assertTrue(p.fix.contains("declare 'b' nullable"))
+    assertTrue(p.describe.contains("declare 'b' nullable"))
   }
 
   /** Case 1 of the trust issue: a plan from names alone can never keep a byte layout the names contradict. */
@@ -114,10 +114,10 @@ class RowSchemaEvolutionTest {
     val p = problems(plan("id STRING, amt INT", "id STRING, amount INT")).head
     assertEquals("amt", p.fieldPath)
     assertTrue(p.reason, p.reason.contains("'amount' int was added in its place: a likely rename"))
-    assertTrue(p.fix, p.fix.contains("renamed={'amount': 'amt'}") && p.fix.contains("dropped=['amt']"))
+    assertTrue(p.describe, p.describe.contains("renamed={'amount': 'amt'}") && p.describe.contains("dropped=['amt']"))
     val caseOnly = problems(plan("userId STRING, n INT", "n INT, userid STRING")).head
     assertTrue(caseOnly.reason, caseOnly.reason.contains("only the case of its name changed, to 'userid'"))
-    assertTrue(problems(plan("s STRUCT<a: INT>", "s STRUCT<b: INT>")).head.fix.contains("renamed={'s.b': 's.a'}"))
+    assertTrue(problems(plan("s STRUCT<a: INT>", "s STRUCT<b: INT>")).head.describe.contains("renamed={'s.b': 's.a'}"))
   }
 
   @Test def anEvidentDropNeedsNoConfirmation(): Unit = {

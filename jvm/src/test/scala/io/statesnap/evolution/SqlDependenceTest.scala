@@ -45,7 +45,7 @@ class SqlDependenceTest {
     val Incompatible(Seq(p)) = resolve(to, rules, SqlSettings.Unknown)
     assertEquals("day", p.fieldPath)
     assertTrue(p.reason, p.reason.contains("derived['day'] `CAST(ts AS DATE)`"))
-    assertTrue(p.fix, p.fix.contains("--sql-conf spark.sql.session.timeZone=<its value>"))
+    assertTrue(p.describe, p.describe.contains("--sql-conf spark.sql.session.timeZone=<its value>"))
   }
 
   @Test def aKnownSettingLetsTheRuleMigrateUnderIt(): Unit = {

@@ -59,7 +59,7 @@ class StateEvolutionTest {
 
   @Test def sameVersionWithAnotherSchemaAndRulesIsRefused(): Unit = {
     val p = refusal(resolve(RecordedSchema(2, v1), declare(v2, 2, step2))).head
-    assertTrue(p.fix, p.fix.contains("declare version 3"))
+    assertTrue(p.describe, p.describe.contains("declare version 3"))
   }
 
   @Test def aVersionBumpWithoutChangesIsRecorded(): Unit = {
@@ -73,7 +73,7 @@ class StateEvolutionTest {
     val plain = schema("a INT")
     val p = refusal(resolve(RecordedSchema(0, withNote), declare(plain, 0), history = Seq(RecordedSchema(0, plain)))).head
     assertTrue(p.reason, p.reason.contains("a likely rollback") && p.reason.contains("'note'"))
-    assertTrue(p.fix, p.fix.contains("RowSnapshot(version=1, dropped=['note'])"))
+    assertTrue(p.describe, p.describe.contains("RowSnapshot(version=1, dropped=['note'])"))
     val byVersion = refusal(resolve(RecordedSchema(2, withNote), declare(plain, 1))).head
     assertTrue(byVersion.reason, byVersion.reason.contains("version 1 is older"))
     // The confirmation the fix names: a new version that drops it.
@@ -97,7 +97,7 @@ class StateEvolutionTest {
   @Test def anApplicationThatRegistersNothingAfterAVersionIsToldItCountsAsVersionZero(): Unit = {
     val p = refusal(resolve(RecordedSchema(2, schema("a INT, note STRING")), declare(schema("a INT"), 0))).head
     assertTrue(p.reason, p.reason.contains("this application version registers none, which counts as version 0"))
-    assertTrue(p.fix, p.fix.contains("register statesnap.RowSnapshot(version=3, dropped=['note'])"))
+    assertTrue(p.describe, p.describe.contains("statesnap.RowSnapshot(version=3, dropped=['note'])"))
   }
 
   @Test def aFixNamesTheVersionItsRuleNeeds(): Unit = {
@@ -105,7 +105,7 @@ class StateEvolutionTest {
     // Recorded at 2, declared at 2: a rule needs version 3; declared at 3 already, it goes into version 3.
     for (declared <- Seq(2, 3)) {
       val p = refusal(resolve(RecordedSchema(2, v1), declare(narrowed, declared))).head
-      assertTrue(p.fix, p.fix.contains("register statesnap.RowSnapshot(version=3, derived={'qty': 'CAST(qty AS INT)'})"))
+      assertTrue(p.describe, p.describe.contains("statesnap.RowSnapshot(version=3, derived={'qty': 'CAST(qty AS INT)'})"))
     }
   }
 
@@ -116,7 +116,7 @@ class StateEvolutionTest {
     val byVersion = refusal(resolve(RecordedSchema(1, plain), declare(withNote, 2), Forward,
       Seq(RecordedSchema(1, plain), RecordedSchema(2, withNote)))).head
     assertEquals("note", byVersion.fieldPath)
-    assertTrue(byVersion.fix, byVersion.fix.contains("RowSnapshot(version=2, dropped=['note'])"))
+    assertTrue(byVersion.describe, byVersion.describe.contains("RowSnapshot(version=2, dropped=['note'])"))
     assertTrue(resolve(RecordedSchema(1, plain), declare(withNote, 2, EvolutionStep(2, None, Rules(dropped =
       Set("note")))), Forward, Seq(RecordedSchema(1, plain), RecordedSchema(2, withNote)))
       .isInstanceOf[CompatibleAfterMigration])

@@ -16,13 +16,13 @@ class KeyNamesTest {
     val problems = renamed("user string", "region string")
     assertEquals(1, problems.size)
     assertTrue(problems.head.reason, problems.head.reason.contains("`user` is now `region`"))
-    assertTrue(problems.head.fix, problems.head.fix.contains("keys={'region': 'user'}"))
+    assertTrue(problems.head.describe, problems.head.describe.contains("keys={'region': 'user'}"))
   }
 
   @Test def reorderedColumnsAreAnotherKeyThatAKeyChangeMakesWithNoValue(): Unit = {
     val problems = renamed("user string, region string", "region string, user string")
     assertTrue(problems.head.reason, problems.head.reason.contains("reordered, (user, region) -> (region, user)"))
-    assertFalse(problems.head.fix, problems.head.fix.contains("keys="))
+    assertFalse(problems.head.describe, problems.head.describe.contains("keys="))
   }
 
   @Test def theSameNamesOrAnotherLayoutAreNotItsToSay(): Unit = {

@@ -1,6 +1,6 @@
 package io.statesnap.provider
 
-import io.statesnap.evolution.{Rows, SqlSettings}
+import io.statesnap.evolution.{FixFormat, Rows, SqlSettings}
 import io.statesnap.registration.{MapMerge, QueryRegistrations, QueryScope, Registrations, ScopeRegistrations,
   StateRegistration}
 import io.statesnap.snapshot._
@@ -39,7 +39,8 @@ class MapUserKeysTest {
     StateDecision.decide(Some(old), current, StateEncoding.UnsafeRow)
 
   private def refusal(decided: StateDecision): String = decided match {
-    case r: StateDecision.Refuse => r.error("state 'prefs'", None, recorded("k STRING")).getMessage
+    case r: StateDecision.Refuse => r.error("state 'prefs'", None, recorded("k STRING"),
+      FixFormat.Application(Some("prefs"), Some("/ck"))).getMessage
     case other => fail(s"expected a refusal, got $other"); ""
   }
 
@@ -68,7 +69,7 @@ class MapUserKeysTest {
     val message = refusal(decide(recorded("k STRING"), declared(mapKey("k STRING, device STRING"), None)))
     assertTrue(message, message.contains("field 'userKey.device'") && message.contains("a user key field was added"))
     assertTrue(message, message.contains("statesnap.register_snapshot(spark, 'prefs', map_key=statesnap.RowSnapshot(" +
-      "version=1, defaults={'userKey.device': <SQL constant>})"))
+      "version=1, defaults={'userKey.device': \"'<value>'\"}), checkpoint='/ck')"))
     assertFalse(message, message.contains("aggregate"))
   }
 

@@ -1,6 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
+import io.statesnap.evolution.FixFormat
 import io.statesnap.snapshot.{GroupStateSnapshot, OperatorKind, RowSchemaSnapshot, StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.types.StructType
 import org.junit.Assert._
@@ -17,7 +18,8 @@ class StateWalkTest {
     new RowSchemaSnapshot().configure(StructType.fromDDL(valueDdl)), 3L, 1L)
 
   private def walk(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord) = StateWalk.decide(inForce, recorded, current, StateEncoding.UnsafeRow, "state 's'")
+      current: StateSnapshotRecord) = StateWalk.decide(inForce, recorded, current, StateEncoding.UnsafeRow, "state 's'",
+    FixFormat.CommandLine)
 
   @Test def statesnapsOwnUnchangedRecordStays(): Unit = {
     val ours = record("n INT")
@@ -60,7 +62,8 @@ class StateWalkTest {
   @Test def aGuardedStateIsRefusedAsSparksOwnCheckWouldWithTheHint(): Unit = {
     val guarded = record("n BIGINT", OperatorKind.Guarded)
     val e = assertThrows(classOf[StatesnapException], () => StateWalk.decide(Some(guarded), Some(guarded),
-      record("n BIGINT, m BIGINT", OperatorKind.Guarded), StateEncoding.UnsafeRow, "the state", " Register one."))
+      record("n BIGINT, m BIGINT", OperatorKind.Guarded), StateEncoding.UnsafeRow, "the state",
+      FixFormat.CommandLine, " Register one."))
     assertTrue(e.getMessage, e.getMessage.contains("the value schema of the state changed in a way Spark's own " +
       "state schema check refuses") && e.getMessage.endsWith(" Register one."))
   }

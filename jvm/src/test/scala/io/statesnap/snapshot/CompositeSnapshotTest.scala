@@ -83,7 +83,7 @@ class CompositeSnapshotTest {
 
   @Test def changingTheTimeoutConfigurationIsRefused(): Unit = {
     val refused = groupState("a INT", timeout = true).resolveSchemaCompatibility(groupState("a INT", timeout = false))
-    assertTrue(refused.toString, refused.asInstanceOf[Incompatible].problems.head.fix.contains("GroupStateTimeout"))
+    assertTrue(refused.toString, refused.asInstanceOf[Incompatible].problems.head.describe.contains("GroupStateTimeout"))
   }
 
   @Test def compositeCombinesNestedOutcomes(): Unit = {
