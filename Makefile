@@ -69,7 +69,7 @@ test-python $(PINNED_PARTS:%=test-python-%) test-other-sparks $(OTHER_SPARKS:%=t
 PYTEST_ARGS := --durations=15
 
 .PHONY: all setup jar wheel demo test test-fast test-jvm test-python $(PINNED_PARTS:%=test-python-%) \
-  test-other-sparks $(OTHER_SPARKS:%=test-spark%) bench clean
+  test-other-sparks $(OTHER_SPARKS:%=test-spark%) bench bench-classes clean
 
 all: jar
 
@@ -159,7 +159,7 @@ test-other-sparks: $(OTHER_SPARKS:%=test-spark%)
 # other minor's suites, two at a time (most of a suite's time is spent waiting on queries and JVM starts: one suite
 # leaves about 40 % of 2 cores idle). The longest first, so that the short ones fill in; each one's output is printed
 # whole when it ends, and is in build/test-<minor>[-<part>].log as it runs.
-test: test-jvm
+test: test-jvm bench-classes
 	@echo "make test: the suites of Spark $(PINNED) and $(OTHER_SPARKS) run two at a time; each prints its output when it ends"
 	@echo "make test: to follow them as they run: tail -f build/test-<minor>.log (the pinned minor's parts:" \
 	  "build/test-$(PINNED)-first.log, build/test-$(PINNED)-second.log)"
@@ -180,6 +180,16 @@ demo: $(JAR)
 # on the pinned Spark (bench/results.md) and on each of BENCH_SPARKS (bench/results-spark<minor>.md): 4.0, where
 # most managed platforms with transformWithState are, and the newest minor.
 BENCH_SPARKS := 4.0 4.3
+# The benchmark harnesses, compiled on each minor the benchmarks run on; `make test` builds them, so that a harness the
+# product's code no longer compiles with fails CI rather than the next `make bench`.
+BENCH_SOURCES := $(shell find jvm/src/bench -name '*.scala')
+bench-classes: $(CLASSES)/bench-classes/.stamp $(BENCH_SPARKS:%=build/spark%/bench-classes/.stamp)
+$(CLASSES)/bench-classes/.stamp: $(BENCH_SOURCES) $(JAR)
+	scripts/build_jar.sh bench
+	@touch $@
+build/spark%/bench-classes/.stamp: $(BENCH_SOURCES) python/statesnap/jars/statesnap-spark%.jar
+	PYTHON=.venv-spark$*/bin/python scripts/build_jar.sh bench
+	@touch $@
 bench: $(JAR) $(VENV)/.bench-stamp $(BENCH_SPARKS:%=python/statesnap/jars/statesnap-spark%.jar) \
     $(BENCH_SPARKS:%=.venv-spark%/.bench-stamp)
 	$(PY) bench/run.py $(BENCH_ARGS)

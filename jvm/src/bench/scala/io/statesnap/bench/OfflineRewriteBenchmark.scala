@@ -106,7 +106,7 @@ object OfflineRewriteBenchmark {
   private def migrate(spark: SparkSession, checkpoint: String): Unit = {
     val none = java.util.Collections.singletonList[String](null)
     val report = OfflineMigration.migrate(spark, checkpoint, java.util.List.of(State), java.util.List.of(V2.json),
-      none, none, none, null, java.util.Map.of(), null, noFileSink = true, dryRun = false)
+      none, none, none, none, null, java.util.Map.of(), null, noFileSink = true, dryRun = false)
     if (report.outcome != ToolReport.Change) throw new IllegalStateException(s"migrate did not migrate: " +
       report.lines.mkString("\n"))
   }
