@@ -140,8 +140,6 @@ def test_the_command_line_answers_what_it_can_tell_without_a_jvm(tmp_path):
                    "check one state: give --app, or --state and --schema",
                ("check", checkpoint, "--query-name", "q", "--state", "s", "--schema", "n int"):
                    "--query-name names the query of --app",
-               ("repartition", checkpoint, "--partitions", "0", "--no-file-sink"):
-                   "--partitions 0: give a number of partitions of 1 or more",
                ("migrate", checkpoint, "--file-sink", "/out", "--no-file-sink", "--state", "s", "--schema", "n int"):
                    "not allowed with argument"}
     for args, said in answers.items():

@@ -345,8 +345,6 @@ def _refuse_contradictions(args: argparse.Namespace) -> None:
             raise tools.ToolError("--query-name names the query of --app, whose registrations apply too: give --app")
         if not args.app and not (args.state and args.schema):
             raise tools.ToolError("check takes --app (the new version's query), or one state's --state and --schema")
-    if getattr(args, "partitions", None) is not None and args.partitions < 1:
-        raise tools.ToolError(f"--partitions {args.partitions}: give a number of partitions of 1 or more")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
