@@ -35,8 +35,8 @@ private[statesnap] object AvroStateMigration {
    * `decided` is the decision on `recorded`, already known not to refuse. @return the values rewritten, and the
    * changes of the recorded schema's migration (for metrics and logs)
    */
-  def migrate(state: String, describe: String, fixes: FixFormat, rewriter: StatesnapValueRewriter, avro: StatesnapAvroSchemas,
-      valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+  def migrate(state: String, describe: String, fixes: FixFormat, rewriter: StatesnapValueRewriter,
+      avro: StatesnapAvroSchemas, valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
       decided: StateDecision, gate: MigrationGate): (Long, Seq[String]) = {
     val written = avro.valueSchemas(state)
     val target = avro.target(state, valueSchema)
@@ -54,8 +54,8 @@ private[statesnap] object AvroStateMigration {
   }
 
   /** How entries Spark's files say were written with `schema` become the `current` layout, or why they cannot. */
-  private def source(state: String, describe: String, fixes: FixFormat, schema: StructType, current: StateSnapshotRecord,
-      recorded: Option[StateSnapshotRecord], decided: StateDecision): Either[RuntimeException, StateMigrator.Source] = {
+  private def source(state: String, describe: String, fixes: FixFormat, schema: StructType,
+      current: StateSnapshotRecord, recorded: Option[StateSnapshotRecord], decided: StateDecision): Either[RuntimeException, StateMigrator.Source] = {
     val from = recorded.filter(r => StatesnapAvroSchemas.sameAvro(StateDecision.schemaOf(r.valueSnapshot), schema))
       .getOrElse(
       TransformWithStateSchemaRecords.transformWithState(state, current.kind,

@@ -25,15 +25,16 @@ private[statesnap] object ColumnFamilyMigration {
    * @param merge how the values of a map's entries that meet under one new key merge, where one is registered
    * @return the values rewritten, and the changes of the recorded layout's migration (for metrics and logs)
    */
-  def migrate(state: String, describe: String, fixes: FixFormat, rewriter: StatesnapValueRewriter, avro: Option[StatesnapAvroSchemas],
-      valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
+  def migrate(state: String, describe: String, fixes: FixFormat, rewriter: StatesnapValueRewriter,
+      avro: Option[StatesnapAvroSchemas], valueSchema: StructType, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
       decided: StateDecision, sources: Seq[StateMigrator.Source], rekey: Option[StateMigrator.Source],
       merge: Option[RowMerge], gate: MigrationGate): (Long, Seq[String]) =
     (avro, rekey) match {
       case (Some(_), Some(_)) => throw new IllegalStateException(s"$describe: the decision refuses a new map key " +
         "under Avro, yet it reached the rewrite")
       case (Some(schemas), None) =>
-        AvroStateMigration.migrate(state, describe, fixes, rewriter, schemas, valueSchema, recorded, current, decided, gate)
+        AvroStateMigration.migrate(state, describe, fixes, rewriter, schemas, valueSchema, recorded, current, decided,
+          gate)
       case (None, Some(keys)) =>
         val count = StateMigrator.migrateMapKeys(state, keys, sources, merge, describe, gate)(
           rewriter.rewriteAllMapKeys(PrefixKeyScanStateEncoderSpec(keys.layout, 1), _, _, _, _))

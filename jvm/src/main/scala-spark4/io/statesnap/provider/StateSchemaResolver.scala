@@ -19,6 +19,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
   private val log = LoggerFactory.getLogger(getClass)
   private def declared = context.store.declared
   private def describe(state: String) = context.store.describeState(state)
+  private def fixes(state: String) = context.store.fixes(state)
 
   def resolve(state: String, keySchema: StructType, valueSchema: StructType, keySpec: KeyStateEncoderSpec,
       multipleValuesPerKey: Boolean): Unit = {
@@ -30,8 +31,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     val recorded = ours.orElse(fromSpark)
     // Entries a deploy with Spark's schema check off wrote in its own layout, as `adopt --written-as` found them.
     val writtenAs = fromSpark.flatMap(_ => context.writtenAs(state, store.version))
-    val step = StateWalk.decide(ours, recorded, current, context.encoding, describe(state),
-      StoreContext.fixes(context.store.id, state))
+    val step = StateWalk.decide(ours, recorded, current, context.encoding, describe(state), fixes(state))
     if (step.rekey.isDefined && writtenAs.isDefined) throw new StatesnapException(UnsupportedConfiguration,
       s"${describe(state)} holds entries that `adopt --written-as` found in another layout, and its user key " +
         "changes: statesnap moves a map's entries to new keys from one recorded layout only. Nothing was " +
@@ -54,8 +54,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
       val rewriter = context.valueRewriter(state, keySpec,
         if (avro.isDefined) valueSchema else schemaOf(current.valueSnapshot))
       val merge = step.rekey.flatMap(_ => declared.mapMerge(state, schemaOf(current.valueSnapshot)))
-      val (migrated, changes) = ColumnFamilyMigration.migrate(state, describe(state),
-        StoreContext.fixes(context.store.id, state), rewriter, avro, valueSchema,
+      val (migrated, changes) = ColumnFamilyMigration.migrate(state, describe(state), fixes(state), rewriter, avro,
+        valueSchema,
         recorded, current, step.decided, sources, step.rekey, merge, gate)
       counters.recordMigration(state, changes, migrated, System.nanoTime() - start)
     }
@@ -83,7 +83,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     case StateDecision.Migrate(migration, _, _) => StateMigrator.Source(schemaOf(writtenAs.valueSnapshot), migration)
     case refuse: StateDecision.Refuse => throw refuse.error(s"${describe(state)} holds entries that `adopt " +
       s"--written-as` found in ${schemaOf(writtenAs.valueSnapshot).simpleString}, and", Some(writtenAs), current,
-      StoreContext.fixes(context.store.id, state))
+      fixes(state))
     case _ => sourceAsIs(writtenAs)
   }
 

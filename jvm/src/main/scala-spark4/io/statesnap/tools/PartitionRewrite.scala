@@ -98,7 +98,7 @@ private[tools] object PartitionRewrite {
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
     val merge = rewrite.merge.map(DeclaredSnapshots.mapMerge(rewrite.state, _, StateDecision.schemaOf(
       declared.valueSnapshot)))
-    ColumnFamilyMigration.migrate(rewrite.state, describe, FixFormat.CommandLine, rewriter, avro, rewrite.newValueSchema, Some(recorded),
-      declared, step.decided, Seq(source), step.rekey, merge, gate)._1
+    ColumnFamilyMigration.migrate(rewrite.state, describe, FixFormat.CommandLine, rewriter, avro,
+      rewrite.newValueSchema, Some(recorded), declared, step.decided, Seq(source), step.rekey, merge, gate)._1
   }
 }

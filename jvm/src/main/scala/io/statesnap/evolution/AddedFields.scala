@@ -23,7 +23,7 @@ object AddedFields {
     val Unplanned: AggregateBuffers = AggregateBuffers(Nil)
   }
   /** Refused without a value: a map state's user key, whose fix is registered as the map's key (`map_key=`). */
-  final case class MapUserKey(state: String) extends AddedFields
+  case object MapUserKey extends AddedFields
 }
 
 /**

@@ -56,7 +56,8 @@ object FixFormat {
             keyword -> JObject(entries.map { case (k, v) => k -> JString(v) }.toList)
           case FixRegistration.Dropped(paths) => "dropped" -> JArray(paths.map(JString).toList)
         }.toList)
-      s"${if (registration.mapKey) "--map-key" else "--snapshot"} ${shell(JsonMethods.compact(JsonMethods.render(json)))}"
+      val option = if (registration.mapKey) "--map-key" else "--snapshot"
+      s"$option ${shell(JsonMethods.compact(JsonMethods.render(json)))}"
     }
   }
 

@@ -236,9 +236,9 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
       defaultSource(nf, path, defaults(path))
     } else {
       if (nf.nullable) changes += Change.Added(path, nf.dataType, None)
-      else problems += SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Absent,
-        ProblemSide.of(nf.dataType), "a non-nullable field was added, and entries written before it existed have no " +
-          "value for it", FixRegistration.defaults(path, RowSchemaEvolution.exampleLiteral(nf.dataType)))(
+      else registering(path, ProblemSide.Absent, ProblemSide.of(nf.dataType), "a non-nullable field was added, and " +
+        "entries written before it existed have no value for it",
+        FixRegistration.defaults(path, RowSchemaEvolution.exampleLiteral(nf.dataType)))(
         r => s"declare '$path' nullable, or give it a default (for the entries written before it): ${r(0)}")
       FieldSource.Null
     }
@@ -275,8 +275,8 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
     case _ =>
       if (scope.inCollection) problem(path, ProblemSide.of(ot), ProblemSide.of(nt), Conversions.whyNot(ot, nt),
         s"keep '$path' as ${ot.simpleString}, or derive the whole top-level field that contains it with SQL")
-      else problems += SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.of(ot), ProblemSide.of(nt),
-        Conversions.whyNot(ot, nt), FixRegistration.derived(path, s"CAST($oldPath AS ${nt.sql})"))(
+      else registering(path, ProblemSide.of(ot), ProblemSide.of(nt), Conversions.whyNot(ot, nt),
+        FixRegistration.derived(path, s"CAST($oldPath AS ${nt.sql})"))(
         r => s"keep '$path' as ${ot.simpleString}, or convert it explicitly: ${r(0)}")
       Conversion.Identity
   }
@@ -337,8 +337,8 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
           case Some(likely) if !deliberate =>
             val why = if (caseOnly.isDefined) s"only the case of its name changed, to '${likely.field.name}'"
               else s"'${likely.path}' ${likely.field.dataType.simpleString} was added in its place"
-            problems += SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.of(of.dataType),
-              ProblemSide.Removed, s"$why: a likely rename, which would drop every value of it",
+            registering(path, ProblemSide.of(of.dataType), ProblemSide.Removed,
+              s"$why: a likely rename, which would drop every value of it",
               FixRegistration.renamed(likely.path, path), FixRegistration.dropped(Seq(path)))(
               r => s"${r(0)} to keep its values, or ${r(1)} to confirm that they go")
           case _ => changes += Change.Removed(path, confirmed)
@@ -431,6 +431,11 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
 
   private def problem(path: String, old: ProblemSide, declared: ProblemSide, reason: String, fix: String): Unit =
     problems += SchemaProblem(ProblemAt.Field(path), old, declared, reason, fix)
+
+  /** A problem whose fix registers `asks` ([[SchemaProblem.registering]]). */
+  private def registering(path: String, old: ProblemSide, declared: ProblemSide, reason: String,
+      asks: FixRegistration*)(fix: Seq[String] => String): Unit =
+    problems += SchemaProblem.registering(ProblemAt.Field(path), old, declared, reason, asks: _*)(fix)
 }
 
 private object Planner {

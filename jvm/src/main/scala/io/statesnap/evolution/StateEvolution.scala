@@ -153,10 +153,10 @@ object StateEvolution {
    */
   private def noValue(path: String, dataType: DataType, old: StructType, added: AddedFields): SchemaProblem =
     added match {
-      case AddedFields.MapUserKey(_) => SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Absent,
+      case AddedFields.MapUserKey => SchemaProblem.registering(ProblemAt.Field(path), ProblemSide.Absent,
         ProblemSide.of(dataType), "a user key field was added, and the entries written before it have no value for " +
           "it (a key field that read null would make them meet)",
-        FixRegistration.defaults(path, RowSchemaEvolution.exampleLiteral(dataType)).copy(mapKey = true))(r =>
+        FixRegistration.defaults(path, RowSchemaEvolution.exampleLiteral(dataType)))(r =>
           s"give its value for them, a SQL constant: ${r(0)}, or derived={'$path': '<SQL over the old key: key.*, " +
             "userKey.*>'} in its place")
       case AddedFields.AggregateBuffers(planned) => startingValue(path, dataType, old, planned.nonEmpty)

@@ -36,7 +36,7 @@ private[provider] object MapUserKeys {
       "TTL, whose index Spark keeps by user key in a family of its own, which statesnap does not rewrite",
       "keep the user key as it was, or move the map to a new state name")))
     else current.keySnapshot.resolveSchemaCompatibility(old.keySnapshot,
-        ResolutionContext(Nil, mode, AddedFields.MapUserKey(current.stateName))) match {
+        ResolutionContext(Nil, mode, AddedFields.MapUserKey)) match {
       case CompatibleAfterMigration(keys) => Right(Some(keys))
       case Incompatible(problems) => Left(problems.map(_.ofMapKey))
       case _ => Left(Seq(problem(oldKey, newKey, "the user key's layout changed but its snapshot reads it as it is",

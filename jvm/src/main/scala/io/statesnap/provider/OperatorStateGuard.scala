@@ -98,7 +98,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       def decideAs(m: Migrates) = StateWalk.decide(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow,
         describeAs(Some(m)), StoreContext.fixes(id, m.state), planned = starts.getOrElse(Nil))
       def guarded() = StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
-        loadedVersion + 1), StateEncoding.UnsafeRow, describe, StoreContext.fixes(id, id.storeName), hint = (if (!isAggregation) "" else if (starts.isEmpty)
+        loadedVersion + 1), StateEncoding.UnsafeRow, describe, StoreContext.fixes(id, id.storeName),
+        hint = (if (!isAggregation) "" else if (starts.isEmpty)
         " A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
         s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value, or run the " +
         "query in a session statesnap.configure set up, which starts an aggregate added whole at the deploy " +

@@ -41,7 +41,8 @@ private[statesnap] object StateDecision {
         "still readable by the application version that wrote it."
       val sparkToo = spark.fold("")(said => s"\nSpark's own state schema check refuses this change too: $said")
       new StatesnapException(errorClass, (if (problems.isEmpty) s"$describe $message $outcome" else
-        s"$describe cannot be read with the new schema:\n" + problems.map(p => s"  - ${p.describeAs(fixes)}").mkString("\n") +
+        s"$describe cannot be read with the new schema:\n" +
+          problems.map(p => s"  - ${p.describeAs(fixes)}").mkString("\n") +
           s"\nRecorded schema: ${recorded.map(r => SchemaText.of(schemaOf(r.valueSnapshot)))
             .getOrElse("none (a new state)")}\nNew schema:      ${SchemaText.of(schemaOf(current.valueSnapshot))}\n" +
           recorded.map(r => (schemaOf(r.keySnapshot), schemaOf(current.keySnapshot))).filter(k => k._1 != k._2)

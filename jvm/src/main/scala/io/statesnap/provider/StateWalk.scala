@@ -64,8 +64,8 @@ private[statesnap] object StateWalk {
     StateDecision.decide(recorded, current, encoding, planned) match {
       case refuse: StateDecision.Refuse =>
         throw recorded.filter(_ => !current.operator.migrates)
-          .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems, describe,
-            hint))
+          .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems,
+            describe, hint))
       case decided => Step(inForce, recorded, current, decided)
     }
 }

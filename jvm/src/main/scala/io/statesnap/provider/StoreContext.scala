@@ -33,6 +33,9 @@ private[provider] final class StoreContext(val id: StateStoreId, val keySchema: 
 
   def describeStore: String = StoreContext.describeStore(id)
 
+  /** How a refusal of `stateName` writes its fixes ([[StoreContext.fixes]]). */
+  def fixes(stateName: String): FixFormat = StoreContext.fixes(id, stateName)
+
   /** The gate of a store opened by `task`: its migrations stop before the store goes away ([[MigrationGate]]). */
   def migrationGate(task: Option[TaskContext]): MigrationGate =
     new MigrationGate(MigrationGate.storeKey(id.checkpointRootLocation, id.operatorId, id.partitionId, id.storeName),

@@ -39,12 +39,15 @@ private[query] final class SparkLogFilter extends AbstractFilter(Filter.Result.D
   override def filter(event: LogEvent): Filter.Result = decide(event.getLoggerName, event.getLevel,
     Option(event.getMessage).map(_.getFormattedMessage).orNull, event.getThrown)
 
-  private def decide(loggerName: String, level: Level, message: String, thrown: Throwable): Filter.Result = {
+  // Asked for every call of every logger, before its level is checked: the message is formatted only for the one
+  // logger and level whose text decides.
+  private def decide(loggerName: String, level: Level, message: => String, thrown: Throwable): Filter.Result = {
     val name = String.valueOf(loggerName)
     if (name.startsWith("io.statesnap")) onMismatch
     else if (carriesRefusal(thrown)) onMatch
     else if (name == SparkLogFilter.SchemaChecker && level == Level.ERROR && inServedQuery) onMatch
-    else if (name.endsWith(SparkLogFilter.OffsetSeqMetadata) && level == Level.WARN && replacesStatesnap(message)) onMatch
+    else if (name.endsWith(SparkLogFilter.OffsetSeqMetadata) && level == Level.WARN && replacesStatesnap(message))
+      onMatch
     else onMismatch
   }
 
