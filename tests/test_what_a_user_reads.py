@@ -85,7 +85,9 @@ if sys.argv[2] == "tws":  # a deploy: online on Spark 4.0/4.1, an offline migrat
 SPARKS_OWN = re.compile(r"WARN (Utils: (Your hostname|Set SPARK_LOCAL_IP)|NativeCodeLoader: Unable to load|"
                         r"ResolveWriteToStream: spark.sql.adaptive.enabled|MicroBatchExecution: Disabling AQE|"
                         r"TransformWithStateInPySparkStateServer: No more data to read from the socket|"
-                        r"DAGScheduler: Failed to cancel job group .* Cannot find active jobs for it)")
+                        r"DAGScheduler: Failed to cancel job group .* Cannot find active jobs for it)|"
+                        # Spark's cleaner, stopped with the context while it removes a broadcast, logs the interrupt
+                        r"ERROR ContextCleaner: Error cleaning broadcast")
 """The warnings Spark gives any local streaming application, statesnap or not (4.3 says it cannot cancel the job
 group of a query that ends by itself when nothing of it runs any more)."""
 

@@ -64,7 +64,10 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
         builder = builder.master(master or "local[*]")
     builder = (builder.appName("statesnap-tools")
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
+               .config("spark.ui.showConsoleProgress", "false")
+               # A tool's process ends with its one run, so nothing is left to clean; Spark's cleaner, stopped while
+               # it removes a broadcast, logs the interruption at ERROR after the tool's answer.
+               .config("spark.cleaner.referenceTracking", "false"))
     if "spark.driver.extraJavaOptions" not in confs:  # no banner or start-up warnings before the tool's answer
         quiet = os.path.join(os.path.dirname(statesnap.__file__), "log4j2-tools.properties")
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={quiet}")
