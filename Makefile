@@ -12,48 +12,9 @@ JAR := python/statesnap/jars/statesnap-spark$(PINNED).jar
 CLASSES := build/spark$(PINNED)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
 TEST_SOURCES := $(shell find jvm/src/test -name '*.scala' 2>/dev/null)
-OPERATOR_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py tests/test_adopt.py \
-  tests/test_offline_migrate.py tests/test_change_feed_single_state.py tests/test_one_decision.py \
-  tests/test_committed_state.py tests/test_stop_during_migration.py tests/test_checkpoint_files.py \
-  tests/test_format_properties.py tests/test_tool_contract.py tests/test_refusals.py tests/test_visible_migrations.py \
-  tests/test_committed_avro.py tests/test_avro_offline_migrate.py tests/test_wheel.py tests/test_differential.py \
-  tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_map_user_key.py \
-  tests/test_change_grouping_key.py tests/test_rehearsal.py tests/test_workflow.py tests/test_key_names.py \
-  tests/test_aggregates_by_function.py tests/test_plan_meaning.py tests/test_what_a_user_reads.py
-# Spark 4.0, where transformWithState takes statesnap's provider as on 4.1, has 4.1's product but its glue
-# (jvm/minors: the provider and store signatures, Spark's moved classes, its RocksDB, the variables of a planned
-# transformWithState, a join's schemas): it runs the suites that cross that glue (transformWithState online, Spark's
-# Avro encoding and readers beside statesnap, group state, the guarded operators and joins, the driver's decision and
-# rehearsal, the tools that open its stores). The rules, the model-checked suite and the tools' contract, the same
-# code on every 4.x minor, run on the pinned one (CI time).
-TWS_ONLINE_SPARKS := 4.0
-TWS_ONLINE_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py \
-  tests/test_adopt.py tests/test_committed_state.py tests/test_stop_during_migration.py tests/test_checkpoint_files.py \
-  tests/test_refusals.py tests/test_committed_avro.py tests/test_repartition.py tests/test_map_user_key.py \
-  tests/test_change_grouping_key.py tests/test_rehearsal.py tests/test_value_state_evolution.py \
-  tests/test_state_shapes.py tests/test_sql_rules.py tests/test_python_snapshots.py tests/test_avro_state.py \
-  tests/test_avro_spark_scenarios.py tests/test_spark_state_reader.py tests/test_safe_around_spark.py \
-  tests/test_fault_injection.py
-# Spark 4.2 has every line of 4.3's product but its 15 lines of glue (jvm/minors): it runs the operators and the
-# offline migration of its checkpoints; 4.3 runs all of the operator suites (CI time).
-SHARES_NEWEST_SPARKS := 4.2
-SHARES_NEWEST_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_spark_minor.py \
-  tests/test_offline_migrate.py tests/test_checkpoint_files.py tests/test_avro_offline_migrate.py
-# Spark 3.5 has no transformWithState, no column families and no state data source: it runs the suites of the
-# single-state operators (group state, aggregations, the guarded others) and of the tools that read them.
-SINGLE_STATE_SPARKS := 3.5
-SINGLE_STATE_SUITES := tests/test_group_state.py tests/test_other_operators.py tests/test_refusals.py \
-  tests/test_stop_during_migration.py tests/test_format_properties.py tests/test_visible_migrations.py \
-  tests/test_one_decision.py tests/test_tool_contract.py tests/test_adopt.py tests/test_wheel.py tests/test_differential.py \
-  tests/test_key_placement.py tests/test_repartition.py tests/test_change_key.py tests/test_rehearsal.py \
-  tests/test_key_names.py tests/test_aggregates_by_function.py tests/test_plan_meaning.py \
-  tests/test_what_a_user_reads.py
-# The pinned minor's suites in two parts of about the same length (a clean run of all of them on 2 cores: 2238 s of
-# cases; these, 1105 s).
+# Which suites run on which minor, and the pinned minor's two parts, are tests/minors.py's table (SUITES,
+# SECOND_PART): every minor runs `pytest tests`, which collects what that minor runs.
 PINNED_PARTS := first second
-PINNED_SECOND := tests/test_repartition.py tests/test_change_grouping_key.py tests/test_avro_state.py \
-  tests/test_change_key.py tests/test_format_properties.py tests/test_map_user_key.py tests/test_key_placement.py \
-  tests/test_spark_minor.py
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
@@ -133,24 +94,21 @@ test-jvm: $(CLASSES)/test-classes/.stamp
 
 # The end-to-end suites also install the wheel (tests/test_wheel.py) into a fresh venv.
 # The pinned minor's suites run as two parts of about the same length, so that `make test` keeps both of its slots
-# busy to the end: `second` the modules of PINNED_SECOND, `first` every other one (`make test-python` runs both).
+# busy to the end: `second` the modules of tests/minors.py's SECOND_PART, `first` every other one (`make test-python`
+# runs both).
 # Each part's output is also in build/test-<minor>-<part>.log as it runs (`make test` prints it when the part ends).
 test-python: $(PINNED_PARTS:%=test-python-%)
 
 $(PINNED_PARTS:%=test-python-%): test-python-%: $(CLASSES)/test-classes/.stamp wheel
-	STATESNAP_TEST_LOG=build/test-driver-$(PINNED)-$*.log $(PY) -m pytest $(PYTEST_ARGS) \
-	  $(if $(filter first,$*),tests $(PINNED_SECOND:%=--ignore=%),$(PINNED_SECOND)) 2>&1 \
+	STATESNAP_TEST_LOG=build/test-driver-$(PINNED)-$*.log $(PY) -m pytest $(PYTEST_ARGS) tests --part $* 2>&1 \
 	  | tee build/test-$(PINNED)-$*.log; exit $${PIPESTATUS[0]}
 
 # The JUnit suite and the suites of what statesnap serves on another Spark minor, with its own venv and jar:
 # `make test-spark4.3`; `make test-other-sparks` runs every other minor's. Each writes its own driver log.
 $(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp wheel
 	jars=$$(.venv-spark$*/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
-	  case " $(TWS_ONLINE_SPARKS) " in *" $* "*) suites="$(TWS_ONLINE_SUITES)";; *) suites="$(OPERATOR_SUITES)";; esac; \
-	  case " $(SINGLE_STATE_SPARKS) " in *" $* "*) suites="$(SINGLE_STATE_SUITES)";; esac; \
-	  case " $(SHARES_NEWEST_SPARKS) " in *" $* "*) suites="$(SHARES_NEWEST_SUITES)";; esac; \
 	  $(call junit,$$jars,$*) 2>&1 | tee build/test-$*.log && test $${PIPESTATUS[0]} = 0 && \
-	    STATESNAP_TEST_LOG=build/test-driver-$*.log .venv-spark$*/bin/python -m pytest $(PYTEST_ARGS) $$suites 2>&1 \
+	    STATESNAP_TEST_LOG=build/test-driver-$*.log .venv-spark$*/bin/python -m pytest $(PYTEST_ARGS) tests 2>&1 \
 	    | tee -a build/test-$*.log; exit $${PIPESTATUS[0]}
 
 test-other-sparks: $(OTHER_SPARKS:%=test-spark%)

@@ -10,8 +10,6 @@ from apps import INPUT_SCHEMA, write_input
 from minors import MINOR
 from test_other_operators import run_to_end
 
-pytestmark = pytest.mark.skipif(MINOR not in ("3.5", "4.1", "4.3"), reason="the same decision on every minor: run on "
-                                                                           "the oldest, the pinned and the newest")
 
 ROUNDS = [[("u0", 1, "eu"), ("u1", 2, "eu")], [("u0", 10, "eu"), ("u2", 5, "us")], [("u0", 7, "us"), ("u1", 1, "eu")],
           [("u2", 3, "eu"), ("u0", 2, "eu")]]

@@ -11,10 +11,7 @@ import pytest
 
 from apps import StateSpec, run_app, write_input
 from committed_avro import committed_entries
-from minors import TWS_ONLINE
 
-pytestmark = pytest.mark.skipif(TWS_ONLINE, reason="on Spark 4.0/4.1 transformWithState runs on statesnap's provider, "
-                                                   "which migrates Avro state online (tests/test_avro_state.py)")
 
 ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 V1 = "n int, label string"

@@ -34,20 +34,12 @@ import pytest
 from pyspark.errors.exceptions.captured import StreamingQueryException
 from pyspark.sql import DataFrame, GroupedData, Row, SparkSession
 from pyspark.sql.functions import split
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (BooleanType, FloatType, IntegerType, LongType, StringType, StructField,
                                StructType)
 
 import statesnap
 from apps import STOCK_PROVIDER, await_listeners
-from minors import TWS_ONLINE
-
-if TWS_ONLINE:
-    from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-else:  # statesnap serves transformWithState only on Spark 4.0 and 4.1
-    StatefulProcessor = StatefulProcessorHandle = object
-
-pytestmark = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider only on "
-                                                       "Spark 4.0 and 4.1 (SPARK-54117)")
 
 ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 STATESNAP = statesnap.PROVIDER_CLASS

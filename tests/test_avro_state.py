@@ -16,10 +16,8 @@ import statesnap
 from apps import STOCK_PROVIDER, StateSpec, run_app, write_input
 from committed_avro import committed_entries
 from committed_state import partitions, read_store
-from minors import PINNED, TWS_ONLINE
+from minors import PINNED
 
-pytestmark = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark "
-                                                       "4.0/4.1 only (SPARK-54117)")
 
 ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 KINDS = {"events": "list", "last": "map"}

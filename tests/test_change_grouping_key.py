@@ -19,12 +19,11 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from apps import OUTPUT_SCHEMA, read_input, run_to_end, write_input
 from committed_state import decode_row, partitions, read_store, state_row
-from minors import MINOR, PINNED, TRANSFORM_WITH_STATE
+from minors import MINOR, PINNED
 import faults
 import statesnap
 from statesnap import tools
 
-pytestmark = pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 ONLY_ON_PINNED = pytest.mark.skipif(not PINNED, reason="the same decision on every minor; its refusals on the pinned")
 # A timer far beyond any batch's processing time: it never fires, and its key is the same in every run.
 FAR_MS = 10 ** 15

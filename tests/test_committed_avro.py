@@ -9,9 +9,7 @@ import pytest
 from apps import STOCK_PROVIDER, StateSpec, run_app, write_input
 from committed_avro import avro_entry, decode_avro
 from committed_state import LayoutError, list_delimiter, partitions, read_store, split_list
-from minors import TRANSFORM_WITH_STATE
 
-pytestmark = pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 
 ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 V1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list")]

@@ -19,8 +19,6 @@ from statesnap import tools
 from test_committed_state import tree_hash
 from test_other_operators import run_to_end
 
-pytestmark = pytest.mark.skipif(MINOR not in ("3.5", "4.1", "4.3"), reason="the same decision on every minor: run on "
-                                                                           "the oldest, the pinned and the newest")
 
 ROUND_1 = [("u0", 1, "eu"), ("u1", 2, "eu"), ("u0", 3, "us")]
 ROUND_2 = [("u0", 10, "eu"), ("u2", 5, "us"), ("u1", 1, "eu")]

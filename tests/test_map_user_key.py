@@ -17,9 +17,8 @@ import statesnap
 from statesnap import tools
 from apps import StateSpec, run_app, write_input
 from committed_state import committed_versions, partitions, read_state, read_store
-from minors import MINOR, PINNED, TRANSFORM_WITH_STATE, TWS_ONLINE
+from minors import MINOR, PINNED, TWS_ONLINE
 
-pytestmark = pytest.mark.skipif(not TRANSFORM_WITH_STATE, reason="Spark 3.5 has no transformWithState")
 # CI time: a refusal decided the same way on 4.0 and 4.1 runs on the pinned minor.
 PINNED_ONLY = pytest.mark.skipif(not PINNED, reason="the same rewrite on 4.0; its refusals on the pinned minor")
 ONLINE = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider on Spark 4.0/4.1 "

@@ -24,8 +24,6 @@ from statesnap import tools
 from test_committed_state import tree_hash
 from test_other_operators import run_to_end
 
-pytestmark = pytest.mark.skipif(MINOR not in ("3.5", "4.1", "4.3"), reason="the same decision on every minor: run on "
-                                                                           "the oldest, the pinned and the newest")
 
 # Each user's region (op) never changes: a count by user becomes one by region by a key change that derives it.
 ROUNDS = [[("u0", 1, "eu"), ("u1", 2, "eu"), ("u2", 4, "us")], [("u0", 10, "eu"), ("u2", 5, "us")],

@@ -15,13 +15,10 @@ from pyspark.errors import StreamingQueryException
 import statesnap
 from apps import STOCK_PROVIDER as STOCK, run_app, write_input
 from committed_state import LayoutError, decode_row, latest_committed_version, partitions, read_store, state_row
-from minors import TWS_ONLINE
 
 V1, V2 = "n int, tag string", "n bigint, tag string, score double"
 KEYS = [f"k{i:02d}" for i in range(12)]
 CHECK = "spark.sql.streaming.stateStore.stateSchemaCheck"
-pytestmark = pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState runs on statesnap's provider before Spark 4.2 "
-                                "only (SPARK-54117)")
 
 
 @pytest.fixture
