@@ -232,26 +232,27 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
     ``starts empty`` (an operator the checkpoint holds no state of); on Spark 4.2+ a transformWithState that changes
     ``migrates offline``, as ``migrate`` decides it (:func:`deploy` runs that step). A join on Spark 3.5 or a session
     window is ``not rehearsed`` yet: its stores decide as the query restarts. ``details["operators"]`` holds each
-    operator's id, description, decision and lines. The outcome is ``REFUSED`` if any operator is refused, else
-    ``CHANGE`` if any migrates, else ``NOTHING``. Read-only: it may run beside the live query.
+    operator's id, description, decision and lines; ``details["refusal"]`` the first refused operator's message (or
+    None) and ``details["migrates_offline"]`` whether :func:`deploy` runs the offline step. The outcome is ``REFUSED``
+    if any operator is refused, else ``CHANGE`` if any migrates, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed``
+    decides all three). Read-only: it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
     if not hasattr(query, "_jdf") or not query.isStreaming:
         raise ToolError(f"rehearse takes the new version's streaming DataFrame, not {query!r}")
     spark = query.sparkSession
     _require_checkpoint(spark, checkpoint)
-    outcomes = statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint,
-                                                                        query._jdf, name)
+    rehearsed = statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint, query._jdf, name)
     operators = [{"operator": int(o.operator()), "describe": str(o.describe()), "decision": str(o.decision().word()),
-                  "lines": [str(line) for line in o.lines()]} for o in outcomes]
+                  "lines": [str(line) for line in o.lines()]} for o in rehearsed.operatorList()]
     lines: list[str] = []
     for o in operators:
         lines.append(f"operator {o['operator']} ({o['describe']}): {o['decision']}")
         lines += [f"  - {line}" for line in o["lines"]]
-    decisions = {o["decision"] for o in operators}
-    outcome = Outcome.REFUSED if "refused" in decisions else \
-        Outcome.CHANGE if decisions & {"migrates", "migrates offline"} else Outcome.NOTHING
-    return ToolResult("rehearse", outcome, lines, {"operators": operators})
+    refusal = rehearsed.refusal()
+    return ToolResult("rehearse", Outcome[str(rehearsed.outcome())], lines,
+                      {"operators": operators, "refusal": None if refusal is None else str(refusal),
+                       "migrates_offline": bool(rehearsed.migratesOffline())})
 
 
 def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Optional[str] = None,
@@ -273,13 +274,11 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
 
     _require_stopped("deploy", checkpoint, query.sparkSession)
     rehearsal = rehearse(checkpoint, query, name=name)
-    operators = rehearsal.details.get("operators", [])
-    refused = [o for o in operators if o["decision"] == "refused"]
-    if refused or rehearsal.outcome == Outcome.REFUSED:
-        text = refused[0]["lines"][0] if refused else "\n".join(rehearsal.lines)
+    if rehearsal.outcome == Outcome.REFUSED:
+        text = rehearsal.details.get("refusal") or "\n".join(rehearsal.lines)
         raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
     _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
-    if any(o["decision"] == "migrates offline" for o in operators):
+    if rehearsal.details.get("migrates_offline"):
         migrated = _offline_step(checkpoint, query, name, file_sink, no_file_sink)
         if migrated.outcome == Outcome.REFUSED:
             raise ToolError("statesnap deploy: the offline migration was refused, nothing was changed: " +

@@ -16,16 +16,16 @@ import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, 
  * Read-only: it may run beside the live query.
  */
 object Rehearsal {
-  /** What the restart does to one operator's state. */
-  sealed abstract class Decision(val word: String)
-  case object AsIs extends Decision("as is")
-  case object Migrates extends Decision("migrates")
+  /** What the restart does to one operator's state, and what that makes of the rehearsal's outcome. */
+  sealed abstract class Decision(val word: String, val outcome: ToolReport.Outcome)
+  case object AsIs extends Decision("as is", ToolReport.Nothing)
+  case object Migrates extends Decision("migrates", ToolReport.Change)
   /** Its stores are Spark's (transformWithState on 4.2+): the restart is refused until it migrates offline. */
-  case object MigratesOffline extends Decision("migrates offline")
-  case object StartsEmpty extends Decision("starts empty")
-  case object Refused extends Decision("refused")
+  case object MigratesOffline extends Decision("migrates offline", ToolReport.Change)
+  case object StartsEmpty extends Decision("starts empty", ToolReport.Nothing)
+  case object Refused extends Decision("refused", ToolReport.Refused)
   /** An operator whose stores decide alone as the query restarts (joins on 3.5, session windows). */
-  case object NotRehearsed extends Decision("not rehearsed")
+  case object NotRehearsed extends Decision("not rehearsed", ToolReport.Nothing)
 
   /**
    * @param operator the operator's id; @param describe the operator as a user knows it
@@ -34,18 +34,33 @@ object Rehearsal {
    */
   final case class OperatorOutcome(operator: Int, describe: String, decision: Decision, lines: java.util.List[String])
 
+  /** The rehearsal of every stateful operator of the new version, and what a deploy does with it. */
+  final case class Rehearsed(operators: Seq[OperatorOutcome]) {
+    def operatorList: java.util.List[OperatorOutcome] = operators.asJava
+
+    /** Refused if an operator is, else a change if one migrates, else nothing. */
+    def outcome: ToolReport.Outcome = Seq(ToolReport.Refused, ToolReport.Change)
+      .find(o => operators.exists(_.decision.outcome == o)).getOrElse(ToolReport.Nothing)
+
+    /** The refusal a deploy raises: the first refused operator's message, or null. */
+    def refusal: String = operators.find(_.decision == Refused).map(_.lines.get(0)).orNull
+
+    /** Whether a deploy runs the offline migration before it starts the query. */
+    def migratesOffline: Boolean = operators.exists(_.decision == MigratesOffline)
+  }
+
   /**
    * @param name the query's name (`queryName`), whose registrations apply to it too, or null
    */
   def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
-      name: String): java.util.List[OperatorOutcome] = {
+      name: String): Rehearsed = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val (qualified, registered) = registrations(spark, checkpoint, name)
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
     val plan = NewQueryOperators.plan(query)
-    NewQueryOperators.writers(plan).zipWithIndex.map { case (writer, id) =>
+    Rehearsed(NewQueryOperators.writers(plan).zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
       val (decision, lines) = loads.get(id) match {
         case None => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
@@ -65,7 +80,7 @@ object Rehearsal {
           }
       }
       OperatorOutcome(id, operator.describe, decision, lines.asJava)
-    }.asJava
+    })
   }
 
   /**
