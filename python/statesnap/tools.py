@@ -302,7 +302,7 @@ def _offline_step(checkpoint: str, query: Any, name: Optional[str], file_sink: O
                   no_file_sink: bool) -> ToolResult:
     """The offline migration of :func:`deploy` (Spark 4.2+), in the query's own session."""
     spark = query.sparkSession
-    return _report("deploy", statesnap_jvm(spark).tools.OfflineMigration.deploy(
+    return _report("deploy", statesnap_jvm(spark).tools.Deploy.run(
         spark._jsparkSession, checkpoint, query._jdf, name, file_sink, no_file_sink))
 
 
@@ -318,7 +318,7 @@ def adopt(checkpoint: str, *, written_as: Optional[Mapping[str, str]] = None, pa
     :func:`repartition`). ``partitions``: the number of state partitions after the adopt (default: as many as now)."""
     _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("adopt", statesnap_jvm(spark).tools.ProviderSwitch.adopt(
+        return _report("adopt", statesnap_jvm(spark).tools.Adopt.run(
             spark._jsparkSession, checkpoint, dry_run,
             {state: _schema_json(ddl) for state, ddl in (written_as or {}).items()}, partitions or 0, file_sink,
             no_file_sink))
@@ -337,7 +337,7 @@ def release(checkpoint: str, *, provider: str = "rocksdb", partitions: Optional[
         raise ToolError(f"release moves a checkpoint to Spark's provider 'rocksdb' or 'hdfs', not {provider!r}")
     _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("release", statesnap_jvm(spark).tools.ProviderSwitch.release(
+        return _report("release", statesnap_jvm(spark).tools.Release.run(
             spark._jsparkSession, checkpoint, dry_run, provider, partitions or 0, file_sink, no_file_sink))
 
 
@@ -373,7 +373,7 @@ def migrate(checkpoint: str, changes: Mapping[str, StateChange], *, file_sink: O
         raise ToolError(f"migrate takes a StateChange per state name, not {changes!r}")
     names = list(changes)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("migrate", statesnap_jvm(spark).tools.OfflineMigration.migrate(
+        return _report("migrate", statesnap_jvm(spark).tools.Migrate.run(
             spark._jsparkSession, checkpoint, names, [_schema_json(changes[n].schema) for n in names],
             [changes[n].snapshot.to_json() if changes[n].snapshot else None for n in names],
             [_schema_json(changes[n].user_key) if changes[n].user_key else None for n in names],
@@ -397,7 +397,7 @@ def repartition(checkpoint: str, partitions: int, *, file_sink: Optional[str] = 
         raise ToolError("partitions is a positive number, not None")
     _require_partitions(partitions)
     with spark_session(dict(conf or {}), master) as spark:
-        return _report("repartition", statesnap_jvm(spark).tools.Repartition.repartition(
+        return _report("repartition", statesnap_jvm(spark).tools.Repartition.run(
             spark._jsparkSession, checkpoint, partitions, file_sink, no_file_sink, dry_run))
 
 
@@ -429,7 +429,7 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
         if (given is not None or version == "new") and (not hasattr(given, "_jdf") or not given.isStreaming):
             raise ToolError(f"change_key takes the {version} version's streaming DataFrame, not {given!r}")
     spark = query.sparkSession
-    return _report("change-key", statesnap_jvm(spark).tools.Repartition.changeKey(
+    return _report("change-key", statesnap_jvm(spark).tools.ChangeKey.run(
         spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
         previous._jdf if previous is not None else None, file_sink, no_file_sink, dry_run))
 

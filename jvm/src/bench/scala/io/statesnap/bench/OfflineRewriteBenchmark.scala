@@ -4,7 +4,7 @@ import java.io.File
 import java.nio.file.{Files, Path => JPath}
 
 import io.statesnap.ProviderClasses
-import io.statesnap.tools.{OfflineMigration, ToolReport}
+import io.statesnap.tools.{Migrate, ToolReport}
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.{DataFrame, SparkSession}
@@ -12,7 +12,7 @@ import org.apache.spark.sql.streaming.{OutputMode, TimeMode, Trigger}
 import org.apache.spark.sql.types.StructType
 
 /**
- * statesnap's offline migrate (`python -m statesnap migrate`, [[OfflineMigration]]) vs Spark's own offline rewrite,
+ * statesnap's offline migrate (`python -m statesnap migrate`, [[Migrate]]) vs Spark's own offline rewrite,
  * `StateRewriter` (SPARK-54924, Spark 4.2+), on the same committed state, in one JVM (`local[2]`: the driver is the
  * executor, so its heap is the job's).
  *
@@ -20,7 +20,7 @@ import org.apache.spark.sql.types.StructType
  * profile for each of `keys` keys in one batch, 2 partitions: a real query checkpoint (offsets and commits logs,
  * operator metadata v2, schema files), written on the JVM because a Python transformWithState takes minutes per
  * 200k keys. Each pass then works on a fresh copy of it:
- *  - `statesnap-migrate`: [[OfflineMigration.migrate]], what the command line calls, to [[ProfileV2]]'s schema
+ *  - `statesnap-migrate`: [[Migrate.run]], what the command line calls, to [[ProfileV2]]'s schema
  *    (`count` and `total` widened from int to bigint, `note` added): appends batch 1, rewriting every entry;
  *  - `spark-rewriter`: `StateRewriter` reading batch 0 and writing batch 1, as Spark's offline repartitioning drives
  *    it: offsets/1 copied from offsets/0 first (it requires the write batch's offsets), commits/1 after. Its
@@ -105,7 +105,7 @@ object OfflineRewriteBenchmark {
   /** statesnap's offline migrate, as `python -m statesnap migrate --no-file-sink --state profile --schema ...`. */
   private def migrate(spark: SparkSession, checkpoint: String): Unit = {
     val none = java.util.Collections.singletonList[String](null)
-    val report = OfflineMigration.migrate(spark, checkpoint, java.util.List.of(State), java.util.List.of(V2.json),
+    val report = Migrate.run(spark, checkpoint, java.util.List.of(State), java.util.List.of(V2.json),
       none, none, none, none, null, java.util.Map.of(), null, noFileSink = true, dryRun = false)
     if (report.outcome != ToolReport.Change) throw new IllegalStateException(s"migrate did not migrate: " +
       report.lines.mkString("\n"))

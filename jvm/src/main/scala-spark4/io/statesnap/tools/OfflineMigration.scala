@@ -2,26 +2,19 @@ package io.statesnap.tools
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.jdk.CollectionConverters._
 import scala.util.Try
-import scala.util.control.NonFatal
 
-import io.statesnap.{CommitStateIds, ProviderClasses, SparkClasses, StatesnapException}
-import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
-import io.statesnap.provider.{DeclaredSnapshots, MigratedStateRecordFiles, MigrationProbe, StateDecision, StateEncoding,
-  TransformWithStateSchemaRecords}
-import io.statesnap.keys.NewQueryOperators
-import io.statesnap.registration.{MapMerge, StateRegistration}
-import io.statesnap.snapshot.{StateKind, StateSnapshotRecord, TtlValueSnapshot}
-import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
+import io.statesnap.{CommitStateIds, ProviderClasses}
+import io.statesnap.bridge.CompatibilityCheck
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDecision, TransformWithStateSchemaRecords}
+import io.statesnap.registration.MapMerge
+import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec,
-  StateStoreColFamilySchema, StateStoreConf, StateStoreId, StatesnapAvroSchemas, StatesnapSparkGlue,
-  StatesnapSparkSchemaFiles}
+  StateStoreColFamilySchema, StateStoreId, StatesnapAvroSchemas, StatesnapSparkGlue, StatesnapSparkSchemaFiles}
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
-import org.json4s._
-import org.json4s.jackson.JsonMethods
 import org.slf4j.LoggerFactory
 
 /**
@@ -30,30 +23,32 @@ import org.slf4j.LoggerFactory
  * rules a statesnap store applies online, against the schemas Spark's own files record (and the snapshot an
  * earlier migrate kept, [[TransformWithStateSchemaRecords.transformWithStateAt]]).
  *
- * It appends one batch N+1 to the query, as a run's first batch would look, copying batch N's offsets:
- *  1. `offsets/N+1`, pinning a provider class that does not exist ([[InterruptedProvider]]), so that until the
- *     migration completes any restart fails on the driver before it reads or writes anything;
- *  2. state version N+2 of every partition of the query's transformWithState operator, loaded at N+1 and
- *     committed by Spark's provider, the state's entries rewritten in it, and of every other stateful operator of
- *     the query (an aggregation of its output, a dedup of its input), committed as loaded, as a batch with no rows
- *     and the same watermark leaves them (one Spark task per store);
- *  3. Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`,
- *     and statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version
- *     and history, which Spark's files cannot hold);
- *  4. `commits/N+1`, and batch N+1 in the log of the query's sink if it keeps one ([[QuerySink]]);
- *  5. `offsets/N+1` again, pinning Spark's provider.
- * A crash anywhere leaves a checkpoint no query restarts on; running `migrate` again rolls back an unfinished
- * batch (before step 4) or finishes it (after), and then migrates as asked.
+ * It appends one batch N+1 to the query by [[AppendedBatch]]'s protocol, writing in it:
+ *  - state version N+2 of every partition of the query's transformWithState operator, loaded at N+1 and committed
+ *    by Spark's provider, the state's entries rewritten in it, and of every other stateful operator of the query (an
+ *    aggregation of its output, a dedup of its input), committed as loaded, as a batch with no rows and the same
+ *    watermark leaves them (one Spark task per store);
+ *  - Spark's files for batch N+1: a v3 schema file saying the new value schema, named by `_metadata/v2/N+1`, and
+ *    statesnap's record of the state for version N+2 ([[MigratedStateRecordFiles]]: the snapshot's version and
+ *    history, which Spark's files cannot hold).
  */
-object OfflineMigration {
+private[tools] object OfflineMigration {
   private val log = LoggerFactory.getLogger(getClass)
-  /** The provider an unfinished migration pins: a restart fails on it, saying what to do. */
-  private val InterruptedProvider = StoppedCheckpoint.Interrupted("migrate")
   private val Spark = ProviderClasses.SparkRocksDB
+
+  /** `migrate` in [[AppendedBatch]]'s protocol: it leaves the query on Spark's provider. */
+  private object Migrating extends AppendedBatchVerb {
+    val name = "migrate"
+    def finalProvider(source: String): String = Spark
+    def finishWritten(checkpoint: StoppedCheckpoint, batch: Long, stepDone: String => Unit): Unit = ()
+    def rollBackWritten(checkpoint: StoppedCheckpoint, batch: Long): Unit = removeWritten(checkpoint, batch)
+    def finishedSays(batch: Long): String = s"offsets/$batch pins $Spark again"
+    def rolledBackSays: String = "its state versions, schema files and offsets are removed"
+  }
   private val DefaultStore = "default"
 
   /** The operator a migrate rewrites states of, found in the checkpoint's latest committed batch. */
-  private final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
+  private[tools] final case class Target(batch: Long, stateRoot: String, operator: Int, partitions: Seq[Int],
       states: Seq[TargetState], carried: Seq[(Int, Seq[Int])], loadIds: Option[CommitStateIds.Ids], avro: Boolean) {
     def storeId: StateStoreId = StateStoreId(stateRoot, operator, 0, DefaultStore)
 
@@ -65,12 +60,12 @@ object OfflineMigration {
   }
 
   /** One state of the target operator: its column family as Spark's files say it, and the record it is read with. */
-  private final case class TargetState(family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
+  private[tools] final case class TargetState(family: StateStoreColFamilySchema, recorded: StateSnapshotRecord) {
     def name: String = family.colFamilyName
   }
 
   /** A state with its decision: `record` (the one committed beside it) when it migrates. */
-  private final case class Decided(target: TargetState, declared: StateSnapshotRecord,
+  private[tools] final case class Decided(target: TargetState, declared: StateSnapshotRecord,
       verdict: CompatibilityCheck.Verdict, merge: Option[MapMerge]) {
     /** The new value schema as Spark's files say it: Spark's own wrapper around the user value (a TTL's) kept. */
     def newValueSchema: StructType = TtlValueSnapshot.inWrapperOf(target.family.valueSchema,
@@ -88,107 +83,23 @@ object OfflineMigration {
   }
 
   /**
-   * @param states the state variables to migrate, each once, all of one transformWithState operator
-   * @param valueJsons the value schema the new application version declares for each (Spark JSON)
-   * @param definitionJsons the definition it registers for each (`RowSnapshot.to_json`), or null
-   * @param userKeyJsons for a map, the user key schema it declares (Spark JSON), or null: as recorded
-   * @param mapKeyJsons for a map, the definition it registers for the map's key, or null
-   * @param mergeJsons for a map whose entries meet under one new user key, the merge it registers (JSON: a SQL
-   *   expression over the two values `a` and `b` by field of the value), or null
-   * @param mode the compatibility mode it sets, or null
-   * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty): the
-   *   rules run under them and the migrated records keep them
-   * @param fileSink the output path of the query's file sink, or null
-   * @param noFileSink the query writes to another sink, which keeps no log of batches ([[QuerySink]])
-   */
-  def migrate(spark: SparkSession, location: String, states: java.util.List[String],
-      valueJsons: java.util.List[String], definitionJsons: java.util.List[String],
-      userKeyJsons: java.util.List[String], mapKeyJsons: java.util.List[String],
-      mergeJsons: java.util.List[String], mode: String,
-      sqlConf: java.util.Map[String, String], fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
-    val names = states.asScala.toSeq
-    require(names.nonEmpty && Seq(valueJsons, definitionJsons, userKeyJsons, mapKeyJsons, mergeJsons)
-      .forall(_.size == names.size), "migrate takes one value schema, definition, user key, map key definition and " +
-      "merge (or null) per state")
-    names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
-      "twice: give each state's schema once"))
-    migrateStates(spark, location, names, fileSink, noFileSink, dryRun) { (checkpoint, target) =>
-      target.states.indices.map { i =>
-        val (t, definitionJson) = (target.states(i), definitionJsons.get(i))
-        val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
-        val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
-          structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
-        val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
-        val merge = Option(mergeJsons.get(i)).map(json => MapMerge(MapMerge.fieldsOf(JsonMethods.parse(json))
-          .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
-        // A merge applies where a map's entries get new keys; given again once they have them (migrate run again
-        // after it finished), it applies to nothing.
-        if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(s"a merge is given for state " +
-          s"'${t.name}', which is ${t.recorded.kind.name} state: a merge is for a map's entries that meet under one " +
-          "new user key")
-        verdict.decided match {
-          case StateDecision.Migrate(_, _, Some(_)) => merge.foreach { m =>
-            try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {
-              case e: StatesnapException => checkpoint.refuse(e.getMessage)
-            }
-          }
-          case _ =>
-        }
-        val decided = Decided(t, declared, verdict, merge)
-        decided -> (describe(target, decided) ++ sql.note(t.name, Option(definitionJson)).map("  " + _))
-      }
-    }
-  }
-
-  /**
-   * The offline step of a deploy (`statesnap.deploy`, Spark 4.2+): migrates the states of `query`'s transformWithState
-   * operator, the new version's streaming DataFrame, that the restart would meet in another layout, each declared as
-   * the driver's decision declares it ([[PlannedOperatorDecision.transformWithState]]: the plan's schemas and the
-   * session's registrations for the query on `location`, or named `name`), in one appended batch as [[migrate]] does.
-   * Nothing is written when no state migrates; a refusal is the rehearsal's, raised before anything is written.
-   */
-  def deploy(spark: SparkClasses.SparkSession, location: String, query: SparkClasses.Dataset[_], name: String,
-      fileSink: String, noFileSink: Boolean): ToolReport = {
-    val (qualified, registered) = Rehearsal.registrations(spark, location, name)
-    registered.requireValid()
-    val hadoopConf = spark.sessionState.newHadoopConf()
-    val version = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).headOption.map(_.store.version)
-    val migrating = version.toSeq.flatMap { v =>
-      NewQueryOperators.writers(NewQueryOperators.plan(query)).zipWithIndex.flatMap { case (writer, id) =>
-        PlannedOperatorDecision.transformWithState(writer, qualified, id, registered, hadoopConf, v).toSeq.flatten
-      }
-    }.filter(_.decision.isInstanceOf[StateDecision.Migrate])
-    if (migrating.isEmpty) ToolReport(Seq("no transformWithState state needs an offline migration"),
-      ToolReport.Nothing)
-    else migrateStates(spark, qualified, migrating.map(_.variable.name), fileSink, noFileSink, dryRun = false) {
-      (_, target) => target.states.map { t =>
-        val d = migrating.find(_.variable.name == t.name).get
-        val merge = StateRegistration.mapMergeOf(registered.registrations.states.get(t.name))
-        val decided = Decided(t, d.declared, CompatibilityCheck.verdict(t.recorded, d.declared,
-          StateEncoding.of(target.avro)), merge)
-        decided -> describe(target, decided)
-      }
-    }
-  }
-
-  /**
-   * The one appended batch of [[migrate]] and [[deploy]]: `decide` says, for the states named, what each declares and
+   * The one appended batch of [[Migrate]] and [[Deploy]]: `decide` says, for the states named, what each declares and
    * what that comes to, once the checkpoint is found stopped and any interrupted migrate is put right.
    */
-  private def migrateStates(spark: SparkSession, location: String, names: Seq[String], fileSink: String,
+  private[tools] def migrateStates(spark: SparkSession, location: String, names: Seq[String], fileSink: String,
       noFileSink: Boolean, dryRun: Boolean)(decide: (StoppedCheckpoint, Target) => Seq[(Decided, Seq[String])])
       : ToolReport = {
-    val checkpoint = StoppedCheckpoint(spark, location, "migrate")
+    val checkpoint = StoppedCheckpoint(spark, location, Migrating.name)
     if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
       s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
       "state online: `python -m statesnap adopt` the checkpoint and restart the new application version")
-    val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, "migrate", fileSink, noFileSink, dryRun)(
-      recover(checkpoint, _, dryRun)).fold(report => return report, identity)
+    val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, Migrating, fileSink, noFileSink, dryRun)
+      .fold(report => return report, identity)
 
     val target = find(checkpoint, names)
     sink.requireAt(target.batch, checkpoint.refuse)
     val decisions = decide(checkpoint, target)
-    val decided = recovered ++ decisions.flatMap(_._2)
+    val decided = recovered.lines ++ decisions.flatMap(_._2)
     val migrating = decisions.map(_._1).filter(_.record.isDefined)
     // A batch put right above is a change, even when no state needs one.
     val unchanged = if (recovered.isEmpty) ToolReport.Nothing else ToolReport.Change
@@ -214,7 +125,7 @@ object OfflineMigration {
   }
 
   /** What the decision on one state says, its changes or problems below it. */
-  private def describe(target: Target, d: Decided): Seq[String] = {
+  private[tools] def describe(target: Target, d: Decided): Seq[String] = {
     val head = s"state '${d.target.name}' of operator ${target.operator} (${d.target.recorded.kind.name} state, " +
       s"${target.partitions.size} partitions, batch ${target.batch}): ${d.verdict.headline}"
     val after = d.verdict.decided match {
@@ -226,7 +137,7 @@ object OfflineMigration {
     (head +: d.verdict.details.map("  - " + _)) ++ after
   }
 
-  private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
+  private[tools] def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
 
   private def quoted(names: Seq[String]): String =
     (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")
@@ -292,94 +203,54 @@ object OfflineMigration {
     ids
   }
 
-  /** Appends the batch that migrates `target` to `declared` (steps 1-5 above). @return what was done */
+  /** Appends the batch that migrates `target` to `declared`. @return what was done */
   private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target, migrating: Seq[Decided],
       sink: QuerySink): Seq[String] = {
     val next = target.batch + 1
-    // The tests' view of the migration, which may stop it after any step as a crash would (MigrationProbe).
-    val probe = MigrationProbe.fromConfs(spark.conf.getAll)
-    def stepDone(step: String): Unit = probe.foreach(_.offlineStep(step))
-    val offsets = checkpoint.read(checkpoint.offsetsFile(target.batch))
-    AppendedBatch.poison(checkpoint, "migrate", target.batch, offsets, Spark, InterruptedProvider)
-    stepDone("poisoned")
-    val job = PartitionRewrite.Job(target.stateRoot, target.batch + 1,
-      AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
-        (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
-      migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
-        d.target.family.keyStateEncoderSpec.get, d.newKeySpec, d.target.recorded.toBytes, d.declared.toBytes,
-        d.newValueSchema, d.merge)),
-      probe)
-    val (rewritten, committedIds) = try {
-      val (count, ids) = runJob(spark, job, target.tasks)
+    var rewritten = 0L
+    var schemaFile: Option[Path] = None
+    AppendedBatch.run(spark, checkpoint, Migrating, sink, target.batch,
+      checkpoint.read(checkpoint.offsetsFile(target.batch)), Spark) { stepDone =>
+      val job = PartitionRewrite.Job(target.stateRoot, next, AppendedBatch.storeConf(spark,
+        checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
+          (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),
+        migrating.map(d => PartitionRewrite.Rewrite(d.target.name, d.target.family.keySchema,
+          d.target.family.keyStateEncoderSpec.get, d.newKeySpec, d.target.recorded.toBytes, d.declared.toBytes,
+          d.newValueSchema, d.merge)),
+        MigrationProbe.fromConfs(spark.conf.getAll))
+      val (count, committedIds) = runJob(spark, job, target.tasks)
+      rewritten = count
       migrating.foreach { d =>
         checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
           d.record.get.copy(recordedAtVersion = next + 1).toBytes)
       }
-      (count, ids)
-    } catch {
-      case NonFatal(e) =>
-        rollBack(checkpoint, next)
-        throw e
-    }
-    // An Avro-encoded state's new schema gets the id the tasks wrote its entries under, as they computed it.
-    val avroIds = if (!target.avro) None else Some(new StatesnapAvroSchemas(
-      StatesnapSparkSchemaFiles.avroSchemaProvider(target.storeId, target.batch, checkpoint.hadoopConf)))
-    val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, migrating.map { d =>
-      StatesnapSparkSchemaFiles.Family(d.target.name, d.newKeySpec.keySchema, d.newValueSchema, d.newKeySpec,
-        avroIds.map(_.target(d.target.name, d.newValueSchema)))
-    }, checkpoint.hadoopConf)
-    stepDone("schema")
-    // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.
-    val commit = checkpoint.read(checkpoint.commitsFile(target.batch))
-    checkpoint.write(checkpoint.commitsFile(next), if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
-      new String(commit, UTF_8), committedIds.groupBy(_._1._1).map { case (op, stores) =>
-        op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw new IllegalStateException(
-          s"operator $op: a store committed under checkpoint format v2 without an id"))) }
-      }).getBytes(UTF_8))
-    stepDone("commit")
-    sink.append(next)
-    stepDone("sink")
-    checkpoint.write(checkpoint.offsetsFile(next), offsets)
-    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != Spark) {
-      throw new IllegalStateException(s"migrate of ${checkpoint.location}: Spark does not read batch $next back " +
-        "as written")
+      // An Avro-encoded state's new schema gets the id the tasks wrote its entries under, as they computed it.
+      val avroIds = if (!target.avro) None else Some(new StatesnapAvroSchemas(
+        StatesnapSparkSchemaFiles.avroSchemaProvider(target.storeId, target.batch, checkpoint.hadoopConf)))
+      val families = migrating.map(d => StatesnapSparkSchemaFiles.Family(d.target.name, d.newKeySpec.keySchema,
+        d.newValueSchema, d.newKeySpec, avroIds.map(_.target(d.target.name, d.newValueSchema))))
+      schemaFile = Some(StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, families,
+        checkpoint.hadoopConf))
+      stepDone("schema")
+      // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.
+      val commit = checkpoint.read(checkpoint.commitsFile(target.batch))
+      if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
+        new String(commit, UTF_8), committedIds.groupBy(_._1._1).map { case (op, stores) =>
+          op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw new IllegalStateException(
+            s"operator $op: a store committed under checkpoint format v2 without an id"))) }
+        }).getBytes(UTF_8)
     }
     log.info(s"statesnap migrate: ${checkpoint.location} batch $next: $rewritten entries of " +
       s"${quoted(migrating.map(_.target.name))} rewritten")
-    Seq(s"rewrote $rewritten entries; Spark's schema file $schemaFile",
+    Seq(s"rewrote $rewritten entries; Spark's schema file ${schemaFile.get}",
       "done: restart the new application version on Spark's provider, with its state schema check on")
   }
 
   /**
-   * A migrate interrupted before (the latest batch pins [[InterruptedProvider]]): finished if its batch committed,
-   * rolled back otherwise. A restart tried meanwhile may have planned one more batch on the same pin, failing
-   * before it ran: that batch is removed first. @return what was (on a dry run: would be) done
+   * Removes what a migrate wrote for the uncommitted batch `batch`: statesnap's records and Spark's schema files of
+   * it, and state version `batch + 1` of every store.
    */
-  private def recover(checkpoint: StoppedCheckpoint, sink: QuerySink, dryRun: Boolean): Seq[String] = {
-    val batch = checkpoint.latestBatch
-    val refused = RefusedPlans.removed(checkpoint, dryRun)
-    if (refused.nonEmpty) refused.toSeq ++ (if (dryRun) Nil else recover(checkpoint, sink, dryRun))
-    else if (!checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(InterruptedProvider)) Nil
-    else if (checkpoint.committed(batch)) {
-      if (!dryRun) {
-        sink.append(batch)
-        val file = checkpoint.offsetsFile(batch)
-        checkpoint.write(file, StoppedCheckpoint.withProvider(checkpoint.read(file), InterruptedProvider, Spark).get)
-      }
-      Seq(s"finished the migrate interrupted after committing batch $batch: " + sink.says(batch).fold("")(_ + "; ") +
-        s"offsets/$batch pins $Spark again")
-    } else {
-      val done = s"rolled back batch $batch, left uncommitted by an interrupted migrate (or planned by a restart " +
-        "it stopped): its state versions, schema files and offsets are removed"
-      if (dryRun) Seq(done) else {
-        rollBack(checkpoint, batch)
-        done +: recover(checkpoint, sink, dryRun)
-      }
-    }
-  }
-
-  /** Removes everything a migrate wrote for the uncommitted batch `batch`, its offsets (the guard) last. */
-  private def rollBack(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+  private def removeWritten(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
     val stateRoot = new Path(checkpoint.root, "state")
     val (transformWithState, others) = checkpoint.operators
     transformWithState.foreach { op =>
@@ -393,8 +264,6 @@ object OfflineMigration {
           .filter(f => StoppedCheckpoint.isVersionFile(f.getName, batch + 1)).foreach(checkpoint.delete)
       }
     }
-    checkpoint.delete(checkpoint.offsetsFile(batch))
-    log.info(s"statesnap migrate: rolled back batch $batch of ${checkpoint.location}")
   }
 
   /**

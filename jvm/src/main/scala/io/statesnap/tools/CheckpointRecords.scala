@@ -33,8 +33,8 @@ object CheckpointRecords {
    * Every statesnap record in force at the latest committed batch, wherever statesnap keeps it: the catalog family
    * of a store with column families ([[CheckpointReader.recordsInStores]]), the files beside the stores of other
    * operators ([[OperatorRecordFiles]]), and the files `python -m statesnap migrate` keeps for transformWithState
-   * states on Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records: `inspect`,
-   * `check` and `release` read it.
+   * states on Spark's own provider (per operator: partition 0 stands for all). The one offline view of the records:
+   * `inspect`, `check` and `release` read it.
    */
   def records(checkpoint: String, hadoopConf: Configuration): Seq[(Store, Kept, Array[Byte])] = {
     val inStores = CheckpointReader.recordsInStores(checkpoint, hadoopConf).map { case (store, bytes) =>

@@ -1,6 +1,5 @@
 package io.statesnap.tools
 
-import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses
 import io.statesnap.provider.WrittenAsRecordFiles
@@ -8,72 +7,30 @@ import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 /**
- * `adopt` and `release` of a stopped query's checkpoint: the offset log pins the state store provider a query was
- * created with, so moving a checkpoint between Spark's RocksDB provider and statesnap's means rewriting that
- * pinned conf in the latest offset entry, the entry every restart reads it from. The file is rewritten through
+ * How [[Adopt]] and [[Release]] move a stopped query's checkpoint between Spark's RocksDB provider and statesnap's:
+ * the offset log pins the state store provider a query was created with, so that move means rewriting that pinned
+ * conf in the latest offset entry, the entry every restart reads it from. The file is rewritten through
  * Hadoop's FileSystem (`CheckpointFileManager.createAtomic`, so checksum files stay valid and a crash leaves the
  * old file), after a backup under `_statesnap/provider-switch/`; Spark's own offset log then reads it back to
  * confirm. Nothing else changes: state files stay as they are, and statesnap seeds each state's snapshot from
  * Spark's own schema files on first access.
  */
-object ProviderSwitch {
+private[tools] object ProviderSwitch {
   private val log = LoggerFactory.getLogger(getClass)
   private val ProviderConf = StoppedCheckpoint.ProviderConf
   private val Statesnap = ProviderClasses.Statesnap
   private val Spark = ProviderClasses.SparkRocksDB
 
   /**
-   * Moves `checkpoint` from Spark's RocksDB provider to statesnap's; or, from Spark's default provider, every entry
-   * into statesnap's stores by the job of `repartition` (which appends a batch: the query's sink is named), in
-   * `partitions` partitions (0: as many as it has; a checkpoint of Spark's RocksDB provider is repartitioned first).
-   * @param writtenAs by transformWithState state name, the value schema (JSON) of the application version that
-   *                  wrote, with Spark's schema check off, the entries not in the layout Spark's files record
+   * Moves the stopped query at `location` from the provider `from` to `to` by rewriting the provider its latest
+   * offsets pin (the state files stay as they are); into statesnap's, after a scan of the entries it is about to
+   * trust (`writtenAs`: [[layoutScan]]).
    */
-  def adopt(spark: SparkSession, checkpoint: String, dryRun: Boolean, writtenAs: java.util.Map[String, String],
-      partitions: Int, fileSink: String, noFileSink: Boolean): ToolReport = {
-    val stopped = StoppedCheckpoint(spark, checkpoint, "adopt")
-    val pinned = stopped.pinnedConfs(stopped.latestBatch).get(ProviderConf)
-    if (pinned.contains(ProviderClasses.SparkDefault) || Repartition.interrupted(stopped, Repartition.Adopt)) {
-      if (!writtenAs.isEmpty) stopped.refuse("--written-as names layouts of Spark's RocksDB stores; this checkpoint " +
-        "runs on Spark's default provider, whose entries adopt checks against the layout Spark's files record")
-      return Repartition.adoptDefaultProvider(spark, checkpoint, partitions, fileSink, noFileSink, dryRun)
-    }
-    val repartitioned = if (partitions == 0 || pinned.contains(Statesnap)) None else {
-      if (dryRun) stopped.refuse("--partitions with --dry-run on a checkpoint of Spark's RocksDB provider: adopt " +
-        "repartitions it first, then adopts; dry-run `python -m statesnap repartition` and `adopt` one by one")
-      Some(Repartition.repartition(spark, checkpoint, partitions, fileSink, noFileSink, dryRun = false))
-    }
-    repartitioned.filter(_.outcome == ToolReport.Refused).getOrElse {
-      val switched = switch(spark, checkpoint, from = Spark, to = Statesnap, dryRun, "adopt",
-        writtenAs.asScala.toMap.map { case (state, json) => state -> DataType.fromJson(json).asInstanceOf[StructType] })
-      repartitioned.fold(switched)(r => ToolReport(r.lines ++ switched.lines,
-        if (r.outcome == ToolReport.Change) ToolReport.Change else switched.outcome))
-    }
-  }
-
-  /**
-   * Moves `checkpoint` back from statesnap's provider to Spark's RocksDB provider (`provider` "rocksdb"), or to
-   * Spark's default provider ("hdfs"): every entry into that provider's files by the job of `repartition` (which
-   * appends a batch: the query's sink is named), in `partitions` partitions (0: as many as it has).
-   */
-  def release(spark: SparkSession, checkpoint: String, dryRun: Boolean, provider: String, partitions: Int,
-      fileSink: String, noFileSink: Boolean): ToolReport = provider match {
-    case "hdfs" => Repartition.releaseToDefaultProvider(spark, checkpoint, partitions, fileSink, noFileSink, dryRun)
-    case "rocksdb" =>
-      if (partitions != 0) StoppedCheckpoint(spark, checkpoint, "release").refuse("--partitions moves the state " +
-        "in the same job only into Spark's default provider (--provider hdfs): to release to Spark's RocksDB " +
-        "provider in another number of partitions, run `python -m statesnap repartition` first (the checkpoint " +
-        "keeps its provider), then release")
-      switch(spark, checkpoint, from = Statesnap, to = Spark, dryRun, "release", Map.empty)
-    case other => throw new IllegalArgumentException(s"release moves a checkpoint to Spark's provider 'rocksdb' or " +
-      s"'hdfs' (its default), not '$other'")
-  }
-
-  private def switch(spark: SparkSession, location: String, from: String, to: String, dryRun: Boolean,
+  private[tools] def switch(spark: SparkSession, location: String, from: String, to: String, dryRun: Boolean,
       verb: String, writtenAs: Map[String, StructType]): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, verb)
     checkpoint.refuseInterruptedByAnother()

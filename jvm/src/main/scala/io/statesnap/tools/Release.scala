@@ -1,0 +1,28 @@
+package io.statesnap.tools
+
+import io.statesnap.ProviderClasses
+import org.apache.spark.sql.SparkSession
+
+/**
+ * `python -m statesnap release`: a stopped query's checkpoint moved back from statesnap's provider to Spark's RocksDB
+ * provider (`--provider rocksdb`: by the provider its offsets pin, [[ProviderSwitch]]), or to Spark's default
+ * provider (`hdfs`: every entry into that provider's files, [[Move.Releasing]]).
+ */
+object Release {
+  /** @param partitions the number of partitions after a release to `hdfs` (0: as many as it has) */
+  def run(spark: SparkSession, checkpoint: String, dryRun: Boolean, provider: String, partitions: Int,
+      fileSink: String, noFileSink: Boolean): ToolReport = provider match {
+    case "hdfs" =>
+      require(partitions >= 0, s"a query has at least one partition, not $partitions")
+      Move.run(spark, checkpoint, Move.Releasing, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
+    case "rocksdb" =>
+      if (partitions != 0) StoppedCheckpoint(spark, checkpoint, "release").refuse("--partitions moves the state " +
+        "in the same job only into Spark's default provider (--provider hdfs): to release to Spark's RocksDB " +
+        "provider in another number of partitions, run `python -m statesnap repartition` first (the checkpoint " +
+        "keeps its provider), then release")
+      ProviderSwitch.switch(spark, checkpoint, from = ProviderClasses.Statesnap, to = ProviderClasses.SparkRocksDB,
+        dryRun, "release", Map.empty)
+    case other => throw new IllegalArgumentException(s"release moves a checkpoint to Spark's provider 'rocksdb' or " +
+      s"'hdfs' (its default), not '$other'")
+  }
+}
