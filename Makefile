@@ -34,8 +34,9 @@ test-python $(PINNED_PARTS:%=test-python-%) test-other-sparks $(OTHER_SPARKS:%=t
 # class path (an extraClassPath) loads its classes as before, without the JVM's warning on its standard output.
 QUIET_CDS := -Xlog:cds=off -Xlog:cds+dynamic=off
 class_archive = -XX:SharedArchiveFile=$(CURDIR)/build/spark$(1)/classes.jsa $(QUIET_CDS)
-write_class_archive = rm -f $@ $@.tmp && SPARK_SUBMIT_OPTS="$(TEST_JVM_OPTS)" $(1) tests/class_archive.py $@.tmp \
-	  >$(@D)/class-archive.log 2>&1 && java -XX:SharedArchiveFile=$@.tmp $(QUIET_CDS) -version 2>/dev/null && mv $@.tmp $@
+write_class_archive = rm -f $@ $@.tmp && SPARK_SUBMIT_OPTS="$(TEST_JVM_OPTS) $(QUIET_CDS)" $(1) \
+	  tests/class_archive.py $@.tmp >$(@D)/class-archive.log 2>&1 && \
+	  java -XX:SharedArchiveFile=$@.tmp $(QUIET_CDS) -version 2>/dev/null && mv $@.tmp $@
 $(CLASSES)/classes.jsa: tests/class_archive.py $(JAR) $(VENV)/.stamp
 	$(call write_class_archive,$(PY))
 build/spark%/classes.jsa: tests/class_archive.py python/statesnap/jars/statesnap-spark%.jar .venv-spark%/.stamp

@@ -2,8 +2,9 @@
 dumps every class it loaded into <archive> at exit (JDK's -XX:ArchiveClassesAtExit), what most test programs do: a
 statesnap-configured session, a streaming aggregation and deduplication restarted from their checkpoint, a batch
 query. A driver started with -XX:SharedArchiveFile=<archive> maps those classes instead of loading them one by one
-(the Makefile's TEST_JVM_OPTS): a program's start and first query take about half the time. A driver whose class
-path differs from this one's (an extraClassPath) silently loads its classes as before."""
+(the Makefile's class_archive): a program's start and first query take about half the time. A driver whose class
+path differs from this one's (an extraClassPath) loads its classes as before. The JVM options come from the caller
+(SPARK_SUBMIT_OPTS: the Makefile's, with its JVM logging of archives off)."""
 from __future__ import annotations
 
 import json
@@ -17,8 +18,7 @@ import statesnap
 
 
 def main(archive: str) -> None:
-    os.environ["SPARK_SUBMIT_OPTS"] = (f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} "
-                                       f"-XX:ArchiveClassesAtExit={archive} -Xlog:cds=off -Xlog:cds+dynamic=off")
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:ArchiveClassesAtExit={archive}"
     builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false"))
     spark = statesnap.configure(builder).getOrCreate()

@@ -43,10 +43,12 @@ def pytest_ignore_collect(collection_path: Path, config):
 
 def pytest_collection_modifyitems(config, items):
     """A module named on the command line that does not run on this minor is deselected, as the table says."""
-    away = [item for item in items if not minors.runs_here(item.path.stem)]
+    kept, away = [], []
+    for item in items:
+        (kept if minors.runs_here(item.path.stem) else away).append(item)
     if away:
         config.hook.pytest_deselected(items=away)
-        items[:] = [item for item in items if minors.runs_here(item.path.stem)]
+        items[:] = kept
 
 
 DRIVER_LOG = Path(os.environ.get("STATESNAP_TEST_LOG", ROOT / "build" / "test-driver.log"))

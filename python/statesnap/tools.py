@@ -275,10 +275,10 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     _require_stopped("deploy", checkpoint, query.sparkSession)
     rehearsal = rehearse(checkpoint, query, name=name)
     if rehearsal.outcome == Outcome.REFUSED:
-        text = rehearsal.details.get("refusal") or "\n".join(rehearsal.lines)
+        text = rehearsal.details["refusal"]
         raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
     _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
-    if rehearsal.details.get("migrates_offline"):
+    if rehearsal.details["migrates_offline"]:
         migrated = _offline_step(checkpoint, query, name, file_sink, no_file_sink)
         if migrated.outcome == Outcome.REFUSED:
             raise ToolError("statesnap deploy: the offline migration was refused, nothing was changed: " +

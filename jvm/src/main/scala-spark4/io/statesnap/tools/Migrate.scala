@@ -8,9 +8,10 @@ import io.statesnap.provider.{DeclaredSnapshots, StateDecision, StateEncoding}
 import io.statesnap.registration.MapMerge
 import io.statesnap.snapshot.StateKind
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.types.{DataType, StructType}
 import org.json4s.jackson.JsonMethods
 
-import OfflineMigration.{describe, migrateStates, structOf, Decided}
+import OfflineMigration.{describe, migrateStates, Decided}
 
 /**
  * `python -m statesnap migrate`: the eager migration of transformWithState states of a stopped query on Spark's own
@@ -71,4 +72,5 @@ object Migrate {
     }
   }
 
+  private def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
 }

@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec,
   StateStoreColFamilySchema, StateStoreId, StatesnapAvroSchemas, StatesnapSparkGlue, StatesnapSparkSchemaFiles}
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 import org.slf4j.LoggerFactory
 
@@ -137,8 +137,6 @@ private[tools] object OfflineMigration {
     (head +: d.verdict.details.map("  - " + _)) ++ after
   }
 
-  private[tools] def structOf(json: String): StructType = DataType.fromJson(json).asInstanceOf[StructType]
-
   private def quoted(names: Seq[String]): String =
     (if (names.size == 1) "state " else "states ") + names.map(n => s"'$n'").mkString(", ")
 
@@ -207,9 +205,7 @@ private[tools] object OfflineMigration {
   private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target, migrating: Seq[Decided],
       sink: QuerySink): Seq[String] = {
     val next = target.batch + 1
-    var rewritten = 0L
-    var schemaFile: Option[Path] = None
-    AppendedBatch.run(spark, checkpoint, Migrating, sink, target.batch,
+    val (rewritten, schemaFile) = AppendedBatch.run(spark, checkpoint, Migrating, sink, target.batch,
       checkpoint.read(checkpoint.offsetsFile(target.batch)), Spark) { stepDone =>
       val job = PartitionRewrite.Job(target.stateRoot, next, AppendedBatch.storeConf(spark,
         checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
@@ -219,7 +215,6 @@ private[tools] object OfflineMigration {
           d.newValueSchema, d.merge)),
         MigrationProbe.fromConfs(spark.conf.getAll))
       val (count, committedIds) = runJob(spark, job, target.tasks)
-      rewritten = count
       migrating.foreach { d =>
         checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
           d.record.get.copy(recordedAtVersion = next + 1).toBytes)
@@ -229,20 +224,20 @@ private[tools] object OfflineMigration {
         StatesnapSparkSchemaFiles.avroSchemaProvider(target.storeId, target.batch, checkpoint.hadoopConf)))
       val families = migrating.map(d => StatesnapSparkSchemaFiles.Family(d.target.name, d.newKeySpec.keySchema,
         d.newValueSchema, d.newKeySpec, avroIds.map(_.target(d.target.name, d.newValueSchema))))
-      schemaFile = Some(StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, families,
-        checkpoint.hadoopConf))
+      val schemaFile = StatesnapSparkSchemaFiles.appendTransformWithStateBatch(target.storeId, next, families,
+        checkpoint.hadoopConf)
       stepDone("schema")
       // Under checkpoint format v2 the commit names the store versions the job committed, as Spark's commit would.
       val commit = checkpoint.read(checkpoint.commitsFile(target.batch))
-      if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
+      (if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
         new String(commit, UTF_8), committedIds.groupBy(_._1._1).map { case (op, stores) =>
           op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw new IllegalStateException(
             s"operator $op: a store committed under checkpoint format v2 without an id"))) }
-        }).getBytes(UTF_8)
+        }).getBytes(UTF_8), (count, schemaFile))
     }
     log.info(s"statesnap migrate: ${checkpoint.location} batch $next: $rewritten entries of " +
       s"${quoted(migrating.map(_.target.name))} rewritten")
-    Seq(s"rewrote $rewritten entries; Spark's schema file ${schemaFile.get}",
+    Seq(s"rewrote $rewritten entries; Spark's schema file $schemaFile",
       "done: restart the new application version on Spark's provider, with its state schema check on")
   }
 

@@ -23,7 +23,7 @@ object Adopt {
     require(partitions >= 0, s"a query has at least one partition, not $partitions")
     val stopped = StoppedCheckpoint(spark, checkpoint, Move.Adopting.name)
     val pinned = stopped.pinnedConfs(stopped.latestBatch).get(StoppedCheckpoint.ProviderConf)
-    if (pinned.contains(ProviderClasses.SparkDefault) || Move.interrupted(stopped, Move.Adopting)) {
+    if (pinned.contains(ProviderClasses.SparkDefault) || Move.Adopting.unfinishedAt(stopped, stopped.latestBatch)) {
       if (!writtenAs.isEmpty) stopped.refuse("--written-as names layouts of Spark's RocksDB stores; this checkpoint " +
         "runs on Spark's default provider, whose entries adopt checks against the layout Spark's files record")
       return Move.run(spark, checkpoint, Move.Adopting, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)

@@ -19,6 +19,10 @@ private[tools] trait AppendedBatchVerb {
   /** The provider class batch N+1 pins until it is finished: no query restarts on it ([[StoppedCheckpoint]]). */
   final def interrupted: String = StoppedCheckpoint.Interrupted(name)
 
+  /** Whether `batch` of `checkpoint` is one of this verb's, not finished (it pins [[interrupted]]). */
+  final def unfinishedAt(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
+    checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(interrupted)
+
   /** The provider the finished batch leaves the query on, from the one its batch N pins. */
   def finalProvider(source: String): String
 
@@ -78,17 +82,18 @@ private[tools] object AppendedBatch {
 
   /**
    * Appends batch `batch` + 1 (steps 1-4 above) with `offsets` (batch `batch`'s, as the verb changes them) on the
-   * query's `provider`. @param write the verb's step 2, given the probe's step reporter; the commit it writes
+   * query's `provider`. @param write the verb's step 2, given the probe's step reporter: the commit it writes, and
+   * what the verb reports of its writes. @return that report
    */
-  def run(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: AppendedBatchVerb, sink: QuerySink, batch: Long,
-      offsets: Array[Byte], provider: String)(write: (String => Unit) => Array[Byte]): Unit = {
+  def run[A](spark: SparkSession, checkpoint: StoppedCheckpoint, verb: AppendedBatchVerb, sink: QuerySink,
+      batch: Long, offsets: Array[Byte], provider: String)(write: (String => Unit) => (Array[Byte], A)): A = {
     val next = batch + 1
     // The tests' view of the verb, which may stop it after any step as a crash would (MigrationProbe).
     val probe = MigrationProbe.fromConfs(spark.conf.getAll)
     def stepDone(step: String): Unit = probe.foreach(_.offlineStep(step))
     poison(checkpoint, verb, batch, offsets, provider)
     stepDone("poisoned")
-    val commit = try write(stepDone) catch {
+    val (commit, written) = try write(stepDone) catch {
       case NonFatal(e) =>
         rollBack(checkpoint, verb, next)
         throw e
@@ -100,6 +105,7 @@ private[tools] object AppendedBatch {
       throw new IllegalStateException(s"${verb.name} of ${checkpoint.location} batch $next: Spark does not read the " +
         "batch back as written")
     }
+    written
   }
 
   /**
@@ -143,24 +149,21 @@ private[tools] object AppendedBatch {
   private def recover(checkpoint: StoppedCheckpoint, verb: AppendedBatchVerb, sink: QuerySink, dryRun: Boolean)
       : Recovered = {
     val batch = checkpoint.latestBatch
-    def pinsInterrupted(b: Long) = checkpoint.pinnedConfs(b).get(StoppedCheckpoint.ProviderConf)
-      .contains(verb.interrupted)
-    def after(done: String): Recovered = {
+    // What was removed, then (but on a dry run, which removed nothing) what the batch below it needs.
+    def after(done: Seq[String]): Recovered = {
       val rest = if (dryRun) Recovered(Nil, finished = false) else recover(checkpoint, verb, sink, dryRun)
-      Recovered(done +: rest.lines, rest.finished)
+      Recovered(done ++ rest.lines, rest.finished)
     }
     val refused = RefusedPlans.removed(checkpoint, dryRun)
-    if (refused.nonEmpty) {
-      val rest = if (dryRun) Recovered(Nil, finished = false) else recover(checkpoint, verb, sink, dryRun)
-      Recovered(refused.toSeq ++ rest.lines, rest.finished)
-    } else if (!pinsInterrupted(batch)) Recovered(Nil, finished = false)
-    else if (!checkpoint.committed(batch) && pinsInterrupted(batch - 1)) {
+    if (refused.nonEmpty) after(refused.toSeq)
+    else if (!verb.unfinishedAt(checkpoint, batch)) Recovered(Nil, finished = false)
+    else if (!checkpoint.committed(batch) && verb.unfinishedAt(checkpoint, batch - 1)) {
       val removed = s"removed batch $batch, which a restart planned on the unfinished ${verb.name}'s batch and could " +
         "not run"
       if (dryRun) Recovered(Seq(removed, s"${finishedLine(verb)} ${batch - 1}"), finished = true)
       else {
         checkpoint.delete(checkpoint.offsetsFile(batch))
-        after(removed)
+        after(Seq(removed))
       }
     } else if (checkpoint.committed(batch)) {
       if (!dryRun) finish(checkpoint, verb, sink, batch, _ => ())

@@ -87,10 +87,6 @@ private[tools] object Move {
   private val JobConfs = Map("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false",
     "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
 
-  /** Whether the latest batch of `checkpoint` is one of `verb` not finished. */
-  private[tools] def interrupted(checkpoint: StoppedCheckpoint, verb: Move): Boolean =
-    checkpoint.pinnedConfs(checkpoint.latestBatch).get(StoppedCheckpoint.ProviderConf).contains(verb.interrupted)
-
   /**
    * Runs `verb` on the checkpoint at `location`: its batch appended by [[AppendedBatch]]'s protocol.
    * @param partitions the number of partitions the state will have (None: as many as it has)
@@ -143,17 +139,15 @@ private[tools] object Move {
     val next = plan.batch + 1
     val provider = checkpoint.pinnedProvider(plan.batch)
     val offsets = withPartitions(checkpoint, checkpoint.read(checkpoint.offsetsFile(plan.batch)), plan.from, plan.to)
-    var in = 0L
-    AppendedBatch.run(spark, checkpoint, verb, sink, plan.batch, offsets, provider) { stepDone =>
+    val in = AppendedBatch.run(spark, checkpoint, verb, sink, plan.batch, offsets, provider) { stepDone =>
       copyRecords(checkpoint, plan)
       recordNewKeys(checkpoint, plan)
       stepDone("records")
       val (entries, committed) = runJob(spark, checkpoint, verb, plan)
-      in = entries
       stepDone("stores")
       val commit = checkpoint.read(checkpoint.commitsFile(plan.batch))
-      plan.committedIds(committed).fold(commit)(ids =>
-        CommitStateIds.withIds(new String(commit, UTF_8), ids).getBytes(UTF_8))
+      (plan.committedIds(committed).fold(commit)(ids =>
+        CommitStateIds.withIds(new String(commit, UTF_8), ids).getBytes(UTF_8)), entries)
     }
     if (!checkpoint.pinnedConfs(next).get(StoppedCheckpoint.ShufflePartitionsConf).contains(plan.to.toString)) {
       throw new IllegalStateException(s"${verb.name} of ${checkpoint.location} batch $next: Spark does not read the " +
