@@ -292,3 +292,15 @@ def run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[l
     progress = [p for p in query.recentProgress if p["stateOperators"]]
     migrated = [p["stateOperators"][0]["customMetrics"].get("statesnapMigratedEntries") for p in progress]
     return collected, RunResult({}, None if None in migrated else sum(migrated), progress)
+
+
+def lease(checkpoint: str) -> Optional[dict]:
+    """The lease a running query holds on ``checkpoint``, as statesnap's verbs read it: the latest renewed of its two
+    files (``_statesnap/lease`` and ``lease.1``, renewed in turn so that one always holds it), or None."""
+    held = []
+    for name in ("lease", "lease.1"):
+        try:
+            held.append(json.loads(open(os.path.join(checkpoint, "_statesnap", name)).read()))
+        except FileNotFoundError:  # never written, released, or being renewed
+            pass
+    return max(held, key=lambda each: each["renewedAtMillis"], default=None)

@@ -15,8 +15,8 @@ import pyspark
 import pytest
 
 import faults
-from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, run_app, run_group_state_app,
-                  run_two_operator_app, write_input)
+from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, lease, run_app,
+                  run_group_state_app, run_two_operator_app, write_input)
 from committed_state import read_store
 from migration_evidence import assert_migrated
 from minors import MINOR, TWS_ONLINE
@@ -157,11 +157,10 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
     finally:
         running.stop()
     # The listener gives the stopped run's lease up when the listener bus hands it the termination, after stop().
-    lease = Path(checkpoint, "_statesnap", "lease")
     deadline = time.monotonic() + 30
-    while lease.exists() and time.monotonic() < deadline:
+    while lease(checkpoint) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not lease.exists(), "the stopped query's lease was not released"
+    assert not lease(checkpoint), "the stopped query's lease was not released"
     before = files(checkpoint)
 
     code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n smallint")

@@ -4,7 +4,6 @@ run twice changes nothing the second time, an offline verb refuses a checkpoint 
 idle between batches) until its lease is gone, and the sink statesnap recorded is the one a verb writes to."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
-from apps import INPUT_SCHEMA, STOCK_PROVIDER, await_listeners, run_app, run_group_state_app, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, await_listeners, lease, run_app, run_group_state_app, write_input
 from minors import MINOR, TWS_ONLINE
 from statesnap import tools
 from test_committed_state import tree_hash
@@ -112,13 +111,12 @@ def test_a_verb_refuses_a_query_that_runs_idle_in_another_driver_until_its_lease
     log = open(tmp_path / "app.log", "w")
     driver = subprocess.Popen([sys.executable, str(app), source, checkpoint], stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
-    lease = Path(checkpoint, "_statesnap", "lease")
     try:
         deadline = time.time() + 180
-        while not (Path(checkpoint, "commits", "0").exists() and lease.exists()):
+        while not (Path(checkpoint, "commits", "0").exists() and lease(checkpoint)):
             assert driver.poll() is None and time.time() < deadline, (tmp_path / "app.log").read_text()[-3000:]
             time.sleep(0.5)
-        held = json.loads(lease.read_text())
+        held = lease(checkpoint)
         state = tree_hash(os.path.join(checkpoint, "state"))
         # Every verb that writes is refused, naming the query and its run.
         for refused in (tools.repartition(checkpoint, 3), tools.adopt(checkpoint), tools.release(checkpoint),
@@ -128,10 +126,14 @@ def test_a_verb_refuses_a_query_that_runs_idle_in_another_driver_until_its_lease
             assert held["queryId"] in refused.lines[0] and held["runId"] in refused.lines[0], refused.lines
         with pytest.raises(tools.ToolError, match=held["runId"]):
             tools.deploy(checkpoint, by_user(spark, source), lambda df: pytest.fail("deploy started a query"))
-        renewed = time.time() + 10  # renewed every third of the 6 s lease, idle as the query is
-        while json.loads(lease.read_text())["renewedAtMillis"] == held["renewedAtMillis"]:
-            assert time.time() < renewed, "the lease of a running query is renewed"
-            time.sleep(0.5)
+        # Renewed every third of the 6 s lease, idle as the query is, and held at every instant of a renewal (read
+        # as fast as a verb can read it): a verb never finds a running query without its lease.
+        renewals, until = {held["renewedAtMillis"]}, time.time() + 10
+        while len(renewals) < 3:
+            now = lease(checkpoint)
+            assert now is not None and now["runId"] == held["runId"], "a running query's lease was absent"
+            renewals.add(now["renewedAtMillis"])
+            assert time.time() < until, "the lease of a running query is renewed"
         assert driver.poll() is None, "the running query's driver must be untouched"
         assert tree_hash(os.path.join(checkpoint, "state")) == state
         assert not Path(checkpoint, "offsets", "1").exists()
@@ -146,7 +148,7 @@ def test_a_verb_refuses_a_query_that_runs_idle_in_another_driver_until_its_lease
         assert tools.repartition(checkpoint, 3, dry_run=True).outcome == tools.Outcome.CHANGE
     finally:
         spark.conf.unset("spark.statesnap.lease.gone")
-    time.sleep(max(0.0, json.loads(lease.read_text())["expiresAtMillis"] / 1000 - time.time()) + 0.5)
+    time.sleep(max(0.0, lease(checkpoint)["expiresAtMillis"] / 1000 - time.time()) + 0.5)
     moved = tools.repartition(checkpoint, 3)
     assert moved.outcome == tools.Outcome.CHANGE, moved.lines
 

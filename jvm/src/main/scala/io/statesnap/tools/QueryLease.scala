@@ -12,10 +12,11 @@ import org.json4s._
 import org.json4s.jackson.JsonMethods
 
 /**
- * The lease a running query holds on its checkpoint, `<checkpoint>/_statesnap/lease`: statesnap's listener writes it
- * as the query starts, renews it while the query runs (idle between batches or not) and removes it when the query
- * stops; a driver that is killed leaves one that expires. Every offline verb that writes refuses a checkpoint whose
- * lease holds: the query's next batch would meet what the verb wrote, or the verb what the batch wrote.
+ * The lease a running query holds on its checkpoint, `<checkpoint>/_statesnap/lease` and `lease.1`: statesnap's
+ * listener writes it as the query starts, renews it while the query runs (idle between batches or not) and removes it
+ * when the query stops; a driver that is killed leaves one that expires. Every offline verb that writes refuses a
+ * checkpoint whose lease holds: the query's next batch would meet what the verb wrote, or the verb what the batch
+ * wrote.
  *
  * @param expiresAtMillis until when it holds unless renewed: a renewal every third of the lease's length
  */
@@ -37,41 +38,54 @@ object QueryLease {
   /** The run id of a lease the user knows is gone (its driver killed): a verb then goes ahead despite it. */
   val GoneConf = "spark.statesnap.lease.gone"
 
-  private def file(root: Path): Path = new Path(root, "_statesnap/lease")
   /**
-   * The runs whose leases this JVM wrote: a query of this JVM that is stopped may still have its lease while the
-   * listener bus hands over its termination; one that runs is refused as running here ([[StoppedCheckpoint]]).
+   * The lease's two files, renewed in turn: replacing a file is a delete then a rename on Hadoop's file systems, so a
+   * single file would be absent for an instant at each renewal, and a verb checking then would miss a running query.
+   * The file a renewal does not touch still holds the lease (a renewal every third of its length).
    */
-  private val heldHere = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+  private def slots(root: Path): Seq[Path] =
+    Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
+  /**
+   * The runs whose leases this JVM wrote, with how many times each renewed: a query of this JVM that is stopped may
+   * still have its lease while the listener bus hands over its termination; one that runs is refused as running here
+   * ([[StoppedCheckpoint]]).
+   */
+  private val heldHere = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
 
   /** Takes or renews the lease of run `runId` of query `queryId` on `checkpoint`, for `seconds` from now. */
   def hold(checkpoint: String, queryId: String, runId: String, name: Option[String], seconds: Long,
       hadoopConf: Configuration): Unit = {
-    heldHere.add(runId)
+    val renewal = heldHere.merge(runId, 0L, (n, _) => n + 1)
     val now = System.currentTimeMillis()
-    CheckpointTextFile.write(file(new Path(checkpoint)), QueryLease(queryId, runId, name, now,
+    CheckpointTextFile.write(slots(new Path(checkpoint))((renewal % 2).toInt), QueryLease(queryId, runId, name, now,
       now + seconds * 1000).toJson, hadoopConf)
   }
 
-  /** Gives up the lease of run `runId`, if it still holds the file (a later run's is left). */
+  /** Gives up the lease of run `runId`, in the files it still holds (a later run's are left). */
   def release(checkpoint: String, runId: String, hadoopConf: Configuration): Unit = {
     val root = new Path(checkpoint)
-    if (read(root, hadoopConf).exists(_.runId == runId)) CheckpointFileManager.create(root, hadoopConf)
-      .delete(file(root))
+    slots(root).filter(readSlot(_, hadoopConf).exists(_.runId == runId))
+      .foreach(CheckpointFileManager.create(root, hadoopConf).delete)
     heldHere.remove(runId)
   }
 
-  /** The lease on the checkpoint at `root`, if there is one it can read (an unreadable one is held: see [[refuse]]). */
+  /**
+   * The lease on the checkpoint at `root`, the latest renewed of its files, if there is one it can read (an
+   * unreadable one is held: see [[refuseWhileHeld]]).
+   */
   def read(root: Path, hadoopConf: Configuration): Option[QueryLease] =
-    CheckpointTextFile.read(file(root), hadoopConf).map { text =>
+    slots(root).flatMap(readSlot(_, hadoopConf)).sortBy(_.renewedAtMillis).lastOption
+
+  private def readSlot(file: Path, hadoopConf: Configuration): Option[QueryLease] =
+    CheckpointTextFile.read(file, hadoopConf).map { text =>
       Try {
         implicit val formats: Formats = DefaultFormats
         val json = JsonMethods.parse(text)
         QueryLease((json \ "queryId").extract[String], (json \ "runId").extract[String],
           (json \ "name").extractOpt[String], (json \ "renewedAtMillis").extract[Long],
           (json \ "expiresAtMillis").extract[Long])
-      }.getOrElse(throw new IllegalStateException(s"${file(root)} is not a lease statesnap wrote: remove it if no " +
-        "query runs on the checkpoint"))
+      }.getOrElse(throw new IllegalStateException(s"$file is not a lease statesnap wrote: remove it if no query " +
+        "runs on the checkpoint"))
     }
 
   /**
@@ -80,7 +94,7 @@ object QueryLease {
    */
   def refuseWhileHeld(root: Path, hadoopConf: Configuration, gone: Option[String], refuse: String => Nothing): Unit =
     read(root, hadoopConf).filter(l => l.holds(System.currentTimeMillis()) && !gone.contains(l.runId) &&
-        !heldHere.contains(l.runId)).foreach { l =>
+        !heldHere.containsKey(l.runId)).foreach { l =>
       val ago = (System.currentTimeMillis() - l.renewedAtMillis) / 1000
       refuse(s"${l.describe} holds statesnap's lease on it, renewed at ${Instant.ofEpochMilli(l.renewedAtMillis)} " +
         s"($ago s ago): it is running. Stop it first. If that run is gone (its driver was killed), its lease " +
