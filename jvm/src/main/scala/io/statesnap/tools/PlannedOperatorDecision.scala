@@ -16,7 +16,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSp
 /**
  * The decision the stores of a planned stateful operator make as they open, made before they do, from the plan and
  * the checkpoint: by the driver before a micro-batch's tasks ([[io.statesnap.query.DriverDecision]]), by a rehearsal
- * of a deploy ([[Rehearsal]]) and by a deploy's offline step (Spark 4.2+, `OfflineMigration.deploy`), so all of them
+ * of a deploy ([[Rehearsal]]) and by a deploy's offline step (Spark 4.2+, `Deploy`), so all of them
  * say what the stores then do. Partition 0 stands for every partition: each holds the same records.
  */
 object PlannedOperatorDecision {

@@ -17,7 +17,7 @@ import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries
  * The checkpoint of a stopped query, as statesnap's offline tools (`adopt`, `release`, `migrate`) find it before
  * changing anything: its offset and commit logs, the confs its latest batch pins, and its files, read and written
  * through Hadoop's FileSystem (`CheckpointFileManager.createAtomic`, so checksum files stay valid and a crash
- * leaves the old file). Every refusal is an [[IllegalArgumentException]] that says nothing was changed.
+ * leaves the old file). Every refusal is a [[ToolRefusal]] that says nothing was changed.
  *
  * @param verb what the tool does, for its refusals ("adopt", "migrate")
  */
