@@ -239,8 +239,15 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
             query.stop()
             await_listeners(query)
 
+    decided_before = tools._rehearsed(checkpoint, dedup_then(v2), None)
     deploy_to_end()
     assert [(r.id, json.loads(r.seen)) for r in collected] == [("a", {"total": [1], "tags": [[None, "t1"]]})]
+    if not TWS_ONLINE:  # the offline step migrates by its rehearsal's decision: one older than a commit is refused
+        before = files(checkpoint)
+        stale = tools._offline_step(checkpoint, spark, decided_before, None, True)
+        assert stale.outcome == tools.Outcome.REFUSED, stale.lines
+        assert "has been committed since: run the deploy again" in stale.lines[0], stale.lines
+        assert files(checkpoint) == before
 
     # The same deploy again, after the new version ran: nothing migrates a second time (no batch appended), and the
     # query starts as it is.

@@ -238,11 +238,21 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
     decides all three). Read-only: it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
+    return _rehearsal_result(_rehearsed(checkpoint, query, name))
+
+
+def _rehearsed(checkpoint: str, query: Any, name: Optional[str]) -> Any:
+    """The JVM's ``Rehearsal.Rehearsed`` of ``query`` on ``checkpoint``: every operator decided once, which
+    :func:`deploy`'s offline step migrates by."""
     if not hasattr(query, "_jdf") or not query.isStreaming:
         raise ToolError(f"rehearse takes the new version's streaming DataFrame, not {query!r}")
     spark = query.sparkSession
     _require_checkpoint(spark, checkpoint)
-    rehearsed = statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint, query._jdf, name)
+    return statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint, query._jdf, name)
+
+
+def _rehearsal_result(rehearsed: Any) -> ToolResult:
+    """What :func:`rehearse` returns for the JVM's ``Rehearsed``."""
     operators = [{"operator": int(o.operator()), "describe": str(o.describe()), "decision": str(o.decision().word()),
                   "lines": [str(line) for line in o.lines()]} for o in rehearsed.operatorList()]
     lines: list[str] = []
@@ -261,8 +271,8 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
     written, runs the offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is
-    Spark's provider's: :func:`migrate`'s appended batch, each state declared as the rehearsal declares it, from the
-    plan and the registrations, into the sink statesnap recorded, or the one ``file_sink`` / ``no_file_sink=True``
+    Spark's provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from
+    the plan and the registrations, into the sink statesnap recorded, or the one ``file_sink`` / ``no_file_sink=True``
     names), and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
     .option("checkpointLocation", checkpoint).start()``). Elsewhere every state migrates online, in the restart's
     first batch. The query must be stopped: a ToolError names the one that runs on the checkpoint (in this process,
@@ -272,14 +282,16 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     .option("checkpointLocation", "/checkpoints/orders").start(), no_file_sink=True)``."""
     from statesnap._errors import StateSchemaError, refusal_in
 
+    checkpoint = absolute_checkpoint(checkpoint)
     _require_stopped("deploy", checkpoint, query.sparkSession)
-    rehearsal = rehearse(checkpoint, query, name=name)
+    rehearsed = _raising_jvm_errors(lambda: _rehearsed(checkpoint, query, name))
+    rehearsal = _rehearsal_result(rehearsed)
     if rehearsal.outcome == Outcome.REFUSED:
         text = rehearsal.details["refusal"]
         raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
     _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
     if rehearsal.details["migrates_offline"]:
-        migrated = _offline_step(checkpoint, query, name, file_sink, no_file_sink)
+        migrated = _offline_step(checkpoint, query.sparkSession, rehearsed, file_sink, no_file_sink)
         if migrated.outcome == Outcome.REFUSED:
             raise ToolError("statesnap deploy: the offline migration was refused, nothing was changed: " +
                             " ".join(migrated.lines))
@@ -290,20 +302,26 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
 def _require_stopped(command: str, checkpoint: str, spark: Any) -> None:
     """Raises a ToolError naming the query that runs on ``checkpoint`` (in this JVM, or holding its lease), if one
     does."""
+    _raising_jvm_errors(lambda: statesnap_jvm(spark).tools.StoppedCheckpoint.requireStopped(
+        spark._jsparkSession, absolute_checkpoint(checkpoint), command))
+
+
+def _raising_jvm_errors(call: Callable[[], Any]) -> Any:
+    """``call()``, what the JVM raises in it raised as a ToolError with its first line (outside a tool's
+    :func:`_boundary`)."""
     try:
-        statesnap_jvm(spark).tools.StoppedCheckpoint.requireStopped(
-            spark._jsparkSession, absolute_checkpoint(checkpoint), command)
+        return call()
     except Py4JJavaError as e:
         raise ToolError(_first_line(e.java_exception.getMessage())) from None
 
 
 @_boundary("deploy")
-def _offline_step(checkpoint: str, query: Any, name: Optional[str], file_sink: Optional[str],
+def _offline_step(checkpoint: str, spark: Any, rehearsed: Any, file_sink: Optional[str],
                   no_file_sink: bool) -> ToolResult:
-    """The offline migration of :func:`deploy` (Spark 4.2+), in the query's own session."""
-    spark = query.sparkSession
+    """The offline migration of :func:`deploy` (Spark 4.2+), in the query's own session: each state migrates by the
+    decision its rehearsal made on ``checkpoint`` (named first, as every tool's boundary takes it)."""
     return _report("deploy", statesnap_jvm(spark).tools.Deploy.run(
-        spark._jsparkSession, checkpoint, query._jdf, name, file_sink, no_file_sink))
+        spark._jsparkSession, rehearsed, file_sink, no_file_sink))
 
 
 @_boundary("adopt")

@@ -92,9 +92,13 @@ object CompatibilityCheck {
   /** The decision for `current` over `recorded`, in a store that encodes values as `encoding`, as tools report it. */
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
       encoding: StateEncoding): Verdict =
-    Verdict(StateDecision.decide(Some(recorded), current, encoding),
-      current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default), current.operator,
-      FixFormat.CommandLine)
+    verdictOf(recorded, current, StateDecision.decide(Some(recorded), current, encoding))
+
+  /** The verdict of `decided`, the decision already made of `recorded`'s state declared as `current`. */
+  private[statesnap] def verdictOf(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
+      decided: StateDecision): Verdict =
+    Verdict(decided, current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default),
+      current.operator, FixFormat.CommandLine)
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
   private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType],

@@ -21,20 +21,27 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSp
  */
 object PlannedOperatorDecision {
   /**
+   * A state the decision migrates, with the changes its migration makes; for a transformWithState variable, the
+   * decision itself (what a deploy's offline step migrates it by on Spark 4.2+).
+   */
+  final case class Migrates(state: String, changes: Seq[String],
+      private[statesnap] val variable: Option[TransformWithStateDecision.Decided])
+
+  /**
    * Decides operator `operatorId` (`writer`) of the query on `checkpoint` as its stores open `version`, `query` being
    * the registrations with what the plan says of it ([[planned]]):
-   * throws the refusal they would throw; returns each state that migrates with the changes it makes. None where the
+   * throws the refusal they would throw; returns each state that migrates ([[Migrates]]). None where the
    * plan or the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan
    * does not give (a session window, a join on 3.5 or of state format 3), or transformWithState where the version its
    * stores load is not the latest committed one.
    */
   def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
-      hadoopConf: Configuration, version: Long): Option[Seq[(String, Seq[String])]] =
+      hadoopConf: Configuration, version: Long): Option[Seq[Migrates]] =
     NewQueryOperators.storeSchemas(writer).map { stores =>
       OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)
-        .map(m => m.state -> m.migration.changes)
+        .map(m => Migrates(m.state, m.migration.changes, None))
     }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
-      _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => d.variable.name -> d.changes)))
+      _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => Migrates(d.variable.name, d.changes, Some(d)))))
 
   /**
    * Each variable of a planned transformWithState operator (None: `writer` is not one), decided as its stores decide it
@@ -42,7 +49,7 @@ object PlannedOperatorDecision {
    * committed version), and on Spark 4.2+, whose stores are Spark's, as `migrate` decides it, from the records it reads
    * the state with (its own kept, else Spark's files) at the batch that committed `version`.
    */
-  def transformWithState(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
+  private def transformWithState(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
       query: QueryRegistrations, hadoopConf: Configuration,
       version: Long): Option[Seq[TransformWithStateDecision.Decided]] =
     if (!NewQueryOperators.operator(writer).isInstanceOf[NewQueryOperators.TransformWithState]) None else {

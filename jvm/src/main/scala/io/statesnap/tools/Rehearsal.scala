@@ -4,6 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
+import io.statesnap.provider.TransformWithStateDecision
 import io.statesnap.registration.{QueryRegistrations, Registrations}
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 
@@ -31,11 +32,20 @@ object Rehearsal {
    * @param operator the operator's id; @param describe the operator as a user knows it
    * @param lines the changes a migration makes, the refusal's message, or why the state starts empty or is not
    *   rehearsed
+   * @param offline where it [[MigratesOffline]], its states that migrate, each with its decision, made at `version`
    */
-  final case class OperatorOutcome(operator: Int, describe: String, decision: Decision, lines: java.util.List[String])
+  final case class OperatorOutcome(operator: Int, describe: String, decision: Decision, lines: java.util.List[String],
+      private[statesnap] val offline: Option[OfflineStep] = None)
 
-  /** The rehearsal of every stateful operator of the new version, and what a deploy does with it. */
-  final case class Rehearsed(operators: Seq[OperatorOutcome]) {
+  /** The states of a transformWithState operator that migrate offline, as decided at store `version`. */
+  private[statesnap] final case class OfflineStep(version: Long, states: Seq[TransformWithStateDecision.Decided])
+
+  /**
+   * The rehearsal of every stateful operator of the new version, and what a deploy does with it: the checkpoint
+   * qualified, and the registrations the decision took.
+   */
+  final case class Rehearsed(operators: Seq[OperatorOutcome], private[statesnap] val checkpoint: String,
+      private[statesnap] val registered: QueryRegistrations) {
     def operatorList: java.util.List[OperatorOutcome] = operators.asJava
 
     /** Refused if an operator is, else a change if one migrates, else nothing. */
@@ -62,25 +72,28 @@ object Rehearsal {
     val plan = NewQueryOperators.plan(query)
     Rehearsed(NewQueryOperators.writers(plan).zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
-      val (decision, lines) = loads.get(id) match {
-        case None => StartsEmpty -> Seq("the checkpoint holds no state of this operator")
+      def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
+        OperatorOutcome(id, operator.describe, decision, lines.asJava, offline)
+      loads.get(id) match {
+        case None => outcome(StartsEmpty, Seq("the checkpoint holds no state of this operator"))
         case Some(version) =>
           try {
             registered.requireValid()
             val planned = PlannedOperatorDecision.planned(plan, writer, qualified, id, registered, hadoopConf, version)
             PlannedOperatorDecision.decide(writer, qualified, id, planned, hadoopConf, version) match {
-              case None => NotRehearsed -> Seq("its stores decide each of its states as the query restarts")
-              case Some(migrations) if migrations.isEmpty => AsIs -> Nil
+              case None => outcome(NotRehearsed, Seq("its stores decide each of its states as the query restarts"))
+              case Some(migrations) if migrations.isEmpty => outcome(AsIs, Nil)
               case Some(migrations) =>
-                val changes = migrations.flatMap { case (state, changes) => changes.map(c => s"state '$state': $c") }
-                if (migratesOffline(operator)) MigratesOffline -> (changes :+ OfflineStep) else Migrates -> changes
+                val changes = migrations.flatMap(m => m.changes.map(c => s"state '${m.state}': $c"))
+                if (!migratesOffline(operator)) outcome(Migrates, changes)
+                else outcome(MigratesOffline, changes :+ OfflineAdvice,
+                  Some(OfflineStep(version, migrations.flatMap(_.variable))))
             }
           } catch {
-            case e: StatesnapException => Refused -> Seq(e.getMessage)
+            case e: StatesnapException => outcome(Refused, Seq(e.getMessage))
           }
       }
-      OperatorOutcome(id, operator.describe, decision, lines.asJava)
-    })
+    }, qualified, registered)
   }
 
   /**
@@ -101,7 +114,7 @@ object Rehearsal {
     operator.isInstanceOf[NewQueryOperators.TransformWithState] &&
       !StatesnapSparkGlue.transformWithStateTakesCustomProviders
 
-  private val OfflineStep = "Spark's provider holds this state (Spark 4.2+), so it migrates offline, before the " +
+  private val OfflineAdvice = "Spark's provider holds this state (Spark 4.2+), so it migrates offline, before the " +
     "restart: statesnap.deploy(checkpoint, query, start) runs that migration and starts the query (or `python -m " +
     "statesnap migrate` with each state's schema, docs/tools.md); restarted without it, the query is refused"
 }
