@@ -307,10 +307,13 @@ def moved_up_and_down(spark, tmp_path, name: str,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, checkpoint_format", [
-    pytest.param(p.values[0], 1, marks=p.marks) for p in sampled(*sorted(OPERATORS))] + [
+    pytest.param(p.values[0], 1, marks=list(p.marks) + [pytest.mark.skipif(
+        MINOR == "4.3" and p.values[0] == "stream-stream join", reason="by format v2 on this minor (CI time)")])
+    for p in sampled(*sorted(OPERATORS))] + [
     # Checkpoint format v2 (Spark 4): each store version named by an id the commit log carries. A join's four stores
-    # (their ids in Spark's order) on Spark's provider on the newest minor, an aggregation on statesnap's (changelogs
-    # on) where every operator runs, a global aggregation (one partition's ids) on the pinned minor.
+    # (their ids in Spark's order) on Spark's provider on the newest minor, which runs the join only so (the same
+    # reading and writing of its stores as format 1, which every other minor runs), an aggregation on statesnap's
+    # (changelogs on) where every operator runs, a global aggregation (one partition's ids) on the pinned minor.
     pytest.param("stream-stream join", 2, marks=pytest.mark.skipif(MINOR != "4.3",
                                                                    reason="the newest minor (CI time)")),
     pytest.param("global aggregation", 2, marks=pytest.mark.skipif(not PINNED, reason="v2 by the join here")),
