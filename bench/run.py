@@ -609,7 +609,12 @@ def _spread(result: dict, side: int) -> str:
 
 
 def chart(results: dict, path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # a venv `make bench` did not set up: the figures are written, only the chart is not
+        print(f"no chart written to {path}: matplotlib is not installed in this venv "
+              "(pip install -r bench/requirements.txt, as `make bench` does)")
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
