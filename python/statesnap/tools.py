@@ -300,10 +300,10 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
 
 
 def _require_stopped(command: str, checkpoint: str, spark: Any) -> None:
-    """Raises a ToolError naming the query that runs on ``checkpoint`` (in this JVM, or holding its lease), if one
-    does."""
+    """Raises a ToolError naming the query that runs on ``checkpoint`` (resolved: :func:`absolute_checkpoint`; in
+    this JVM, or holding its lease), if one does."""
     _raising_jvm_errors(lambda: statesnap_jvm(spark).tools.StoppedCheckpoint.requireStopped(
-        spark._jsparkSession, absolute_checkpoint(checkpoint), command))
+        spark._jsparkSession, checkpoint, command))
 
 
 def _raising_jvm_errors(call: Callable[[], Any]) -> Any:
