@@ -295,12 +295,15 @@ def run_to_end(stateful, checkpoint: str, name: Optional[str] = None) -> tuple[l
 
 
 def lease(checkpoint: str) -> Optional[dict]:
-    """The lease a running query holds on ``checkpoint``, as statesnap's verbs read it: the latest renewed of its two
-    files (``_statesnap/lease`` and ``lease.1``, renewed in turn so that one always holds it), or None."""
+    """The lease a running query holds on ``checkpoint``, as statesnap's verbs read it: the latest renewed of the runs'
+    files (``_statesnap/leases/<run id>`` and ``<run id>.1``, renewed in turn so that one always holds it), or None."""
     held = []
-    for name in ("lease", "lease.1"):
+    leases = os.path.join(checkpoint, "_statesnap", "leases")
+    for name in os.listdir(leases) if os.path.isdir(leases) else []:
+        if name.startswith("."):  # Hadoop's checksums, a renewal's file being written
+            continue
         try:
-            held.append(json.loads(open(os.path.join(checkpoint, "_statesnap", name)).read()))
-        except FileNotFoundError:  # never written, released, or being renewed
+            held.append(json.loads(open(os.path.join(leases, name)).read()))
+        except FileNotFoundError:  # released, or being renewed
             pass
     return max(held, key=lambda each: each["renewedAtMillis"], default=None)

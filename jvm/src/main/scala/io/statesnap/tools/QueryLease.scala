@@ -1,5 +1,6 @@
 package io.statesnap.tools
 
+import java.io.FileNotFoundException
 import java.time.Instant
 
 import scala.util.Try
@@ -12,7 +13,7 @@ import org.json4s._
 import org.json4s.jackson.JsonMethods
 
 /**
- * The lease a running query holds on its checkpoint, `<checkpoint>/_statesnap/lease` and `lease.1`: statesnap's
+ * The lease a running query holds on its checkpoint, in `<checkpoint>/_statesnap/leases/`: statesnap's
  * listener writes it as the query starts, renews it while the query runs (idle between batches or not) and removes it
  * when the query stops; a driver that is killed leaves one that expires. Every offline verb that writes refuses a
  * checkpoint whose lease holds: the query's next batch would meet what the verb wrote, or the verb what the batch
@@ -39,12 +40,26 @@ object QueryLease {
   val GoneConf = "spark.statesnap.lease.gone"
 
   /**
-   * The lease's two files, renewed in turn: replacing a file is a delete then a rename on Hadoop's file systems, so a
-   * single file would be absent for an instant at each renewal, and a verb checking then would miss a running query.
-   * The file a renewal does not touch still holds the lease (a renewal every third of its length).
+   * The files of run `runId`'s lease, `_statesnap/leases/<runId>` and `<runId>.1`, renewed in turn: replacing a file is
+   * a delete then a rename on Hadoop's file systems, so a single file would be absent for an instant at each renewal,
+   * and a verb checking then would miss a running query. The file a renewal does not touch still holds the lease (a
+   * renewal every third of its length). Each run writes and removes its own files only: a run that stops while the
+   * next one starts (its termination handed over late, or the next run in another driver) never removes the next
+   * run's lease.
    */
-  private def slots(root: Path): Seq[Path] =
-    Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
+  private def slots(root: Path, runId: String): Seq[Path] =
+    Seq(new Path(leases(root), runId), new Path(leases(root), s"$runId.1"))
+  private def leases(root: Path): Path = new Path(root, "_statesnap/leases")
+  /**
+   * Every lease file on the checkpoint at `root`: the runs' own, and the two an older statesnap's listener renews in
+   * turn (`_statesnap/lease`, `lease.1`), which a query running an older jar beside this tool still holds.
+   */
+  private def files(root: Path, hadoopConf: Configuration): Seq[Path] = {
+    val runs = try CheckpointFileManager.create(root, hadoopConf).list(leases(root), (p: Path) =>
+        !p.getName.startsWith(".")).toSeq.map(_.getPath)
+      catch { case _: FileNotFoundException => Nil }
+    runs ++ Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
+  }
   /**
    * The runs whose leases this JVM wrote, with how many times each renewed: a query of this JVM that is stopped may
    * still have its lease while the listener bus hands over its termination; one that runs is refused as running here
@@ -52,20 +67,29 @@ object QueryLease {
    */
   private val heldHere = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
 
-  /** Takes or renews the lease of run `runId` of query `queryId` on `checkpoint`, for `seconds` from now. */
+  /**
+   * Takes or renews the lease of run `runId` of query `queryId` on `checkpoint`, for `seconds` from now. Taking it
+   * removes the leases of other runs that no longer hold (a killed driver's), which would otherwise stay for good.
+   */
   def hold(checkpoint: String, queryId: String, runId: String, name: Option[String], seconds: Long,
       hadoopConf: Configuration): Unit = {
+    val root = new Path(checkpoint)
     val renewal = heldHere.merge(runId, 0L, (n, _) => n + 1)
     val now = System.currentTimeMillis()
-    CheckpointTextFile.write(slots(new Path(checkpoint))((renewal % 2).toInt), QueryLease(queryId, runId, name, now,
+    CheckpointTextFile.write(slots(root, runId)((renewal % 2).toInt), QueryLease(queryId, runId, name, now,
       now + seconds * 1000).toJson, hadoopConf)
+    if (renewal == 0) {
+      val fm = CheckpointFileManager.create(root, hadoopConf)
+      files(root, hadoopConf).filter(_.getParent == leases(root)).foreach { file =>
+        readSlot(file, hadoopConf).filter(l => l.runId != runId && !l.holds(now)).foreach(_ => fm.delete(file))
+      }
+    }
   }
 
-  /** Gives up the lease of run `runId`, in the files it still holds (a later run's are left). */
+  /** Gives up the lease of run `runId`: its own files. */
   def release(checkpoint: String, runId: String, hadoopConf: Configuration): Unit = {
     val root = new Path(checkpoint)
-    slots(root).filter(readSlot(_, hadoopConf).exists(_.runId == runId))
-      .foreach(CheckpointFileManager.create(root, hadoopConf).delete)
+    slots(root, runId).foreach(CheckpointFileManager.create(root, hadoopConf).delete)
     heldHere.remove(runId)
   }
 
@@ -74,7 +98,7 @@ object QueryLease {
    * unreadable one is held: see [[refuseWhileHeld]]).
    */
   def read(root: Path, hadoopConf: Configuration): Option[QueryLease] =
-    slots(root).flatMap(readSlot(_, hadoopConf)).sortBy(_.renewedAtMillis).lastOption
+    files(root, hadoopConf).flatMap(readSlot(_, hadoopConf)).sortBy(_.renewedAtMillis).lastOption
 
   private def readSlot(file: Path, hadoopConf: Configuration): Option[QueryLease] =
     CheckpointTextFile.read(file, hadoopConf).map { text =>
