@@ -29,7 +29,7 @@ builder = (
     # The fault injection that halts an executor part-way through a migration (tests/faults.py).
     .config("spark.driver.extraClassPath", faults.classpath())
     .config("spark.executor.extraClassPath", faults.classpath())
-    .config(map=faults.PROBE)
+    .config(map=faults.TEST_CONF)
 )
 spark = statesnap.configure(builder).getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")

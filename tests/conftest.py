@@ -70,10 +70,11 @@ def spark() -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         # transformWithState in ProcessingTime mode (TTL) runs no-data batches forever: availableNow never ends.
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-        # The JVM fixtures the property tests drive through py4j and the fault injection the migration tests ask for
-        # (make builds them before pytest), beside the jar in the same class loader (tests/faults.py).
+        # The JVM fixtures the property tests drive through py4j, the fault injection the migration tests ask for and
+        # the local file system without shell commands (make builds them before pytest), beside the jar in the same
+        # class loader (tests/faults.py).
         .config("spark.driver.extraClassPath", faults.classpath())
-        .config(map=faults.PROBE)
+        .config(map=faults.TEST_CONF)
         # statesnap's log lines also go to a file the tests read (what the driver log tells a user).
         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={ROOT / 'tests' / 'log4j2.properties'} "
                                                  f"-Dstatesnap.test.log={DRIVER_LOG}")
