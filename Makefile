@@ -101,8 +101,9 @@ build/spark%/test-classes/.stamp: $(TEST_SOURCES) python/statesnap/jars/statesna
 JUNIT_CP := /usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar
 # The JUnit suite on one Spark minor: $(call junit,<that pyspark's jars directory>,<minor>). A small heap, so that a
 # corrupt length field that allocates before it reads fails the record property tests (RecordBytesPropertyTest).
+# jvm/src/test/hadoop: Hadoop's configuration there (local files without a forked process per file).
 junit = java -Xmx512m $(TEST_JVM_OPTS) -Dlog4j.configurationFile=jvm/src/test/resources/log4j2.properties \
-	  -cp "$(1)/*:build/spark$(2)/classes:build/spark$(2)/test-classes:$(JUNIT_CP)" org.junit.runner.JUnitCore \
+	  -cp "jvm/src/test/hadoop:$(1)/*:build/spark$(2)/classes:build/spark$(2)/test-classes:$(JUNIT_CP)" org.junit.runner.JUnitCore \
 	  $$(cd build/spark$(2)/test-classes && find . -name '*Test.class' | sed 's|^\./||; s|\.class$$||; s|/|.|g' | sort)
 test-jvm: $(CLASSES)/test-classes/.stamp
 	$(call junit,$(SPARK_JARS),$(PINNED))
