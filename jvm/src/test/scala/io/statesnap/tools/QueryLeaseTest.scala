@@ -35,11 +35,12 @@ class QueryLeaseTest {
     val root = new Path(TempDirs.create("lease").toUri)
     // A killed run's lease stays; the next run of the query takes it over.
     (1 to 3).foreach(_ => QueryLease.hold(root.toString, "q", "killed", None, 60, conf))
-    QueryLease.hold(root.toString, "q", "next", Some("n"), 60, conf)
-    assertEquals(Some("next"), QueryLease.read(root, conf).map(_.runId))
+    Thread.sleep(2) // renewed later than the killed run's last renewal
+    QueryLease.hold(root.toString, "q", "restarted", Some("n"), 60, conf)
+    assertEquals(Some("restarted"), QueryLease.read(root, conf).map(_.runId))
     QueryLease.release(root.toString, "killed", conf)
-    assertEquals(Some("next"), QueryLease.read(root, conf).map(_.runId))
-    QueryLease.release(root.toString, "next", conf)
+    assertEquals(Some("restarted"), QueryLease.read(root, conf).map(_.runId))
+    QueryLease.release(root.toString, "restarted", conf)
     assertEquals(None, QueryLease.read(root, conf))
   }
 
