@@ -54,12 +54,14 @@ object QueryLease {
    * Every lease file on the checkpoint at `root`: the runs' own, and the two an older statesnap's listener renews in
    * turn (`_statesnap/lease`, `lease.1`), which a query running an older jar beside this tool still holds.
    */
-  private def files(root: Path, hadoopConf: Configuration): Seq[Path] = {
-    val runs = try CheckpointFileManager.create(root, hadoopConf).list(leases(root), (p: Path) =>
-        !p.getName.startsWith(".")).toSeq.map(_.getPath)
-      catch { case _: FileNotFoundException => Nil }
-    runs ++ Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
-  }
+  private def files(root: Path, hadoopConf: Configuration): Seq[Path] =
+    runFiles(root, hadoopConf) ++ Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
+
+  /** The runs' own lease files on the checkpoint at `root` (Hadoop's checksums and files being written aside). */
+  private def runFiles(root: Path, hadoopConf: Configuration): Seq[Path] =
+    try CheckpointFileManager.create(root, hadoopConf).list(leases(root), (p: Path) => !p.getName.startsWith("."))
+      .toSeq.map(_.getPath)
+    catch { case _: FileNotFoundException => Nil }
   /**
    * The runs whose leases this JVM wrote, with how many times each renewed: a query of this JVM that is stopped may
    * still have its lease while the listener bus hands over its termination; one that runs is refused as running here
@@ -80,7 +82,7 @@ object QueryLease {
       now + seconds * 1000).toJson, hadoopConf)
     if (renewal == 0) {
       val fm = CheckpointFileManager.create(root, hadoopConf)
-      files(root, hadoopConf).filter(_.getParent == leases(root)).foreach { file =>
+      runFiles(root, hadoopConf).foreach { file =>
         readSlot(file, hadoopConf).filter(l => l.runId != runId && !l.holds(now)).foreach(_ => fm.delete(file))
       }
     }
