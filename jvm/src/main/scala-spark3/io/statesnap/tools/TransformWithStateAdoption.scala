@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.StructType
 object TransformWithStateAdoption {
   def refuseWhereSparkKeepsIt(checkpoint: StoppedCheckpoint): Unit = ()
 
-  def writtenAsRecord(recorded: StateSnapshotRecord, writtenAs: StructType, version: Long): StateSnapshotRecord =
+  def writtenAsRecord(recorded: StateSnapshotRecord, writtenAs: StructType): StateSnapshotRecord =
     throw new IllegalStateException(s"Spark 3.5 has no transformWithState, so state '${recorded.stateName}' has " +
       "no layout named by --written-as")
 }

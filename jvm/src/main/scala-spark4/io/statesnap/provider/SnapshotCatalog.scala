@@ -16,7 +16,6 @@ import org.apache.spark.unsafe.types.UTF8String
  */
 private[provider] final class SnapshotCatalog(store: StateStore, describe: String => String) {
   private val keyRow = UnsafeProjection.create(KeySchema)
-  private val valueRow = UnsafeProjection.create(ValueSchema)
 
   // Registering the family is idempotent and per loaded store, so it is done on first use of this catalog.
   private lazy val family: String = {
@@ -34,7 +33,7 @@ private[provider] final class SnapshotCatalog(store: StateStore, describe: Strin
     override def write(record: StateSnapshotRecord): Unit = {
       require(record.stateName == stateName, s"a record of '${record.stateName}' written as '$stateName'")
       SnapshotCatalog.this.synchronized {
-        store.put(key(stateName), valueRow(InternalRow(record.toBytes)), family)
+        store.put(key(stateName), RecordWriter.familyValue(record), family)
       }
     }
   }

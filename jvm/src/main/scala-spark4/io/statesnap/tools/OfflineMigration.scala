@@ -6,7 +6,8 @@ import scala.util.Try
 
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.bridge.CompatibilityCheck
-import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, StateDecision, TransformWithStateSchemaRecords}
+import io.statesnap.provider.{MigratedStateRecordFiles, MigrationProbe, RecordWriter, StateDecision,
+  TransformWithStateSchemaRecords}
 import io.statesnap.registration.MapMerge
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import org.apache.hadoop.fs.Path
@@ -216,8 +217,8 @@ private[tools] object OfflineMigration {
         MigrationProbe.fromConfs(spark.conf.getAll))
       val (count, committedIds) = runJob(spark, job, target.tasks)
       migrating.foreach { d =>
-        checkpoint.write(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
-          d.record.get.copy(recordedAtVersion = next + 1).toBytes)
+        RecordWriter.toFile(MigratedStateRecordFiles.file(target.stateRoot, target.operator, d.target.name, next + 1),
+          d.record.get, next + 1, checkpoint.hadoopConf)
       }
       // An Avro-encoded state's new schema gets the id the tasks wrote its entries under, as they computed it.
       val avroIds = if (!target.avro) None else Some(new StatesnapAvroSchemas(

@@ -29,9 +29,9 @@ object TransformWithStateAdoption {
 
   /**
    * The record of the layout `--written-as` names for a transformWithState variable Spark's files record as
-   * `recorded`: the same kind and key, in force from `version`.
+   * `recorded`: the same kind and key.
    */
-  def writtenAsRecord(recorded: StateSnapshotRecord, writtenAs: StructType, version: Long): StateSnapshotRecord =
+  def writtenAsRecord(recorded: StateSnapshotRecord, writtenAs: StructType): StateSnapshotRecord =
     TransformWithStateSchemaRecords.transformWithState(recorded.stateName, recorded.kind,
-      StateDecision.schemaOf(recorded.keySnapshot), writtenAs).copy(recordedAtVersion = version)
+      StateDecision.schemaOf(recorded.keySnapshot), writtenAs)
 }

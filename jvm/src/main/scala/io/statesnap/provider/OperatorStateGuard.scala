@@ -196,12 +196,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 
   private def recordPending(version: Long): Unit = pending.foreach { next =>
     val path = OperatorRecordFiles.file(dir, version)
-    fm.mkdirs(dir)
-    val out = fm.createAtomic(path, overwriteIfPossible = true)
-    try out.write(next.copy(recordedAtVersion = version).toBytes) catch {
-      case NonFatal(e) => out.cancel(); throw e
-    }
-    out.close()
+    RecordWriter.toFile(path, next, version, hadoopConf)
     OperatorRecordFiles.versions(fs, dir).filter(_ > version)
       .foreach(v => fm.delete(OperatorRecordFiles.file(dir, v)))
     pending = None

@@ -5,8 +5,8 @@ import java.nio.charset.StandardCharsets.UTF_8
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.meaning.RecordedMeanings
-import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, SparkSchemaFileHistory}
-import io.statesnap.snapshot.{RecordFamily, RowSchemaSnapshot}
+import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, RecordWriter, SparkSchemaFileHistory}
+import io.statesnap.snapshot.RecordFamily
 import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
@@ -209,11 +209,9 @@ private[tools] object Move {
         val dir = OperatorRecordFiles.dir(root, p, store.name)
         OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, p, store.name), version - 1)
           .map(OperatorRecordFiles.read(checkpoint.fs, _)).foreach { record =>
-            val values = if (change.buffers.isEmpty) record.valueSnapshot
-              else new RowSchemaSnapshot().configure(change.newValue)
-            checkpoint.write(OperatorRecordFiles.file(dir, version), record.succeededBy(record.copy(keySnapshot =
-              new RowSchemaSnapshot().configure(change.newKey), valueSnapshot = values, recordedAtVersion = version,
-              recordedAtMillis = System.currentTimeMillis())).toBytes)
+            val rekeyed = RecordWriter.rekeyed(record, change.newKey,
+              Some(change.newValue).filter(_ => change.buffers.nonEmpty), version)
+            RecordWriter.toFile(OperatorRecordFiles.file(dir, version), rekeyed, version, checkpoint.hadoopConf)
           }
       }
       // A transformWithState store's states are its families, Spark's files of them its operator metadata.

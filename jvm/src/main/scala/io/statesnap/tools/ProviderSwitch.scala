@@ -2,7 +2,7 @@ package io.statesnap.tools
 
 
 import io.statesnap.ProviderClasses
-import io.statesnap.provider.WrittenAsRecordFiles
+import io.statesnap.provider.{RecordWriter, WrittenAsRecordFiles}
 import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot.{OperatorKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
@@ -69,7 +69,7 @@ private[tools] object ProviderSwitch {
       // What an earlier adopt recorded is replaced by what this scan found.
       val stateRoot = new Path(checkpoint.root, "state").toString
       checkpoint.operators._1.foreach(op => checkpoint.delete(WrittenAsRecordFiles.root(stateRoot, op)))
-      layouts.foreach(l => checkpoint.write(l.file, l.record.toBytes))
+      layouts.foreach(l => RecordWriter.toFile(l.file, l.record, batch + 1, checkpoint.hadoopConf))
     }
     checkpoint.write(backup, before)
     checkpoint.write(file, after)
@@ -120,7 +120,7 @@ private[tools] object ProviderSwitch {
     val unscanned = unnamed(checkpoint, stateRoot, trusted.map(_._1.operator).toSet)
     (lines ++ unscanned, scan.counted.filter(_.inWrittenAs > 0).map { c =>
       val recorded = trusted.collectFirst { case (s, r) if s.operator == c.operator && r.stateName == c.state => r }.get
-      val record = TransformWithStateAdoption.writtenAsRecord(recorded, c.writtenAs.get, batch + 1)
+      val record = TransformWithStateAdoption.writtenAsRecord(recorded, c.writtenAs.get)
       val file = WrittenAsRecordFiles.file(stateRoot, c.operator, c.state, batch + 1)
       WrittenAs(s"record that ${c.inWrittenAs} entries of state '${c.state}' are in ${c.writtenAs.get.simpleString} " +
         s"($file): statesnap's first run migrates each entry from the layout it is in", file, record)
@@ -144,6 +144,7 @@ private[tools] object ProviderSwitch {
         "the run after"
     }
 
-  /** A layout `adopt` records beside a state: what it says, where, and the record. */
+  /** A layout `adopt` records beside a state, in force from the batch after the latest: what it says, where, and the
+   * record. */
   private final case class WrittenAs(says: String, file: Path, record: StateSnapshotRecord)
 }

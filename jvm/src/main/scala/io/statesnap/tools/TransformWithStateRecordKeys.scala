@@ -1,9 +1,8 @@
 package io.statesnap.tools
 
 import io.statesnap.keys.GroupingKeyRekey
-import io.statesnap.snapshot.{RecordFamily, RowSchemaSnapshot, StateSnapshotRecord}
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
+import io.statesnap.provider.RecordWriter
+import io.statesnap.snapshot.{RecordFamily, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore.Entry
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapStoreFiles
 
@@ -20,16 +19,13 @@ private[tools] final class TransformWithStateRecordKeys(store: RepartitionPlan.S
   private val newKeys = store.families.zip(rekeys).collect { case (f, Some(r)) => f.layout.name -> r.newKeySchema }
     .toMap
   private val codec = StatesnapStoreFiles.rocksDBCodec(RecordFamily.KeySchema, RecordFamily.ValueSchema, 0)
-  private val valueRow = UnsafeProjection.create(RecordFamily.ValueSchema)
   private val recordFamily = store.families.indexWhere(_.layout.name == RecordFamily.Name)
 
   /** `entry` (of a family kept with the store) as written after the change. */
   def rewritten(entry: Entry): Entry = if (entry.family != recordFamily) entry else {
     val record = StateSnapshotRecord.fromBytes(codec.decodeValue(entry.value).getBinary(0))
     newKeys.get(record.stateName).fold(entry) { key =>
-      val next = record.succeededBy(record.copy(keySnapshot = new RowSchemaSnapshot().configure(key),
-        recordedAtVersion = version, recordedAtMillis = System.currentTimeMillis()))
-      entry.copy(value = codec.encodeValue(valueRow(InternalRow(next.toBytes))))
+      entry.copy(value = codec.encodeValue(RecordWriter.familyValue(RecordWriter.rekeyed(record, key, None, version))))
     }
   }
 }
