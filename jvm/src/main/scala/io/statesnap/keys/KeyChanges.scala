@@ -1,8 +1,8 @@
 package io.statesnap.keys
 
-import io.statesnap.evolution.{SqlExpressions, SqlSettings}
+import io.statesnap.evolution.{RowSchemaEvolution, SqlExpressions, SqlSettings}
 import io.statesnap.keys.NewQueryOperators.{Aggregation, Keyed, TransformWithState}
-import io.statesnap.meaning.KeyColumn
+import io.statesnap.meaning.{KeySources, SameKey}
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression}
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
@@ -42,11 +42,9 @@ object KeyChanges {
     if (unknown.nonEmpty) return Left(s"$where: an expression is given for ${unknown.mkString(", ")}, which the new " +
       s"key does not have")
     val fed = sources.filter(_.describes(oldKey, newKey))
-    // The old field each new one keeps, unless given: by the column that feeds it where known, else by name.
-    val oldFor: Int => Option[Int] = i => fed.fold(Some(oldKey.fieldNames.indexOf(newKey(i).name)).filter(_ >= 0))(
-      _.oldIndexOf(i))
-    val keyStays = expressions.isEmpty && newKey.indices.map(oldFor) == oldKey.indices.map(Some(_)) &&
-      oldKey.map(_.dataType).map(nullable) == newKey.map(_.dataType)
+    // The old field each new one keeps, unless given.
+    val oldFor = SameKey.oldFieldOf(oldKey, newKey, sources)
+    val keyStays = expressions.isEmpty && SameKey(oldKey, newKey, sources)
     if (keyStays && previous.isEmpty) return Right(None)
     val buffers = valueChange(oldKey, value, to, previous).fold(why => return Left(s"$where: $why"), identity)
     if (keyStays && buffers.isEmpty) return Right(None)
@@ -102,10 +100,10 @@ object KeyChanges {
    */
   private def valueChange(oldKey: StructType, value: StructType, to: Keyed,
       previous: Option[Keyed]): Either[String, Option[AggregateBuffers]] = (to, previous) match {
-    case (_, Some(before)) if !sameLayout(before.key, oldKey) => Left(s"the previous version's query has a " +
+    case (_, Some(before)) if !SameKey(oldKey, before.key, None) => Left(s"the previous version's query has a " +
       s"${before.describe}, whose key (${before.key.toDDL}) is not the checkpoint's: give the query that wrote it")
     case (now: Aggregation, Some(before: Aggregation)) =>
-      if (!sameLayout(before.merge.bufferSchema, value)) Left(s"the previous version's aggregates (" +
+      if (!RowSchemaEvolution.sameLayout(before.merge.bufferSchema, value)) Left(s"the previous version's aggregates (" +
         s"${before.merge.describe}) keep buffers ${before.merge.bufferSchema.toDDL}, and the state has " +
         s"${value.toDDL}: give the query that wrote it")
       else {
@@ -130,10 +128,10 @@ object KeyChanges {
   def alreadyInKey(oldKey: StructType, to: Keyed, expressions: Map[String, String],
       sources: Option[KeySources] = None): Set[String] = {
     val newKey = nullable(to.key)
-    val fed = sources.filter(_.describes(oldKey, newKey))
+    val oldFor = SameKey.oldFieldOf(oldKey, newKey, sources)
     expressions.keySet.filter(field => newKey.fieldNames.contains(field) && oldKey.fieldNames.contains(field) &&
-      nullable(oldKey(field).dataType) == newKey(field).dataType && fed.forall(f =>
-        f.oldIndexOf(newKey.fieldIndex(field)).contains(oldKey.fieldIndex(field))))
+      oldFor(newKey.fieldIndex(field)).contains(oldKey.fieldIndex(field)) &&
+      RowSchemaEvolution.sameLayout(oldKey(field).dataType, newKey(field).dataType))
   }
 
   /** `e` as `to`: itself, or cast where Spark's up-cast allows (no value lost), else None. */
@@ -141,10 +139,6 @@ object KeyChanges {
     if (nullable(e.dataType) == nullable(to)) Some(e)
     else if (Cast.canUpCast(e.dataType, to)) Some(settings.cast(e, to))
     else None
-
-  /** Keys a state reads the same way: the same types in the same order, and the same names. */
-  def sameLayout(a: StructType, b: StructType): Boolean =
-    nullable(a).map(f => (f.name, f.dataType)) == nullable(b).map(f => (f.name, f.dataType))
 
   /** `schema` with every field nullable, nested ones too. */
   private def nullable(schema: StructType): StructType =
@@ -156,17 +150,4 @@ object KeyChanges {
     case MapType(k, v, _) => MapType(nullable(k), nullable(v), valueContainsNull = true)
     case other => other
   }
-}
-
-/**
- * The columns that feed an operator's old key (as recorded with its state) and its new one (as the new version's plan
- * says), field by field: a new field keeps the old field fed by the same column, under any name.
- */
-final case class KeySources(old: Seq[KeyColumn], now: Seq[KeyColumn]) {
-  /** Whether these are the sources of keys `oldKey` and `newKey` (the same fields, by name, in the same order). */
-  def describes(oldKey: StructType, newKey: StructType): Boolean =
-    old.map(_.name) == oldKey.fieldNames.toSeq && now.map(_.name) == newKey.fieldNames.toSeq
-
-  /** The old field fed by the column that feeds new field `at`. */
-  def oldIndexOf(at: Int): Option[Int] = Some(old.indexWhere(_.source == now(at).source)).filter(_ >= 0)
 }

@@ -83,7 +83,7 @@ object MeaningDecision {
    * a type that changes is the layout's to decide, not the meaning's.
    */
   def keyChange(recorded: Seq[KeyColumn], now: Seq[KeyColumn]): Option[String] =
-    if (recorded.map(_.source) == now.map(_.source)) None
+    if (SameKey.columns(recorded, now)) None
     else if (recorded.map(_.source).sorted == now.map(_.source).sorted) Some(s"its columns are reordered, " +
       s"(${recorded.map(_.describe).mkString(", ")}) -> (${now.map(_.describe).mkString(", ")})")
     else if (recorded.size == now.size) Some(recorded.zip(now).collect {

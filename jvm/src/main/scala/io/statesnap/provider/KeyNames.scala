@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.evolution.{ProblemAt, ProblemSide, SchemaProblem}
-import io.statesnap.keys.KeyChanges
+import io.statesnap.meaning.SameKey
 import io.statesnap.snapshot.{MapStateKey, StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
 import org.apache.spark.sql.types.StructType
@@ -12,7 +12,7 @@ import org.apache.spark.sql.types.StructType
  * `groupBy("region")`, both strings: each region's count starting from a user's; `(user, region)` restarted as
  * `(region, user)`: every old key looked up in the wrong order). Until the plan's meaning of each key field is
  * recorded, its name is what says which column feeds it: a name that changed is refused with the key change that
- * makes it, which compares keys the same way ([[KeyChanges.sameLayout]]: names and types). A map state's user key
+ * makes it, which compares keys the same way ([[SameKey]], by name where no meaning is recorded). A map state's user key
  * evolves by its own rules ([[MapUserKeys]]): its grouping key is the one held here. A stream-stream join's stores
  * are left to Spark's comparison: no key change moves them.
  */
@@ -23,7 +23,7 @@ private[provider] object KeyNames {
   def renamed(old: StateSnapshotRecord, current: StateSnapshotRecord): Seq[SchemaProblem] = {
     val (was, now) = (placing(old), placing(current))
     if (JoinStore.pattern.matcher(current.stateName).matches || !StatesnapSparkSchemaCheck.compatible(was, now) ||
-      KeyChanges.sameLayout(was, now)) Nil
+      SameKey(was, now, None)) Nil
     else {
       val changed = was.fieldNames.zip(now.fieldNames).filter { case (a, b) => a != b }
       val reordered = was.fieldNames.sorted.sameElements(now.fieldNames.sorted)

@@ -2,8 +2,8 @@ package io.statesnap.tools
 
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
-import io.statesnap.keys.{GroupStateMerge, KeyChanges, KeySources, NewQueryOperators}
-import io.statesnap.meaning.{PlannedMeaning, RecordedMeanings}
+import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
+import io.statesnap.meaning.{KeySources, PlannedMeaning, RecordedMeanings}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
 import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
 import org.apache.hadoop.fs.Path

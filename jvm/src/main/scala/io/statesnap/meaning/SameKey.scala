@@ -1,0 +1,45 @@
+package io.statesnap.meaning
+
+import io.statesnap.evolution.RowSchemaEvolution
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The one definition of "the same key", for every path that judges one: a restart's stores (`KeyNames`, when no
+ * meaning is recorded), the meaning recorded with a state (`MeaningDecision`) and a key change (`KeyChanges`). A key
+ * is the same when each of its fields is the old field at its position, of the same type (nullability and metadata aside:
+ * some minors record every state field nullable): the old field fed by the same column where the plan says what feeds
+ * both keys ([[KeySources]]), else the old field of the same name. Spark compares keys by type and position only; a
+ * key of the same types fed by other columns, or by the same ones in another order, is another key.
+ */
+object SameKey {
+  /** Whether `newKey` is `oldKey`, by what feeds their fields where `sources` says it, else by name. */
+  def apply(oldKey: StructType, newKey: StructType, sources: Option[KeySources]): Boolean =
+    oldKey.length == newKey.length && newKey.indices.forall(i => oldFieldOf(oldKey, newKey, sources)(i).contains(i)) &&
+      oldKey.zip(newKey).forall { case (o, n) => RowSchemaEvolution.sameLayout(o.dataType, n.dataType) }
+
+  /** Whether keys fed by `now` are those fed by `recorded`: the same columns in the same order, under any names. */
+  def columns(recorded: Seq[KeyColumn], now: Seq[KeyColumn]): Boolean = recorded.map(_.source) == now.map(_.source)
+
+  /**
+   * The old field each field of `newKey` is, if any: the one fed by the same column where `sources` describes both
+   * keys, else the one of the same name.
+   */
+  def oldFieldOf(oldKey: StructType, newKey: StructType, sources: Option[KeySources]): Int => Option[Int] =
+    sources.filter(_.describes(oldKey, newKey)) match {
+      case Some(fed) => fed.oldIndexOf
+      case None => i => Some(oldKey.fieldNames.indexOf(newKey(i).name)).filter(_ >= 0)
+    }
+}
+
+/**
+ * The columns that feed an operator's old key (as recorded with its state) and its new one (as the new version's plan
+ * says), field by field: a new field keeps the old field fed by the same column, under any name.
+ */
+final case class KeySources(old: Seq[KeyColumn], now: Seq[KeyColumn]) {
+  /** Whether these are the sources of keys `oldKey` and `newKey` (the same fields, by name, in the same order). */
+  def describes(oldKey: StructType, newKey: StructType): Boolean =
+    old.map(_.name) == oldKey.fieldNames.toSeq && now.map(_.name) == newKey.fieldNames.toSeq
+
+  /** The old field fed by the column that feeds new field `at`. */
+  def oldIndexOf(at: Int): Option[Int] = Some(old.indexWhere(_.source == now(at).source)).filter(_ >= 0)
+}
