@@ -17,8 +17,8 @@ import org.rocksdb.ReadOptions
 
 /**
  * Rewrites every value of one column family (or of a store without them) in the RocksDB instance behind Spark's
- * RocksDB provider, in place, exactly as `RocksDB.put` and `putList` write except for the read before every put
- * ([[StatesnapRewrite]]). Spark 4.x has no write without that read. It lives in Spark's package for the
+ * RocksDB provider, in place, the bytes `RocksDB.put` and `putList` write without the read before every put
+ * ([[StatesnapRewrite]]); values read in key order are loaded in bulk (`overwritingInOrder`), a map's moved keys put. Spark 4.x has no write without that read. It lives in Spark's package for the
  * `private[sql]` types, and reaches a fourth private member of `RocksDB` by reflection, the key prefix of a column
  * family, checked with the others when the rewriter is built, before any byte is written.
  */
@@ -37,9 +37,11 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
     val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
     val in = new InSource(sources, describeKey(_))
-    forEachEntry { (key, value) =>
-      writes.overwrite(key, encoder.encodeValue(in.converted(key, decoder.decodeValue(value))))
-      afterEach()
+    writes.overwritingInOrder(rocksDB.rocksDbOptions) { overwrite =>
+      forEachEntry { (key, value) =>
+        overwrite(key, encoder.encodeValue(in.converted(key, decoder.decodeValue(value))))
+        afterEach()
+      }
     }
   }
 
@@ -56,11 +58,13 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
     val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
     val elements = new ArrayBuffer[Array[Byte]]
     val in = new InSource(sources, describeKey(_))
-    forEachEntry { (key, value) =>
-      elements.clear()
-      decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(in.converted(key, old)))
-      writes.overwrite(key, join(elements, delimiter))
-      afterEach(elements.length)
+    writes.overwritingInOrder(rocksDB.rocksDbOptions) { overwrite =>
+      forEachEntry { (key, value) =>
+        elements.clear()
+        decoder.decodeValues(value).foreach(old => elements += encoder.encodeValue(in.converted(key, old)))
+        overwrite(key, join(elements, delimiter))
+        afterEach(elements.length)
+      }
     }
   }
 
@@ -142,19 +146,21 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
         case NonFatal(e) => throw new EntryFailure(describeKey(key, encoder), old.copy(), index, e)
       }
     }
-    if (!list) forEachEntry { (key, value) =>
-      writes.overwrite(key, encoder.encodeValue(converted(key, value)))
-      afterEach(1)
-    } else {
-      val elementEncoder = StatesnapSparkGlue.listValueEncoder(encoder, newValueSchema, rocksDB)
-      val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
-      val elements = new ArrayBuffer[Array[Byte]]
-      forEachEntry { (key, value) =>
-        elements.clear()
-        listElements(value, delimiter, describeKey(key, encoder))
-          .foreach(e => elements += elementEncoder.encodeValue(converted(key, e)))
-        writes.overwrite(key, join(elements, delimiter))
-        afterEach(elements.length)
+    writes.overwritingInOrder(rocksDB.rocksDbOptions) { overwrite =>
+      if (!list) forEachEntry { (key, value) =>
+        overwrite(key, encoder.encodeValue(converted(key, value)))
+        afterEach(1)
+      } else {
+        val elementEncoder = StatesnapSparkGlue.listValueEncoder(encoder, newValueSchema, rocksDB)
+        val delimiter = StatesnapSparkGlue.mergeDelimiter(rocksDB)
+        val elements = new ArrayBuffer[Array[Byte]]
+        forEachEntry { (key, value) =>
+          elements.clear()
+          listElements(value, delimiter, describeKey(key, encoder))
+            .foreach(e => elements += elementEncoder.encodeValue(converted(key, e)))
+          overwrite(key, join(elements, delimiter))
+          afterEach(elements.length)
+        }
       }
     }
   }

@@ -28,6 +28,27 @@ object StatesnapRewrite {
       changelog.foreach(_.put(key, value))
     }
 
+    /**
+     * Runs `body` with an overwrite for keys given in RocksDB's key order, as a rewrite that reads the state in that
+     * order gives them: [[overwrite]], but each value written into an SST file with the store's `options` and the
+     * file ingested once `body` returns ([[SortedRunsLoader]]), not put through the memtable, which costs a
+     * rewrite of every value about as much again as its reads and conversions (`make bench`'s offline migrate). The
+     * values become readable at the ingestion; a key out of order is put instead. If `body` fails, nothing of what
+     * it gave is ingested (the changelog the store aborts has it) and the file is deleted.
+     */
+    def overwritingInOrder[T](options: org.rocksdb.Options)(body: ((Array[Byte], Array[Byte]) => Unit) => T): T = {
+      val loader = new SortedRunsLoader(rocksDB, options, 1, db.put(writeOptions, _, _))
+      try {
+        val result = body { (key, value) =>
+          StatesnapRocksDBGlue.beforeOverwrite(rocksDB)
+          loader.add(key, value)
+          changelog.foreach(_.put(key, value))
+        }
+        loader.ingest()
+        result
+      } finally loader.close()
+    }
+
     /** What `RocksDB.remove` does, without the read before it: the native delete, then the changelog. */
     def delete(key: Array[Byte]): Unit = {
       StatesnapRocksDBGlue.beforeOverwrite(rocksDB)

@@ -3,8 +3,8 @@ package org.apache.spark.sql.execution.streaming.state.offline
 import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, StateStore,
-  StateStoreConf, StateStoreId, StateStoreProvider}
+import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, SortedRunsLoader,
+  StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
 /**

@@ -1,4 +1,4 @@
-package org.apache.spark.sql.execution.streaming.state.offline
+package org.apache.spark.sql.execution.streaming.state
 
 import java.io.File
 import java.nio.file.Files
@@ -6,25 +6,26 @@ import java.nio.file.Files
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.commons.io.FileUtils
-import org.apache.spark.sql.execution.streaming.state.RocksDB
 import org.rocksdb.{EnvOptions, IngestExternalFileOptions, Options, RocksDB => NativeRocksDB, SstFileWriter}
 
 /**
- * RocksDB's bulk load for a store an offline job writes anew whose entries arrive as sorted runs: each source store
- * is read in RocksDB's key order, so the entries one source sends to this store are a run in that order. Each run is
+ * RocksDB's bulk load of entries that arrive as sorted runs: a store an offline job writes anew (each source store
+ * is read in RocksDB's key order, so the entries one source sends to this store are a run in that order), and the
+ * values an in-place rewrite overwrites as it reads the state in key order (one run, [[StatesnapRewrite]]). Each run is
  * written as an SST file with the store's own options (its table format, bloom filter and compression, as a flush
  * would write it) and ingested into the store's RocksDB before Spark commits it: no memtable, no flush, which cost a
  * store written by puts more than its puts (`make bench`'s repartition). An entry that does not follow its run's last
  * key in RocksDB's bytewise order starts a new run; past `runs` runs, every entry is put instead ([[put]]): a source
  * that is not sorted, or a shuffle that interleaved runs, costs speed, never an entry. Each file lands in level 0,
  * so no more are written than the level-0 file count at which RocksDB compacts (4 by default): a store moved from
- * many partitions does not open with hundreds of level-0 files, and puts the runs past them. The job puts each key
- * once (`StoredKeyPlacement`), so no run holds a key another does. Not thread-safe: one per task.
+ * many partitions does not open with hundreds of level-0 files, and puts the runs past them. Each key is given once
+ * (a job's `StoredKeyPlacement`, a rewrite's one pass), so no run holds a key another does, and an ingested file,
+ * newer than every entry in the database, shadows the value a rewrite replaces. Not thread-safe: one per task.
  *
  * @param rocksDB the store, opened by Spark's provider; @param options its RocksDB options
  * @param put how an entry is put when runs are not what arrives
  */
-private[offline] final class SortedRunsLoader(rocksDB: RocksDB, options: Options, runs: Int,
+private[state] final class SortedRunsLoader(rocksDB: RocksDB, options: Options, runs: Int,
     put: (Array[Byte], Array[Byte]) => Unit) {
   // Spark's RocksDB keeps its native database to itself; an ingestion is one call on it, before Spark's commit.
   private val db = {
