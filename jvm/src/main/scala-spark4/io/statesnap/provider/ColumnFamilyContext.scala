@@ -44,9 +44,7 @@ private[provider] final class ColumnFamilyContext(val store: StoreContext, val t
     val root = store.id.checkpointRootLocation
     val fs = new Path(root).getFileSystem(store.hadoopConf)
     try WrittenAsRecordFiles.recordInForce(fs, root, store.id.operatorId, state, version) catch {
-      case e: StatesnapException => throw new StatesnapException(StatesnapException.UnreadableSnapshot, s"the " +
-        s"layout `adopt --written-as` recorded for ${store.describeState(state)} cannot be read: ${e.detail} Run " +
-        "adopt again on the stopped query's checkpoint.", e)
+      case e: StatesnapException => throw StoreErrors.unreadableWrittenAs(store.describeState(state), e)
     }
   }
 

@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.types.StructType
 
@@ -16,9 +15,7 @@ private[provider] final class GuardedColumnFamilies(store: StateStore, catalog: 
     if (recorded.isEmpty) {
       val entries = store.iterator(family)
       val empty = try !entries.hasNext finally entries.close()
-      if (!empty) throw new StatesnapException(StatesnapException.MissingSnapshot, s"${describe(family)} holds " +
-        "entries but no statesnap record of its schema, so statesnap cannot tell whether it changed and will " +
-        "not guess. Restart the query version that wrote it, or start from a new checkpoint.")
+      if (!empty) throw StoreErrors.noRecordOfFamily(describe(family))
     }
     StateWalk.decide(recorded, recorded, GuardedState.record(family, keySchema, valueSchema, store.version + 1),
       StateEncoding.UnsafeRow, describe(family), StoreContext.fixes(store.id, family)).next.foreach(records.write)

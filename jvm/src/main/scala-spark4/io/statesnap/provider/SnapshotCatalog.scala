@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import io.statesnap.snapshot.{RecordFamily, SnapshotFormatException, StateSnapshotRecord}
 import io.statesnap.snapshot.RecordFamily.{KeySchema, ValueSchema}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -42,8 +41,7 @@ private[provider] final class SnapshotCatalog(store: StateStore, describe: Strin
     Option(store.get(key(stateName), family)).map(_.getBinary(0))
   }.map { bytes =>
     try StateSnapshotRecord.fromBytes(bytes) catch {
-      case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
-        s"the snapshot of ${describe(stateName)} cannot be read: ${e.getMessage}. Nothing was read or rewritten.", e)
+      case e: SnapshotFormatException => throw StoreErrors.unreadableRecord(describe(stateName), e)
     }
   }
 

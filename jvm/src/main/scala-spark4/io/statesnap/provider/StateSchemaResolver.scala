@@ -1,7 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
-import io.statesnap.StatesnapException._
 import io.statesnap.evolution.RowMigration
 import io.statesnap.snapshot._
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore}
@@ -32,10 +30,7 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
     // Entries a deploy with Spark's schema check off wrote in its own layout, as `adopt --written-as` found them.
     val writtenAs = fromSpark.flatMap(_ => context.writtenAs(state, store.version))
     val step = StateWalk.decide(ours, recorded, current, context.encoding, describe(state), fixes(state))
-    if (step.rekey.isDefined && writtenAs.isDefined) throw new StatesnapException(UnsupportedConfiguration,
-      s"${describe(state)} holds entries that `adopt --written-as` found in another layout, and its user key " +
-        "changes: statesnap moves a map's entries to new keys from one recorded layout only. Nothing was " +
-        "rewritten. Deploy the user key change after a batch has run with the adopted layout migrated.")
+    if (step.rekey.isDefined && writtenAs.isDefined) throw StoreErrors.writtenAsWithUserKeyChange(describe(state))
     val avro = context.avroSchemas
     // An Avro-encoded state's entries are written under the schema id `target` gives the declared schema from now on.
     avro.foreach(_.target(state, valueSchema))
@@ -94,11 +89,8 @@ private[provider] final class StateSchemaResolver(store: StateStore, catalog: Sn
    * say the new schemas already, rewritten by another partition's commit ([[ColumnFamilyContext.beforeCommit]]).
    */
   private def fromSparkFiles(state: String, current: StateSnapshotRecord): StateSnapshotRecord = {
-    val (key, value) = context.sparkSchemas(state, store.version - 1).getOrElse(throw new StatesnapException(
-      MissingSnapshot, s"${describe(state)} holds entries but neither a statesnap snapshot nor Spark's own schema " +
-        "files say which schema its bytes were written with, and statesnap will not guess. Nothing was read or " +
-        "rewritten. Restore the checkpoint's state/<operator>/_stateSchema and _metadata files, or start from a " +
-        "new checkpoint."))
+    val (key, value) = context.sparkSchemas(state, store.version - 1).getOrElse(
+      throw StoreErrors.noSchemaFiles(describe(state)))
     log.info(s"statesnap: ${describe(state)} has no statesnap snapshot yet; its bytes are read as Spark's schema " +
       s"files say: key ${key.simpleString}, value ${value.simpleString}")
     TransformWithStateSchemaRecords.transformWithState(state, current.kind, key, value)

@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -31,11 +30,7 @@ class StatesnapStateStoreProvider extends SingleStateProvider with ProviderGlue 
     // to the operator, or Spark's state reader's in-memory one); stream-stream join state format 3 gets none.
     val transformWithState = useColumnFamilies && stateSchemaProvider.isDefined
     if (encoding != "unsaferow" && !(encoding == "avro" && transformWithState)) {
-      throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"statesnap migrates state " +
-        s"encoded as UnsafeRow, and the Avro-encoded state of transformWithState, but operator " +
-        s"${stateStoreId.operatorId} is another operator and uses encodingFormat=$encoding. Set " +
-        "spark.sql.streaming.stateStore.encodingFormat=unsaferow before the query's first run (a checkpoint " +
-        "keeps the encoding it was created with).")
+      throw StoreErrors.unsupportedEncoding(stateStoreId.operatorId, encoding)
     }
     val avroSchemas = if (encoding == "avro") stateSchemaProvider.map(new StatesnapAvroSchemas(_)) else None
     val store = setUp(stateStoreId, keySchema, valueSchema, storeConfs, hadoopConf, singleState = !useColumnFamilies,

@@ -1,7 +1,6 @@
 package io.statesnap.provider
 
 import io.statesnap.ScalaCompat._
-import io.statesnap.StatesnapException
 
 /** Which change feeds of a state read under one schema. */
 private[provider] object ChangeFeedRange {
@@ -11,10 +10,6 @@ private[provider] object ChangeFeedRange {
    */
   def check(state: String, startVersion: Long, endVersion: Long, changes: Seq[Long], describe: String): Unit =
     changes.filter(v => v > startVersion && v <= endVersion).maxOption.foreach { change =>
-      throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"the change feed of $describe " +
-        s"from batch ${startVersion - 1} to batch ${endVersion - 1} crosses batch ${change - 1}, in which statesnap " +
-        "recorded a new schema for it (and may have rewritten every entry): a change feed decodes every version " +
-        "with one schema, so rows on one side would be misread. Read the batches from " +
-        s"${change - 1} on (changeStartBatchId=${change - 1}), or up to ${change - 2} separately.")
+      throw StoreErrors.changeFeedCrossesMigration(describe, startVersion, endVersion, change)
     }
 }

@@ -23,9 +23,7 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
   def keySnapshot(state: String, kind: StateKind, keySchema: StructType): StateSerializerSnapshot =
     StateRegistration.mapKeyOf(query.registrations.states.get(state)) match {
       case Some(json) if kind == StateKind.Map => SnapshotDefinition.parse(state, json).snapshotFor(keySchema)
-      case Some(_) => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"a map key " +
-        s"(map_key=) is registered for state '$state', which is ${kind.name} state: only a map state has a user " +
-        "key. Register its snapshot without map_key.")
+      case Some(_) => throw StoreErrors.mapKeyOfNoMap(state, kind)
       case None => new RowSchemaSnapshot().configure(keySchema)
     }
 
@@ -83,12 +81,9 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
         val definition = SnapshotDefinition.parse(state, json)
         def byBuffer(rules: Map[String, String]): Map[String, String] = {
           val meant = rules.toSeq.map { case (field, rule) => AggregateStart.bufferField(field, planned).fold(why =>
-            throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the snapshot registered " +
-              s"for state '$state' has a rule for $why. Nothing was rewritten."), identity) -> (field, rule) }
-          meant.groupBy(_._1).collectFirst { case (buffer, named) if named.size > 1 => throw new StatesnapException(
-            StatesnapException.InvalidSnapshotDefinition, s"the snapshot registered for state '$state' has rules " +
-              s"for ${named.map(n => s"'${n._2._1}'").sorted.mkString(" and ")}, which are all buffer field " +
-              s"'$buffer': keep one. Nothing was rewritten.") }
+            throw StoreErrors.ruleForNoBuffer(state, why), identity) -> (field, rule) }
+          meant.groupBy(_._1).collectFirst { case (buffer, named) if named.size > 1 =>
+            throw StoreErrors.rulesForOneBuffer(state, named.map(_._2._1), buffer) }
           meant.map { case (buffer, (_, rule)) => buffer -> rule }.toMap
         }
         definition.copy(steps = definition.steps.map {
@@ -114,9 +109,8 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
 private[statesnap] object DeclaredSnapshots {
   /** `merge` over the values `valueSchema` of map state `state`, or an error naming them and the fix. */
   def mapMerge(state: String, merge: MapMerge, valueSchema: StructType): RowMerge =
-    RowMerge.of(valueSchema, merge.fields, merge.sql, s"map '$state'").fold(why => throw new StatesnapException(
-      StatesnapException.InvalidSnapshotDefinition, s"the merge registered for map state '$state': $why. Nothing " +
-        "was rewritten."), identity)
+    RowMerge.of(valueSchema, merge.fields, merge.sql, s"map '$state'").fold(why =>
+      throw StoreErrors.invalidMapMerge(state, why), identity)
 
   /** A user's snapshot class for `state`, or an error naming it and what is wrong with it. */
   def instantiate(state: String, className: String): RowSchemaSnapshot =
@@ -128,7 +122,6 @@ private[statesnap] object DeclaredSnapshots {
           case SnapshotClasses.NoNullaryConstructor => "has no public no-argument constructor"
           case SnapshotClasses.CannotLoad(why) => s"cannot be loaded: $why"
         }
-        new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-          s"the snapshot class $className attached to state '$state' $why")
+        StoreErrors.invalidSnapshotClass(className, state, why)
     }
 }

@@ -38,13 +38,7 @@ private[provider] object GuardedState {
       s"Recorded value: ${oldValue.simpleString}\nNew value:      ${valueSchema.simpleString}\nNothing was read or " +
       "rewritten. Fix: "
     // A key under other names is another key (KeyNames), which a key change makes.
-    KeyNames.renamed(recorded, current).headOption.fold(new StatesnapException(
-      StatesnapException.IncompatibleStateSchema, s"the $changed schema of $describe changed in a way Spark's own " +
-        "state schema check refuses (fields are compared by position and type), and statesnap does not migrate " +
-        s"this state.$schemas" + "keep the operator's state as it was: the same grouping or join keys, the same " +
-        "aggregate functions and deduplication columns, with the same types, in the same order." + hint)) { renamed =>
-      new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: " +
-        s"${renamed.reason}.$schemas${renamed.fix}.")
-    }
+    KeyNames.renamed(recorded, current).headOption.fold(StoreErrors.guardedStateChanged(changed, describe, schemas,
+      hint))(renamed => StoreErrors.anotherKey(describe, renamed.reason, schemas, renamed.fix))
   }
 }

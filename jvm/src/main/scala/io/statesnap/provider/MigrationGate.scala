@@ -78,9 +78,7 @@ private[statesnap] final class MigrationGate(store: String, task: Option[TaskCon
   }
 
   private def stopped(describe: String, written: Long, why: String): StatesnapException = {
-    val error = new StatesnapException(StatesnapException.MigrationInterrupted, s"the migration of $describe " +
-      s"stopped after $written entries because $why. Nothing of it was committed: the checkpoint keeps its " +
-      "previous version, and the next run of the query migrates the state again from the start.")
+    val error = StoreErrors.migrationInterrupted(describe, written, why)
     MigrationGate.log.warn(s"statesnap: ${error.getMessage}")
     error
   }

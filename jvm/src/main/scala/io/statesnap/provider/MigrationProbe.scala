@@ -2,7 +2,6 @@ package io.statesnap.provider
 
 import scala.jdk.CollectionConverters._
 
-import io.statesnap.StatesnapException
 
 /**
  * What a test sees of a migration as it runs, so that it can stop one at any moment as a stop, a kill or a crash
@@ -29,9 +28,7 @@ object MigrationProbe {
     try Class.forName(name, true, Thread.currentThread().getContextClassLoader)
       .getConstructor(classOf[java.util.Map[_, _]]).newInstance(confs.asJava).asInstanceOf[MigrationProbe]
     catch {
-      case e: ReflectiveOperationException => throw new StatesnapException(StatesnapException.UnsupportedConfiguration,
-        s"$ClassConf names $name, which is no migration probe on the classpath: $e. The conf is for statesnap's " +
-          "tests only: unset it.", e)
+      case e: ReflectiveOperationException => throw StoreErrors.noMigrationProbe(ClassConf, name, e)
     }
   }
 }

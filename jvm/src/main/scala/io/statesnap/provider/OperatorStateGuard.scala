@@ -2,7 +2,6 @@ package io.statesnap.provider
 
 import scala.util.control.NonFatal
 
-import io.statesnap.StatesnapException
 import io.statesnap.evolution.{ProblemSide, RowMigration, SqlSettings}
 import io.statesnap.meaning.{AggregateMatch, RecordedMeanings}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
@@ -83,11 +82,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       val thisDeploy = planned.filter(_.atVersion == loadedVersion)
       val recorded = ours.orElse {
         if (loadedVersion == 0) None // a new state: recorded at its first commit
-        else Some(sparkSchemaFile(loadedVersion).getOrElse(throw new StatesnapException(
-          StatesnapException.MissingSnapshot, s"$describe holds state version $loadedVersion, but neither " +
-            s"statesnap's record ($dir) nor Spark's own schema file of the operator says which schema its bytes " +
-            "have, so statesnap will not guess. Nothing was read or rewritten. Restore the missing files, or start " +
-            "the query on a new checkpoint.")))
+        else Some(sparkSchemaFile(loadedVersion).getOrElse(
+          throw StoreErrors.noSchemaOfVersion(describe, loadedVersion, dir)))
       }.map(r => if (thisDeploy.exists(_.sameKey)) underPlannedKeyNames(r) else r)
       // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
       val registered = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation))
@@ -154,11 +150,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private def byAggregate(ours: Option[StateSnapshotRecord], old: StateSnapshotRecord, buffers: AggregateMatch,
       loadedVersion: Long): StateWalk.Step = {
     val plan = buffers.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema, starts.getOrElse(Nil),
-      SqlSettings.Default).fold(why => throw new StatesnapException(StatesnapException.IncompatibleStateSchema,
-      s"the aggregates of $describe change, and its buffers are not what its recorded meaning and the query's plan " +
-        s"say: $why. Nothing was read or rewritten. Fix: give the previous version's query too, " +
-        "statesnap.change_key(checkpoint, <the new version's streaming DataFrame>, previous=<the previous version's " +
-        "streaming DataFrame>), which matches each aggregate's buffers by the two plans (docs/tools.md)."), identity)
+      SqlSettings.Default).fold(why => throw StoreErrors.buffersNotAsMeant(describe, why), identity)
     val next = old.succeededBy(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1))
     StateWalk.Step(ours, Some(old), next, StateDecision.Migrate(plan.migration, next))
   }
@@ -222,10 +214,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       s"${id.checkpointRootLocation})"
   }
 
-  private def unreadable(path: Path, why: String, cause: Throwable) = new StatesnapException(
-    StatesnapException.UnreadableSnapshot, s"statesnap's record $path of $describe cannot be read: $why. Nothing " +
-      s"was read or rewritten. To recover, delete $path: statesnap then compares the schema with Spark's own schema " +
-      "file of the operator and records it again.", cause)
+  private def unreadable(path: Path, why: String, cause: Throwable) =
+    StoreErrors.unreadableRecordFile(path, describe, why, cause)
 
   private def read(path: Path): StateSnapshotRecord = {
     val bytes = try {

@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import io.statesnap.evolution.UnsafeRowLayout
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair
@@ -38,28 +37,20 @@ private[provider] final class PendingMigration(val version: Long, val migration:
    */
   def readAll(pairs: Iterator[UnsafeRowPair]): Iterator[UnsafeRowPair] =
     if (written) pairs else pairs.map { p =>
-      if (written) throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"an iteration over " +
-        s"$describeState began before its migration to ${migration.newValueSchema.simpleString} was written and " +
-        "went on after it, so what it reads next may be in either layout; statesnap will not guess. Nothing was " +
-        "committed: this batch fails and the checkpoint keeps its previous version.")
+      if (written) throw StoreErrors.iterationAcrossMigration(describeState, migration.newValueSchema.simpleString)
       new UnsafeRowPair(p.key, converted(p.key, p.value))
     }
 
   /** Refuses a read that statesnap does not convert (`read` names it) while values are still in the old layout. */
   def refuseUnconverted(read: String): Unit = if (!written) {
-    throw new StatesnapException(StatesnapException.UnsupportedConfiguration, s"$read reads values of " +
-      s"${migration.oldValueSchema.simpleString} that a migration to ${migration.newValueSchema.simpleString} has " +
-      "not rewritten yet, and statesnap converts them only for get, iterator and prefixScan. Nothing was read or " +
-      "rewritten.")
+    throw StoreErrors.readBeforeMigration(read, migration.oldValueSchema.simpleString,
+      migration.newValueSchema.simpleString)
   }
 
   private def converted(key: UnsafeRow, stored: UnsafeRow): UnsafeRow = {
     layout.problem(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes).foreach { problem =>
-      throw new StatesnapException(StatesnapException.StateLayoutMismatch, s"$describeState holds a value that is " +
-        s"not in the layout ${migration.oldValueSchema.simpleString} recorded for it, so statesnap will not convert " +
-        s"it: the entry with key ${UnsafeRowLayout.describe(key.getBytes, 0, key.getSizeInBytes, Some(keySchema))}: " +
-        s"$problem. Nothing was committed: this batch fails and the checkpoint keeps its previous version. Restart " +
-        "the application version whose schema the record says (python -m statesnap inspect).")
+      throw StoreErrors.valueNotInLayout(describeState, migration.oldValueSchema.simpleString,
+        UnsafeRowLayout.describe(key.getBytes, 0, key.getSizeInBytes, Some(keySchema)), problem)
     }
     oldRow.pointTo(stored.getBaseObject, stored.getBaseOffset, stored.getSizeInBytes)
     migration.migration.migrate(oldRow).copy()

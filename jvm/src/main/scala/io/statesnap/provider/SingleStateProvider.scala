@@ -1,6 +1,6 @@
 package io.statesnap.provider
 
-import io.statesnap.{ProviderClasses, StatesnapException}
+import io.statesnap.ProviderClasses
 import io.statesnap.registration.{QueryRegistrations, QueryStates}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state._
@@ -128,10 +128,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
   protected def refuseMigrationOnRead(migration: Option[OperatorStateGuard.SingleStateMigration],
       version: Long): Unit =
     migration.foreach { m =>
-      throw new StatesnapException(StatesnapException.IncompatibleStateSchema, s"version $version of " +
-        s"${context.describeState(m.state)} holds values of ${m.oldValueSchema.simpleString}, and " +
-        s"reading them as ${m.newValueSchema.simpleString} needs a migration, which only a streaming query's batch " +
-        "runs. Nothing was read or rewritten. Read a version written after the migration (a later batch), or run " +
-        "the query to migrate the state.")
+      throw StoreErrors.readNeedsMigration(version, context.describeState(m.state), m.oldValueSchema.simpleString,
+        m.newValueSchema.simpleString)
     }
 }

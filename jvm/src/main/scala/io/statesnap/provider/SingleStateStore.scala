@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreMetrics, StatesnapValueRewriter}
 
@@ -47,9 +46,7 @@ private[provider] abstract class SingleStateStore(val inner: StateStore, context
   override def commit(): Long = {
     poisoned.foreach { why =>
       inner.abort()
-      throw new StatesnapException(StatesnapException.MigrationFailed, s"statesnap refuses to commit version " +
-        s"${inner.version + 1} of ${context.describeStore}: resolving or migrating a state failed in this batch " +
-        s"($why). The store was aborted, so the checkpoint keeps its previous version.")
+      throw StoreErrors.commitRefused(inner.version + 1, context.describeStore, why)
     }
     beforeCommit()
     val committed = inner.commit()

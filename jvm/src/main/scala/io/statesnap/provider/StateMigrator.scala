@@ -57,18 +57,8 @@ private[statesnap] object StateMigrator {
       (rewrites, advance) => rewrite(keys.toRewrite, rewrites, merge.map(_.newMerger()), () => advance(1)))
     catch {
       case f: EntrySources.KeyFailure => throw failed(describe, keys.migration, f.key, f.oldKey, f)
-      case f: EntrySources.KeysMeet if f.unmoved => throw new StatesnapException(StatesnapException.MigrationFailed,
-        s"$describe could not be migrated: the entry with key ${f.key} would move to key ${f.newKey}, the key of an " +
-        "entry not moved yet, whose old key has the same bytes: statesnap cannot tell which layout its value is in, " +
-        "so it merges neither. Nothing was committed: this batch fails and the checkpoint keeps its previous " +
-        "version. Fix: keep the user key fields that tell these entries apart, or move the map to a new state name.")
-      case f: EntrySources.KeysMeet => throw new StatesnapException(StatesnapException.MigrationFailed, s"$describe " +
-        s"could not be migrated: the entry with key ${f.key} would move to key ${f.newKey}, which another entry " +
-        "has: two entries would meet under one user key, and no merge of their values is registered. Nothing was " +
-        "committed: this batch fails and the checkpoint keeps its previous version. Fix: register one, " +
-        s"statesnap.register_snapshot(spark, '$state', merge={'<field>': '<SQL over the two values a and b>', ...}) " +
-        "for every field of the map's value (e.g. 'a.n + b.n'), or keep the user key fields that tell these entries " +
-        "apart.")
+      case f: EntrySources.KeysMeet if f.unmoved => throw StoreErrors.keysMeetUnmoved(describe, f.key, f.newKey)
+      case f: EntrySources.KeysMeet => throw StoreErrors.keysMeetUnmerged(describe, state, f.key, f.newKey)
     }
 
   /**
@@ -80,21 +70,12 @@ private[statesnap] object StateMigrator {
   }
 
   private def notInLayout(describe: String, f: EntrySources.LayoutFailure): StatesnapException =
-    new StatesnapException(StatesnapException.StateLayoutMismatch, s"$describe holds an entry that is not in the " +
-      s"layout recorded for it, so statesnap will not read or convert it: the entry with key ${f.key}: ${f.problem}. " +
-      "Nothing was committed: this batch fails and the checkpoint keeps its previous version. A state written with " +
-      "Spark's schema check off (spark.sql.streaming.stateStore.stateSchemaCheck=false) can hold entries of two " +
-      "layouts; restart the application version whose schema the record says (python -m statesnap inspect), or " +
-      "start from a new checkpoint.")
+    StoreErrors.entryNotInLayout(describe, f.key, f.problem)
 
   private def failed(describe: String, migration: RowMigration, key: String, oldRow: UnsafeRow,
       f: RuntimeException): StatesnapException = {
     val failure = migration.diagnose(oldRow)
-    new StatesnapException(StatesnapException.MigrationFailed, s"$describe could not be migrated: the entry with " +
-      s"key $key fails in field '${failure.field}' (${failure.rule}): ${failure.reason}. Nothing was committed: " +
-      "this batch fails and the checkpoint keeps its previous version. Fix: make the rule handle this value (for " +
-      "example with try_cast or a CASE expression), or restart the application version that wrote the state.",
-      f.getCause)
+    StoreErrors.entryFails(describe, key, failure.field, failure.rule, failure.reason, f.getCause)
   }
 
   /** Counts entries, asks the gate before the next write, and logs progress every 10 s, then one summary line. */

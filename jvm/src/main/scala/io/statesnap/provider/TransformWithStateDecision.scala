@@ -1,6 +1,5 @@
 package io.statesnap.provider
 
-import io.statesnap.StatesnapException
 import io.statesnap.registration.QueryRegistrations
 import io.statesnap.snapshot.{OperatorKind, SnapshotFormatException, StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.{StateStoreId, TransformWithStateVariable}
@@ -50,8 +49,6 @@ private[statesnap] object TransformWithStateDecision {
   /** A record's bytes from store `id`'s record family, parsed as the store parses them. */
   def parse(id: StateStoreId, bytes: Array[Byte]): StateSnapshotRecord =
     try StateSnapshotRecord.fromBytes(bytes) catch {
-      case e: SnapshotFormatException => throw new StatesnapException(StatesnapException.UnreadableSnapshot,
-        s"a snapshot record in ${StoreContext.describeStore(id)} cannot be read: ${e.getMessage}. Nothing was read " +
-          "or rewritten.", e)
+      case e: SnapshotFormatException => throw StoreErrors.unreadableRecordIn(StoreContext.describeStore(id), e)
     }
 }
