@@ -51,11 +51,10 @@ object QueryLease {
     Seq(new Path(leases(root), runId), new Path(leases(root), s"$runId.1"))
   private def leases(root: Path): Path = new Path(root, "_statesnap/leases")
   /**
-   * Every lease file on the checkpoint at `root`: the runs' own, and the two an older statesnap's listener renews in
-   * turn (`_statesnap/lease`, `lease.1`), which a query running an older jar beside this tool still holds.
+   * The two lease files an older statesnap's listener renews in turn (`_statesnap/lease`, `lease.1`), which a query
+   * running an older jar beside this tool still holds: read beside the runs' own.
    */
-  private def files(root: Path, hadoopConf: Configuration): Seq[Path] =
-    runFiles(root, hadoopConf) ++ Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
+  private def legacy(root: Path): Seq[Path] = Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
 
   /** The runs' own lease files on the checkpoint at `root` (Hadoop's checksums and files being written aside). */
   private def runFiles(root: Path, hadoopConf: Configuration): Seq[Path] =
@@ -97,10 +96,25 @@ object QueryLease {
 
   /**
    * The lease on the checkpoint at `root`, the latest renewed of its files, if there is one it can read (an
-   * unreadable one is held: see [[refuseWhileHeld]]).
+   * unreadable one is held: see [[refuseWhileHeld]]). A renewal replaces a file (a delete, then a rename), so a
+   * listing may miss the file being replaced, and a file listed may be gone when read, the other one of its run
+   * replaced meanwhile (a slow reader): with no lease found, the files are listed and read again, until a listing
+   * finds none twice in a row or each file it lists reads.
    */
-  def read(root: Path, hadoopConf: Configuration): Option[QueryLease] =
-    files(root, hadoopConf).flatMap(readSlot(_, hadoopConf)).sortBy(_.renewedAtMillis).lastOption
+  def read(root: Path, hadoopConf: Configuration): Option[QueryLease] = {
+    @scala.annotation.tailrec
+    def attempt(left: Int, listedNone: Boolean): Option[QueryLease] = {
+      val listed = runFiles(root, hadoopConf).map(readSlot(_, hadoopConf))
+      val lease = (listed.flatten ++ legacy(root).flatMap(readSlot(_, hadoopConf))).sortBy(_.renewedAtMillis)
+        .lastOption
+      val settled = listed.nonEmpty && !listed.contains(None) || listed.isEmpty && listedNone
+      if (lease.isEmpty && !settled && left > 0) attempt(left - 1, listed.isEmpty) else lease
+    }
+    attempt(ReadAttempts, listedNone = false)
+  }
+
+  /** How many times [[read]] lists the files again while each it listed was gone when read. */
+  private val ReadAttempts = 10
 
   private def readSlot(file: Path, hadoopConf: Configuration): Option[QueryLease] =
     CheckpointTextFile.read(file, hadoopConf).map { text =>
