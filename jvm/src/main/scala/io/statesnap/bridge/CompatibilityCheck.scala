@@ -2,10 +2,9 @@ package io.statesnap.bridge
 
 import scala.jdk.CollectionConverters._
 
-import io.statesnap.StatesnapException
 import io.statesnap.evolution.{CompatibilityMode, FixFormat, SqlSettings}
 import io.statesnap.provider.{DeclaredSnapshots, StateDecision, StateEncoding}
-import io.statesnap.registration.{QueryRegistrations, ScopeRegistrations, StateRegistration}
+import io.statesnap.registration.{QueryRegistrations, RegistrationErrors, ScopeRegistrations, StateRegistration}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -109,8 +108,7 @@ object CompatibilityCheck {
         StructType(Seq(old(0).copy(dataType = key.getOrElse(old(0).dataType)),
           old(1).copy(dataType = userKey.getOrElse(old(1).dataType))))
       case _ =>
-        if (userKey.isDefined) throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-          s"state '${recorded.stateName}' is ${recorded.kind.name} state: only map state has a user key")
+        if (userKey.isDefined) throw RegistrationErrors.userKeyOfNoMap(recorded.stateName, recorded.kind)
         key.getOrElse(old)
     }
   }

@@ -2,8 +2,7 @@ package io.statesnap.bridge
 
 import scala.jdk.CollectionConverters._
 
-import io.statesnap.{ProviderClasses, StatesnapException}
-import io.statesnap.StatesnapException.InvalidSnapshotDefinition
+import io.statesnap.ProviderClasses
 import io.statesnap.evolution._
 import io.statesnap.registration._
 import io.statesnap.snapshot.SnapshotDefinition
@@ -14,8 +13,9 @@ import org.apache.spark.sql.types.{DataType, StructType}
 /**
  * What `statesnap.register_snapshot` and its siblings call through py4j on the driver. A registration is for one
  * state of one query (its checkpoint or its name), validated here with the code executors run, and kept in the
- * session's registrations conf until that query starts ([[StatesnapQueryListener]]). Every method throws
- * [[StatesnapException]] naming the state and field; Python re-raises it as `SnapshotDefinitionError`.
+ * session's registrations conf until that query starts ([[StatesnapQueryListener]]). Every method throws a
+ * `StatesnapException` ([[io.statesnap.registration.RegistrationErrors]]) naming the state and field; Python
+ * re-raises it as `SnapshotDefinitionError`.
  */
 object SnapshotRegistration {
   /**
@@ -46,12 +46,10 @@ object SnapshotRegistration {
     val settings = SqlSettings.of(session.sessionState.conf)
     val definition = Option(json).map(validateDefinition(state, _, None, None, settings).toJson)
     val merged = Option(merge).map(m => MapMerge(m.asScala.toMap.map { case (field, sql) =>
-      SqlExpressions.parses(sql).left.foreach(why => throw new StatesnapException(InvalidSnapshotDefinition,
-        s"the merge registered for map state '$state', field '$field': `$sql` $why"))
+      SqlExpressions.parses(sql).left.foreach(why => throw RegistrationErrors.mergeDoesNotParse(state, field, sql, why))
       field -> sql
     }, settings))
-    if (definition.isEmpty && merged.isEmpty) throw new StatesnapException(InvalidSnapshotDefinition, "register a " +
-      s"map key definition, a merge, or both, for map state '$state'")
+    if (definition.isEmpty && merged.isEmpty) throw RegistrationErrors.noMapKeyNorMerge(state)
     update(session, scopeKind, scopeValue, state) { r =>
       r.copy(states = r.states ++ StateRegistration.withMapKey(r.states.get(state), definition, merged)
         .map(state -> _))
@@ -75,9 +73,8 @@ object SnapshotRegistration {
 
   /** Sets (or, with null, unsets) the compatibility mode of every state of the query. */
   def setCompatibility(session: SparkSession, scopeKind: String, scopeValue: String, mode: String): Unit = {
-    val parsed = Option(mode).map(m => CompatibilityMode.named(m).fold(why => throw new StatesnapException(
-      InvalidSnapshotDefinition, s"the compatibility mode set for ${scope(session, scopeKind, scopeValue).describe}: $why"),
-      identity))
+    val parsed = Option(mode).map(m => CompatibilityMode.named(m).fold(why =>
+      throw RegistrationErrors.invalidCompatibility(scope(session, scopeKind, scopeValue).describe, why), identity))
     update(session, scopeKind, scopeValue, "*")(_.copy(compatibility = parsed))
   }
 
@@ -90,10 +87,8 @@ object SnapshotRegistration {
   def validateDefinition(state: String, json: String, schema: Option[StructType], previous: Option[StructType],
       sql: SqlSettings): SnapshotDefinition = {
     val definition = SnapshotDefinition.parse(state, json).copy(sql = sql)
-    def refuse(problems: Seq[SchemaProblem], what: String) = new StatesnapException(InvalidSnapshotDefinition,
-      s"the snapshot registered for state '$state' is invalid$what:\n" + problems.map(p =>
-        s"  - ${p.describeAs(FixFormat.Application(Some(state), None))}")
-        .mkString("\n"))
+    def refuse(problems: Seq[SchemaProblem], what: String) = RegistrationErrors.definitionProblems(state, what,
+      problems.map(_.describeAs(FixFormat.Application(Some(state), None))))
     val targets = definition.steps.map(s => if (s.version == definition.version) schema else s.schema)
     val sources = previous +: targets.dropRight(1)
     definition.steps.zip(sources.zip(targets)).foreach { case (step, (from, to)) =>
@@ -147,9 +142,7 @@ object SnapshotRegistration {
     StatesnapRunningQueries.all.find(q => target match {
       case QueryScope.Checkpoint(uri) => q.checkpoint == uri
       case QueryScope.Name(name) => q.name.contains(name)
-    }).foreach { running => throw new StatesnapException(InvalidSnapshotDefinition, s"${running.describe} is " +
-      s"already running: what is registered for it reaches it when it starts. Stop it, register, and start it again.")
-    }
+    }).foreach(running => throw RegistrationErrors.alreadyRunning(running.describe))
     val all = Registrations.parse(session.conf.getOption(Registrations.Conf))
     val updated = change(all.getOrElse(target, ScopeRegistrations()))
     session.conf.set(Registrations.Conf, Registrations.toJson(all + (target -> updated)))
@@ -163,15 +156,11 @@ object SnapshotRegistration {
 
   private def requireListener(session: SparkSession): Unit =
     if (!session.streams.listListeners().exists(_.getClass.getName == ProviderClasses.Listener)) {
-      throw new StatesnapException(InvalidSnapshotDefinition, "this session has no statesnap query listener, so " +
-        "nothing registered would reach a query. Build the session with statesnap.configure(SparkSession.builder" +
-        "...), or call statesnap.configure(spark) on it first (or set spark.sql.streaming.streamingQueryListeners=" +
-        s"${ProviderClasses.Listener} with the jar on the classpath).")
+      throw RegistrationErrors.noListener(ProviderClasses.Listener)
     }
 
   private def schema(state: String, what: String, json: String): StructType = DataType.fromJson(json) match {
     case s: StructType => s
-    case other => throw new StatesnapException(InvalidSnapshotDefinition,
-      s"the $what given for state '$state' is ${other.simpleString}, not a struct")
+    case other => throw RegistrationErrors.notAStruct(what, state, other)
   }
 }

@@ -12,9 +12,9 @@ import org.apache.spark.sql.types.StructType
  * `groupBy("region")`, both strings: each region's count starting from a user's; `(user, region)` restarted as
  * `(region, user)`: every old key looked up in the wrong order). Until the plan's meaning of each key field is
  * recorded, its name is what says which column feeds it: a name that changed is refused with the key change that
- * makes it, which compares keys the same way ([[SameKey]], by name where no meaning is recorded). A map state's user key
- * evolves by its own rules ([[MapUserKeys]]): its grouping key is the one held here. A stream-stream join's stores
- * are left to Spark's comparison: no key change moves them.
+ * makes it, which compares keys the same way ([[SameKey]], by name where no meaning is recorded). A map state's
+ * user key evolves by its own rules ([[MapUserKeys]]): its grouping key is the one held here. A stream-stream join's
+ * stores are left to Spark's comparison: no key change moves them.
  */
 private[provider] object KeyNames {
   private val JoinStore = "(left|right)-(keyToNumValues|keyWithIndexToValue)".r

@@ -31,9 +31,7 @@ object MapMerge {
 
   /** The merge `json` (as [[MapMerge.toJValue]] writes it) says, or an error naming `state`. */
   def parse(state: String, json: JValue): MapMerge = {
-    def invalid = new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the merge registered for " +
-      s"map state '$state' is ${JsonMethods.compact(json)}, not " +
-      """{"fields": {"<field>": "<SQL>"}, "ansi": ..., "timeZone": ..., "caseSensitive": ...}""")
+    def invalid = RegistrationErrors.unreadableMerge(state, JsonMethods.compact(json))
     try json match {
       case JObject(f) => (f.toMap.get("fields"), f.toMap.get("ansi"), f.toMap.get("timeZone"),
           f.toMap.get("caseSensitive")) match {

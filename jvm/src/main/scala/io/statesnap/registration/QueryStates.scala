@@ -4,7 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
 
 import io.statesnap.ScalaCompat._
-import io.statesnap.{CheckpointFile, StatesnapException}
+import io.statesnap.CheckpointFile
 import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -42,11 +42,7 @@ private[statesnap] object QueryStates {
       known.computeIfAbsent((stateRoot, runId), _ => read(new Path(stateRoot), version, hadoopConf))
     val unknown = registered -- states -- (if (everyOperatorDescribed) Nil else SparkOperator.singleStates)
     if (unknown.nonEmpty) {
-      throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"snapshots are registered for " +
-        s"${unknown.toSeq.sorted.map(s => s"'$s'").mkString(", ")} of the query on checkpoint $checkpoint, which " +
-        s"has no such state (its states: ${if (states.isEmpty) "none" else
-          states.toSeq.sorted.mkString(", ")}). A registration applies to a state of its own query: fix the name, " +
-        "or remove it with statesnap.unregister_snapshot. No state was read or written.")
+      throw RegistrationErrors.unknownStates(unknown, checkpoint, states)
     }
   }
 

@@ -27,8 +27,7 @@ object QueryScope {
   def fromKey(key: String): QueryScope =
     if (key.startsWith("checkpoint:")) Checkpoint(key.stripPrefix("checkpoint:"))
     else if (key.startsWith("name:")) Name(key.stripPrefix("name:"))
-    else throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-      s"'$key' in ${Registrations.Conf} is not a query scope (checkpoint:<uri> or name:<query name>)")
+    else throw RegistrationErrors.notAQueryScope(key, Registrations.Conf)
 }
 
 /**
@@ -161,8 +160,7 @@ object Registrations {
     ScopeRegistrations(states, compatibility)
   }
 
-  private def invalid(why: String) =
-    new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"the conf $Conf $why")
+  private def invalid(why: String) = RegistrationErrors.unreadableConf(Conf, why)
 }
 
 /**
@@ -199,7 +197,7 @@ final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegi
 
   /** Refuses the query for what its registrations have wrong (found by the listener as the query started). */
   def requireValid(): Unit =
-    errors.headOption.foreach(e => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, e))
+    errors.headOption.foreach(e => throw RegistrationErrors.conflicting(e))
 }
 
 object QueryRegistrations {
@@ -235,7 +233,7 @@ object QueryRegistrations {
   def parse(json: String): QueryRegistrations = {
     val fields = JsonMethods.parse(json) match {
       case JObject(f) => f.toMap
-      case _ => throw new StatesnapException(StatesnapException.InvalidSnapshotDefinition, s"$Conf is not an object")
+      case _ => throw RegistrationErrors.unreadableConf(Conf, "is not an object")
     }
     QueryRegistrations(
       fields.get("checkpoint").collect { case JString(s) => s }.getOrElse(""),
@@ -267,6 +265,6 @@ object QueryRegistrations {
     case other => throw invalid("an aggregate start", other)
   }
 
-  private def invalid(what: String, value: JValue) = new StatesnapException(
-    StatesnapException.InvalidSnapshotDefinition, s"$Conf has $what = ${JsonMethods.compact(value)}")
+  private def invalid(what: String, value: JValue) =
+    RegistrationErrors.unreadableConfValue(Conf, what, JsonMethods.compact(value))
 }
