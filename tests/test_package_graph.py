@@ -66,11 +66,13 @@ def test_the_graph_sees_a_dependency_through_code_not_comments():
     assert "io.statesnap.bridge" not in graph["io.statesnap.provider"]  # StateDecision's Scaladoc links to bridge
 
 
-def test_the_stores_build_their_errors_in_one_factory():
-    """The stores' errors come from provider.StoreErrors, each with its error class, as Spark's state store's come
-    from StateStoreErrors: a message written inline elsewhere in the package drifts from the others. A refusal of the
-    decision keeps its own builder (StateDecision.Refuse.error: field-level problems, the schemas, the outcome)."""
-    inline = sorted(str(path.relative_to(ROOT)) for path in ROOT.rglob("io/statesnap/provider/*.scala")
-                    if "new StatesnapException(" in without_comments(path.read_text())
-                    and path.name not in {"StoreErrors.scala", "StateDecision.scala"})
-    assert not inline, f"errors built outside provider.StoreErrors: {inline}"
+def test_errors_are_built_in_their_areas_factory():
+    """The stores' errors come from provider.StoreErrors, a registration's from registration.RegistrationErrors (for
+    the registering calls of bridge too), each with its error class, as Spark's state store's come from
+    StateStoreErrors: a message written inline elsewhere drifts from the others. A refusal of the decision keeps its
+    own builder (StateDecision.Refuse.error: field-level problems, the schemas, the outcome)."""
+    factories = {"StoreErrors.scala", "RegistrationErrors.scala", "StateDecision.scala"}
+    inline = sorted(str(path.relative_to(ROOT)) for package in ("provider", "registration", "bridge")
+                    for path in ROOT.rglob(f"io/statesnap/{package}/*.scala")
+                    if "new StatesnapException(" in without_comments(path.read_text()) and path.name not in factories)
+    assert not inline, f"errors built outside their area's factory: {inline}"
