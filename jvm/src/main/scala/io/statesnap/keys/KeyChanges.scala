@@ -103,8 +103,8 @@ object KeyChanges {
     case (_, Some(before)) if !SameKey(oldKey, before.key, None) => Left(s"the previous version's query has a " +
       s"${before.describe}, whose key (${before.key.toDDL}) is not the checkpoint's: give the query that wrote it")
     case (now: Aggregation, Some(before: Aggregation)) =>
-      if (!RowSchemaEvolution.sameLayout(before.merge.bufferSchema, value)) Left(s"the previous version's aggregates (" +
-        s"${before.merge.describe}) keep buffers ${before.merge.bufferSchema.toDDL}, and the state has " +
+      if (!RowSchemaEvolution.sameLayout(before.merge.bufferSchema, value)) Left(s"the previous version's aggregates " +
+        s"(${before.merge.describe}) keep buffers ${before.merge.bufferSchema.toDDL}, and the state has " +
         s"${value.toDDL}: give the query that wrote it")
       else {
         val buffers = AggregateBuffers(before.merge, now.merge)

@@ -6,10 +6,10 @@ import org.apache.spark.sql.types.StructType
 /**
  * The one definition of "the same key", for every path that judges one: a restart's stores (`KeyNames`, when no
  * meaning is recorded), the meaning recorded with a state (`MeaningDecision`) and a key change (`KeyChanges`). A key
- * is the same when each of its fields is the old field at its position, of the same type (nullability and metadata aside:
- * some minors record every state field nullable): the old field fed by the same column where the plan says what feeds
- * both keys ([[KeySources]]), else the old field of the same name. Spark compares keys by type and position only; a
- * key of the same types fed by other columns, or by the same ones in another order, is another key.
+ * is the same when each of its fields is the old field at its position, of the same type (nullability and metadata
+ * aside: some minors record every state field nullable): the old field fed by the same column where the plan says
+ * what feeds both keys ([[KeySources]]), else the old field of the same name. Spark compares keys by type and
+ * position only; a key of the same types fed by other columns, or by the same ones in another order, is another key.
  */
 object SameKey {
   /** Whether `newKey` is `oldKey`, by what feeds their fields where `sources` says it, else by name. */

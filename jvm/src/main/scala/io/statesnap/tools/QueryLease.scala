@@ -54,7 +54,8 @@ object QueryLease {
    * The two lease files an older statesnap's listener renews in turn (`_statesnap/lease`, `lease.1`), which a query
    * running an older jar beside this tool still holds: read beside the runs' own.
    */
-  private def legacy(root: Path): Seq[Path] = Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
+  private def legacy(root: Path): Seq[Path] =
+    Seq(new Path(root, "_statesnap/lease"), new Path(root, "_statesnap/lease.1"))
 
   /** The runs' own lease files on the checkpoint at `root` (Hadoop's checksums and files being written aside). */
   private def runFiles(root: Path, hadoopConf: Configuration): Seq[Path] =

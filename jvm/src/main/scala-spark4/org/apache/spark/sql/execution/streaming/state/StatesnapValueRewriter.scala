@@ -18,9 +18,10 @@ import org.rocksdb.ReadOptions
 /**
  * Rewrites every value of one column family (or of a store without them) in the RocksDB instance behind Spark's
  * RocksDB provider, in place, the bytes `RocksDB.put` and `putList` write without the read before every put
- * ([[StatesnapRewrite]]); values read in key order are loaded in bulk (`overwritingInOrder`), a map's moved keys put. Spark 4.x has no write without that read. It lives in Spark's package for the
- * `private[sql]` types, and reaches a fourth private member of `RocksDB` by reflection, the key prefix of a column
- * family, checked with the others when the rewriter is built, before any byte is written.
+ * ([[StatesnapRewrite]]): Spark 4.x has no write without that read. Values overwritten as read, in key order, are
+ * loaded in bulk (`overwritingInOrder`); a map's entries moved to new keys are put. It lives in Spark's package for
+ * the `private[sql]` types, and reaches a fourth private member of `RocksDB` by reflection, the key prefix of a
+ * column family, checked with the others when the rewriter is built, before any byte is written.
  */
 final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapRewrite.RocksDBWrites,
     keyPrefix: Method, columnFamily: Option[String], keySpec: KeyStateEncoderSpec, newValueSchema: StructType) {
