@@ -16,11 +16,15 @@ import org.apache.hadoop.fs.{ChecksumException, ChecksumFileSystem, FileSystem, 
  */
 private[statesnap] object CheckpointTextFile {
   /** Writes `text` as `file`, replacing what is there. */
-  def write(file: Path, text: String, hadoopConf: Configuration): Unit = {
+  def write(file: Path, text: String, hadoopConf: Configuration): Unit =
+    writeBytes(file, text.getBytes(UTF_8), hadoopConf)
+
+  /** Writes `bytes` as `file` the same way (a small binary file of statesnap's: a state's record). */
+  def writeBytes(file: Path, bytes: Array[Byte], hadoopConf: Configuration): Unit = {
     val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
     fm.mkdirs(file.getParent)
     val out = fm.createAtomic(file, overwriteIfPossible = true)
-    try out.write(text.getBytes(UTF_8)) catch { case NonFatal(e) => out.cancel(); throw e }
+    try out.write(bytes) catch { case NonFatal(e) => out.cancel(); throw e }
     out.close()
   }
 

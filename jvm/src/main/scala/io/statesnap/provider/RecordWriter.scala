@@ -1,8 +1,6 @@
 package io.statesnap.provider
 
-import scala.util.control.NonFatal
-
-import io.statesnap.SparkClasses.CheckpointFileManager
+import io.statesnap.CheckpointTextFile
 import io.statesnap.snapshot.{RecordFamily, RowSchemaSnapshot, StateSnapshotRecord}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -35,15 +33,8 @@ object RecordWriter {
    * Writes `record` as recorded now, in force from `version` ([[at]]), as the record file `file`: whole or not at
    * all, through Spark's `CheckpointFileManager` (a crash leaves what was there), replacing it.
    */
-  def toFile(file: Path, record: StateSnapshotRecord, version: Long, hadoopConf: Configuration): Unit = {
-    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-    fm.mkdirs(file.getParent)
-    val out = fm.createAtomic(file, overwriteIfPossible = true)
-    try out.write(at(record, version).toBytes) catch {
-      case NonFatal(e) => out.cancel(); throw e
-    }
-    out.close()
-  }
+  def toFile(file: Path, record: StateSnapshotRecord, version: Long, hadoopConf: Configuration): Unit =
+    CheckpointTextFile.writeBytes(file, at(record, version).toBytes, hadoopConf)
 
   /** The value of the record family ([[RecordFamily.ValueSchema]]) that holds `record`, as a store puts it. */
   def familyValue(record: StateSnapshotRecord): UnsafeRow = {

@@ -144,7 +144,6 @@ private[tools] object ProviderSwitch {
         "the run after"
     }
 
-  /** A layout `adopt` records beside a state, in force from the batch after the latest: what it says, where, and the
-   * record. */
+  /** A layout `adopt` records beside a state (from the version after the latest batch's): what, where, the record. */
   private final case class WrittenAs(says: String, file: Path, record: StateSnapshotRecord)
 }
