@@ -19,11 +19,14 @@ private[statesnap] object CheckpointTextFile {
   def write(file: Path, text: String, hadoopConf: Configuration): Unit =
     writeBytes(file, text.getBytes(UTF_8), hadoopConf)
 
-  /** Writes `bytes` as `file` the same way (a small binary file of statesnap's: a state's record). */
-  def writeBytes(file: Path, bytes: Array[Byte], hadoopConf: Configuration): Unit = {
+  /**
+   * Writes `bytes` as `file` the same way (a small binary file of statesnap's: a state's record). `overwrite` false:
+   * a file there already stays (Spark's own logs add an entry so, and one of two racing writers fails).
+   */
+  def writeBytes(file: Path, bytes: Array[Byte], hadoopConf: Configuration, overwrite: Boolean = true): Unit = {
     val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
     fm.mkdirs(file.getParent)
-    val out = fm.createAtomic(file, overwriteIfPossible = true)
+    val out = fm.createAtomic(file, overwriteIfPossible = overwrite)
     try out.write(bytes) catch { case NonFatal(e) => out.cancel(); throw e }
     out.close()
   }

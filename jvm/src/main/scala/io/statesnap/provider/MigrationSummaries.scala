@@ -2,13 +2,10 @@ package io.statesnap.provider
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.control.NonFatal
-
 import io.statesnap.ScalaCompat._
-import io.statesnap.CheckpointFile
+import io.statesnap.{CheckpointFile, CheckpointTextFile}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import io.statesnap.SparkClasses.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.json4s._
 import org.json4s.jackson.JsonMethods
@@ -31,11 +28,7 @@ object MigrationSummaries {
     val file = new Path(dir(id.checkpointRootLocation, id.operatorId, version), s"${id.partitionId}-${id.storeName}.json")
     val json = JsonMethods.compact(JArray(migrated.toList.map(m => JObject("state" -> JString(m.state),
       "entries" -> JLong(m.entries), "millis" -> JLong(m.millis), "changes" -> JArray(m.changes.toList.map(JString(_)))))))
-    val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-    fm.mkdirs(file.getParent)
-    val out = fm.createAtomic(file, overwriteIfPossible = true)
-    try out.write(json.getBytes(UTF_8)) catch { case NonFatal(e) => out.cancel(); throw e }
-    out.close()
+    CheckpointTextFile.write(file, json, hadoopConf)
   }
 
   /**

@@ -4,8 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
 
 import io.statesnap.ScalaCompat._
-import io.statesnap.CheckpointFile
-import io.statesnap.SparkClasses.CheckpointFileManager
+import io.statesnap.{CheckpointFile, CheckpointTextFile}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.json4s._
@@ -113,15 +112,7 @@ private[statesnap] object QueryStates {
   def recordOperatorNames(stateRoot: String, operators: Map[Long, String], hadoopConf: Configuration): Unit =
     operators.foreach { case (operatorId, name) =>
       val file = recordedNameFile(new Path(stateRoot, operatorId.toString))
-      val fm = CheckpointFileManager.create(file.getParent, hadoopConf)
-      if (!fm.exists(file)) {
-        fm.mkdirs(file.getParent)
-        val out = fm.createAtomic(file, overwriteIfPossible = true)
-        try out.write(name.getBytes(UTF_8)) catch {
-          case e: Throwable => out.cancel(); throw e
-        }
-        out.close()
-      }
+      if (!file.getFileSystem(hadoopConf).exists(file)) CheckpointTextFile.write(file, name, hadoopConf)
     }
 
   private def recordedNameFile(operatorDir: Path): Path = new Path(operatorDir, "_statesnap/operator")

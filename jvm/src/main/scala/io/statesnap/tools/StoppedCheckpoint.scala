@@ -2,10 +2,8 @@ package io.statesnap.tools
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.control.NonFatal
-
 import io.statesnap.ScalaCompat._
-import io.statesnap.{CheckpointFile, CommitStateIds}
+import io.statesnap.{CheckpointFile, CheckpointTextFile, CommitStateIds}
 import io.statesnap.registration.{QueryStates, SparkOperator}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
@@ -157,7 +155,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   }
 
   /** Writes `file` whole or not at all, replacing what is there. */
-  def write(file: Path, bytes: Array[Byte]): Unit = writeAtomic(file, bytes, overwrite = true)
+  def write(file: Path, bytes: Array[Byte]): Unit = CheckpointTextFile.writeBytes(file, bytes, hadoopConf)
 
   /**
    * Writes `file` whole or not at all if it does not exist yet, the way Spark adds an entry to its offset and
@@ -167,15 +165,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   def create(file: Path, bytes: Array[Byte]): Unit = {
     // Looked for first, so that only a writer racing this one leaves its temporary file behind (as Spark's do).
     if (fs.exists(file)) throw new FileAlreadyExistsException(s"$file exists")
-    writeAtomic(file, bytes, overwrite = false)
-  }
-
-  private def writeAtomic(file: Path, bytes: Array[Byte], overwrite: Boolean): Unit = {
-    val fm = CheckpointFileManager.create(root, hadoopConf)
-    fm.mkdirs(file.getParent)
-    val out = fm.createAtomic(file, overwriteIfPossible = overwrite)
-    try out.write(bytes) catch { case NonFatal(e) => out.cancel(); throw e }
-    out.close()
+    CheckpointTextFile.writeBytes(file, bytes, hadoopConf, overwrite = false)
   }
 
   /** Deletes `file` and its checksum file, if there. */

@@ -22,17 +22,12 @@ import org.rocksdb.{EnvOptions, IngestExternalFileOptions, Options, RocksDB => N
  * (a job's `StoredKeyPlacement`, a rewrite's one pass), so no run holds a key another does, and an ingested file,
  * newer than every entry in the database, shadows the value a rewrite replaces. Not thread-safe: one per task.
  *
- * @param rocksDB the store, opened by Spark's provider; @param options its RocksDB options
+ * @param db the native database of the store Spark's provider opened (`StatesnapRewrite.RocksDBWrites.db`): an
+ *   ingestion is one call on it, before Spark's commit; @param options the store's RocksDB options
  * @param put how an entry is put when runs are not what arrives
  */
-private[state] final class SortedRunsLoader(rocksDB: RocksDB, options: Options, runs: Int,
+private[state] final class SortedRunsLoader(db: NativeRocksDB, options: Options, runs: Int,
     put: (Array[Byte], Array[Byte]) => Unit) {
-  // Spark's RocksDB keeps its native database to itself; an ingestion is one call on it, before Spark's commit.
-  private val db = {
-    val field = classOf[RocksDB].getDeclaredField("db")
-    field.setAccessible(true)
-    field.get(rocksDB).asInstanceOf[NativeRocksDB]
-  }
   private val maxFiles = math.min(runs, options.level0FileNumCompactionTrigger)
   private val env = new EnvOptions()
   private val dir = Files.createTempDirectory("statesnap-runs-").toFile

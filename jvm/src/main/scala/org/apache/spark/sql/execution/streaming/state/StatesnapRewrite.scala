@@ -37,7 +37,7 @@ object StatesnapRewrite {
      * it gave is ingested (the changelog the store aborts has it) and the file is deleted.
      */
     def overwritingInOrder[T](options: org.rocksdb.Options)(body: ((Array[Byte], Array[Byte]) => Unit) => T): T = {
-      val loader = new SortedRunsLoader(rocksDB, options, 1, db.put(writeOptions, _, _))
+      val loader = new SortedRunsLoader(db, options, 1, db.put(writeOptions, _, _))
       try {
         val result = body { (key, value) =>
           StatesnapRocksDBGlue.beforeOverwrite(rocksDB)

@@ -4,7 +4,7 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.{RocksDBConf, RocksDBStateStoreProvider, SortedRunsLoader,
-  StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
+  StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StatesnapRewrite}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -129,9 +129,10 @@ object StatesnapOfflineStore {
 
     // A store without families is loaded in bulk from the sorted runs it is given, if any; a family's keys carry
     // its id, which Spark's put adds.
-    private val loader = if (columnFamilies || sortedRuns == 0) None
-      else StatesnapStoreFiles.bulkLoadOptions(rocksDB)
-        .map(new SortedRunsLoader(rocksDB, _, sortedRuns, rocksDB.put(_, _)))
+    private val loader = if (columnFamilies || sortedRuns == 0) None else for {
+      options <- StatesnapStoreFiles.bulkLoadOptions(rocksDB)
+      native <- StatesnapRewrite.RocksDBWrites(rocksDB).toOption.map(_.db)
+    } yield new SortedRunsLoader(native, options, sortedRuns, rocksDB.put(_, _))
 
     override def put(entry: Entry): Unit =
       if (!columnFamilies) loader.fold(rocksDB.put(entry.key, entry.value))(_.add(entry.key, entry.value))
