@@ -141,21 +141,25 @@ def test_any_other_error_passes_through_unchanged():
 
 
 def test_a_refusals_fix_is_a_registration_that_works_as_pasted(spark, app_dirs, registrations):
-    """The fix is the whole call: the state's name, the checkpoint, and the version the rule needs (the recorded one is
-    0: nothing was registered), so pasting it into the application is the whole fix, on every minor (group state runs
-    on statesnap's provider everywhere)."""
+    """The fix is the whole call: the state's name, the checkpoint, the version the rule needs, and the rules the state
+    is registered with already (a default for an added field), since the call replaces that registration: pasting it
+    into the application is the whole fix, and the default still holds, on every minor (group state runs on
+    statesnap's provider everywhere)."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 7, "set")])
     run_group_state_app(spark, source, checkpoint, "total bigint")
     write_input(source, [("a", 0, "read")])
+    statesnap.register_snapshot(spark, "groupState", statesnap.RowSnapshot(version=2, defaults={"label": "'none'"}),
+                                checkpoint=checkpoint)
     with pytest.raises(statesnap.StateSchemaError) as refused:
         with statesnap.refusals():
-            run_group_state_app(spark, source, checkpoint, "total int")
+            run_group_state_app(spark, source, checkpoint, "total int, label string")
     calls = REGISTRATION.findall(str(refused.value))
-    assert calls == [f"statesnap.register_snapshot(spark, 'groupState', statesnap.RowSnapshot(version=1, derived="
-                     f"{{'total': 'CAST(total AS INT)'}}), checkpoint='file:{checkpoint}')"], str(refused.value)
+    assert calls == [f"statesnap.register_snapshot(spark, 'groupState', statesnap.RowSnapshot(version=2, defaults="
+                     f"{{'label': \"'none'\"}}, derived={{'total': 'CAST(total AS INT)'}}), checkpoint="
+                     f"'file:{checkpoint}')"], str(refused.value)
     paste(spark, calls[0])
-    assert run_group_state_app(spark, source, checkpoint, "total int").seen == {"a": [[7]]}
+    assert run_group_state_app(spark, source, checkpoint, "total int, label string").seen == {"a": [[7, "none"]]}
 
 
 REGISTRATION = re.compile(r"statesnap\.register_snapshot\(spark, .*?, checkpoint=(?:'[^']*'|\"[^\"]*\")\)")

@@ -86,7 +86,7 @@ private[tools] object PartitionRewrite {
     val declared = StateSnapshotRecord.fromBytes(rewrite.declared)
     val describe = s"state '${rewrite.state}' (operator ${task.operator}, partition ${task.partition})"
     val step = StateWalk.decide(Some(recorded), Some(recorded), declared, StateEncoding.of(avro.isDefined), describe,
-      FixFormat.CommandLine)
+      FixFormat.CommandLine())
     val source = step.rewrite.getOrElse(throw
       new IllegalStateException(s"$describe: the driver decided to migrate, this task ${step.decided}"))
     val list = declared.kind == StateKind.List
@@ -98,7 +98,7 @@ private[tools] object PartitionRewrite {
       StateStoreId.DEFAULT_STORE_NAME), Option(TaskContext.get()), job.probe)
     val merge = rewrite.merge.map(DeclaredSnapshots.mapMerge(rewrite.state, _, StateDecision.schemaOf(
       declared.valueSnapshot)))
-    ColumnFamilyMigration.migrate(rewrite.state, describe, FixFormat.CommandLine, rewriter, avro,
+    ColumnFamilyMigration.migrate(rewrite.state, describe, FixFormat.CommandLine(), rewriter, avro,
       rewrite.newValueSchema, Some(recorded), declared, step.decided, Seq(source), step.rekey, merge, gate)._1
   }
 }

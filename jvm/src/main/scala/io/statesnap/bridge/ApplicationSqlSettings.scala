@@ -1,8 +1,7 @@
 package io.statesnap.bridge
 
 import io.statesnap.evolution.{SqlSetting, SqlSettings}
-import io.statesnap.snapshot.{CompositeStateSerializerSnapshot, DeclarativeRowSnapshot, SnapshotDefinition,
-  StateSerializerSnapshot, StateSnapshotRecord}
+import io.statesnap.snapshot.{DeclarativeRowSnapshot, SnapshotDefinition, StateSnapshotRecord}
 
 /**
  * The SQL settings an offline tool runs a definition's rules under: the application's, which the tool's own
@@ -42,17 +41,10 @@ object ApplicationSqlSettings {
       "only; give those the application runs with")) -> value
     }
     // The record's settings as they were pinned: what it only assumed stays assumed.
-    val fromRecord = userRow(recorded.valueSnapshot).map(_.snapshotDefinition.sql).getOrElse(SqlSettings.Unknown)
+    val fromRecord = DeclarativeRowSnapshot.userRow(recorded.valueSnapshot).map(_.snapshotDefinition.sql).getOrElse(SqlSettings.Unknown)
     val pinned = settings.foldLeft(fromRecord) { case (s, (setting, value)) => s.withValue(setting, value) }
     ApplicationSqlSettings(pinned, SqlSetting.all.map { s =>
       s -> (if (settings.contains(s)) Given else if (pinned.assumed(s)) Assumed else Recorded)
     }.toMap)
-  }
-
-  /** The snapshot of the user's value inside Spark's wrappers (a TTL's, an arbitrary-state operator's group state). */
-  private def userRow(s: StateSerializerSnapshot): Option[DeclarativeRowSnapshot] = s match {
-    case d: DeclarativeRowSnapshot => Some(d)
-    case w: CompositeStateSerializerSnapshot => w.nestedSnapshots.headOption.flatMap(userRow)
-    case _ => None
   }
 }

@@ -97,7 +97,7 @@ object CompatibilityCheck {
   private[statesnap] def verdictOf(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
       decided: StateDecision): Verdict =
     Verdict(decided, current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default),
-      current.operator, FixFormat.CommandLine)
+      current.operator, FixFormat.CommandLine(DeclarativeRowSnapshot.registration(current.valueSnapshot)))
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
   private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType],

@@ -88,7 +88,7 @@ object SnapshotRegistration {
       sql: SqlSettings): SnapshotDefinition = {
     val definition = SnapshotDefinition.parse(state, json).copy(sql = sql)
     def refuse(problems: Seq[SchemaProblem], what: String) = RegistrationErrors.definitionProblems(state, what,
-      problems.map(_.describeAs(FixFormat.Application(Some(state), None))))
+      problems.map(_.describeAs(FixFormat.Application(Some(state), None, Some(definition.registration)))))
     val targets = definition.steps.map(s => if (s.version == definition.version) schema else s.schema)
     val sources = previous +: targets.dropRight(1)
     definition.steps.zip(sources.zip(targets)).foreach { case (step, (from, to)) =>

@@ -40,9 +40,10 @@ private[statesnap] object StateDecision {
       val outcome = if (recorded.isEmpty) "No state was written." else "No state was rewritten: the checkpoint is " +
         "still readable by the application version that wrote it."
       val sparkToo = spark.fold("")(said => s"\nSpark's own state schema check refuses this change too: $said")
+      val written = fixes.keeping(DeclarativeRowSnapshot.registration(current.valueSnapshot))
       new StatesnapException(errorClass, (if (problems.isEmpty) s"$describe $message $outcome" else
         s"$describe cannot be read with the new schema:\n" +
-          problems.map(p => s"  - ${p.describeAs(fixes)}").mkString("\n") +
+          problems.map(p => s"  - ${p.describeAs(written)}").mkString("\n") +
           s"\nRecorded schema: ${recorded.map(r => SchemaText.of(schemaOf(r.valueSnapshot)))
             .getOrElse("none (a new state)")}\nNew schema:      ${SchemaText.of(schemaOf(current.valueSnapshot))}\n" +
           recorded.map(r => (schemaOf(r.keySnapshot), schemaOf(current.keySnapshot))).filter(k => k._1 != k._2)

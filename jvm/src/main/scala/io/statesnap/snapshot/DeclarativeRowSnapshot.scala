@@ -3,7 +3,7 @@ package io.statesnap.snapshot
 import java.io.{DataInputStream, DataOutputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 
-import io.statesnap.evolution.{CompatibilityMode, EvolutionStep, Rules, SqlSettings}
+import io.statesnap.evolution.{CompatibilityMode, DeclaredRegistration, EvolutionStep, Rules, SqlSettings}
 
 /**
  * A row snapshot whose evolution is a [[SnapshotDefinition]]: version steps with their rules, the compatibility
@@ -60,4 +60,17 @@ class DeclarativeRowSnapshot extends RowSchemaSnapshot {
   }
 
   override def hashCode(): Int = (super.hashCode(), definition).hashCode()
+}
+
+object DeclarativeRowSnapshot {
+  /** The snapshot of the user's value inside Spark's wrappers (a TTL's, an arbitrary-state operator's group state). */
+  def userRow(snapshot: StateSerializerSnapshot): Option[DeclarativeRowSnapshot] = snapshot match {
+    case d: DeclarativeRowSnapshot => Some(d)
+    case w: CompositeStateSerializerSnapshot => w.nestedSnapshots.headOption.flatMap(userRow)
+    case _ => None
+  }
+
+  /** What the application registers for the value `snapshot` is of, which a fix printed for it keeps. */
+  def registration(snapshot: StateSerializerSnapshot): Option[DeclaredRegistration] =
+    userRow(snapshot).map(_.snapshotDefinition.registration)
 }

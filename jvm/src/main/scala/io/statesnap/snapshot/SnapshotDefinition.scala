@@ -28,6 +28,9 @@ final case class SnapshotDefinition(version: Int, steps: Seq[EvolutionStep], com
 
   def toJson: String = JsonMethods.compact(JsonMethods.render(toJValue))
 
+  /** What it registers, as a fix printed for its state keeps it. */
+  def registration: DeclaredRegistration = DeclaredRegistration(version, steps, compatibility)
+
   private def toJValue: JValue = {
     def obj(m: Map[String, String]) = JObject(m.toList.sorted.map { case (k, v) => k -> JString(v) })
     JObject(

@@ -18,7 +18,7 @@ class FixFormatTest {
   }
 
   @Test def aToolsFixIsItsSnapshotArgumentQuotedForTheShell(): Unit = {
-    val fix = problem.fixAs(FixFormat.CommandLine)
+    val fix = problem.fixAs(FixFormat.CommandLine())
     val quoted = fix.substring(fix.indexOf("--snapshot ") + "--snapshot ".length)
     // What sh hands the tool: '...' with each ' written as '\''.
     val argument = quoted.stripPrefix("'").stripSuffix("'").replace("'\\''", "'")
@@ -26,6 +26,50 @@ class FixFormatTest {
     val json = JsonMethods.parse(argument)
     assertEquals(2, (json \ "version").extract[Int])
     assertEquals("'<value>'", (json \ "defaults" \ "region").extract[String])
+  }
+
+  /** Registered now for the state: version 2 with a default for `label`, a step to 1 before it, mode FULL. */
+  private val declared = DeclaredRegistration(2, Seq(
+    EvolutionStep(1, Some(Rows.schema("id STRING, n INT")), Rules(renamed = Map("id" -> "key"))),
+    EvolutionStep(2, None, Rules(defaults = Map("label" -> "'none'"), dropped = Set("n")))),
+    Some(CompatibilityMode.Full))
+
+  @Test def aFixKeepsTheRulesTheStateIsRegisteredWithSincePastingItReplacesThem(): Unit = {
+    assertEquals("declare 'region' nullable, or give it a default (for the entries written before it): " +
+      "statesnap.register_snapshot(spark, 'last', statesnap.RowSnapshot(version=2, defaults={'label': \"'none'\", " +
+      "'region': \"'<value>'\"}, dropped=['n'], earlier=[statesnap.RowSnapshot(version=1, schema='id STRING,n INT', " +
+      "renamed={'id': 'key'})], compatibility='FULL'), checkpoint='/c')",
+      problem.fixAs(FixFormat.Application(Some("last"), Some("/c"), Some(declared))))
+  }
+
+  @Test def aRuleTheFixAsksForReplacesTheOneDeclaredForTheSameField(): Unit = {
+    val asked = problem.fixAs(FixFormat.Application(Some("last"), Some("/c"), Some(declared.copy(steps = Seq(
+      EvolutionStep(2, None, Rules(derived = Map("region" -> "upper(id)"), defaults = Map("label" -> "'none'"))))))))
+    assertTrue(asked, asked.contains("RowSnapshot(version=2, defaults={'label': \"'none'\", " +
+      "'region': \"'<value>'\"}, " +
+      "compatibility='FULL')"))
+    assertFalse(asked, asked.contains("upper(id)"))
+  }
+
+  @Test def aFixForALaterVersionThanTheRegisteredOneIsItsOwnRegistration(): Unit = {
+    val later = RowSchemaEvolution.plan(Rows.schema("id STRING"), Rows.schema("id STRING, region STRING NOT NULL"))
+      .problems.head.atVersion(3)
+    assertEquals(later.fixAs(FixFormat.Application(Some("last"), Some("/c"))),
+      later.fixAs(FixFormat.Application(Some("last"), Some("/c"), Some(declared))))
+  }
+
+  @Test def aToolsFixKeepsTheRegisteredRulesToo(): Unit = {
+    val fix = problem.fixAs(FixFormat.CommandLine(Some(declared)))
+    val argument = fix.substring(fix.indexOf("--snapshot ") + "--snapshot ".length).stripPrefix("'").stripSuffix("'")
+      .replace("'\\''", "'")
+    implicit val formats: Formats = DefaultFormats
+    val json = JsonMethods.parse(argument)
+    assertEquals("'none'", (json \ "defaults" \ "label").extract[String])
+    assertEquals("'<value>'", (json \ "defaults" \ "region").extract[String])
+    assertEquals(Seq("n"), (json \ "dropped").extract[Seq[String]])
+    assertEquals("key", ((json \ "earlier")(0) \ "renamed" \ "id").extract[String])
+    assertEquals("id STRING,n INT", ((json \ "earlier")(0) \ "schema").extract[String])
+    assertEquals("FULL", (json \ "compatibility").extract[String])
   }
 
   @Test def aPythonStringLiteralIsWrittenAsReprWritesIt(): Unit = {

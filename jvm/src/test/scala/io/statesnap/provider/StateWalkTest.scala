@@ -19,7 +19,7 @@ class StateWalkTest {
 
   private def walk(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
       current: StateSnapshotRecord) = StateWalk.decide(inForce, recorded, current, StateEncoding.UnsafeRow, "state 's'",
-    FixFormat.CommandLine)
+    FixFormat.CommandLine())
 
   @Test def statesnapsOwnUnchangedRecordStays(): Unit = {
     val ours = record("n INT")
@@ -63,7 +63,7 @@ class StateWalkTest {
     val guarded = record("n BIGINT", OperatorKind.Guarded)
     val e = assertThrows(classOf[StatesnapException], () => StateWalk.decide(Some(guarded), Some(guarded),
       record("n BIGINT, m BIGINT", OperatorKind.Guarded), StateEncoding.UnsafeRow, "the state",
-      FixFormat.CommandLine, " Register one."))
+      FixFormat.CommandLine(), " Register one."))
     assertTrue(e.getMessage, e.getMessage.contains("the value schema of the state changed in a way Spark's own " +
       "state schema check refuses") && e.getMessage.endsWith(" Register one."))
   }
