@@ -13,13 +13,18 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
-import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from minors import TRANSFORM_WITH_STATE
+
+if TYPE_CHECKING:
+    import pandas as pd
+# pandas is imported where a batch runs, not with this module: Spark plans each transformWithState query in a Python
+# process of its own that unpickles the processor, which imports this module, and never builds a DataFrame (pandas
+# was about two thirds of that process's import time).
 
 if TRANSFORM_WITH_STATE:
     from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
@@ -91,6 +96,8 @@ class StatesApp(StatefulProcessor):
                 state.updateValue(user_key, map_value)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        import pandas as pd
+
         out = []
         for pdf in rows:
             for value, op in zip(pdf["value"], pdf["op"]):
@@ -245,6 +252,8 @@ def _group_state_app(spark: SparkSession, source_dir: str, schema: Union[str, St
                      to_state: Callable[[int], tuple], timeout: bool, file_per_batch: bool = False):
     """The streaming DataFrame of one applyInPandasWithState app version (see :func:`run_group_state_app`)."""
     def update(key, frames, state):
+        import pandas as pd
+
         seen = []
         for frame in frames:
             for value, op in zip(frame["value"], frame["op"]):

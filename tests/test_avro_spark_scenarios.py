@@ -27,19 +27,18 @@ The statesnap cases test what statesnap does with Avro-encoded stores (issue 22)
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
-import pandas as pd
 import pytest
 from pyspark.errors.exceptions.captured import StreamingQueryException
 from pyspark.sql import DataFrame, GroupedData, Row, SparkSession
 from pyspark.sql.functions import split
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import (BooleanType, FloatType, IntegerType, LongType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import StringType, StructType
 
 import statesnap
 from apps import STOCK_PROVIDER, await_listeners
+from processors import (AddFieldsProcessor, BasicProcessor, BasicProcessorNotNullable, EvolutionProcessor,
+                        RemoveFieldsProcessor, ReorderedFieldsProcessor, UpcastProcessor, state_field)
 
 ENCODING = "spark.sql.streaming.stateStore.encodingFormat"
 STATESNAP = statesnap.PROVIDER_CLASS
@@ -50,98 +49,6 @@ APIS = [
     pytest.param("row", id="row", marks=pytest.mark.skipif(
         not hasattr(GroupedData, "transformWithState"), reason="this pyspark has no Row-based transformWithState")),
 ]
-
-
-def _field(name: str, data_type: Any, nullable: bool = True) -> StructField:
-    return StructField(name, data_type, nullable)
-
-
-class EvolutionProcessor(StatefulProcessor):
-    """Spark's processors of these tests, one class per schema version: the value state ``"state"`` has
-    ``state_schema``; each key's input rows are drained, :meth:`step` reads and updates the state and returns the
-    value the processor emits, as ``(id, value)`` with ``value`` a struct of ``state_schema``. Spark writes each
-    processor twice (pandas and Row), identical but for the type they yield; ``api`` chooses it here."""
-    state_schema: StructType
-
-    def __init__(self, api: str):
-        self.api = api
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("state", self.state_schema)
-
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        for _ in rows:
-            pass
-        value = self.step(int(key[0]))
-        if self.api == "pandas":
-            yield pd.DataFrame({"id": [key[0]], "value": [value]})
-        else:
-            yield Row(id=key[0], value=value)
-
-    def step(self, id_val: int) -> dict:
-        raise NotImplementedError
-
-    def read_or(self, initial: dict) -> dict:
-        """The state as a dict by field name, or ``initial`` for a key without one."""
-        return dict(zip(self.state_schema.fieldNames(), self.state.get())) if self.state.exists() else initial
-
-    def close(self) -> None:
-        pass
-
-
-class BasicProcessor(EvolutionProcessor):
-    state_schema = StructType([_field("id", IntegerType()), _field("name", StringType())])
-
-    def step(self, id_val: int) -> dict:
-        name = f"name-{id_val}"
-        self.state.update((id_val, name))
-        return {"id": id_val, "name": name}
-
-
-class BasicProcessorNotNullable(BasicProcessor):
-    state_schema = StructType([_field("id", IntegerType(), False), _field("name", StringType(), False)])
-
-
-class AddFieldsProcessor(EvolutionProcessor):
-    state_schema = StructType([_field("id", IntegerType()), _field("name", StringType()),
-                               _field("count", IntegerType()), _field("active", BooleanType()),
-                               _field("score", FloatType())])
-
-    def step(self, id_val: int) -> dict:
-        value = self.read_or({"id": id_val, "name": f"name-{id_val}", "count": 100, "active": True, "score": 99.9})
-        self.state.update((value["id"], value["name"] + "0", value["count"], value["active"], value["score"]))
-        return value
-
-
-class RemoveFieldsProcessor(EvolutionProcessor):
-    state_schema = BasicProcessor.state_schema
-
-    def step(self, id_val: int) -> dict:
-        name = self.state.get()[1] if self.state.exists() else f"name-{id_val}"
-        self.state.update((id_val, name))
-        return {"id": id_val, "name": name}
-
-
-class ReorderedFieldsProcessor(EvolutionProcessor):
-    state_schema = StructType([_field("name", StringType()), _field("id", IntegerType()),
-                               _field("score", FloatType()), _field("count", IntegerType()),
-                               _field("active", BooleanType())])
-
-    def step(self, id_val: int) -> dict:
-        value = self.read_or({"name": f"name-{id_val}", "id": id_val, "score": 99.9, "count": 100, "active": True})
-        self.state.update(tuple(value.values()))
-        return value
-
-
-class UpcastProcessor(EvolutionProcessor):
-    state_schema = StructType([_field("id", LongType()), _field("name", StringType())])  # id: int -> bigint
-
-    def step(self, id_val: int) -> dict:
-        name = f"name-{id_val}"
-        if self.state.exists():
-            id_val += self.state.get()[0] + 1
-        self.state.update((id_val, name))
-        return {"id": id_val, "name": name}
 
 
 @pytest.fixture
@@ -181,7 +88,7 @@ def run_version(spark: SparkSession, api: str, processor: type[EvolutionProcesso
     output ``(id, value)`` where ``value`` has the processor's state schema, over the input not yet processed.
     Returns each batch's rows (Spark checks them in ``foreachBatch``; here they are checked after the run)."""
     grouped = input_rows(spark, source_dir).groupBy("id")
-    output = StructType([_field("id", StringType()), _field("value", processor.state_schema)])
+    output = StructType([state_field("id", StringType()), state_field("value", processor.state_schema)])
     tws = grouped.transformWithStateInPandas if api == "pandas" else grouped.transformWithState
     batches: list[list[Row]] = []
     query = (tws(statefulProcessor=processor(api), outputStructType=output, outputMode="Update", timeMode="None")

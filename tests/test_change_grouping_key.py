@@ -10,24 +10,19 @@ import json
 import os
 import struct
 from pathlib import Path
-from typing import Any, Iterator
 
-import pandas as pd
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from apps import OUTPUT_SCHEMA, read_input, run_to_end, write_input
 from committed_state import decode_row, partitions, read_store, state_row
 from minors import MINOR, PINNED
+from processors import FAR_MS, KeyedApp
 import faults
 import statesnap
 from statesnap import tools
 
 ONLY_ON_PINNED = pytest.mark.skipif(not PINNED, reason="the same decision on every minor; its refusals on the pinned")
-# A timer far beyond any batch's processing time: it never fires, and its key is the same in every run.
-FAR_MS = 10 ** 15
-DAY_MS = 24 * 3600 * 1000
 BEFORE = [[(f"id{i}", i, "a") for i in range(8)], [(f"id{i}", 10 + i, "b") for i in range(0, 8, 2)]]
 # The deploy's batch writes some ids (reading what the change moved first) and leaves the rest; the next reads all.
 AFTER = [[(f"id{i}", 20 + i, "a") for i in range(3)], [(f"id{i}", 0, "read") for i in range(8)]]
@@ -42,40 +37,6 @@ CASES = {"a grouping column added, a constant": ("'eu'", {"region": "'eu'"}, ("i
                                                            ("region", "id"))}
 SAMPLE = {"4.1": tuple(CASES), "4.3": ("a grouping column added, a constant",),
           "4.0": ("a grouping column added, derived from the key",)}
-
-
-class KeyedApp(StatefulProcessor):
-    """Every kind of family a transformWithState store keeps, keyed by whatever the query groups by."""
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.count = handle.getValueState("count", "n bigint")
-        self.items = handle.getListState("items", "n bigint")
-        self.by_op = handle.getMapState("byOp", "op string", "n bigint")
-        self.recent = handle.getValueState("recent", "n bigint", ttlDurationMs=DAY_MS)
-
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        out = []
-        for pdf in rows:
-            for value, op, id_ in zip(pdf["value"], pdf["op"], pdf["id"]):
-                count = int(self.count.get()[0]) if self.count.exists() else 0
-                seen = {"key": [str(k) for k in key], "count": count,
-                        "items": [int(v[0]) for v in self.items.get()] if self.items.exists() else [],
-                        "byOp": {str(k[0]): int(v[0]) for k, v in sorted(self.by_op.iterator())}
-                        if self.by_op.exists() else {},
-                        "recent": int(self.recent.get()[0]) if self.recent.exists() else None,
-                        "timers": sorted(int(t) for t in self.handle.listTimers())}
-                out.append({"id": str(id_), "seen": json.dumps(seen)})
-                if op != "read":
-                    self.count.update((count + 1,))
-                    self.items.appendValue((int(value),))
-                    self.by_op.updateValue((str(op),), (int(value),))
-                    self.recent.update((int(value),))
-                    self.handle.registerTimer(FAR_MS + int(value))
-        yield pd.DataFrame(out, columns=["id", "seen"])
-
-    def close(self) -> None:
-        pass
 
 
 def app(spark, source: str, region=None, by=("id", "region")):

@@ -19,7 +19,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
-import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -29,11 +28,7 @@ from apps import INPUT_SCHEMA, PROVIDER_CONF, STOCK_PROVIDER, StateSpec, _group_
 from committed_state import (decode_row, latest_committed_version, partitions, read_default_provider_store,
                              read_store, state_row)
 from minors import MINOR, OPERATOR_METADATA, PINNED, SPARK_STATE_READER, TRANSFORM_WITH_STATE
-
-if TRANSFORM_WITH_STATE:
-    from pyspark.sql.streaming import StatefulProcessor
-else:  # Spark 3.5 has no transformWithState: its cases are skipped
-    StatefulProcessor = object
+from processors import TimersApp
 from test_other_operators import run_to_end
 
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -551,34 +546,6 @@ def test_transform_with_state_moves_every_variable_and_its_ttl_index(spark, sess
         write_input(control_source, runs[-1])
         assert run_app(spark, source, checkpoint, TWS_STATES).seen == \
             run_app(spark, control_source, control, TWS_STATES).seen
-
-
-class TimersApp(StatefulProcessor):
-    """Counts each id's rows and registers an event-time timer 50 s after each; a timer that fires says when, and
-    the count it finds."""
-
-    def init(self, handle) -> None:
-        self.handle = handle
-        self.count = handle.getValueState("count", "n bigint")
-
-    def _count(self) -> int:
-        return int(self.count.get()[0]) if self.count.exists() else 0
-
-    def handleInputRows(self, key, rows, timerValues):
-        n = self._count()
-        for pdf in rows:
-            for value in pdf["value"]:
-                n += 1
-                self.handle.registerTimer(int(value) * 1000 + 50_000)
-        self.count.update((n,))
-        yield pd.DataFrame({"id": [key[0]], "event": [f"count {n}"]})
-
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        yield pd.DataFrame({"id": [key[0]], "event": [f"fired {expiredTimerInfo.getExpiryTimeInMs()} at "
-                                                      f"count {self._count()}"]})
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.mark.slow
