@@ -41,7 +41,8 @@ object ApplicationSqlSettings {
       "only; give those the application runs with")) -> value
     }
     // The record's settings as they were pinned: what it only assumed stays assumed.
-    val fromRecord = DeclarativeRowSnapshot.userRow(recorded.valueSnapshot).map(_.snapshotDefinition.sql).getOrElse(SqlSettings.Unknown)
+    val fromRecord = DeclarativeRowSnapshot.userRow(recorded.valueSnapshot).map(_.snapshotDefinition.sql)
+      .getOrElse(SqlSettings.Unknown)
     val pinned = settings.foldLeft(fromRecord) { case (s, (setting, value)) => s.withValue(setting, value) }
     ApplicationSqlSettings(pinned, SqlSetting.all.map { s =>
       s -> (if (settings.contains(s)) Given else if (pinned.assumed(s)) Assumed else Recorded)

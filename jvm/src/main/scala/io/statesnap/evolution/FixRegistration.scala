@@ -23,9 +23,12 @@ object FixRegistration {
     FixRegistration(Seq(Mapped("renamed", Seq(path -> from))))
   def dropped(paths: Seq[String]): FixRegistration = FixRegistration(Seq(Dropped(paths)))
 
+  /** The keywords of the rules that map a path, in the order a fix writes them. */
+  val MappedKeywords: Seq[String] = Seq("renamed", "defaults", "derived")
+
   /** `rules` as a fix writes them, keyword by keyword. */
   def of(rules: Rules): Seq[Rule] =
-    Seq("renamed" -> rules.renamed, "defaults" -> rules.defaults, "derived" -> rules.derived).collect {
+    MappedKeywords.zip(Seq(rules.renamed, rules.defaults, rules.derived)).collect {
       case (keyword, entries) if entries.nonEmpty => Mapped(keyword, entries.toSeq.sorted)
     } ++ (if (rules.dropped.isEmpty) Nil else Seq(Dropped(rules.dropped.toSeq.sorted)))
 }
@@ -80,17 +83,18 @@ object FixFormat {
 
     protected def render(mapKey: Boolean, version: Option[Int], rules: Seq[FixRegistration.Rule],
         earlier: Seq[(Int, StructType, Seq[FixRegistration.Rule])], mode: Option[CompatibilityMode]): String = {
-      def snapshot(version: String, schema: Option[StructType], rules: Seq[FixRegistration.Rule]) =
+      def snapshot(version: String, schema: Option[StructType], rules: Seq[FixRegistration.Rule],
+          after: Seq[String] = Nil) =
         "statesnap.RowSnapshot(" + ((s"version=$version" +: schema.map(s => s"schema=${python(s.toDDL)}").toSeq) ++
           rules.map {
             case FixRegistration.Mapped(keyword, entries) =>
               s"$keyword={${entries.map { case (k, v) => s"${python(k)}: ${python(v)}" }.mkString(", ")}}"
             case FixRegistration.Dropped(paths) => s"dropped=[${paths.map(python).mkString(", ")}]"
-          }).mkString(", ") + ")"
-      val steps = if (earlier.isEmpty) "" else earlier.map { case (v, schema, r) => snapshot(v.toString, Some(schema),
-        r) }.mkString(", earlier=[", ", ", "]")
-      val whole = snapshot(version.fold("<next>")(_.toString), None, rules).dropRight(1) + steps +
-        mode.fold("")(m => s", compatibility=${python(m.name)}") + ")"
+          } ++ after).mkString(", ") + ")"
+      val steps = if (earlier.isEmpty) None else Some(earlier.map { case (v, schema, r) =>
+        snapshot(v.toString, Some(schema), r) }.mkString("earlier=[", ", ", "]"))
+      val whole = snapshot(version.fold("<next>")(_.toString), None, rules,
+        steps.toSeq ++ mode.map(m => s"compatibility=${python(m.name)}"))
       s"statesnap.register_snapshot(spark, ${state.fold("'<state>'")(python)}, ${if (mapKey) "map_key=" else ""}" +
         s"$whole, checkpoint=${checkpoint.fold("'<checkpoint>'")(python)})"
     }
@@ -129,7 +133,7 @@ object FixFormat {
       case _ => Nil
     }
     def dropped(rules: Seq[FixRegistration.Rule]) = rules.flatMap { case Dropped(paths) => paths; case _ => Nil }
-    Seq("renamed", "defaults", "derived").flatMap { keyword =>
+    FixRegistration.MappedKeywords.flatMap { keyword =>
       val entries = mapped(declared, keyword).filterNot(e => askedPaths(e._1)) ++ mapped(asked, keyword)
       if (entries.isEmpty) None else Some(Mapped(keyword, entries))
     } ++ Some((dropped(declared).filterNot(askedPaths) ++ dropped(asked)).distinct).filter(_.nonEmpty).map(Dropped)
