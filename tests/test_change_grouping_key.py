@@ -168,14 +168,17 @@ def test_a_restart_with_a_changed_grouping_key_is_refused_naming_change_key(spar
     message = str(refused.value)
     if MINOR == "4.1":
         assert "Fix: keep the grouping key as it was. A changed grouping key or dedup columns migrate offline: stop " \
-            "the query and run statesnap.change_key(checkpoint, <the new version's streaming DataFrame>, keys=" \
-            "{'region': '<SQL over the old key and value>'})" in message
+            f"the query and run statesnap.change_key('file:{checkpoint}', <the new version's streaming DataFrame>, " \
+            "keys={'region': '<SQL over the old key and value>'}), which gives every entry its new key" in message
         # Decided on the driver before any task, the states in name order: the first one refused is the map's.
         assert "state 'byOp'" in message and "struct<id:string,region:string>" in message, message
     else:
         assert message.startswith("[STATESNAP_OFFLINE_MIGRATION_REQUIRED] the key of stateful operator 0 changed "
                                   "(recorded: struct<id:string>, declared: struct<id:string,region:string>)"), message
-        assert f"python -m statesnap change-key 'file:{checkpoint}' --app" in message, message
+        assert f"python -m statesnap change-key 'file:{checkpoint}' --app <module:function returning the new " \
+            "version's streaming DataFrame> --key 'region=<SQL over the old key and value>' --no-file-sink" in message
+        assert f"statesnap.change_key('file:{checkpoint}', <the new version's streaming DataFrame>, keys=" \
+            "{'region': '<SQL over the old key and value>'}, no_file_sink=True) from Python" in message, message
 
 
 def by_id(spark):

@@ -408,7 +408,8 @@ def test_a_restart_with_a_changed_key_is_refused_naming_the_key_and_the_command(
         run(spark, v2, source, checkpoint, mode)
 
     message = str(refused.value)
-    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in message and "statesnap.change_key(checkpoint" in message, message
+    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in message, message
+    assert f"statesnap.change_key('file:{checkpoint}', <the new version's streaming DataFrame>)" in message, message
     assert "struct<id:string,op:string>" in message and "struct<id:string>" in message, message
 
 

@@ -76,7 +76,9 @@ def test_a_key_of_the_same_types_under_other_names_is_another_key(spark, tmp_pat
     write_input(source, ROUND_2)
     with pytest.raises(StreamingQueryException, match="keep their types and positions under other names") as refused:
         run_to_end(v2(spark, source), checkpoint, mode)
-    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in str(refused.value) and "change_key" in str(refused.value)
+    said = str(refused.value)
+    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in said, said
+    assert f"statesnap.change_key('file:{checkpoint}', <the new version's streaming DataFrame>" in said, said
     assert tree_hash(os.path.join(checkpoint, "state")) == state
     assert not os.path.exists(os.path.join(checkpoint, "commits", "1" if MINOR != "3.5" else "2"))
     if keys is None:

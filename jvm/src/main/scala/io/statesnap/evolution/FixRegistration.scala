@@ -49,6 +49,9 @@ sealed trait FixFormat {
   /** This format, keeping `registration`'s rules in the fixes it writes. */
   def keeping(registration: Option[DeclaredRegistration]): FixFormat
 
+  /** The change-key call that makes the key change `fix` asks for. */
+  def changeKey(fix: ChangeKeyFix): String
+
   /** `registration` at `version` (None: not known where the problem was found, a visible placeholder). */
   def write(registration: FixRegistration, version: Option[Int]): String =
     // Kept where the fix is for a version the declared registration has: a fix for a version above it replaces it,
@@ -81,6 +84,13 @@ object FixFormat {
       declared: Option[DeclaredRegistration] = None) extends FixFormat {
     def keeping(registration: Option[DeclaredRegistration]): FixFormat = copy(declared = registration)
 
+    def changeKey(fix: ChangeKeyFix): String =
+      ((checkpoint.fold("'<checkpoint>'")(python) +: "<the new version's streaming DataFrame>" +:
+        (if (fix.keys.isEmpty) Nil else Seq(fix.keys.map { case (f, sql) => s"${python(f)}: ${python(sql)}" }
+          .mkString("keys={", ", ", "}")))) ++
+        (if (fix.previous) Seq("previous=<the previous version's streaming DataFrame>") else Nil) ++
+        (if (fix.noFileSink) Seq("no_file_sink=True") else Nil)).mkString("statesnap.change_key(", ", ", ")")
+
     protected def render(mapKey: Boolean, version: Option[Int], rules: Seq[FixRegistration.Rule],
         earlier: Seq[(Int, StructType, Seq[FixRegistration.Rule])], mode: Option[CompatibilityMode]): String = {
       def snapshot(version: String, schema: Option[StructType], rules: Seq[FixRegistration.Rule],
@@ -100,9 +110,20 @@ object FixFormat {
     }
   }
 
-  /** To a tool: its `--snapshot` (a map's key: `--map-key`) argument, quoted for a POSIX shell. */
-  final case class CommandLine(declared: Option[DeclaredRegistration] = None) extends FixFormat {
+  /**
+   * To a tool: its `--snapshot` (a map's key: `--map-key`) argument, quoted for a POSIX shell; a key change, the
+   * `change-key` command on `checkpoint` (a visible placeholder where it is not known).
+   */
+  final case class CommandLine(declared: Option[DeclaredRegistration] = None,
+      checkpoint: Option[String] = None) extends FixFormat {
     def keeping(registration: Option[DeclaredRegistration]): FixFormat = copy(declared = registration)
+
+    def changeKey(fix: ChangeKeyFix): String =
+      (Seq("python -m statesnap change-key", checkpoint.fold("'<checkpoint>'")(shell),
+        "--app <module:function returning the new version's streaming DataFrame>") ++
+        fix.keys.map { case (f, sql) => s"--key ${shell(s"$f=$sql")}" } ++
+        (if (fix.previous) Seq("--previous-app <module:function returning the previous version's streaming " +
+          "DataFrame>") else Nil) ++ (if (fix.noFileSink) Seq("--no-file-sink") else Nil)).mkString(" ")
 
     protected def render(mapKey: Boolean, version: Option[Int], rules: Seq[FixRegistration.Rule],
         earlier: Seq[(Int, StructType, Seq[FixRegistration.Rule])], mode: Option[CompatibilityMode]): String = {

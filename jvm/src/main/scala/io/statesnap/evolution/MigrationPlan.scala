@@ -142,18 +142,22 @@ object ProblemSide {
 /**
  * One reason a schema change is refused: where, what the state had and what is declared (typed: a decision asks
  * these, never their words), why, and the fix in one sentence. A fix that registers rules says where each of `asks`
- * goes ([[SchemaProblem.asked]]); it is written as the place that prints it needs ([[FixFormat]]), at `version`.
+ * goes ([[SchemaProblem.asked]]), one that changes the key where `rekey` goes ([[SchemaProblem.ChangeKey]]); each is
+ * written as the place that prints it needs ([[FixFormat]]), a registration at `version`.
  */
 final case class SchemaProblem(at: ProblemAt, old: ProblemSide, declared: ProblemSide, reason: String, fix: String,
-    asks: Seq[FixRegistration] = Nil, version: Option[Int] = None) {
+    asks: Seq[FixRegistration] = Nil, version: Option[Int] = None, rekey: Option[ChangeKeyFix] = None) {
   /** Where, in words: the field's path, `<key>`, `<state>`. */
   def fieldPath: String = at.describe
   /** In words, its registrations as the application's calls, the state and checkpoint as placeholders. */
   def describe: String = describeAs(FixFormat.Application(None, None))
   def describeAs(format: FixFormat): String =
     s"field '${at.describe}': ${old.describe} -> ${declared.describe}: $reason. Fix: ${fixAs(format)}"
-  def fixAs(format: FixFormat): String = asks.zipWithIndex.foldLeft(fix) { case (text, (registration, i)) =>
-    text.replace(SchemaProblem.asked(i), format.write(registration, version))
+  def fixAs(format: FixFormat): String = {
+    val rekeyed = rekey.fold(fix)(k => fix.replace(SchemaProblem.ChangeKey, format.changeKey(k)))
+    asks.zipWithIndex.foldLeft(rekeyed) { case (text, (registration, i)) =>
+      text.replace(SchemaProblem.asked(i), format.write(registration, version))
+    }
   }
 
   /**
@@ -169,6 +173,9 @@ final case class SchemaProblem(at: ProblemAt, old: ProblemSide, declared: Proble
 object SchemaProblem {
   /** Where the fix of a problem says its `i`th registration. */
   def asked(i: Int): String = s"<registration $i>"
+
+  /** Where the fix of a problem says its key change ([[SchemaProblem.rekey]]). */
+  val ChangeKey = "<change key>"
 
   /** A problem whose fix registers `asks`: `fix` is given where each goes ([[asked]]). */
   def registering(at: ProblemAt, old: ProblemSide, declared: ProblemSide, reason: String, asks: FixRegistration*)(

@@ -74,7 +74,7 @@ object StateEvolution {
     // map's user key field: its value, registered as the map's key).
     def startingValue(p: EvolutionPlan)(problem: SchemaProblem): SchemaProblem =
       problem match {
-        case SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, _, _, _, _, _) if newFieldsNeedValues =>
+        case SchemaProblem(ProblemAt.Field(path), ProblemSide.Absent, _, _, _, _, _, _) if newFieldsNeedValues =>
           RowSchemaEvolution.fieldAt(p.newSchema, path).filter(!_.nullable)
             .fold(problem)(f => noValue(path, f.dataType, p.oldSchema, added))
         case _ => problem

@@ -1,6 +1,7 @@
 package io.statesnap.meaning
 
 import io.statesnap.StatesnapException
+import io.statesnap.evolution.{ChangeKeyFix, FixFormat}
 import org.apache.hadoop.conf.Configuration
 import org.json4s._
 
@@ -105,13 +106,12 @@ object MeaningDecision {
   private def refusal(describe: String, recorded: OperatorMeaning, now: OperatorMeaning, why: String,
       checkpoint: String): StatesnapException = {
     val fresh = fedAnew(recorded.key, now.key)
-    val keys = if (fresh.isEmpty) "" else fresh.map(f => s"'${f.name}': '<SQL over the old key and value>'")
-      .mkString(", keys={", ", ", "}")
+    val call = FixFormat.Application(None, Some(checkpoint))
+      .changeKey(ChangeKeyFix(fresh.map(_.name -> ChangeKeyFix.UnknownSql)))
     new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: $why." +
       " Spark compares keys by type and position and would read every old key as the new one; the query's plan says " +
       "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: stop the " +
-      s"query and give every entry its new key, statesnap.change_key('$checkpoint', <the new version's streaming " +
-      s"DataFrame>$keys)" + (if (fresh.isEmpty) "" else ", each value derived from the old key and value") +
-      " (docs/tools.md, \"Change a key\"); or keep the key's columns as they were.")
+      s"query and give every entry its new key, $call" + (if (fresh.isEmpty) "" else ", each value derived from the " +
+      "old key and value") + " (docs/tools.md, \"Change a key\"); or keep the key's columns as they were.")
   }
 }

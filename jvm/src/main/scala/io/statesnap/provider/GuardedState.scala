@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{ProblemAt, SchemaProblem}
+import io.statesnap.evolution.{FixFormat, ProblemAt, SchemaProblem}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.StructType
 
@@ -21,10 +21,10 @@ private[provider] object GuardedState {
 
   /**
    * The error refusing a guarded state's key or value schema, as [[StateDecision]] decides for a state of a guarded
-   * operator (`problems` say which part changed); `hint` ends it.
+   * operator (`problems` say which part changed); `hint` ends it; a key change's fix written as `fixes` says.
    */
   def refusal(recorded: StateSnapshotRecord, current: StateSnapshotRecord, problems: Seq[SchemaProblem],
-      describe: String, hint: String): StatesnapException = {
+      describe: String, hint: String, fixes: FixFormat): StatesnapException = {
     val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
       StateDecision.schemaOf(recorded.valueSnapshot))
     val (keySchema, valueSchema) = (StateDecision.schemaOf(current.keySnapshot),
@@ -39,6 +39,7 @@ private[provider] object GuardedState {
       "rewritten. Fix: "
     // A key under other names is another key (KeyNames), which a key change makes.
     KeyNames.renamed(recorded, current).headOption.fold(StoreErrors.guardedStateChanged(changed, describe, schemas,
-      hint))(renamed => StoreErrors.anotherKey(describe, renamed.reason, schemas, renamed.fix))
+      hint))(renamed => StoreErrors.anotherKey(describe, renamed.reason, schemas,
+      renamed.fixAs(fixes)))
   }
 }

@@ -1,6 +1,6 @@
 package io.statesnap.provider
 
-import io.statesnap.evolution.{ProblemAt, ProblemSide, SchemaProblem}
+import io.statesnap.evolution.{ChangeKeyFix, ProblemAt, ProblemSide, SchemaProblem}
 import io.statesnap.meaning.SameKey
 import io.statesnap.snapshot.{MapStateKey, StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
@@ -32,14 +32,14 @@ private[provider] object KeyNames {
           s"(${now.fieldNames.mkString(", ")})"
         else if (changed.isEmpty) "a field nested in it is renamed"
         else changed.map { case (a, b) => s"`$a` is now `$b`" }.mkString(", ")
-      val (keys, each) = if (reordered || changed.isEmpty) ("", "") else (changed.map { case (a, b) => s"'$b': '$a'" }
-        .mkString(", keys={", ", ", "}"), ", each new field's value the old field it renames, or, where another " +
-        "column feeds it, the SQL over the old key and value that derives it")
+      val (keys, each) = if (reordered || changed.isEmpty) (Nil, "") else (changed.map { case (a, b) => b -> a }.toSeq,
+        ", each new field's value the old field it renames, or, where another column feeds it, the SQL over the old " +
+        "key and value that derives it")
       Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(was), ProblemSide.of(now), s"the key's fields keep their " +
         s"types and positions under other names ($what): Spark compares keys by type and position and would read " +
         "every old key as the new one, so statesnap takes it for another key", "stop the query and give every " +
-        s"entry its new key, statesnap.change_key(checkpoint, <the new version's streaming DataFrame>$keys)$each " +
-        "(docs/tools.md, \"Change a key\"); or keep the key's columns as they were"))
+        s"entry its new key, ${SchemaProblem.ChangeKey}$each" + " (docs/tools.md, \"Change a key\"); or keep the " +
+        "key's columns as they were", rekey = Some(ChangeKeyFix(keys))))
     }
   }
 

@@ -2,7 +2,7 @@ package io.statesnap.provider
 
 import scala.util.control.NonFatal
 
-import io.statesnap.evolution.{ProblemSide, RowMigration, SqlSettings}
+import io.statesnap.evolution.{ChangeKeyFix, ProblemSide, RowMigration, SchemaProblem, SqlSettings}
 import io.statesnap.meaning.{AggregateMatch, RecordedMeanings}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
@@ -103,7 +103,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         "(each starts at the deploy) or loses some; an aggregate only partly new needs the starting values of its " +
         s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
         "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else
-        s" ${changeKeyHint(recorded.fold(keySchema)(r => StateDecision.schemaOf(r.keySnapshot)), keySchema)}"))
+        s" ${keyChangeHint(recorded.fold(keySchema)(r => StateDecision.schemaOf(r.keySnapshot)))}"))
       val byFunction = thisDeploy.flatMap(_.buffers).filter(_ => migrates.isEmpty && isAggregation && starts.isDefined)
       val step = (registered, byFunction, recorded) match {
         case (_, Some(buffers), Some(old)) => byAggregate(ours, old, buffers, loadedVersion)
@@ -150,7 +150,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   private def byAggregate(ours: Option[StateSnapshotRecord], old: StateSnapshotRecord, buffers: AggregateMatch,
       loadedVersion: Long): StateWalk.Step = {
     val plan = buffers.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema, starts.getOrElse(Nil),
-      SqlSettings.Default).fold(why => throw StoreErrors.buffersNotAsMeant(describe, why), identity)
+      SqlSettings.Default).fold(why => throw StoreErrors.buffersNotAsMeant(describe, why,
+      StoreContext.fixes(id, id.storeName).changeKey(ChangeKeyFix(previous = true))), identity)
     val next = old.succeededBy(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1))
     StateWalk.Step(ours, Some(old), next, StateDecision.Migrate(plan.migration, next))
   }
@@ -205,6 +206,12 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     SparkSchemaFileHistory.at(id, version, hadoopConf)
       .map { case (key, value) => SparkSchemaRecords.singleState(id.storeName, key, value) }
 
+  /** The hint of a refused change from the key `old` to this store's, its call on this store's checkpoint. */
+  private def keyChangeHint(old: StructType): String = {
+    val fix = ChangeKeyFix.gaining(old, keySchema)
+    OperatorStateGuard.changeKeyHint(fix, StoreContext.fixes(id, id.storeName).changeKey(fix))
+  }
+
   private def describe: String = describeAs(migrates)
 
   /** The store's state as `as` migrates it (the state's name, for its registrations), or as guarded. */
@@ -252,18 +259,12 @@ private[statesnap] object OperatorStateGuard {
     }
 
   /**
-   * How the key of a streaming aggregation, a dedup, group state or transformWithState changes from `old` to `now`,
-   * for a refusal of a changed key: the call, with a `keys` value to give for each field the key gains.
+   * The hint of a refused change of the key of a streaming aggregation, a dedup, group state or transformWithState:
+   * `call`, the change-key call that makes `fix` (where a refusal's fix writes it: [[SchemaProblem.ChangeKey]]).
    */
-  def changeKeyHint(old: StructType, now: StructType): String = {
-    val gained = now.fieldNames.filterNot(old.fieldNames.contains)
-    "A changed grouping key or dedup columns migrate offline: stop the query and run statesnap.change_key(" +
-      "checkpoint, <the new version's streaming DataFrame>" + (if (gained.isEmpty) "" else gained.map(f =>
-        s"'$f': '<SQL over the old key and value>'").mkString(", keys={", ", ", "}")) + "), which gives every entry " +
-      "its new key" + (if (gained.isEmpty) "" else s" (the old entries have no value of their own for " +
-      s"${gained.map(f => s"`$f`").mkString(", ")}: a constant, or derived from the old key and value)") +
-      " (docs/tools.md, \"Change a key\")."
-  }
+  def changeKeyHint(fix: ChangeKeyFix, call: String = SchemaProblem.ChangeKey): String =
+    s"A changed grouping key or dedup columns migrate offline: stop the query and run $call, which gives every entry " +
+      s"its new key${fix.gains}" + " (docs/tools.md, \"Change a key\")."
 
   /** A state that migrates, the snapshot the application declares for it, and its operator's kind (its rules). */
   private final case class Migrates(state: String, snapshot: StateSerializerSnapshot, operator: OperatorKind)

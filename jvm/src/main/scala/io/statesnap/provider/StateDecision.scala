@@ -2,8 +2,8 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
-import io.statesnap.evolution.{AddedFields, AggregateStart, CompatibilityMode, FixFormat, ProblemAt, ProblemSide,
-  RowMigration, RowSchemaEvolution, SchemaProblem, SchemaText}
+import io.statesnap.evolution.{AddedFields, AggregateStart, ChangeKeyFix, CompatibilityMode, FixFormat, ProblemAt,
+  ProblemSide, RowMigration, RowSchemaEvolution, SchemaProblem, SchemaText}
 import io.statesnap.snapshot._
 import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.execution.streaming.state.{StatesnapSparkRefusal, StatesnapSparkSchemaCheck}
@@ -105,11 +105,12 @@ private[statesnap] object StateDecision {
         "or use a new state name (and deleteIfExists the old one).")
     case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot))
         && !MapUserKeys.onlyUserKeyChanged(old, current) =>
+      val rekey = if (current.operator == OperatorKind.Guarded) None
+        else Some(ChangeKeyFix.gaining(KeyNames.groupingColumns(old), KeyNames.groupingColumns(current)))
       Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
         ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed; keys identify entries and place " +
           "them in partitions", "keep the grouping key as it was" +
-          (if (current.operator != OperatorKind.Guarded) s". ${OperatorStateGuard.changeKeyHint(
-            KeyNames.groupingColumns(old), KeyNames.groupingColumns(current))}" else ""))), "")
+          rekey.fold("")(fix => s". ${OperatorStateGuard.changeKeyHint(fix)}"), rekey = rekey)), "")
     case Some(old) =>
       // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
       val mode = current.compatibility.orElse(old.compatibility)

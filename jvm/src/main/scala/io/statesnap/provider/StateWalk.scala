@@ -65,7 +65,7 @@ private[statesnap] object StateWalk {
       case refuse: StateDecision.Refuse =>
         throw recorded.filter(_ => !current.operator.migrates)
           .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems,
-            describe, hint))
+            describe, hint, fixes))
       case decided => Step(inForce, recorded, current, decided)
     }
 }

@@ -74,12 +74,11 @@ private[statesnap] object StoreErrors {
 
   // STATESNAP_INCOMPATIBLE_STATE_SCHEMA: the declared state cannot read the recorded one.
 
-  def buffersNotAsMeant(describe: String, why: String): StatesnapException =
+  /** `call`: the change-key call given the previous version's query. */
+  def buffersNotAsMeant(describe: String, why: String, call: String): StatesnapException =
     new StatesnapException(IncompatibleStateSchema, s"the aggregates of $describe change, and its buffers are not " +
       s"what its recorded meaning and the query's plan say: $why. Nothing was read or rewritten. Fix: give the " +
-      "previous version's query too, statesnap.change_key(checkpoint, <the new version's streaming DataFrame>, " +
-      "previous=<the previous version's streaming DataFrame>), which matches each aggregate's buffers by the two " +
-      "plans (docs/tools.md).")
+      s"previous version's query too, $call, which matches each aggregate's buffers by the two plans (docs/tools.md).")
 
   /** `schemas`: the recorded and new key and value, ending in "Fix: ". */
   def guardedStateChanged(changed: String, describe: String, schemas: String, hint: String): StatesnapException =

@@ -7,6 +7,7 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
+import io.statesnap.evolution.{ChangeKeyFix, FixFormat}
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
@@ -79,16 +80,17 @@ object OfflineMigrationRequired {
   private def keyRefusal(checkpoint: String, recorded: Option[(CheckpointReader.Store, StateSnapshotRecord)],
       old: String, declared: String): String = {
     val operator = recorded.fold("a stateful operator")(r => s"stateful operator ${r._1.operator}")
+    val fix = (for (o <- parse(old); d <- parse(declared)) yield ChangeKeyFix.gaining(o, d)).getOrElse(ChangeKeyFix())
+      .copy(noFileSink = true)
     val change = s"the key of $operator changed (recorded: ${parse(old).fold(old)(_.simpleString)}, declared: " +
       s"${parse(declared).fold(declared)(_.simpleString)}), and Spark refused the restart; nothing was read or " +
       "rewritten."
     val keep = " Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's message suggests: " +
       "Spark would then read the old keys under the new layout."
     s"[${StatesnapException.OfflineMigrationRequired}] $change Fix: with the query stopped, give every entry its " +
-      s"new key, then restart the query:\n  python -m statesnap change-key ${quote(checkpoint)} --app <module:function " +
-      "returning the new version's streaming DataFrame> --no-file-sink\n(statesnap.change_key(checkpoint, new_df, " +
-      "no_file_sink=True) from Python; --file-sink <its output path> instead if the query writes to a file sink)." +
-      keep
+      s"new key, then restart the query:\n  ${FixFormat.CommandLine(checkpoint = Some(checkpoint)).changeKey(fix)}\n" +
+      s"(${FixFormat.Application(None, Some(checkpoint)).changeKey(fix)} from Python; --file-sink <its output path> " +
+      "instead if the query writes to a file sink)." + keep
   }
 
   /** `text` single-quoted for a POSIX shell. */

@@ -72,6 +72,26 @@ class FixFormatTest {
     assertEquals("FULL", (json \ "compatibility").extract[String])
   }
 
+  /** A key gaining `region` (its SQL unknown) and renaming `user` to `account`, given the previous query too. */
+  private val keyChange = SchemaProblem(ProblemAt.Key, ProblemSide.Absent, ProblemSide.Absent, "another key",
+    s"stop the query and run ${SchemaProblem.ChangeKey}", rekey = Some(ChangeKeyFix(
+      ChangeKeyFix.gaining(Rows.schema("user STRING"), Rows.schema("user STRING, region STRING")).keys :+
+        ("account" -> "user"), previous = true)))
+
+  @Test def aKeyChangesFixIsOneChangeKeyCallWrittenForWhereItIsPrinted(): Unit = {
+    assertEquals("stop the query and run statesnap.change_key(\"/data/it's\", <the new version's streaming " +
+      "DataFrame>, keys={'region': '<SQL over the old key and value>', 'account': 'user'}, previous=<the previous " +
+      "version's streaming DataFrame>)", keyChange.fixAs(FixFormat.Application(Some("last"), Some("/data/it's"))))
+    assertEquals("stop the query and run python -m statesnap change-key '/data/it'\\''s' --app <module:function " +
+      "returning the new version's streaming DataFrame> --key 'region=<SQL over the old key and value>' --key " +
+      "'account=user' --previous-app <module:function returning the previous version's streaming DataFrame>",
+      keyChange.fixAs(FixFormat.CommandLine(checkpoint = Some("/data/it's"))))
+    assertEquals("statesnap.change_key('<checkpoint>', <the new version's streaming DataFrame>, no_file_sink=True)",
+      FixFormat.Application(None, None).changeKey(ChangeKeyFix(noFileSink = true)))
+    assertEquals(" (the old entries have no value of their own for `region`: a constant, or derived from the old " +
+      "key and value)", keyChange.rekey.get.gains)
+  }
+
   @Test def aPythonStringLiteralIsWrittenAsReprWritesIt(): Unit = {
     assertEquals("'a'", FixFormat.python("a"))
     assertEquals("\"'a'\"", FixFormat.python("'a'"))
