@@ -8,6 +8,9 @@ PY := $(VENV)/bin/python
 PINNED := 4.1
 # Longest suite first: `make test` starts them in this order, two at a time, after the pinned one.
 OTHER_SPARKS := 4.3 4.0 3.5 4.2
+# The minors whose suites install the wheel into a fresh venv (tests/minors.py, WHEEL_INSTALL): only their suites
+# wait for it, that is for every minor's jar; the others start as soon as their own minor is set up.
+WHEEL_SPARKS := 3.5 4.1 4.3
 JAR := python/statesnap/jars/statesnap-spark$(PINNED).jar
 CLASSES := build/spark$(PINNED)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
@@ -115,14 +118,17 @@ test-jvm: $(CLASSES)/test-classes/.stamp
 # Each part's output is also in build/test-<minor>-<part>.log as it runs (`make test` prints it when the part ends).
 test-python: $(PINNED_PARTS:%=test-python-%)
 
-$(PINNED_PARTS:%=test-python-%): test-python-%: $(CLASSES)/test-classes/.stamp $(CLASSES)/classes.jsa wheel
+# The first part runs the wheel's suites (tests/test_wheel.py, tests/test_quick_start.py), the second none.
+test-python-first: wheel
+$(PINNED_PARTS:%=test-python-%): test-python-%: $(CLASSES)/test-classes/.stamp $(CLASSES)/classes.jsa
 	SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(call class_archive,$(PINNED))" \
 	  STATESNAP_TEST_LOG=build/test-driver-$(PINNED)-$*.log $(PY) -m pytest $(PYTEST_ARGS) tests --part $* 2>&1 \
 	  | tee build/test-$(PINNED)-$*.log; exit $${PIPESTATUS[0]}
 
 # The JUnit suite and the suites of what statesnap serves on another Spark minor, with its own venv and jar:
 # `make test-spark4.3`; `make test-other-sparks` runs every other minor's. Each writes its own driver log.
-$(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp build/spark%/classes.jsa wheel
+$(patsubst %,test-spark%,$(filter $(WHEEL_SPARKS),$(OTHER_SPARKS))): wheel
+$(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp build/spark%/classes.jsa
 	jars=$$(.venv-spark$*/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
 	  $(call junit,$$jars,$*) 2>&1 | tee build/test-$*.log && test $${PIPESTATUS[0]} = 0 && \
 	    SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(call class_archive,$*)" STATESNAP_TEST_LOG=build/test-driver-$*.log \
@@ -131,15 +137,17 @@ $(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp bui
 
 test-other-sparks: $(OTHER_SPARKS:%=test-spark%)
 
-# Everything CI runs: the JVM unit tests, then the whole pytest suite on the pinned Spark (in its two parts) and every
-# other minor's suites, two at a time (most of a suite's time is spent waiting on queries and JVM starts: one suite
-# leaves about 40 % of 2 cores idle). The longest first, so that the short ones fill in; each one's output is printed
-# whole when it ends, and is in build/test-<minor>[-<part>].log as it runs.
-test: test-jvm bench-classes
+# Everything CI runs: the JVM unit tests, the benchmark harnesses' build, the whole pytest suite on the pinned Spark
+# (in its two parts) and every other minor's suites, two at a time, set-up included (venvs, jars, class archives: a
+# suite starts once what it needs is built, while the other slot builds the rest). The longest first, so that the
+# short ones fill in; each one's output is printed whole when it ends, and is in build/test-<minor>[-<part>].log as it
+# runs.
+test:
 	@echo "make test: the suites of Spark $(PINNED) and $(OTHER_SPARKS) run two at a time; each prints its output when it ends"
 	@echo "make test: to follow them as they run: tail -f build/test-<minor>.log (the pinned minor's parts:" \
 	  "build/test-$(PINNED)-first.log, build/test-$(PINNED)-second.log)"
-	$(MAKE) -j2 --output-sync=target $(PINNED_PARTS:%=test-python-%) $(OTHER_SPARKS:%=test-spark%)
+	$(MAKE) -j2 --output-sync=target test-jvm $(PINNED_PARTS:%=test-python-%) $(OTHER_SPARKS:%=test-spark%) \
+	  bench-classes
 
 # The quick subset for local work: skips the end-to-end cases marked slow.
 test-fast: test-jvm

@@ -85,6 +85,10 @@ OPERATORS = {
 }
 
 
+# The operators whose state the watermark closes (the others here keep every key: no timeout or watermark fires).
+WATERMARKED = ("dropDuplicatesWithinWatermark", "session window")
+
+
 def rounds(name: str) -> list[list[list[tuple[str, int, str]]]]:
     """Per run, the rows each input directory gets: keys spread over every partition, old keys seen again after each
     repartition (their state moved), new keys, and, last, times far ahead so that watermarks close what they keep."""
@@ -284,7 +288,9 @@ def moved_up_and_down(spark, tmp_path, name: str,
     control_inputs = [str(tmp_path / f"control{i}") for i in range(sources)]
     checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
     repartition_after = {2: 5, 3: 3}  # after the second run to 5 partitions, after the third back to 3
-    for i, rows in enumerate(rounds(name), start=1):
+    # The last two runs move the watermark past what an operator keeps until it passes: the others keep it all.
+    runs = rounds(name) if name in WATERMARKED else rounds(name)[:4]
+    for i, rows in enumerate(runs, start=1):
         feed(inputs, rows)
         feed(control_inputs, rows)
         assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control), f"run {i}"
