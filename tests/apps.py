@@ -18,18 +18,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from minors import TRANSFORM_WITH_STATE
+# Spark 3.5 has no transformWithState (processors.py stands its classes in): its suites run the
+# applyInPandasWithState and SQL apps only.
+from processors import StatefulProcessor, StatefulProcessorHandle
 
 if TYPE_CHECKING:
     import pandas as pd
 # pandas is imported where a batch runs, not with this module: Spark plans each transformWithState query in a Python
 # process of its own that unpickles the processor, which imports this module, and never builds a DataFrame (pandas
 # was about two thirds of that process's import time).
-
-if TRANSFORM_WITH_STATE:
-    from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-else:  # Spark 3.5 has no transformWithState: its suites run the applyInPandasWithState and SQL apps only.
-    StatefulProcessor = StatefulProcessorHandle = object
 
 STOCK_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
