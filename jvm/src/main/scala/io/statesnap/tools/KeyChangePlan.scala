@@ -29,9 +29,8 @@ private[tools] object KeyChangePlan {
     import checkpoint.refuse
     def of(version: String, planned: SparkPlan) = {
       val operators = NewQueryOperators.writers(planned).map(NewQueryOperators.operator)
-      if (operators.size != plan.operators.size) refuse(s"the $version query has ${operators.size} stateful " +
-        s"operators (${operators.map(_.describe).mkString("; ")}) and the checkpoint ${plan.operators.size}: Spark " +
-        "itself refuses an operator added or removed, since it numbers them by position")
+      if (operators.size != plan.operators.size)
+        refuse(KeyChangeRefusals.operatorCount(version, operators.map(_.describe), plan.operators.size))
       operators
     }
     // A value given for a field an operator's key has already is not applied to it: said, and counted as used.
@@ -61,12 +60,11 @@ private[tools] object KeyChangePlan {
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     val changed = plan.operators.zip(operators).zipWithIndex.map {
       case ((old, tws: TransformWithState), i) =>
-        if (old.describe != RepartitionPlan.TransformWithStateOperator) refuse(s"operator ${old.id} is " +
-          s"${old.describe} in the checkpoint and a ${tws.describe} in the new version's query: not the same operator")
+        if (old.describe != RepartitionPlan.TransformWithStateOperator)
+          refuse(KeyChangeRefusals.anotherOperator(old.id, old.describe, tws.describe))
         // Its grouping key, as every family placed by it holds it (RepartitionPlan checked that they agree).
         val grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
-          .getOrElse(refuse(s"operator ${old.id} (${old.describe}) keeps no state in Spark's schema file, which says " +
-            "its grouping key: run the query once, then change its key"))
+          .getOrElse(refuse(KeyChangeRefusals.noGroupingKey(old.id, old.describe)))
         val fed = sources(old, i)
         val ofThisKey = givenFor(old, grouping, tws, fed)
         old.copy(keyChange = KeyChanges.decide(s"operator ${old.id} (${old.describe})", grouping, new StructType(),
@@ -75,12 +73,11 @@ private[tools] object KeyChangePlan {
       case ((old, keyed: Keyed), i) =>
         val layout = old.stores match {
           case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
-          case _ => refuse(s"operator ${old.id} is ${old.describe} in the checkpoint and a ${keyed.describe} in the " +
-            "new version's query: not the same operator")
+          case _ => refuse(KeyChangeRefusals.anotherOperator(old.id, old.describe, keyed.describe))
         }
         val now = keyed match {
           case groups: GroupState if merge.nonEmpty => groups.copy(merge = GroupStateMerge.of(layout.valueSchema,
-            merge, settings).fold(why => refuse(s"operator ${old.id} (${old.describe}): $why"), identity))
+            merge, settings).fold(why => refuse(KeyChangeRefusals.invalidMerge(old.id, old.describe, why)), identity))
           case other => other
         }
         val fed = sources(old, i)
@@ -88,19 +85,16 @@ private[tools] object KeyChangePlan {
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
           layout.valueSchema, now, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }, fed)
           .fold(refuse, identity)
-        if (change.nonEmpty && old.keyless) refuse(s"operator ${old.id} (${old.describe}) has no key in the " +
-          "checkpoint (a global aggregation, on one partition): it cannot gain one")
+        if (change.nonEmpty && old.keyless) refuse(KeyChangeRefusals.keylessGainsAKey(old.id, old.describe))
         old.copy(keyChange = change, meaning = meant.lift(i).flatten)
       case ((old, Other(_)), _) => old
     }
-    if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge]))) refuse("a " +
-      "merge is given, and no group state's key changes in the new version's query (an aggregation merges by its " +
-      "own functions, a dedup keeps its keys seen)")
+    if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge])))
+      refuse(KeyChangeRefusals.mergeUnused)
     val notes = kept.result()
     val unused = keys.keySet.filterNot(field => notes.exists(_._1 == field) ||
       changed.exists(_.keyChange.exists(_.newKey.fieldNames.contains(field))))
-    if (unused.nonEmpty) refuse(s"an expression is given for key field ${unused.toSeq.sorted.mkString(", ")}, which " +
-      "no changed key of the new version's query has")
+    if (unused.nonEmpty) refuse(KeyChangeRefusals.keysUnused(unused.toSeq.sorted))
     plan.copy(operators = changed, notes = notes.map(_._2))
   }
 }

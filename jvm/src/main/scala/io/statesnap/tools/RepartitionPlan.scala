@@ -160,7 +160,7 @@ object RepartitionPlan {
     val provider = checkpoint.pinnedProvider(batch)
     val adopt = s"python -m statesnap adopt ${checkpoint.location}"
     val sinkFlag = "(with the sink flag it needs, --file-sink <path> or --no-file-sink)"
-    if (!providers(provider)) refuse(s"offsets/$batch pins the provider $provider; $does" + (to match {
+    if (!providers(provider)) refuse(LayoutRefusals.provider(batch, provider, does, to match {
       case _ if provider != ProviderClasses.SparkDefault || target.nonEmpty => ""
       case Some(n) => s". Fix: move it to statesnap's provider with its new partitions in one step, $adopt " +
         s"--partitions $n $sinkFlag"
@@ -168,28 +168,22 @@ object RepartitionPlan {
     }))
     checkpoint.requireRewritableState(batch, avroTransformWithState = false)
     val loadIds = checkpoint.commitStateIds(batch)
-    if (loadIds.isDefined && target.contains(ProviderClasses.SparkDefault)) refuse(s"commits/$batch names its store " +
-      s"versions by unique ids (checkpoint format v2, ${StoppedCheckpoint.CheckpointFormatConf}=2, pinned), which " +
-      "Spark's default provider does not support")
+    if (loadIds.isDefined && target.contains(ProviderClasses.SparkDefault))
+      refuse(LayoutRefusals.uniqueIdsToDefaultProvider(batch, StoppedCheckpoint.CheckpointFormatConf))
     confs.get(StrictDistributionConf).filterNot(_ == "true").orElse(Option.when(!confs.contains(
-      StrictDistributionConf))("false")).foreach { strict => refuse(s"offsets/$batch pins " +
-      s"$StrictDistributionConf=$strict (a query first started before Spark 3.3): Spark may then give a stateful " +
-      "operator input partitioned by only some of its keys, so where a key lives is not a function of the key, and " +
-      "no tool can tell which partition Spark reads it from") }
-    val from = confs.get(StoppedCheckpoint.ShufflePartitionsConf).flatMap(_.toIntOption).getOrElse(refuse(
-      s"offsets/$batch pins no number of partitions (${StoppedCheckpoint.ShufflePartitionsConf})"))
-    confs.get(InternalPartitionsConf).filterNot(_ == from.toString).foreach(n => refuse(s"offsets/$batch pins " +
-      s"${StoppedCheckpoint.ShufflePartitionsConf}=$from and $InternalPartitionsConf=$n: which one the state has " +
-      "is not clear"))
+      StrictDistributionConf))("false"))
+      .foreach(strict => refuse(LayoutRefusals.notStrictlyDistributed(batch, StrictDistributionConf, strict)))
+    val from = confs.get(StoppedCheckpoint.ShufflePartitionsConf).flatMap(_.toIntOption).getOrElse(
+      refuse(LayoutRefusals.noPartitionCount(batch, StoppedCheckpoint.ShufflePartitionsConf)))
+    confs.get(InternalPartitionsConf).filterNot(_ == from.toString).foreach(n => refuse(LayoutRefusals
+      .twoPartitionCounts(batch, StoppedCheckpoint.ShufflePartitionsConf, from, InternalPartitionsConf, n)))
     val (columnFamilies, others) = checkpoint.operators
     val transforms = checkpoint.transformWithStateOperators
     val joins = columnFamilies.diff(transforms)
     if (provider == ProviderClasses.SparkDefault || target.contains(ProviderClasses.SparkDefault)) {
-      if (joins.nonEmpty) refuse(s"operator ${joins.mkString(", ")} is a stream-stream join of state format 3 " +
-        s"(spark.sql.streaming.join.stateFormatVersion=3, pinned), whose column families Spark's default provider " +
-        "cannot keep")
-      if (transforms.nonEmpty) refuse(s"operator ${transforms.mkString(", ")} is transformWithState, whose column " +
-        "families Spark's default provider cannot keep")
+      if (joins.nonEmpty) refuse(LayoutRefusals.columnFamiliesToDefaultProvider(joins, "a stream-stream join of " +
+        "state format 3 (spark.sql.streaming.join.stateFormatVersion=3, pinned)"))
+      if (transforms.nonEmpty) refuse(LayoutRefusals.columnFamiliesToDefaultProvider(transforms, "transformWithState"))
     }
     val operators = (joins.map(joinOfColumnFamilies(checkpoint, batch, _, from)) ++
       transforms.map(transformWithState(checkpoint, batch, _, from)) ++
@@ -198,9 +192,8 @@ object RepartitionPlan {
     if (count > from) operators.filterNot(_.keyless).foreach(requireAbsent(checkpoint, _, from until count))
     loadIds.foreach(ids => operators.foreach { o =>
       val named = ids.getOrElse(o.id, Nil)
-      if (named.size != o.sources(from).size || named.exists(_.size != o.stores.size)) refuse(s"commits/$batch names " +
-        s"${named.map(_.size).mkString("[", ", ", "]")} store versions by partition of operator ${o.id}, whose " +
-        s"${o.sources(from).size} partitions keep ${o.stores.size} stores each: not a layout Spark leaves")
+      if (named.size != o.sources(from).size || named.exists(_.size != o.stores.size)) refuse(LayoutRefusals
+        .storeVersionsByPartition(batch, named.map(_.size), o.id, o.sources(from).size, o.stores.size))
     })
     RepartitionPlan(batch, from, count, operators, provider, target.getOrElse(provider), loadIds)
   }
@@ -213,10 +206,8 @@ object RepartitionPlan {
     val storeNames = checkpoint.namedStores(op, 0)
     val stores = (if (storeNames.isEmpty) Seq(StateStoreId.DEFAULT_STORE_NAME) else storeNames).map { name =>
       val (key, value) = SparkSingleStateSchemaFile.read(StateStoreId(stateRoot.toString, op, 0, name),
-        checkpoint.hadoopConf).getOrElse(refuse(s"state/$op/0 has no schema file of store '$name' " +
-        s"(${SparkSingleStateSchemaFile.path(StateStoreId(stateRoot.toString, op, 0, name))}): the query first ran " +
-        "with spark.sql.streaming.stateStore.stateSchemaCheck=false, and without the key's schema no key can be " +
-        "placed"))
+        checkpoint.hadoopConf).getOrElse(refuse(LayoutRefusals.noSchemaFile(op, name,
+        SparkSingleStateSchemaFile.path(StateStoreId(stateRoot.toString, op, 0, name)))))
       (name, key, value)
     }
     val operator = named.orElse(unnamed(checkpoint, op, stores.map(s => s._1 -> s._2)))
@@ -228,7 +219,8 @@ object RepartitionPlan {
     })
     val placed = stores.map { case (name, key, value) =>
       val partitionKey = operator.fold[Either[String, PartitionKey]](Right(PartitionKey.WholeKey))(
-        PartitionKey.of(_, name)).fold(why => refuse(s"operator $op ($describe): $why"), identity)
+        PartitionKey.of(_, name)).fold(why => refuse(LayoutRefusals.unplaceable(s"operator $op ($describe)", why)),
+        identity)
       singleFamily(name, key, value, partitionKey, prefixScan = operator.contains(SparkOperator.SessionWindow))
     }
     val keyless = operator.contains(SparkOperator.GlobalLimit) ||
@@ -241,9 +233,9 @@ object RepartitionPlan {
   private def requireLayout(checkpoint: StoppedCheckpoint, op: Int, from: Int, keyless: Boolean): Unit = {
     val partitions = checkpoint.partitions(op)
     if (!keyless) {
-      (0 until from).diff(partitions).headOption.foreach(p => checkpoint.refuse(s"state/$op has no partition $p of " +
-        s"the $from the query pins: not a layout Spark leaves"))
-      partitions.filter(_ >= from).headOption.foreach(p => checkpoint.refuse(leftOver(
+      (0 until from).diff(partitions).headOption
+        .foreach(p => checkpoint.refuse(LayoutRefusals.missingPartition(op, p, from)))
+      partitions.filter(_ >= from).headOption.foreach(p => checkpoint.refuse(LayoutRefusals.leftOver(
         new Path(checkpoint.root, s"state/$op/$p"), p)))
     }
   }
@@ -259,14 +251,13 @@ object RepartitionPlan {
     val where = s"state/$op (a stream-stream join of state format 3)"
     val families = schemaFileFamilies(checkpoint, batch, op, where).map { f =>
       val partitionKey = PartitionKey.of(SparkOperator.StreamStreamJoin, f.name)
-        .fold(why => checkpoint.refuse(s"$where: its column family '${f.name}': $why"), identity)
-      if (f.prefixFields != 0) checkpoint.refuse(s"$where: its column family '${f.name}' scans by a prefix of its " +
-        "key, which no join of Spark 4.1 to 4.3 does")
+        .fold(why => checkpoint.refuse(LayoutRefusals.unplaceable(s"$where: its column family '${f.name}'", why)),
+          identity)
+      if (f.prefixFields != 0) checkpoint.refuse(LayoutRefusals.joinFamilyScansByPrefix(where, f.name))
       Family(f.copy(internal = f.name.endsWith("-keyToNumValues")), ByKey(StoredKey.Whole(f.keySchema, partitionKey)))
     }
-    if (families.map(_.layout.name).sorted != JoinStores.sorted) checkpoint.refuse(s"$where: Spark's schema file " +
-      s"names the column families ${families.map(_.layout.name).mkString(", ")}, not a join's " +
-      JoinStores.mkString(", "))
+    if (families.map(_.layout.name).sorted != JoinStores.sorted)
+      checkpoint.refuse(LayoutRefusals.notAJoinsFamilies(where, families.map(_.layout.name), JoinStores))
     ofColumnFamilies(checkpoint, op, from, "stream-stream join, state format 3", families)
   }
 
@@ -281,7 +272,8 @@ object RepartitionPlan {
     val families = schemaFileFamilies(checkpoint, batch, op, where).filter(_.name != RecordFamily.Name)
       .map(f => f.copy(internal = f.name.startsWith("$")))
     val keys = TransformWithStateKeys.storedKeys(families.map(f => TransformWithStateKeys.Layout(f.name, f.keySchema,
-      f.prefixFields, f.rangeOrdinals))).fold(why => checkpoint.refuse(s"$where: $why"), identity)
+      f.prefixFields, f.rangeOrdinals))).fold(why => checkpoint.refuse(LayoutRefusals.unplaceable(where, why)),
+      identity)
     ofColumnFamilies(checkpoint, op, from, TransformWithStateOperator,
       families.map(f => Family(f, ByKey(keys(f.name)))))
   }
@@ -318,13 +310,9 @@ object RepartitionPlan {
     stores.map(_._1) match {
       case JoinStores => Some(SparkOperator.StreamStreamJoin)
       case Seq(_) if stores.head._2.lastOption.exists(f => f.name == "sessionStartTime" &&
-        f.dataType == TimestampType) => checkpoint.refuse(s"no name of operator $op is recorded (Spark " +
-        s"${org.apache.spark.SPARK_VERSION} writes none), and its key ends with a field sessionStartTime, so it may " +
-        "be a session window, whose keys Spark places without that field: run the query once on statesnap's " +
-        "provider (`python -m statesnap adopt`), which records the name, then repartition")
+        f.dataType == TimestampType) => checkpoint.refuse(LayoutRefusals.maybeSessionWindow(op))
       case Seq(_) => None
-      case names => checkpoint.refuse(s"operator $op keeps stores ${names.mkString(", ")}, which no Spark operator " +
-        "keeps together")
+      case names => checkpoint.refuse(LayoutRefusals.unknownStores(op, names))
     }
 
   /**
@@ -335,11 +323,7 @@ object RepartitionPlan {
     val records = OperatorRecordFiles.root(new Path(checkpoint.root, "state").toString, operator.id)
     for (p <- added; store <- operator.stores) {
       Seq(OperatorRecordFiles.dir(records, p, store.name), OperatorRecordFiles.legacy(records, p, store.name))
-        .find(checkpoint.fs.exists).foreach(f => checkpoint.refuse(leftOver(f, p)))
+        .find(checkpoint.fs.exists).foreach(f => checkpoint.refuse(LayoutRefusals.leftOver(f, p)))
     }
   }
-
-  private def leftOver(found: Path, partition: Int): String = s"$found exists, beyond the partitions the query " +
-    s"pins: it is left from a run with more partitions (or Spark's own repartition), and a repartition adding " +
-    s"partition $partition would mix it in; move it out of the checkpoint, then repartition"
 }
