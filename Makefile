@@ -8,9 +8,6 @@ PY := $(VENV)/bin/python
 PINNED := 4.1
 # Longest suite first: `make test` starts them in this order, two at a time, after the pinned one.
 OTHER_SPARKS := 4.3 4.0 3.5 4.2
-# The minors whose suites install the wheel into a fresh venv (tests/minors.py, WHEEL_INSTALL): only their suites
-# wait for it, that is for every minor's jar; the others start as soon as their own minor is set up.
-WHEEL_SPARKS := 3.5 4.1 4.3
 JAR := python/statesnap/jars/statesnap-spark$(PINNED).jar
 CLASSES := build/spark$(PINNED)
 MAIN_SOURCES := $(shell find jvm/src/main -name '*.scala' 2>/dev/null)
@@ -118,7 +115,8 @@ test-jvm: $(CLASSES)/test-classes/.stamp
 # Each part's output is also in build/test-<minor>-<part>.log as it runs (`make test` prints it when the part ends).
 test-python: $(PINNED_PARTS:%=test-python-%)
 
-# The first part runs the wheel's suites (tests/test_wheel.py, tests/test_quick_start.py), the second none.
+# The first part runs the wheel's suites (tests/test_wheel.py, tests/test_quick_start.py); the second, none, starts
+# as soon as the pinned minor is set up, while the other slot builds the rest.
 test-python-first: wheel
 $(PINNED_PARTS:%=test-python-%): test-python-%: $(CLASSES)/test-classes/.stamp $(CLASSES)/classes.jsa
 	SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(call class_archive,$(PINNED))" \
@@ -127,8 +125,10 @@ $(PINNED_PARTS:%=test-python-%): test-python-%: $(CLASSES)/test-classes/.stamp $
 
 # The JUnit suite and the suites of what statesnap serves on another Spark minor, with its own venv and jar:
 # `make test-spark4.3`; `make test-other-sparks` runs every other minor's. Each writes its own driver log.
-$(patsubst %,test-spark%,$(filter $(WHEEL_SPARKS),$(OTHER_SPARKS))): wheel
-$(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp build/spark%/classes.jsa
+# Every other minor's suite waits for the wheel too (the suites of 3.5 and 4.3 install it), and for the pinned
+# minor's set-up (order-only): make starts whatever is ready, so the pinned minor's longer suites start first.
+$(OTHER_SPARKS:%=test-spark%): test-spark%: build/spark%/test-classes/.stamp build/spark%/classes.jsa wheel \
+    | $(CLASSES)/test-classes/.stamp $(CLASSES)/classes.jsa
 	jars=$$(.venv-spark$*/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'); \
 	  $(call junit,$$jars,$*) 2>&1 | tee build/test-$*.log && test $${PIPESTATUS[0]} = 0 && \
 	    SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(call class_archive,$*)" STATESNAP_TEST_LOG=build/test-driver-$*.log \
@@ -146,7 +146,7 @@ test:
 	@echo "make test: the suites of Spark $(PINNED) and $(OTHER_SPARKS) run two at a time; each prints its output when it ends"
 	@echo "make test: to follow them as they run: tail -f build/test-<minor>.log (the pinned minor's parts:" \
 	  "build/test-$(PINNED)-first.log, build/test-$(PINNED)-second.log)"
-	$(MAKE) -j2 --output-sync=target test-jvm $(PINNED_PARTS:%=test-python-%) $(OTHER_SPARKS:%=test-spark%) \
+	$(MAKE) -j2 --output-sync=target test-python-second test-python-first $(OTHER_SPARKS:%=test-spark%) test-jvm \
 	  bench-classes
 
 # The quick subset for local work: skips the end-to-end cases marked slow.

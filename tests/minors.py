@@ -13,10 +13,8 @@ TRANSFORM_WITH_STATE = SPARK_STATE_READER = OPERATOR_METADATA = MINOR != "3.5"
 # state online there; on 4.2+ it runs on Spark's own provider and statesnap migrates it offline.
 TWS_ONLINE = MINOR in ("4.0", "4.1")
 # The fresh-venv wheel test installs pyspark anew (about a minute each): it runs on the oldest, the pinned and the
-# newest minor, which bound the jar the wheel picks; the other minors' jars are picked by the same code. Only their
-# suites wait for the wheel in `make test` (the Makefile's WHEEL_SPARKS).
-WHEEL_MINORS = ("3.5", "4.1", "4.3")
-WHEEL_INSTALL = MINOR in WHEEL_MINORS
+# newest minor, which bound the jar the wheel picks; the other minors' jars are picked by the same code.
+WHEEL_INSTALL = MINOR in ("3.5", "4.1", "4.3")
 
 # Where each suite runs: this table is the only list (conftest.py collects from it; the Makefile runs `pytest tests`
 # on every minor). A module absent from it runs on the pinned minor only: the rules, the model-checked suites and the

@@ -8,7 +8,7 @@ import pyspark
 import pytest
 
 import statesnap
-from minors import MINOR, PINNED, WHEEL_MINORS
+from minors import MINOR, PINNED
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
@@ -44,8 +44,6 @@ def test_one_list_of_minors_and_their_source_folders_is_what_every_build_reads()
     made = re.search(r"^PINNED := (\S+)$", makefile, re.M).group(1).split() + \
         re.search(r"^OTHER_SPARKS := (.+)$", makefile, re.M).group(1).split()
     assert sorted(made) == sorted(listed) == sorted(statesnap.SPARK_MINORS)
-    # The suites that install the wheel wait for it (every minor's jar); no other suite does.
-    assert re.search(r"^WHEEL_SPARKS := (.+)$", makefile, re.M).group(1).split() == list(WHEEL_MINORS)
     for minor, folders in listed.items():
         assert folders[0] == "scala" and all((ROOT / "jvm" / "src" / "main" / f).is_dir() for f in folders), minor
     main = {p.relative_to(ROOT / "jvm" / "src" / "main").as_posix() for p in (ROOT / "jvm" / "src" / "main").glob("*")}
