@@ -166,5 +166,6 @@ object FixFormat {
     else if (!s.contains("\"")) "\"" + s.replace("\\", "\\\\") + "\""
     else s"'${s.replace("\\", "\\\\").replace("'", "\\'")}'"
 
-  private def shell(s: String): String = "'" + s.replace("'", "'\\''") + "'"
+  /** `s` single-quoted for a POSIX shell, each `'` in it written as `'\\''`. */
+  def shell(s: String): String = "'" + s.replace("'", "'\\''") + "'"
 }

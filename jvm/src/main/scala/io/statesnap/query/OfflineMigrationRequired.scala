@@ -8,6 +8,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{ChangeKeyFix, FixFormat}
+import io.statesnap.evolution.FixFormat.shell
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
@@ -68,8 +69,8 @@ object OfflineMigrationRequired {
       s"${schema.fold(declared)(_.simpleString)}), and Spark ${org.apache.spark.SPARK_VERSION} runs " +
       "transformWithState only on its own state store provider (SPARK-54117), so statesnap cannot migrate it as " +
       "the query restarts. Spark refused the restart; nothing was read or rewritten. Fix: with the query stopped, " +
-      s"migrate the state offline, then restart the query:\n  python -m statesnap migrate ${quote(checkpoint)} " +
-      s"--state ${quote(name)} --schema ${schema.fold("'<new value schema, DDL>'")(s => quote(s.toDDL))} " +
+      s"migrate the state offline, then restart the query:\n  python -m statesnap migrate ${shell(checkpoint)} " +
+      s"--state ${shell(name)} --schema ${schema.fold("'<new value schema, DDL>'")(s => shell(s.toDDL))} " +
       "--no-file-sink\n(--file-sink <its output path> instead if the query writes to a file sink; --snapshot " +
       "'<RowSnapshot JSON>' with the rules the new version registers; one --state and --schema more for each other " +
       "state whose schema changed). Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's " +
@@ -92,9 +93,6 @@ object OfflineMigrationRequired {
       s"(${FixFormat.Application(None, Some(checkpoint)).changeKey(fix)} from Python; --file-sink <its output path> " +
       "instead if the query writes to a file sink)." + keep
   }
-
-  /** `text` single-quoted for a POSIX shell. */
-  private def quote(text: String): String = "'" + text.replace("'", "'\"'\"'") + "'"
 
   /**
    * The schema Spark's error prints (`StructType.toString`: `StructType(StructField(n,IntegerType,true),...)`), if it
