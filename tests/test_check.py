@@ -62,6 +62,8 @@ def test_verdicts_and_exit_codes(checkpoint, capsys):
 def test_key_kind_and_mode_are_checked_too(checkpoint, capsys):
     code, out = check(checkpoint, capsys, "--schema", "n int, label string", "--key", "id bigint")
     assert code == 4 and "field '<key>': struct<id:string> -> struct<id:bigint>" in out
+    # Its fix is the change-key command on this checkpoint, as pasted.
+    assert f"run python -m statesnap change-key '{checkpoint}' --app <module:function returning" in out, out
     code, out = check(checkpoint, capsys, "--schema", "n int, label string", "--kind", "list")
     assert code == 4 and "was written as value state and is now declared as list state" in out
     code, out = check(checkpoint, capsys, "--schema", "n bigint, label string", "--compatibility", "FULL")

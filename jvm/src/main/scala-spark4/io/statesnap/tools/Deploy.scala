@@ -28,7 +28,8 @@ object Deploy {
       target.states.map { t =>
         val d = migrating.find(_.variable.name == t.name).get
         val merge = StateRegistration.mapMergeOf(rehearsed.registered.registrations.states.get(t.name))
-        val decided = Decided(t, d.declared, CompatibilityCheck.verdictOf(t.recorded, d.declared, d.decision), merge)
+        val decided = Decided(t, d.declared, CompatibilityCheck.verdictOf(t.recorded, d.declared, d.decision,
+          rehearsed.checkpoint), merge)
         decided -> describe(target, decided)
       }
     }

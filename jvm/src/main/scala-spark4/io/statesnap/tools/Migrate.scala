@@ -50,7 +50,7 @@ object Migrate {
         val sql = ApplicationSqlSettings(t.recorded, sqlConf.asScala.toMap)
         val declared = CompatibilityCheck.declare(t.recorded, None, None, Option(userKeyJsons.get(i)).map(structOf),
           structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
-        val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro))
+        val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro), location)
         val merge = Option(mergeJsons.get(i)).map(json => MapMerge(MapMerge.fieldsOf(JsonMethods.parse(json))
           .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
         // A merge applies where a map's entries get new keys; given again once they have them (migrate run again

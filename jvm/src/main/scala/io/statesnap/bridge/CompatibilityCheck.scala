@@ -88,16 +88,20 @@ object CompatibilityCheck {
       keySchema(recorded, key, userKey), valueSnapshot, recorded.recordedAtVersion + 1)
   }
 
-  /** The decision for `current` over `recorded`, in a store that encodes values as `encoding`, as tools report it. */
+  /**
+   * The decision for `current` over `recorded`, in a store that encodes values as `encoding`, as tools report it of
+   * the state in `checkpoint` (which its fixes name).
+   */
   private[statesnap] def verdict(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
-      encoding: StateEncoding): Verdict =
-    verdictOf(recorded, current, StateDecision.decide(Some(recorded), current, encoding))
+      encoding: StateEncoding, checkpoint: String): Verdict =
+    verdictOf(recorded, current, StateDecision.decide(Some(recorded), current, encoding), checkpoint)
 
-  /** The verdict of `decided`, the decision already made of `recorded`'s state declared as `current`. */
+  /** The verdict of `decided`, the decision made of `recorded`'s state in `checkpoint` declared as `current`. */
   private[statesnap] def verdictOf(recorded: StateSnapshotRecord, current: StateSnapshotRecord,
-      decided: StateDecision): Verdict =
+      decided: StateDecision, checkpoint: String): Verdict =
     Verdict(decided, current.compatibility.orElse(recorded.compatibility).getOrElse(CompatibilityMode.Default),
-      current.operator, FixFormat.CommandLine(DeclarativeRowSnapshot.registration(current.valueSnapshot)))
+      current.operator, FixFormat.CommandLine(DeclarativeRowSnapshot.registration(current.valueSnapshot),
+        Some(checkpoint)))
 
   /** The declared key: the recorded one, with the grouping key (and, for map state, the user key) replaced. */
   private def keySchema(recorded: StateSnapshotRecord, key: Option[StructType],

@@ -57,7 +57,7 @@ object OfflineCheck {
       val declared = CompatibilityCheck.declare(recorded, Option(kind).map(StateKind.named), Option(keyJson)
         .map(structOf), Option(userKeyJson).map(structOf), structOf(valueJson), Option(definitionJson), Option(mode),
         sql.settings, Option(mapKeyJson))
-      (CompatibilityCheck.verdict(recorded, declared, StateEncoding.of(avro)),
+      (CompatibilityCheck.verdict(recorded, declared, StateEncoding.of(avro), checkpoint),
         if (kept == SparkFiles) -1 else store.partition)
     }.groupBy(v => (v._1.reported, v._1.mode, v._1.operator, v._1.details)).values.toSeq
       .map(vs => Judged(vs.head._1, vs.map(_._2).distinct.sorted.asJava)).sortBy(_.partitions.asScala.headOption)

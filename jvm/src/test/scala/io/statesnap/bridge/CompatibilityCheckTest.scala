@@ -20,7 +20,7 @@ class CompatibilityCheckTest {
   @Test def aChangeKeepingTheUnsafeRowLayoutIsOnlyRecordedUnderUnsafeRow(): Unit = {
     assertEquals(StateDecision.Record(recorded.succeededBy(relaxed)),
       StateDecision.decide(Some(recorded), relaxed, StateEncoding.UnsafeRow))
-    val verdict = CompatibilityCheck.verdict(recorded, relaxed, StateEncoding.UnsafeRow)
+    val verdict = CompatibilityCheck.verdict(recorded, relaxed, StateEncoding.UnsafeRow, "/cp")
     assertEquals(Reported.Reconfigured, verdict.reported)
     assertEquals(0, verdict.reported.exitCode)
     assertTrue(verdict.details.isEmpty)
@@ -33,7 +33,7 @@ class CompatibilityCheckTest {
         assertEquals(relaxed.valueSnapshot, next.valueSnapshot)
       case other => fail(s"expected a migration, got $other")
     }
-    val verdict = CompatibilityCheck.verdict(recorded, relaxed, StateEncoding.Avro)
+    val verdict = CompatibilityCheck.verdict(recorded, relaxed, StateEncoding.Avro, "/cp")
     assertEquals(Reported.Migrate, verdict.reported)
     assertEquals(3, verdict.reported.exitCode)
     assertTrue(verdict.details.mkString, verdict.details.exists(_.contains("an Avro-encoded entry names every field")))
@@ -41,7 +41,8 @@ class CompatibilityCheckTest {
 
   @Test def anUnchangedStateIsAsIsUnderEitherEncoding(): Unit =
     for (encoding <- Seq(StateEncoding.UnsafeRow, StateEncoding.Avro))
-      assertEquals(Reported.AsIs, CompatibilityCheck.verdict(recorded, record("n INT NOT NULL"), encoding).reported)
+      assertEquals(Reported.AsIs,
+        CompatibilityCheck.verdict(recorded, record("n INT NOT NULL"), encoding, "/cp").reported)
 
   @Test def aNewStateIsRecordedUnderEitherEncoding(): Unit =
     for (encoding <- Seq(StateEncoding.UnsafeRow, StateEncoding.Avro))
