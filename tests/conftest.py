@@ -123,6 +123,20 @@ def registrations(spark: SparkSession):
     spark.conf.unset("spark.sql.streaming.stateStore.statesnap.registrations")
 
 
+@pytest.fixture(scope="module")
+def shared_control():
+    """A control run once for every case of a module that compares with it: ``shared_control(key, run)`` calls
+    ``run()`` the first time a case asks for ``key`` and gives what it returned to every case after. A crash test's
+    control is the same for every step it crashes at: one control run a module instead of one a case (CI time)."""
+    made: dict = {}
+
+    def control(key: str, run):
+        if key not in made:
+            made[key] = run()
+        return made[key]
+    return control
+
+
 @pytest.fixture
 def app_dirs(tmp_path: Path) -> tuple[str, str]:
     """(input directory, checkpoint directory) of one application's life across restarts."""

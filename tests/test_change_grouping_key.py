@@ -191,25 +191,11 @@ def by_id_and_region(spark):
     return app(spark, os.environ["STATESNAP_TEST_SOURCE"], "'eu'")
 
 
-@pytest.fixture(scope="module")
-def clean_change(spark, tmp_path_factory) -> tuple[dict, dict]:
-    """The crash test's control, the same for every step it crashes at: version 1's batches, the key change run
-    without a crash, version 2's batches after it; the stores it committed and what version 2 read."""
-    root = tmp_path_factory.mktemp("clean-change")
-    source, clean = str(root / "in"), str(root / "ck")
-    run(spark, source, clean, BEFORE)
-    assert tools.change_key(clean, app(spark, source, "'eu'"), keys={"region": "'eu'"},
-                            no_file_sink=True).exit_code == 3
-    committed = untimed(stores(clean))
-    write_input(source, AFTER[0])
-    return committed, run(spark, source, clean, [[]] + AFTER[1:], "'eu'")
-
-
 @pytest.mark.slow
 @ONLY_ON_PINNED
 @pytest.mark.parametrize("step", ["store", "commit"])
 def test_a_crash_during_a_grouping_key_change_rolls_back_or_finishes_equal_to_a_clean_run(spark, tmp_path, cli,
-                                                                                          monkeypatch, clean_change,
+                                                                                          monkeypatch, shared_control,
                                                                                           step):
     """Killed after a partition's store committed, the next run rolls the batch back, every file as it was (Spark's
     operator metadata and schema file of the batch too); killed after the commit, it finishes it. Then the app reads
@@ -236,7 +222,17 @@ def test_a_crash_during_a_grouping_key_change_rolls_back_or_finishes_equal_to_a_
         assert code == 3 and "each under its new key" in out, out
     else:
         assert code == 3 and "finished the change-key interrupted after committing batch 2" in out, out
-    committed, read = clean_change
+    def clean_change() -> tuple[dict, dict]:
+        """Version 1's batches, the key change without a crash, version 2's batches: its stores and what it read."""
+        source, clean = str(tmp_path / "clean-in"), str(tmp_path / "clean")
+        run(spark, source, clean, BEFORE)
+        assert tools.change_key(clean, app(spark, source, "'eu'"), keys={"region": "'eu'"},
+                                no_file_sink=True).exit_code == 3
+        committed = untimed(stores(clean))
+        write_input(source, AFTER[0])
+        return committed, run(spark, source, clean, [[]] + AFTER[1:], "'eu'")
+
+    committed, read = shared_control("clean change", clean_change)
     assert untimed(stores(checkpoint)) == committed
     write_input(source, AFTER[0])
     assert run(spark, source, checkpoint, [[]] + AFTER[1:], "'eu'") == read

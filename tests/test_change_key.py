@@ -456,13 +456,17 @@ def by_user_and_op(spark):
 @ONLY_ON_PINNED
 @pytest.mark.parametrize("step", ["records", "commit"])  # rolled back, finished; every step: test_repartition.py
 def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(spark, tmp_path, cli, monkeypatch,
-                                                                              step):
+                                                                              shared_control, step):
     """Killed after `step`: before the commit, the next run rolls the batch back, every file as it was (statesnap's
     records of the new key and Spark's schema file too), so version 1 may even be deployed again; after it, the next
     run finishes the batch. Then the change runs to the end, equal to a control that grouped by the new key from the
     start."""
     v1, v2, _, _ = CASES["a grouping column removed"]
-    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2)
+    source, changed = str(tmp_path / "in"), str(tmp_path / "changed")
+    first, second, *after = rounds()
+    for batch in (first, second):
+        write_input(source, batch)
+        run(spark, v1, source, changed)
     before = files(changed)
     monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
 
@@ -470,7 +474,6 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
 
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     write_input(source, after[0])
-    write_input(control_source, after[0])
     # A restart fails on the driver before it reads any state: on the guard's provider class, or before it, on Spark's
     # own check of the key Spark's schema file still says.
     with pytest.raises(Exception, match="RunStatesnapChangeKeyAgain|STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
@@ -486,9 +489,20 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
         assert code == 3 and "finished the change-key interrupted after committing batch 2" in out, out
     else:
         assert code == 3 and "each under its new key" in out, out
-    assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
-    for batch in after[1:]:
+
+    def control() -> tuple[list, dict]:
+        """Version 2 from the start over every round (once for both steps): what it read in each run after the
+        first two, and its stores at the end."""
+        control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
+        read = []
+        for batch in (first, second, *after):
+            write_input(control_source, batch)
+            read.append(run(spark, v2, control_source, control))
+        return read[2:], stores(control)
+
+    expected, control_stores = shared_control("version 2 from the start", control)
+    assert run(spark, v2, source, changed) == expected[0]
+    for batch, read in zip(after[1:], expected[1:]):
         write_input(source, batch)
-        write_input(control_source, batch)
-        assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
-    assert stores(changed) == stores(control)
+        assert run(spark, v2, source, changed) == read
+    assert stores(changed) == control_stores

@@ -155,7 +155,8 @@ def test_user_keys_added_inserted_widened_and_dropped_read_as_a_control_that_had
 @pytest.mark.slow
 @pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")
 @pytest.mark.parametrize("step", ["partition", "commit"])  # rolled back, finished; every step: test_offline_migrate
-def test_a_crash_while_migrate_moves_and_merges_map_entries_ends_equal_to_a_clean_run(spark, tmp_path, cli, step):
+def test_a_crash_while_migrate_moves_and_merges_map_entries_ends_equal_to_a_clean_run(spark, tmp_path, cli,
+                                                                                      shared_control, step):
     """Killed after a partition's store committed (rolled back by the next migrate) or after the batch's commit
     (finished by it): then the map's entries under their new keys, merged, are the control's, byte for byte."""
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
@@ -169,11 +170,16 @@ def test_a_crash_while_migrate_moves_and_merges_map_entries_ends_equal_to_a_clea
     code, out = cli("migrate", checkpoint, "--no-file-sink", *change)
     assert code == 3 and ("finished the migrate interrupted" if step == "commit" else "rolled back batch 2") in out, out
     after = run(spark, source, checkpoint, AFTER, 2, maps=("merged",))
-    control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
-    expected = run(spark, control_source, control, BEFORE + AFTER, 2, maps=("merged",))
+
+    def control() -> tuple[dict, dict]:
+        """Version 2 from the start (once for both steps): what it read, and its map's entries."""
+        control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
+        read = run(spark, control_source, control, BEFORE + AFTER, 2, maps=("merged",))
+        return read, {p: read_store(control, partition=p)["merged"] for p in partitions(control)}
+
+    expected, entries = shared_control("version 2 from the start", control)
     assert after == {id_: reads[-len(after[id_]):] for id_, reads in expected.items()}
-    assert {p: read_store(checkpoint, partition=p)["merged"] for p in partitions(checkpoint)} == \
-        {p: read_store(control, partition=p)["merged"] for p in partitions(control)}
+    assert {p: read_store(checkpoint, partition=p)["merged"] for p in partitions(checkpoint)} == entries
 
 
 @pytest.mark.skipif(TWS_ONLINE, reason="migrate is transformWithState's offline path on Spark 4.2+")

@@ -594,16 +594,27 @@ def test_transform_with_state_timers_move_and_fire_where_a_control_fires_them(sp
     assert fired[2] > 0 and fired[4] > 0, f"timers fired after each repartition: {fired}"
 
 
-def counted_twice(spark, tmp_path) -> tuple[list[str], list[str], str, str]:
-    """([input], [control input], checkpoint, control) of the aggregation scenario after its first two runs, the
-    query's output equal to the control's; the session's provider and partitions as the caller set them."""
-    inputs, control_inputs = [str(tmp_path / "in")], [str(tmp_path / "control-in")]
-    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
-    for rows in rounds("aggregation")[:2]:
+def counted_twice(spark, tmp_path, shared_control) -> tuple[list[str], str, list[str]]:
+    """([input], checkpoint) of the aggregation scenario after its first two runs, each one's output equal to a
+    control's that never moves, and the control's output of the third run. The session's provider, changelog
+    checkpointing and partitions are as the caller set them; the control runs once a module for each setting."""
+    setting = ", ".join(f"{k}={spark.conf.get(k, None)}" for k in (PROVIDER_CONF, CHANGELOG_CONF,
+                                                                  "spark.sql.shuffle.partitions"))
+
+    def control() -> list[list[str]]:
+        inputs, checkpoint = [str(tmp_path / "control-in")], str(tmp_path / "control")
+        outputs = []
+        for rows in rounds("aggregation")[:3]:
+            feed(inputs, rows)
+            outputs.append(run(spark, "aggregation", inputs, checkpoint))
+        return outputs
+
+    expected = shared_control(f"aggregation ({setting})", control)
+    inputs, checkpoint = [str(tmp_path / "in")], str(tmp_path / "ck")
+    for rows, output in zip(rounds("aggregation")[:2], expected):
         feed(inputs, rows)
-        feed(control_inputs, rows)
-        assert run(spark, "aggregation", inputs, checkpoint) == run(spark, "aggregation", control_inputs, control)
-    return inputs, control_inputs, checkpoint, control
+        assert run(spark, "aggregation", inputs, checkpoint) == output
+    return inputs, checkpoint, expected[2]
 
 
 @pytest.mark.slow
@@ -613,12 +624,12 @@ def counted_twice(spark, tmp_path) -> tuple[list[str], list[str], str, str]:
     pytest.param("commit", marks=pytest.mark.skipif(SAMPLED, reason="sampled on this minor")),
     pytest.param("retired", marks=ONLY_ON_PINNED)])
 def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_again(spark, session_for, tmp_path, cli,
-                                                                                  step):
+                                                                                  shared_control, step):
     """5 partitions to 3: the job writes stores of partitions that stay, and retires two; a crash after `step`."""
     session_for("statesnap", True)
     spark.conf.set("spark.sql.shuffle.partitions", "5")
     name = "aggregation"
-    inputs, control_inputs, checkpoint, control = counted_twice(spark, tmp_path)
+    inputs, checkpoint, expected = counted_twice(spark, tmp_path, shared_control)
     before, entries_before = files(checkpoint), entries(checkpoint)
 
     crashed = faults.crash_tool("repartition", checkpoint, step, "--partitions", "3")
@@ -631,7 +642,6 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
     # A restart fails on the driver before it reads or writes any state: on the guard's provider class, or, on Spark
     # 4.2+ before the commit, on Spark's own check that a batch changing the partition count was not finished.
     feed(inputs, rounds(name)[2])
-    feed(control_inputs, rounds(name)[2])
     with pytest.raises(Exception, match=f"{StoppedInterrupted}|STREAMING_UNFINISHED_REPARTITION_DETECTED"):
         run(spark, name, inputs, checkpoint)
 
@@ -647,28 +657,37 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
     assert_moved(spark, checkpoint, entries_before, 3)
     assert sorted(n for n in os.listdir(Path(checkpoint) / "state" / "0") if n.isdigit()) == ["0", "1", "2"]
     assert sorted(os.listdir(Path(checkpoint) / "_statesnap" / "retired" / "batch-2" / "0")) == ["3", "4", "_statesnap"]
-    assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)
+    assert run(spark, name, inputs, checkpoint) == expected
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not PINNED, reason="transformWithState on statesnap's provider: the pinned minor (4.2+ refuses it "
                     "a custom provider); the protocol's every step is the aggregation's, above, on every minor")
 @pytest.mark.parametrize("step", ["store", "commit"])
-def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, session_for, tmp_path, cli, step):
+def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, session_for, tmp_path, cli,
+                                                                        shared_control, step):
     """A transformWithState operator's stores (a family per variable, TTL index and counter) go through the same
     protocol, 2 -> 5 partitions: killed after its first store is written, the next run rolls the batch back and moves
     the state again; killed after the batch's commit, the next run finishes it. Either way every entry is committed
     once, byte for byte, where Spark looks for its id, and the query reads what a control that never moved reads."""
     session_for("statesnap", False)
-    source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
-    checkpoint, control = str(tmp_path / "ck"), str(tmp_path / "control")
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     runs = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)], [(k, 10 * i + 3, "set") for i, k in enumerate(KEYS[::2])],
             [(k, 1, "get") for k in KEYS] + [("new", 8, "set")]]
-    for rows in runs[:2]:
+
+    def control() -> list[dict]:
+        """What a query that never moved read in each run (once for both steps)."""
+        control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
+        seen = []
+        for rows in runs:
+            write_input(control_source, rows)
+            seen.append(run_app(spark, control_source, control, TWS_STATES).seen)
+        return seen
+
+    expected = shared_control("transformWithState", control)
+    for rows, seen in zip(runs[:2], expected):
         write_input(source, rows)
-        write_input(control_source, rows)
-        assert run_app(spark, source, checkpoint, TWS_STATES).seen == \
-            run_app(spark, control_source, control, TWS_STATES).seen
+        assert run_app(spark, source, checkpoint, TWS_STATES).seen == seen
     before, files_before = entries(checkpoint), files(checkpoint)
 
     crashed = faults.crash_tool("repartition", checkpoint, step, "--partitions", "5")
@@ -679,7 +698,6 @@ def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, s
     if step == "store":  # before its commit: every file Spark had is as it was
         assert {k: after.get(k) for k in files_before} == files_before
     write_input(source, runs[2])
-    write_input(control_source, runs[2])
     with pytest.raises(Exception, match=StoppedInterrupted):
         run_app(spark, source, checkpoint, TWS_STATES)
 
@@ -690,8 +708,7 @@ def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, s
     moved = entries(checkpoint)
     assert_moved_by_id(spark, before, moved, 5, {f for _, f in moved})
     assert sorted(partitions(checkpoint)) == list(range(5))
-    assert run_app(spark, source, checkpoint, TWS_STATES).seen == \
-        run_app(spark, control_source, control, TWS_STATES).seen
+    assert run_app(spark, source, checkpoint, TWS_STATES).seen == expected[2]
 
 
 DEFAULT_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -786,8 +803,8 @@ MOVES = {"adopt": (["adopt"], "statesnap.adopt.interrupted.RunStatesnapAdoptAgai
     pytest.param("adopt", "store", marks=pytest.mark.skipif(SAMPLED, reason="sampled on this minor")),
     pytest.param("adopt", "retired", marks=ONLY_ON_PINNED),
     pytest.param("release --provider hdfs", "store", marks=ONLY_ON_PINNED), ("release --provider hdfs", "retired")])
-def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, session_for, tmp_path, cli, tool,
-                                                                        step):
+def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, session_for, tmp_path, cli,
+                                                                        shared_control, tool, step):
     """adopt of Spark's default provider, and release to it: a crash after a first store of the other provider was
     written (rolled back: the files the state is in as they were; the files written removed) or after the batch
     committed (finished: the files of the provider left moved aside, the new provider pinned). No query restarts until
@@ -799,7 +816,7 @@ def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, s
     else:
         session_for("statesnap", False)
     name = "aggregation"
-    inputs, control_inputs, checkpoint, control = counted_twice(spark, tmp_path)
+    inputs, checkpoint, expected = counted_twice(spark, tmp_path, shared_control)
     before = files(checkpoint)
     crashed = faults.crash_tool(command[0], checkpoint, step, *command[1:])
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
@@ -809,7 +826,6 @@ def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, s
         assert any(re.fullmatch(rf"state/0/\d+/{written}", k) for k in after if k not in before)
     assert interrupted in after["offsets/2"].decode()
     feed(inputs, rounds(name)[2])
-    feed(control_inputs, rounds(name)[2])
     with pytest.raises(Exception, match=interrupted):
         run(spark, name, inputs, checkpoint)
     if tool != "adopt":  # release to Spark's RocksDB provider names the unfinished one
@@ -826,4 +842,4 @@ def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, s
     assert sorted(k for k in state if re.fullmatch(rf"state/0/\d+/{written}", k)) == [
         f"state/0/{p}/3.{written.split('.')[-1]}" for p in (0, 1)]
     assert not any(re.fullmatch(rf"state/0/\d+/{left}", k) for k in state), "the provider left keeps no file here"
-    assert run(spark, name, inputs, checkpoint) == run(spark, name, control_inputs, control)
+    assert run(spark, name, inputs, checkpoint) == expected
