@@ -18,8 +18,10 @@ PINNED_PARTS := first second
 SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 # tests/ on the path also runs tests/sitecustomize.py in every Python process: a Python worker imports pyspark from
 # the venv (its bytecode cached) rather than from Spark's zip of it, which Python compiles anew in each process (about
-# a second of CPU for each transformWithState query start; tests/test_value_state_evolution.py: 54 s -> 36 s).
+# a second of CPU for each transformWithState query start; tests/test_value_state_evolution.py: 54 s -> 36 s). The
+# demo runs as a user runs it, without it.
 export PYTHONPATH := $(CURDIR)/python:$(CURDIR)/tests
+demo: export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 # Every Spark driver the suites start (the session's, and the programs they run) is a short JVM on 2 cores, where
 # C2's compiler threads and a parallel collector compete with the test for CPU: a short suite runs faster with C1

@@ -1,6 +1,6 @@
 """Run by Python as it starts, in every process with tests/ on its path: the suites' (conftest.py puts it there for
 every process a test starts: Spark's Python workers, the planning worker of each transformWithState query start, the
-apps, the tools) and those of make's targets (the Makefile exports it).
+apps, the tools), and those of make's targets but the demo (the Makefile exports it).
 
 Spark puts its own copy of pyspark first on a Python worker's path (SPARK_HOME/python/lib/pyspark.zip and py4j's
 zip; SPARK_HOME is the installed pyspark package). Python compiles every module it imports from a zip anew in each
