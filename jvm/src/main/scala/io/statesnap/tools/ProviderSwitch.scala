@@ -43,11 +43,10 @@ private[tools] object ProviderSwitch {
     val current = checkpoint.pinnedProvider(batch)
     if (current == to) return ToolReport(refused :+ s"$location already runs on $to (offsets/$batch): nothing to do",
       if (refused.isEmpty) ToolReport.Nothing else ToolReport.Change)
-    if (current != from) refuse(s"offsets/$batch pins the provider $current; $verb moves a checkpoint from $from")
+    if (current != from) refuse(ProviderSwitchRefusals.anotherProvider(batch, current, verb, from))
     val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
     if (to == Statesnap) TransformWithStateAdoption.refuseWhereSparkKeepsIt(checkpoint)
-    if (avro && writtenAs.nonEmpty) refuse("--written-as names the layout of UnsafeRow entries, and this " +
-      "checkpoint's state is Avro-encoded: each entry names the schema id that wrote it")
+    if (avro && writtenAs.nonEmpty) refuse(ProviderSwitchRefusals.writtenAsOfAvro)
 
     if (to == Spark) CheckpointRecords.refuseDisagreements(checkpoint)
     val (scanned, layouts) =
@@ -56,8 +55,8 @@ private[tools] object ProviderSwitch {
       else layoutScan(spark, checkpoint, batch, writtenAs)
     val file = checkpoint.offsetsFile(batch)
     val before = checkpoint.read(file)
-    val after = StoppedCheckpoint.withProvider(before, current, to).getOrElse(refuse(s"offsets/$batch names the " +
-      s"provider $current in a form statesnap does not rewrite; the file is left as it is"))
+    val after = StoppedCheckpoint.withProvider(before, current, to)
+      .getOrElse(refuse(ProviderSwitchRefusals.unrewritableOffsets(batch, current)))
     val backup = new Path(new Path(checkpoint.root, "_statesnap/provider-switch"), s"offsets-$batch-before-$verb-" +
       System.currentTimeMillis())
     // What the scan found, then what is done (on a dry run: would be), each worded after "would " or "done: ".
@@ -95,9 +94,7 @@ private[tools] object ProviderSwitch {
     val trusted = CheckpointRecords.sparkRecords(checkpoint.location, checkpoint.hadoopConf)
     val named = trusted.collect { case (_, r) if r.operator == OperatorKind.TransformWithState => r.stateName }
     writtenAs.keySet.diff(named.toSet).toSeq.sorted.foreach { state =>
-      checkpoint.refuse(s"--written-as names state '$state', which no transformWithState operator of the checkpoint " +
-        s"holds (its states: ${if (named.isEmpty) "none; --written-as is for transformWithState states, and a group " +
-          "state in two layouts is refused" else named.distinct.map(s => s"'$s'").mkString(", ")})")
+      checkpoint.refuse(ProviderSwitchRefusals.writtenAsOfNoState(state, named))
     }
     val scan = LayoutScan(spark, checkpoint.location, checkpoint.hadoopConf, trusted.map { case (store, record) =>
       LayoutScan.Scanned(store, CheckpointRecords.SparkFiles, record,
@@ -105,17 +102,10 @@ private[tools] object ProviderSwitch {
     })
     val lines = scan.lines
     val mixed = scan.counted.filter(_.inNeither > 0)
-    if (mixed.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${mixed.map(c => s"state '${c.state}'")
-      .mkString(", ")} holds entries in another layout than Spark's schema files record: a deploy ran with " +
-      "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own, and statesnap will not read " +
-      "them under either. If one application version wrote them (a transformWithState state), name its value " +
-      "schema: --written-as STATE='<DDL>' (statesnap then migrates each entry from the layout it is in); else " +
-      "restart the application version that wrote the files' layout, or start from a new checkpoint")
+    if (mixed.nonEmpty) checkpoint.refuse(ProviderSwitchRefusals.entriesInAnotherLayout(lines, mixed.map(_.state)))
     val ambiguous = scan.counted.filter(_.inBoth > 0)
-    if (ambiguous.nonEmpty) checkpoint.refuse(lines.mkString("; ") + s". ${ambiguous.map(c => s"state " +
-      s"'${c.state}'").mkString(", ")} holds entries whose bytes fit both the recorded layout and the one named, so " +
-      "no reader can tell which wrote them; statesnap will not guess. Restart the application version that wrote the " +
-      "files' layout, or start from a new checkpoint")
+    if (ambiguous.nonEmpty)
+      checkpoint.refuse(ProviderSwitchRefusals.entriesInEitherLayout(lines, ambiguous.map(_.state)))
     val stateRoot = new Path(checkpoint.root, "state").toString
     val unscanned = unnamed(checkpoint, stateRoot, trusted.map(_._1.operator).toSet)
     (lines ++ unscanned, scan.counted.filter(_.inWrittenAs > 0).map { c =>

@@ -46,13 +46,9 @@ object QuerySink {
 
     override def requireAt(batch: Long, refuse: String => Nothing): Unit = {
       val fs = logDir.getFileSystem(spark.sessionState.newHadoopConf())
-      if (!fs.exists(logDir)) refuse(s"--file-sink $output has no file sink log ($logDir): not the output path of a " +
-        "streaming file sink")
+      if (!fs.exists(logDir)) refuse(SinkRefusals.noSinkLog(output, logDir))
       val latest = CheckpointFile.read(logDir, "Spark's file sink log")(log.getLatestBatchId())
-      if (!latest.contains(batch)) refuse(s"the file sink log $logDir ends at batch " +
-        s"${latest.fold("none")(_.toString)}" +
-        s", the query's checkpoint at batch $batch: --file-sink names the output of another query (or of another " +
-        "run), and statesnap will not write to it")
+      if (!latest.contains(batch)) refuse(SinkRefusals.logEndsElsewhere(logDir, latest, batch))
     }
 
     override def says(batch: Long): Option[String] = Some(s"add batch $batch, with no files, to the file sink's log " +
@@ -121,32 +117,22 @@ object QuerySink {
     val hadoopConf = spark.sessionState.newHadoopConf()
     def qualified(path: String) = { val p = new Path(path); p.getFileSystem(hadoopConf).makeQualified(p).toString }
     val recorded = recordedText(checkpoint, hadoopConf)
-    val said = "statesnap's listener recorded as the query last started"
     (fileSink, withoutLog, recorded) match {
       case (Some(_), true, _) =>
-        refuse("--file-sink and --no-file-sink contradict each other: name the query's one sink")
+        refuse(SinkRefusals.contradictoryFlags)
       case (named, false, Some(text)) if text.startsWith(FileSinkText) =>
         val output = text.stripPrefix(FileSinkText)
-        if (named.exists(qualified(_) != output)) refuse(s"--file-sink ${named.get} names another output than the " +
-          s"file sink $said, $output: run this again with --file-sink $output, or without --file-sink")
+        if (named.exists(qualified(_) != output)) refuse(SinkRefusals.anotherFileSink(named.get, output))
         File(spark, output)
       case (None, true, Some(text)) if text.startsWith(FileSinkText) =>
         val output = text.stripPrefix(FileSinkText)
-        refuse(s"--no-file-sink, and the query writes to a file sink, $output ($said), whose log must hold the " +
-          s"appended batch or the query fails at its next log compaction: run this again with --file-sink $output, " +
-          "or without --no-file-sink")
-      case (Some(output), false, Some(text)) => refuse(s"--file-sink $output, and the query writes to " +
-        s"${text.stripPrefix(OtherSinkText)} ($said), not to a file sink: run this again with --no-file-sink, or " +
-        "without --file-sink")
+        refuse(SinkRefusals.writesToAFileSink(output))
+      case (Some(output), false, Some(text)) =>
+        refuse(SinkRefusals.writesToAnotherSink(output, text.stripPrefix(OtherSinkText)))
       case (None, _, Some(_)) => WithoutLog
       case (Some(output), false, None) => File(spark, output)
       case (None, true, None) => WithoutLog
-      case (None, false, None) => refuse("this appends a batch to the query, and statesnap has no record of where " +
-        "the query writes (its listener records the sink of a query started with statesnap.configure). Name its " +
-        "sink: --file-sink <output path> for a file sink (format parquet, json, csv, orc or text, whose " +
-        "_spark_metadata log must hold that batch too, or the query fails at its next log compaction), or " +
-        "--no-file-sink for any other (foreachBatch, Kafka, Delta, memory, console), which the empty batch does not " +
-        "touch")
+      case (None, false, None) => refuse(SinkRefusals.unknownSink)
     }
   }
 }

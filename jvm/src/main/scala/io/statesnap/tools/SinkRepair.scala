@@ -27,14 +27,13 @@ object SinkRepair {
         // A query that failed at its sink's compaction left that batch planned, not committed: the log is repaired up
         // to the batches committed, and the query runs that one again.
         val latest = CheckpointFile.read(checkpoint.commitsFile(0).getParent, "Spark's commit log") {
-          checkpoint.commitLog.getLatestBatchId() }.getOrElse(checkpoint.refuse("it has no committed batch"))
-        val missing = file.missing(latest).getOrElse(checkpoint.refuse(s"--file-sink ${file.output} has no file " +
-          s"sink log (${file.logPath}): not the output path of a streaming file sink"))
+          checkpoint.commitLog.getLatestBatchId() }.getOrElse(checkpoint.refuse(CheckpointRefusals.noCommittedBatch))
+        val missing = file.missing(latest).getOrElse(checkpoint.refuse(SinkRefusals.noSinkLog(file.output,
+          file.logPath)))
         if (missing.isEmpty) return ToolReport(Seq(s"the file sink log ${file.logPath} holds every batch the " +
           s"checkpoint committed, up to $latest: nothing to repair"), ToolReport.Nothing)
-        missing.find(b => !readsNoInput(checkpoint, b)).foreach(b => checkpoint.refuse(s"the file sink log " +
-          s"${file.logPath} misses batch $b, which the checkpoint committed and which read input (its offsets are " +
-          s"not batch ${b - 1}'s): its rows never reached the sink, and an empty entry would hide that"))
+        missing.find(b => !readsNoInput(checkpoint, b)).foreach(b =>
+          checkpoint.refuse(SinkRefusals.missesABatchWithInput(file.logPath, b)))
         val steps = missing.flatMap(file.says)
         if (dryRun) ToolReport(steps.map("would " + _) :+ "dry run: nothing was changed", ToolReport.Change)
         else {

@@ -45,7 +45,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   /** The latest batch of the offset log. */
   def latestBatch: Long = CheckpointFile.read(new Path(root, "offsets"), "Spark's offset log") {
     offsetLog.getLatestBatchId()
-  }.getOrElse(refuse("its offset log has no batch"))
+  }.getOrElse(refuse(CheckpointRefusals.noBatch))
 
   def committed(batch: Long): Boolean =
     CheckpointFile.read(commitsFile(batch), "Spark's commit log entry")(commitLog.get(batch).isDefined)
@@ -53,10 +53,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
   /** The latest batch, refused unless it committed: a batch planned but not committed may still be running. */
   def latestCommittedBatch: Long = {
     val batch = latestBatch
-    if (!committed(batch)) refuse(s"its latest batch $batch has no commit: the query is running, or its last run " +
-      s"stopped before finishing that batch (a crash, or a failure statesnap did not record as a refusal). If it " +
-      s"is stopped, restart the same version that was running (the one that planned batch $batch, not a new one) " +
-      s"until it commits that batch, stop it, then $verb")
+    if (!committed(batch)) refuse(CheckpointRefusals.uncommitted(batch, verb))
     batch
   }
 
@@ -80,13 +77,12 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
     val batch = latestBatch
     val pinned = pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf)
     StoppedCheckpoint.Interrupted.find { case (tool, provider) => tool != verb && pinned.contains(provider) }
-      .foreach { case (tool, _) => refuse(s"its latest batch $batch was appended by `python -m statesnap $tool`, " +
-        s"which did not finish: run that $tool again (it finishes or rolls back the batch), then $verb") }
+      .foreach { case (tool, _) => refuse(CheckpointRefusals.interruptedBy(batch, tool, verb)) }
   }
 
   /** The state store provider offsets/`batch` pins. */
   def pinnedProvider(batch: Long): String = pinnedConfs(batch).getOrElse(StoppedCheckpoint.ProviderConf,
-    refuse(s"offsets/$batch pins no state store provider"))
+    refuse(CheckpointRefusals.noProvider(batch)))
 
   /**
    * Refuses state statesnap cannot rewrite: with a checksum per value, or encoded other than as UnsafeRow, except
@@ -97,13 +93,12 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
     val confs = pinnedConfs(batch)
     val encoding = confs.getOrElse(StoppedCheckpoint.EncodingConf, "unsaferow")
     val avro = encoding == "avro" && avroTransformWithState
-    if (encoding != "unsaferow" && !avro) refuse(s"its state is encoded as $encoding " +
-      s"(${StoppedCheckpoint.EncodingConf}, pinned): statesnap's $verb rewrites UnsafeRow state only")
-    if (avro && operators._2.nonEmpty) refuse(s"its state is encoded as avro (${StoppedCheckpoint.EncodingConf}, " +
-      s"pinned) and operators ${operators._2.mkString(", ")} are not transformWithState: statesnap serves the " +
-      "Avro-encoded state of transformWithState only")
-    if (confs.get(StoppedCheckpoint.RowChecksumConf).contains("true")) refuse(s"its stores keep a checksum with " +
-      s"every value (${StoppedCheckpoint.RowChecksumConf}=true, pinned), which statesnap's migration does not write")
+    if (encoding != "unsaferow" && !avro) refuse(CheckpointRefusals.encodedAs(encoding, StoppedCheckpoint.EncodingConf,
+      verb))
+    if (avro && operators._2.nonEmpty) refuse(CheckpointRefusals.avroBesideOthers(StoppedCheckpoint.EncodingConf,
+      operators._2))
+    if (confs.get(StoppedCheckpoint.RowChecksumConf).contains("true"))
+      refuse(CheckpointRefusals.rowChecksums(StoppedCheckpoint.RowChecksumConf))
     avro
   }
 
@@ -230,7 +225,7 @@ object StoppedCheckpoint {
       refuse: String => Nothing): Unit = {
     val fs = root.getFileSystem(hadoopConf)
     StatesnapRunningQueries.all.find(q => fs.makeQualified(new Path(q.checkpoint)) == root)
-      .foreach(q => refuse(s"${q.describe} is running on it; stop it first"))
+      .foreach(q => refuse(CheckpointRefusals.running(q.describe)))
     QueryLease.refuseWhileHeld(root, hadoopConf, spark.conf.getOption(QueryLease.GoneConf), refuse)
   }
 

@@ -1,0 +1,35 @@
+package io.statesnap.tools
+
+/**
+ * Why an offline tool refuses a checkpoint before it plans anything ([[StoppedCheckpoint]]: a query runs on it, its
+ * logs say no stopped query, its state is in a form no tool rewrites): each reason worded once, here. The refusal
+ * around it ([[StoppedCheckpoint.refuse]]) names the checkpoint and says that nothing was changed.
+ */
+private[tools] object CheckpointRefusals {
+  val noBatch: String = "its offset log has no batch"
+
+  val noCommittedBatch: String = "it has no committed batch"
+
+  def uncommitted(batch: Long, verb: String): String = s"its latest batch $batch has no commit: the query is " +
+    "running, or its last run stopped before finishing that batch (a crash, or a failure statesnap did not record " +
+    s"as a refusal). If it is stopped, restart the same version that was running (the one that planned batch $batch, " +
+    s"not a new one) until it commits that batch, stop it, then $verb"
+
+  def interruptedBy(batch: Long, tool: String, verb: String): String = s"its latest batch $batch was appended by " +
+    s"`python -m statesnap $tool`, which did not finish: run that $tool again (it finishes or rolls back the batch), " +
+    s"then $verb"
+
+  def noProvider(batch: Long): String = s"offsets/$batch pins no state store provider"
+
+  def encodedAs(encoding: String, conf: String, verb: String): String = s"its state is encoded as $encoding " +
+    s"($conf, pinned): statesnap's $verb rewrites UnsafeRow state only"
+
+  def avroBesideOthers(conf: String, operators: Seq[Int]): String = s"its state is encoded as avro ($conf, pinned) " +
+    s"and operators ${operators.mkString(", ")} are not transformWithState: statesnap serves the Avro-encoded state " +
+    "of transformWithState only"
+
+  def rowChecksums(conf: String): String = s"its stores keep a checksum with every value ($conf=true, pinned), which " +
+    "statesnap's migration does not write"
+
+  def running(query: String): String = s"$query is running on it; stop it first"
+}
