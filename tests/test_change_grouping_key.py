@@ -222,15 +222,16 @@ def test_a_crash_during_a_grouping_key_change_rolls_back_or_finishes_equal_to_a_
         assert code == 3 and "each under its new key" in out, out
     else:
         assert code == 3 and "finished the change-key interrupted after committing batch 2" in out, out
+
     def clean_change() -> tuple[dict, dict]:
         """Version 1's batches, the key change without a crash, version 2's batches: its stores and what it read."""
-        source, clean = str(tmp_path / "clean-in"), str(tmp_path / "clean")
-        run(spark, source, clean, BEFORE)
-        assert tools.change_key(clean, app(spark, source, "'eu'"), keys={"region": "'eu'"},
+        clean_source, clean = str(tmp_path / "clean-in"), str(tmp_path / "clean")
+        run(spark, clean_source, clean, BEFORE)
+        assert tools.change_key(clean, app(spark, clean_source, "'eu'"), keys={"region": "'eu'"},
                                 no_file_sink=True).exit_code == 3
         committed = untimed(stores(clean))
-        write_input(source, AFTER[0])
-        return committed, run(spark, source, clean, [[]] + AFTER[1:], "'eu'")
+        write_input(clean_source, AFTER[0])
+        return committed, run(spark, clean_source, clean, [[]] + AFTER[1:], "'eu'")
 
     committed, read = shared_control("clean change", clean_change)
     assert untimed(stores(checkpoint)) == committed

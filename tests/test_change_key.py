@@ -490,7 +490,7 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
     else:
         assert code == 3 and "each under its new key" in out, out
 
-    def control() -> tuple[list, dict]:
+    def run_control() -> tuple[list, dict]:
         """Version 2 from the start over every round (once for both steps): what it read in each run after the
         first two, and its stores at the end."""
         control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
@@ -500,7 +500,7 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
             read.append(run(spark, v2, control_source, control))
         return read[2:], stores(control)
 
-    expected, control_stores = shared_control("version 2 from the start", control)
+    expected, control_stores = shared_control("version 2 from the start", run_control)
     assert run(spark, v2, source, changed) == expected[0]
     for batch, read in zip(after[1:], expected[1:]):
         write_input(source, batch)

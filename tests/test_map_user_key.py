@@ -171,13 +171,13 @@ def test_a_crash_while_migrate_moves_and_merges_map_entries_ends_equal_to_a_clea
     assert code == 3 and ("finished the migrate interrupted" if step == "commit" else "rolled back batch 2") in out, out
     after = run(spark, source, checkpoint, AFTER, 2, maps=("merged",))
 
-    def control() -> tuple[dict, dict]:
+    def run_control() -> tuple[dict, dict]:
         """Version 2 from the start (once for both steps): what it read, and its map's entries."""
         control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
         read = run(spark, control_source, control, BEFORE + AFTER, 2, maps=("merged",))
         return read, {p: read_store(control, partition=p)["merged"] for p in partitions(control)}
 
-    expected, entries = shared_control("version 2 from the start", control)
+    expected, entries = shared_control("version 2 from the start", run_control)
     assert after == {id_: reads[-len(after[id_]):] for id_, reads in expected.items()}
     assert {p: read_store(checkpoint, partition=p)["merged"] for p in partitions(checkpoint)} == entries
 

@@ -601,7 +601,7 @@ def counted_twice(spark, tmp_path, shared_control) -> tuple[list[str], str, list
     setting = ", ".join(f"{k}={spark.conf.get(k, None)}" for k in (PROVIDER_CONF, CHANGELOG_CONF,
                                                                   "spark.sql.shuffle.partitions"))
 
-    def control() -> list[list[str]]:
+    def run_control() -> list[list[str]]:
         inputs, checkpoint = [str(tmp_path / "control-in")], str(tmp_path / "control")
         outputs = []
         for rows in rounds("aggregation")[:3]:
@@ -609,7 +609,7 @@ def counted_twice(spark, tmp_path, shared_control) -> tuple[list[str], str, list
             outputs.append(run(spark, "aggregation", inputs, checkpoint))
         return outputs
 
-    expected = shared_control(f"aggregation ({setting})", control)
+    expected = shared_control(f"aggregation ({setting})", run_control)
     inputs, checkpoint = [str(tmp_path / "in")], str(tmp_path / "ck")
     for rows, output in zip(rounds("aggregation")[:2], expected):
         feed(inputs, rows)
@@ -675,7 +675,7 @@ def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, s
     runs = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)], [(k, 10 * i + 3, "set") for i, k in enumerate(KEYS[::2])],
             [(k, 1, "get") for k in KEYS] + [("new", 8, "set")]]
 
-    def control() -> list[dict]:
+    def run_control() -> list[dict]:
         """What a query that never moved read in each run (once for both steps)."""
         control_source, control = str(tmp_path / "control-in"), str(tmp_path / "control")
         seen = []
@@ -684,7 +684,7 @@ def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, s
             seen.append(run_app(spark, control_source, control, TWS_STATES).seen)
         return seen
 
-    expected = shared_control("transformWithState", control)
+    expected = shared_control("transformWithState", run_control)
     for rows, seen in zip(runs[:2], expected):
         write_input(source, rows)
         assert run_app(spark, source, checkpoint, TWS_STATES).seen == seen
