@@ -21,15 +21,19 @@ private[tools] object ProviderSwitchRefusals {
       else held.distinct.map(s => s"'$s'").mkString(", ")})"
 
   /** @param scanned what the scan found, one line per state */
-  def entriesInAnotherLayout(scanned: Seq[String], states: Seq[String]): String = scanned.mkString("; ") +
-    s". ${states.map(s => s"state '$s'").mkString(", ")} holds entries in another layout than Spark's schema files " +
-    "record: a deploy ran with spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own, and " +
-    "statesnap will not read them under either. If one application version wrote them (a transformWithState " +
-    "state), name its value schema: --written-as STATE='<DDL>' (statesnap then migrates each entry from the layout " +
-    "it is in); else restart the application version that wrote the files' layout, or start from a new checkpoint"
+  def entriesInAnotherLayout(scanned: Seq[String], states: Seq[String]): String = hold(scanned, states) +
+    "entries in another layout than Spark's schema files record: a deploy ran with " +
+    "spark.sql.streaming.stateStore.stateSchemaCheck=false and wrote them in its own, and statesnap will not read " +
+    "them under either. If one application version wrote them (a transformWithState state), name its value schema: " +
+    "--written-as STATE='<DDL>' (statesnap then migrates each entry from the layout it is in); else restart the " +
+    "application version that wrote the files' layout, or start from a new checkpoint"
 
-  def entriesInEitherLayout(scanned: Seq[String], states: Seq[String]): String = scanned.mkString("; ") +
-    s". ${states.map(s => s"state '$s'").mkString(", ")} holds entries whose bytes fit both the recorded layout and " +
-    "the one named, so no reader can tell which wrote them; statesnap will not guess. Restart the application " +
-    "version that wrote the files' layout, or start from a new checkpoint"
+  def entriesInEitherLayout(scanned: Seq[String], states: Seq[String]): String = hold(scanned, states) +
+    "entries whose bytes fit both the recorded layout and the one named, so no reader can tell which wrote them; " +
+    "statesnap will not guess. Restart the application version that wrote the files' layout, or start from a new " +
+    "checkpoint"
+
+  /** What the scan found, then the states it refuses, as the subject of what they hold. */
+  private def hold(scanned: Seq[String], states: Seq[String]): String =
+    scanned.mkString("; ") + s". ${states.map(s => s"state '$s'").mkString(", ")} holds "
 }

@@ -30,7 +30,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
    */
   val root: Path = fs.makeQualified(new Path(location))
 
-  def refuse(why: String): Nothing = throw new ToolRefusal(s"cannot $verb $location: $why. Nothing was changed.")
+  def refuse(why: String): Nothing = StoppedCheckpoint.refuse(verb, location, why)
 
   // Spark's logs create their directory when it is missing: look first, so a mistyped path stays a mistake (an error,
   // not a refusal: there is no checkpoint to refuse).
@@ -217,8 +217,12 @@ object StoppedCheckpoint {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val path = new Path(location)
     refuseRunning(spark, path.getFileSystem(hadoopConf).makeQualified(path), hadoopConf,
-      why => throw new ToolRefusal(s"cannot $verb $location: $why. Nothing was changed."))
+      refuse(verb, location, _))
   }
+
+  /** The refusal of `verb` on the checkpoint at `location`, for `why`: nothing was changed. */
+  private def refuse(verb: String, location: String, why: String): Nothing =
+    throw new ToolRefusal(s"cannot $verb $location: $why. Nothing was changed.")
 
   /** The one check that no query runs on the checkpoint at `root`: one of this JVM's, or one holding its lease. */
   private def refuseRunning(spark: SparkSession, root: Path, hadoopConf: Configuration,
