@@ -1,7 +1,5 @@
 package io.statesnap.evolution
 
-import org.apache.spark.sql.types.StructType
-
 /**
  * The fix of a refused key change: statesnap's change-key, which gives every entry its new key with the query
  * stopped. Typed, so that every refusal of a key change prints the same call, written as its reader runs it
@@ -26,7 +24,6 @@ object ChangeKeyFix {
   /** The SQL of a new key field where the refusal cannot know it. */
   val UnknownSql = "<SQL over the old key and value>"
 
-  /** The change from a key with `old`'s fields to one with `now`'s: each field `now` gains needs its SQL. */
-  def gaining(old: StructType, now: StructType): ChangeKeyFix =
-    ChangeKeyFix(now.fieldNames.filterNot(old.fieldNames.contains).map(_ -> UnknownSql).toSeq)
+  /** The change to a key that gains `fields` (which fields those are: `io.statesnap.meaning.SameKey.changeKeyFix`). */
+  def needing(fields: Seq[String]): ChangeKeyFix = ChangeKeyFix(fields.map(_ -> UnknownSql))
 }

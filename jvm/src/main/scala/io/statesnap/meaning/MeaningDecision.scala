@@ -94,20 +94,16 @@ object MeaningDecision {
     }.mkString(", "))
     else {
       val gone = recorded.filterNot(r => now.exists(_.source == r.source))
-      Some((fedAnew(recorded, now).map(n => s"${n.describe} is fed by a column the recorded key does not have") ++
+      val fedAnew = KeySources(recorded, now).gained
+      Some((fedAnew.map(n => s"${n.describe} is fed by a column the recorded key does not have") ++
         gone.map(r => s"${r.describe} no longer is in it").toList).mkString(", ") +
         s" (recorded (${recorded.map(_.describe).mkString(", ")}), now (${now.map(_.describe).mkString(", ")}))")
     }
 
-  /** The new key fields fed by a column the recorded key does not have: each needs its value for the old entries. */
-  def fedAnew(recorded: Seq[KeyColumn], now: Seq[KeyColumn]): Seq[KeyColumn] =
-    now.filterNot(n => recorded.exists(_.source == n.source))
-
   private def refusal(describe: String, recorded: OperatorMeaning, now: OperatorMeaning, why: String,
       checkpoint: String): StatesnapException = {
-    val fresh = fedAnew(recorded.key, now.key)
-    val call = FixFormat.Application(None, Some(checkpoint))
-      .changeKey(ChangeKeyFix(fresh.map(_.name -> ChangeKeyFix.UnknownSql)))
+    val fresh = KeySources(recorded.key, now.key).gained
+    val call = FixFormat.Application(None, Some(checkpoint)).changeKey(ChangeKeyFix.needing(fresh.map(_.name)))
     new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: $why." +
       " Spark compares keys by type and position and would read every old key as the new one; the query's plan says " +
       "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: stop the " +

@@ -1,6 +1,6 @@
 package io.statesnap.meaning
 
-import io.statesnap.evolution.RowSchemaEvolution
+import io.statesnap.evolution.{ChangeKeyFix, RowSchemaEvolution}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -29,6 +29,16 @@ object SameKey {
       case Some(fed) => fed.oldIndexOf
       case None => i => Some(oldKey.fieldNames.indexOf(newKey(i).name)).filter(_ >= 0)
     }
+
+  /**
+   * The fix of a key changed from `oldKey` to `newKey`: change-key, given a value for each new field that is no old
+   * field ([[oldFieldOf]]). The one rule of what a key gains, for every refusal that prints it; a key change itself
+   * refuses a gained field given no value by the same [[oldFieldOf]].
+   */
+  def changeKeyFix(oldKey: StructType, newKey: StructType, sources: Option[KeySources]): ChangeKeyFix = {
+    val oldOf = oldFieldOf(oldKey, newKey, sources)
+    ChangeKeyFix.needing(newKey.indices.filter(oldOf(_).isEmpty).map(newKey(_).name))
+  }
 }
 
 /**
@@ -42,4 +52,7 @@ final case class KeySources(old: Seq[KeyColumn], now: Seq[KeyColumn]) {
 
   /** The old field fed by the column that feeds new field `at`. */
   def oldIndexOf(at: Int): Option[Int] = Some(old.indexWhere(_.source == now(at).source)).filter(_ >= 0)
+
+  /** The new fields fed by a column no old field is fed by: the old entries have no value for them. */
+  def gained: Seq[KeyColumn] = now.indices.filter(oldIndexOf(_).isEmpty).map(now)
 }

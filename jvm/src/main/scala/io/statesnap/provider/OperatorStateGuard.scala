@@ -3,7 +3,7 @@ package io.statesnap.provider
 import scala.util.control.NonFatal
 
 import io.statesnap.evolution.{ChangeKeyFix, ProblemSide, RowMigration, SchemaProblem, SqlSettings}
-import io.statesnap.meaning.{AggregateMatch, RecordedMeanings}
+import io.statesnap.meaning.{AggregateMatch, RecordedMeanings, SameKey}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
@@ -208,7 +208,7 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 
   /** The hint of a refused change from the key `old` to this store's, its call on this store's checkpoint. */
   private def keyChangeHint(old: StructType): String = {
-    val fix = ChangeKeyFix.gaining(old, keySchema)
+    val fix = SameKey.changeKeyFix(old, keySchema, None)
     OperatorStateGuard.changeKeyHint(fix, StoreContext.fixes(id, id.storeName).changeKey(fix))
   }
 

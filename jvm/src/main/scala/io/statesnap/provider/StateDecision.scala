@@ -2,8 +2,9 @@ package io.statesnap.provider
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
-import io.statesnap.evolution.{AddedFields, AggregateStart, ChangeKeyFix, CompatibilityMode, FixFormat, ProblemAt,
+import io.statesnap.evolution.{AddedFields, AggregateStart, CompatibilityMode, FixFormat, ProblemAt,
   ProblemSide, RowMigration, RowSchemaEvolution, SchemaProblem, SchemaText}
+import io.statesnap.meaning.SameKey
 import io.statesnap.snapshot._
 import io.statesnap.evolution.SchemaCompatibility._
 import org.apache.spark.sql.execution.streaming.state.{StatesnapSparkRefusal, StatesnapSparkSchemaCheck}
@@ -106,7 +107,7 @@ private[statesnap] object StateDecision {
     case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot))
         && !MapUserKeys.onlyUserKeyChanged(old, current) =>
       val rekey = if (current.operator == OperatorKind.Guarded) None
-        else Some(ChangeKeyFix.gaining(KeyNames.groupingColumns(old), KeyNames.groupingColumns(current)))
+        else Some(SameKey.changeKeyFix(KeyNames.groupingColumns(old), KeyNames.groupingColumns(current), None))
       Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
         ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed; keys identify entries and place " +
           "them in partitions", "keep the grouping key as it was" +

@@ -9,6 +9,7 @@ import scala.util.control.NonFatal
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{ChangeKeyFix, FixFormat}
 import io.statesnap.evolution.FixFormat.shell
+import io.statesnap.meaning.SameKey
 import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
 import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
@@ -81,7 +82,8 @@ object OfflineMigrationRequired {
   private def keyRefusal(checkpoint: String, recorded: Option[(CheckpointReader.Store, StateSnapshotRecord)],
       old: String, declared: String): String = {
     val operator = recorded.fold("a stateful operator")(r => s"stateful operator ${r._1.operator}")
-    val fix = (for (o <- parse(old); d <- parse(declared)) yield ChangeKeyFix.gaining(o, d)).getOrElse(ChangeKeyFix())
+    val fix = (for (o <- parse(old); d <- parse(declared)) yield SameKey.changeKeyFix(o, d, None))
+      .getOrElse(ChangeKeyFix())
       .copy(noFileSink = true)
     val change = s"the key of $operator changed (recorded: ${parse(old).fold(old)(_.simpleString)}, declared: " +
       s"${parse(declared).fold(declared)(_.simpleString)}), and Spark refused the restart; nothing was read or " +

@@ -75,7 +75,7 @@ class FixFormatTest {
   /** A key gaining `region` (its SQL unknown) and renaming `user` to `account`, given the previous query too. */
   private val keyChange = SchemaProblem(ProblemAt.Key, ProblemSide.Absent, ProblemSide.Absent, "another key",
     s"stop the query and run ${SchemaProblem.ChangeKey}", rekey = Some(ChangeKeyFix(
-      ChangeKeyFix.gaining(Rows.schema("user STRING"), Rows.schema("user STRING, region STRING")).keys :+
+      ChangeKeyFix.needing(Seq("region")).keys :+
         ("account" -> "user"), previous = true)))
 
   @Test def aKeyChangesFixIsOneChangeKeyCallWrittenForWhereItIsPrinted(): Unit = {

@@ -27,7 +27,7 @@ class MeaningDecisionTest {
     assertTrue(MeaningDecision.keyChange(key("a" -> "a", "b" -> "b"), key("b" -> "b", "a" -> "a")).get
       .startsWith("its columns are reordered"))
     assertEquals(Seq(KeyColumn("region", "region", "string")),
-      MeaningDecision.fedAnew(key("user" -> "user"), key("region" -> "region")))
+      KeySources(key("user" -> "user"), key("region" -> "region")).gained)
   }
 
   @Test def buffersFollowTheirAggregateWhateverTheyAreNamed(): Unit = {

@@ -1,5 +1,6 @@
 package io.statesnap.meaning
 
+import io.statesnap.evolution.ChangeKeyFix
 import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
 import org.junit.Assert._
 import org.junit.Test
@@ -34,6 +35,17 @@ class SameKeyTest {
     assertFalse("the same names and types, another column", SameKey(userRegion, userRegion, otherColumn))
     assertFalse(SameKey.columns(otherColumn.get.old, otherColumn.get.now))
     assertTrue(SameKey.columns(renamed.get.old, renamed.get.now))
+  }
+
+  @Test def aKeyGainsTheFieldsNoOldFieldIs(): Unit = {
+    val zone = StructType.fromDDL("user STRING, zone STRING")
+    assertEquals("by name", Seq("zone"), SameKey.changeKeyFix(userRegion, zone, None).keys.map(_._1))
+    val renamed = Some(KeySources(fed(userRegion, "user", "region"), fed(zone, "user", "region")))
+    assertEquals("the same column renamed", Nil, SameKey.changeKeyFix(userRegion, zone, renamed).keys)
+    val otherColumn = Some(KeySources(fed(userRegion, "user", "region"), fed(userRegion, "user", "country")))
+    assertEquals("another column under the old name", Seq("region" -> ChangeKeyFix.UnknownSql),
+      SameKey.changeKeyFix(userRegion, userRegion, otherColumn).keys)
+    assertEquals(Seq("region"), otherColumn.get.gained.map(_.name))
   }
 
   @Test def sourcesOfOtherKeysAreNotUsed(): Unit = {
