@@ -184,8 +184,25 @@ def test_the_sink_statesnap_recorded_is_the_one_a_verb_writes_to(spark, tmp_path
     elsewhere = tools.repartition(checkpoint, 3, file_sink=str(tmp_path / "elsewhere"))
     assert elsewhere.outcome == tools.Outcome.REFUSED and output in elsewhere.lines[0], elsewhere.lines
     assert (tree_hash(checkpoint), tree_hash(output)) == before
-    # Neither flag: the recorded sink's log gets the appended batch (a compaction batch at this interval).
-    moved = tools.repartition(checkpoint, 3)
+    # The query's compact interval, as the listener recorded it, is input: unreadable, it is refused naming the file.
+    interval = Path(checkpoint, "_statesnap", "sink-compact-interval")
+    assert interval.read_text() == "2"
+    interval.write_text("two")
+    Path(checkpoint, "_statesnap", ".sink-compact-interval.crc").unlink(missing_ok=True)
+    garbled_before = (tree_hash(checkpoint), tree_hash(output))
+    garbled = tools.repartition(checkpoint, 3)
+    assert garbled.outcome == tools.Outcome.REFUSED, garbled.lines
+    assert "sink-compact-interval, where statesnap's listener records" in garbled.lines[0], garbled.lines
+    assert "says 'two', not a positive number" in garbled.lines[0] and "Nothing was changed" in garbled.lines[0]
+    assert (tree_hash(checkpoint), tree_hash(output)) == garbled_before
+    interval.write_text("2")
+    # Neither flag: the recorded sink's log gets the appended batch, a compaction batch at the query's interval, also
+    # where the verb's session has Spark's default (its own process: `python -m statesnap repartition`).
+    spark.conf.unset("spark.sql.streaming.fileSink.log.compactInterval")
+    try:
+        moved = tools.repartition(checkpoint, 3)
+    finally:
+        spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "2")
     assert moved.outcome == tools.Outcome.CHANGE, moved.lines
     assert Path(output, "_spark_metadata", "1.compact").is_file()
     for round_ in (ROUND_2, ROUND_3):  # batches 2 and 3, a compaction that reads the appended batch

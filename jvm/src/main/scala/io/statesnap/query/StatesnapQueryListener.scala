@@ -11,7 +11,8 @@ import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
 import io.statesnap.registration._
 import io.statesnap.tools.{QueryLease, QuerySink, RefusedPlans}
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
+import org.apache.spark.sql.execution.streaming.state.{StatesnapFileSinkLog, StatesnapRunningQueries,
+  StatesnapSparkGlue}
 import org.apache.spark.sql.execution.streaming.state.StatesnapRunningQueries.RunningQuery
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener._
@@ -218,7 +219,8 @@ object StatesnapQueryListener {
 
   /** Records the query's sink beside its checkpoint, where the offline verbs read it ([[QuerySink]]). */
   private def recordSink(query: RunningQuery): Unit =
-    try QuerySink.record(query.checkpoint, query.sink, query.hadoopConf) catch {
+    try QuerySink.record(query.checkpoint, query.sink, query.conf(StatesnapFileSinkLog.CompactIntervalConf),
+      query.hadoopConf) catch {
       case NonFatal(e) => log.warn(s"statesnap could not record the sink of ${query.describe}; the offline tools " +
         s"ask for it (--file-sink or --no-file-sink): $e")
     }

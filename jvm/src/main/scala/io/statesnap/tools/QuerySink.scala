@@ -5,7 +5,8 @@ import io.statesnap.ScalaCompat._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import io.statesnap.SparkClasses.{FileStreamSink, FileStreamSinkLog, SinkFileStatus}
+import io.statesnap.SparkClasses.{FileStreamSink, SinkFileStatus}
+import org.apache.spark.sql.execution.streaming.state.StatesnapFileSinkLog
 
 /**
  * The sink of a query `migrate` or `repartition` appends a batch to, as the user names it: a checkpoint does not say
@@ -35,14 +36,17 @@ object QuerySink {
     override def append(batch: Long): Unit = ()
   }
 
-  /** A file sink writing to `output`: its log gets the appended batch, with no files, through Spark's own log. */
-  final case class File(spark: SparkSession, output: String) extends QuerySink {
+  /**
+   * A file sink writing to `output`: its log gets the appended batch, with no files, through Spark's own log, opened
+   * with the query's default compact interval where the listener recorded it (else this session's).
+   */
+  final case class File(spark: SparkSession, output: String, compactInterval: Option[Int] = None) extends QuerySink {
     private val path = new Path(output)
     private lazy val logDir = {
       val fs = path.getFileSystem(spark.sessionState.newHadoopConf())
       FileStreamSink.getMetadataLogPath(fs, path, spark.sessionState.conf)
     }
-    private lazy val log = new FileStreamSinkLog(FileStreamSinkLog.VERSION, spark, logDir.toString, None)
+    private lazy val log = StatesnapFileSinkLog.open(spark, logDir.toString, compactInterval)
 
     override def requireAt(batch: Long, refuse: String => Nothing): Unit = {
       val fs = logDir.getFileSystem(spark.sessionState.newHadoopConf())
@@ -78,18 +82,26 @@ object QuerySink {
 
   /** Where statesnap's listener records the sink of a query as it starts: `<checkpoint>/_statesnap/sink`. */
   private def recordFile(root: Path): Path = new Path(root, "_statesnap/sink")
+  /**
+   * And the default compact interval of a file sink's log in the query's session (a file of its own, which a
+   * statesnap that reads no such file ignores).
+   */
+  private def intervalFile(root: Path): Path = new Path(root, "_statesnap/sink-compact-interval")
   private val FileSinkText = "file "
   private val OtherSinkText = "other "
 
   /**
    * Records `sink`, the sink of a query starting on `checkpoint`, if the record says otherwise: a file sink by its
-   * output path, qualified (Spark names it `FileSink[<path>]`), any other by what Spark calls it.
+   * output path, qualified (Spark names it `FileSink[<path>]`), with `compactInterval`, the default compact interval
+   * of its log in the query's session; any other by what Spark calls it.
    */
-  def record(checkpoint: String, sink: AnyRef, hadoopConf: Configuration): Unit = {
+  def record(checkpoint: String, sink: AnyRef, compactInterval: Option[String], hadoopConf: Configuration): Unit = {
     val root = new Path(checkpoint)
     val text = sink.toString match {
       case FileSinkName(path) if sink.getClass.getSimpleName == "FileStreamSink" =>
         val output = new Path(path)
+        compactInterval.filterNot(CheckpointTextFile.read(intervalFile(root), hadoopConf).contains)
+          .foreach(CheckpointTextFile.write(intervalFile(root), _, hadoopConf))
         FileSinkText + output.getFileSystem(hadoopConf).makeQualified(output)
       case other => OtherSinkText + other
     }
@@ -100,11 +112,19 @@ object QuerySink {
   private def recordedText(root: Path, hadoopConf: Configuration): Option[String] =
     CheckpointTextFile.read(recordFile(root), hadoopConf)
 
-
   /** The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one. */
   def recorded(spark: SparkSession, checkpoint: Path): Option[File] =
     recordedText(checkpoint, spark.sessionState.newHadoopConf()).filter(_.startsWith(FileSinkText))
-      .map(text => File(spark, text.stripPrefix(FileSinkText)))
+      .map(text => File(spark, text.stripPrefix(FileSinkText), recordedInterval(spark, checkpoint).toOption.flatten))
+
+  /** The recorded default compact interval of the query's file sink log, if any; Left: the file, unreadable. */
+  private def recordedInterval(spark: SparkSession, checkpoint: Path): Either[(Path, String), Option[Int]] = {
+    val file = intervalFile(checkpoint)
+    CheckpointTextFile.read(file, spark.sessionState.newHadoopConf()).map(_.trim) match {
+      case None => Right(None)
+      case Some(text) => text.toIntOption.filter(_ > 0).map(Some(_)).toRight(file -> text)
+    }
+  }
 
   /**
    * The sink of the query on `checkpoint` (qualified), as the user names it: `fileSink`, the output path of a file
@@ -123,7 +143,8 @@ object QuerySink {
       case (named, false, Some(text)) if text.startsWith(FileSinkText) =>
         val output = text.stripPrefix(FileSinkText)
         if (named.exists(qualified(_) != output)) refuse(SinkRefusals.anotherFileSink(named.get, output))
-        File(spark, output)
+        File(spark, output, recordedInterval(spark, checkpoint).fold(
+          { case (file, said) => refuse(SinkRefusals.unreadableCompactInterval(file, said)) }, identity))
       case (None, true, Some(text)) if text.startsWith(FileSinkText) =>
         val output = text.stripPrefix(FileSinkText)
         refuse(SinkRefusals.writesToAFileSink(output))

@@ -1,6 +1,7 @@
 package io.statesnap.tools
 
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.state.StatesnapFileSinkLog
 
 /**
  * Why a tool that appends a batch refuses the sink it is told the query writes to ([[QuerySink]], and the repair of
@@ -34,6 +35,11 @@ private[tools] object SinkRefusals {
     "<output path> for a file sink (format parquet, json, csv, orc or text, whose _spark_metadata log must hold that " +
     "batch too, or the query fails at its next log compaction), or --no-file-sink for any other (foreachBatch, " +
     "Kafka, Delta, memory, console), which the empty batch does not touch"
+
+  def unreadableCompactInterval(file: Path, said: String): String = s"$file, where statesnap's listener records the " +
+    s"compact interval of the query's file sink log, says '$said', not a positive number: delete it and start the " +
+    s"query once with statesnap.configure (which records it again), or write the query's " +
+    s"${StatesnapFileSinkLog.CompactIntervalConf} (10 unless it sets it) into it"
 
   def missesABatchWithInput(logDir: Path, batch: Long): String = s"the file sink log $logDir misses batch $batch, " +
     s"which the checkpoint committed and which read input (its offsets are not batch ${batch - 1}'s): its rows " +
