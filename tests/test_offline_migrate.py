@@ -26,6 +26,7 @@ ON_43 = pyspark.__version__.startswith("4.3.")
 ONLY_ON_43 = pytest.mark.skipif(not ON_43, reason="runs on the newest Spark minor (4.2 shares its code path)")
 INTERRUPTED = "statesnap.migration.interrupted.RunStatesnapMigrateAgain"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+COMPACT_INTERVAL = "spark.sql.streaming.fileSink.log.compactInterval"
 
 BY_SIGN = lambda v: {("neg" if v < 0 else "pos",): (v,)}  # noqa: E731
 V1 = [StateSpec("count", "n int"), StateSpec("events", "n int", kind="list"),
@@ -283,19 +284,38 @@ def sink_rows(spark, output: str) -> list[tuple[str, int]]:
     return sorted(rows, key=lambda row: (row[0], row[1] is not None, row[1] or 0))
 
 
+@pytest.fixture
+def compacting_every_3(spark):
+    """The session's file sink logs compact every 3 batches (a query's own setting), until the test ends."""
+    spark.conf.set(COMPACT_INTERVAL, "3")
+    yield
+    spark.conf.unset(COMPACT_INTERVAL)
+
+
 @pytest.mark.slow
 @SPARK_42_ON
 @pytest.mark.skipif(MINOR == "4.2", reason="CI time: 4.2 shares 4.3's code but its glue; the sink's log is Spark's")
-def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(spark, tmp_path, cli):
-    """migrate appends a batch; a file sink's log must hold it too, or the query dies at the log's next compaction
-    (every 10 batches) with BATCH_METADATA_NOT_FOUND. The migrated query runs 20 more batches, past two compactions,
-    and its output equals that of a control query that never migrated (the counts it saw, as numbers)."""
+def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(spark, tmp_path, cli,
+                                                                                compacting_every_3):
+    """migrate appends a batch; a file sink's log must hold it too, where the query compacts it, or the query dies at
+    the log's next compaction with BATCH_METADATA_NOT_FOUND. The query's session compacts every 3 batches, migrate's
+    (its own process: Spark's 10) does not say so, and the appended batch 2 is a compaction batch. The migrated query
+    runs 7 more batches, past two compactions, and its output equals that of a control query that never migrated
+    (the counts it saw, as numbers)."""
     v1, v2 = [StateSpec("count", "n int")], [StateSpec("count", "n bigint, note string", lambda v: (v, "v2"))]
     source, control_source = str(tmp_path / "input"), str(tmp_path / "control-input")
     checkpoint, output = str(tmp_path / "checkpoint"), str(tmp_path / "output")
     control, control_output = str(tmp_path / "control"), str(tmp_path / "control-output")
     first = [[("a", 1, "set")], [("b", 2, "set")]]
-    later = [[("ab"[i % 2], 10 + i, "set")] for i in range(20)]
+    later = [[("ab"[i % 2], 10 + i, "set")] for i in range(7)]
+
+    def tool(*args: str) -> tuple[int, str]:
+        """The tool as its own process runs it, at Spark's default interval."""
+        spark.conf.unset(COMPACT_INTERVAL)
+        try:
+            return cli(*args)
+        finally:
+            spark.conf.set(COMPACT_INTERVAL, "3")
 
     def add_batches(batches: list) -> None:
         """One input file per batch, for the query and the control, in the order the file source takes them (by
@@ -314,32 +334,32 @@ def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(
 
     # statesnap's listener recorded the query's file sink: told there is none, or another output, migrate refuses
     # naming both and changes nothing.
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--no-file-sink")
+    code, out = tool("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--no-file-sink")
     assert code == 4 and f"--no-file-sink, and the query writes to a file sink, file:{output}" in out, out
     assert "Nothing was changed" in out, out
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
-                    str(tmp_path / "input"))
+    code, out = tool("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
+                     str(tmp_path / "input"))
     assert code == 4 and "names another output than the file sink" in out and f"file:{output}" in out, out
     assert files(checkpoint) == unchanged and sink_rows(spark, output) == before
 
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
-                    output)
+    code, out = tool("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string", "--file-sink",
+                     output)
     assert code == 3 and "done: add batch 2, with no files, to the file sink's log" in out, out
-    assert (Path(output) / "_spark_metadata" / "2").read_text().strip() == "v1"  # Spark's own entry, no files
+    assert (Path(output) / "_spark_metadata" / "2.compact").is_file()  # compacted as the query compacts it
     assert sink_rows(spark, output) == before  # a reader of the output sees the same rows
 
     add_batches(later)
     file_sink_run(spark, source, checkpoint, output, v2)
     file_sink_run(spark, control_source, control, control_output, v1)
     log = {p.name for p in (Path(output) / "_spark_metadata").iterdir() if not p.name.startswith(".")}
-    assert {"9.compact", "19.compact", "22"} <= log, sorted(log)
+    assert {"2.compact", "5.compact", "8.compact", "9"} <= log and "2" not in log, sorted(log)
     assert len(before) == 2 and sink_rows(spark, output) == sink_rows(spark, control_output)
     assert [c for _, c in sink_rows(spark, output)].count(None) == 2  # each key's first row saw no state
 
     # The same migrate again, after the new version ran: nothing to rewrite, not a byte of the checkpoint or the sink
     # changed (the sink as statesnap recorded it: no flag needed).
     unchanged, rows_now = files(checkpoint), sink_rows(spark, output)
-    code, out = cli("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
+    code, out = tool("migrate", checkpoint, "--state", "count", "--schema", "n bigint, note string")
     assert code == 0, out
     assert files(checkpoint) == unchanged and sink_rows(spark, output) == rows_now
 
