@@ -194,6 +194,7 @@ def test_the_sink_statesnap_recorded_is_the_one_a_verb_writes_to(spark, tmp_path
     assert garbled.outcome == tools.Outcome.REFUSED, garbled.lines
     assert "sink-compact-interval, where statesnap's listener records" in garbled.lines[0], garbled.lines
     assert "says 'two', not a positive number" in garbled.lines[0] and "Nothing was changed" in garbled.lines[0]
+    assert "--conf spark.sql.streaming.fileSink.log.compactInterval=<the query's>" in garbled.lines[0]
     assert (tree_hash(checkpoint), tree_hash(output)) == garbled_before
     interval.write_text("2")
     # Neither flag: the recorded sink's log gets the appended batch, a compaction batch at the query's interval, also

@@ -219,8 +219,8 @@ object StatesnapQueryListener {
 
   /** Records the query's sink beside its checkpoint, where the offline verbs read it ([[QuerySink]]). */
   private def recordSink(query: RunningQuery): Unit =
-    try QuerySink.record(query.checkpoint, query.sink, query.conf(StatesnapFileSinkLog.CompactIntervalConf),
-      query.hadoopConf) catch {
+    try QuerySink.record(query.checkpoint, query.sink, query.conf(StatesnapFileSinkLog.CompactIntervalConf)
+      .getOrElse(StatesnapFileSinkLog.DefaultCompactInterval), query.hadoopConf) catch {
       case NonFatal(e) => log.warn(s"statesnap could not record the sink of ${query.describe}; the offline tools " +
         s"ask for it (--file-sink or --no-file-sink): $e")
     }

@@ -95,13 +95,13 @@ object QuerySink {
    * output path, qualified (Spark names it `FileSink[<path>]`), with `compactInterval`, the default compact interval
    * of its log in the query's session; any other by what Spark calls it.
    */
-  def record(checkpoint: String, sink: AnyRef, compactInterval: Option[String], hadoopConf: Configuration): Unit = {
+  def record(checkpoint: String, sink: AnyRef, compactInterval: String, hadoopConf: Configuration): Unit = {
     val root = new Path(checkpoint)
     val text = sink.toString match {
       case FileSinkName(path) if sink.getClass.getSimpleName == "FileStreamSink" =>
         val output = new Path(path)
-        compactInterval.filterNot(CheckpointTextFile.read(intervalFile(root), hadoopConf).contains)
-          .foreach(CheckpointTextFile.write(intervalFile(root), _, hadoopConf))
+        if (!CheckpointTextFile.read(intervalFile(root), hadoopConf).contains(compactInterval))
+          CheckpointTextFile.write(intervalFile(root), compactInterval, hadoopConf)
         FileSinkText + output.getFileSystem(hadoopConf).makeQualified(output)
       case other => OtherSinkText + other
     }
@@ -112,7 +112,10 @@ object QuerySink {
   private def recordedText(root: Path, hadoopConf: Configuration): Option[String] =
     CheckpointTextFile.read(recordFile(root), hadoopConf)
 
-  /** The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one. */
+  /**
+   * The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one: what
+   * `inspect` compares with the checkpoint (an unreadable interval, which only a write needs, is refused by [[named]]).
+   */
   def recorded(spark: SparkSession, checkpoint: Path): Option[File] =
     recordedText(checkpoint, spark.sessionState.newHadoopConf()).filter(_.startsWith(FileSinkText))
       .map(text => File(spark, text.stripPrefix(FileSinkText), recordedInterval(spark, checkpoint).toOption.flatten))

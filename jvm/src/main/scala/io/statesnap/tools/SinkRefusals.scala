@@ -37,9 +37,10 @@ private[tools] object SinkRefusals {
     "Kafka, Delta, memory, console), which the empty batch does not touch"
 
   def unreadableCompactInterval(file: Path, said: String): String = s"$file, where statesnap's listener records the " +
-    s"compact interval of the query's file sink log, says '$said', not a positive number: delete it and start the " +
-    s"query once with statesnap.configure (which records it again), or write the query's " +
-    s"${StatesnapFileSinkLog.CompactIntervalConf} (10 unless it sets it) into it"
+    s"compact interval of the query's file sink log, says '$said', not a positive number: write the query's " +
+    s"${StatesnapFileSinkLog.CompactIntervalConf} into it (${StatesnapFileSinkLog.DefaultCompactInterval} unless " +
+    "the query sets another), or delete it and run this again with --conf " +
+    s"${StatesnapFileSinkLog.CompactIntervalConf}=<the query's>"
 
   def missesABatchWithInput(logDir: Path, batch: Long): String = s"the file sink log $logDir misses batch $batch, " +
     s"which the checkpoint committed and which read input (its offsets are not batch ${batch - 1}'s): its rows " +

@@ -9,6 +9,8 @@ import org.apache.spark.sql.internal.SQLConf
 object StatesnapFileSinkLog {
   /** The setting Spark's file sink log takes its default compact interval from, in the session that opens it. */
   val CompactIntervalConf: String = SQLConf.FILE_SINK_LOG_COMPACT_INTERVAL.key
+  /** Its value in a session that does not set it. */
+  val DefaultCompactInterval: String = SQLConf.FILE_SINK_LOG_COMPACT_INTERVAL.defaultValueString
 
   /**
    * Spark's log at `logDir`, with the default compact interval of the query's session where it is known: a log whose
