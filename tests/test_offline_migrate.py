@@ -366,6 +366,7 @@ def test_a_file_sink_query_keeps_running_past_two_log_compactions_after_migrate(
 
 @pytest.mark.slow
 @SPARK_42_ON
+@pytest.mark.skipif(MINOR == "4.2", reason="CI time: 4.2 shares 4.3's code but its glue; the executors run the same")
 def test_migrate_runs_its_partition_tasks_on_the_cluster_it_is_given(spark, app_dirs, standalone):
     """`--master`: the tool's session runs on a standalone cluster, whose executors (their own JVMs, given the jar by
     the session) load, rewrite and commit every partition's store."""
