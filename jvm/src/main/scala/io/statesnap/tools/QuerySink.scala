@@ -116,14 +116,16 @@ object QuerySink {
    * The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one: what
    * `inspect` compares with the checkpoint (an unreadable interval, which only a write needs, is refused by [[named]]).
    */
-  def recorded(spark: SparkSession, checkpoint: Path): Option[File] =
-    recordedText(checkpoint, spark.sessionState.newHadoopConf()).filter(_.startsWith(FileSinkText))
-      .map(text => File(spark, text.stripPrefix(FileSinkText), recordedInterval(spark, checkpoint).toOption.flatten))
+  def recorded(spark: SparkSession, checkpoint: Path): Option[File] = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    recordedText(checkpoint, hadoopConf).filter(_.startsWith(FileSinkText)).map(text =>
+      File(spark, text.stripPrefix(FileSinkText), recordedInterval(checkpoint, hadoopConf).toOption.flatten))
+  }
 
   /** The recorded default compact interval of the query's file sink log, if any; Left: the file, unreadable. */
-  private def recordedInterval(spark: SparkSession, checkpoint: Path): Either[(Path, String), Option[Int]] = {
+  private def recordedInterval(checkpoint: Path, hadoopConf: Configuration): Either[(Path, String), Option[Int]] = {
     val file = intervalFile(checkpoint)
-    CheckpointTextFile.read(file, spark.sessionState.newHadoopConf()).map(_.trim) match {
+    CheckpointTextFile.read(file, hadoopConf).map(_.trim) match {
       case None => Right(None)
       case Some(text) => text.toIntOption.filter(_ > 0).map(Some(_)).toRight(file -> text)
     }
@@ -146,7 +148,7 @@ object QuerySink {
       case (named, false, Some(text)) if text.startsWith(FileSinkText) =>
         val output = text.stripPrefix(FileSinkText)
         if (named.exists(qualified(_) != output)) refuse(SinkRefusals.anotherFileSink(named.get, output))
-        File(spark, output, recordedInterval(spark, checkpoint).fold(
+        File(spark, output, recordedInterval(checkpoint, hadoopConf).fold(
           { case (file, said) => refuse(SinkRefusals.unreadableCompactInterval(file, said)) }, identity))
       case (None, true, Some(text)) if text.startsWith(FileSinkText) =>
         val output = text.stripPrefix(FileSinkText)
