@@ -1,7 +1,7 @@
 package io.statesnap.meaning
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{ChangeKeyFix, FixFormat}
+import io.statesnap.evolution.FixFormat
 import org.apache.hadoop.conf.Configuration
 import org.json4s._
 
@@ -102,12 +102,12 @@ object MeaningDecision {
 
   private def refusal(describe: String, recorded: OperatorMeaning, now: OperatorMeaning, why: String,
       checkpoint: String): StatesnapException = {
-    val fresh = KeySources(recorded.key, now.key).gained
-    val call = FixFormat.Application(None, Some(checkpoint)).changeKey(ChangeKeyFix.needing(fresh.map(_.name)))
+    val fix = SameKey.changeKeyFix(KeySources(recorded.key, now.key))
+    val call = FixFormat.Application(None, Some(checkpoint)).changeKey(fix)
     new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: $why." +
       " Spark compares keys by type and position and would read every old key as the new one; the query's plan says " +
       "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: stop the " +
-      s"query and give every entry its new key, $call" + (if (fresh.isEmpty) "" else ", each value derived from the " +
+      s"query and give every entry its new key, $call" + (if (fix.keys.isEmpty) "" else ", each value derived from the " +
       "old key and value") + " (docs/tools.md, \"Change a key\"); or keep the key's columns as they were.")
   }
 }

@@ -39,6 +39,9 @@ object SameKey {
     val oldOf = oldFieldOf(oldKey, newKey, sources)
     ChangeKeyFix.needing(newKey.indices.filter(oldOf(_).isEmpty).map(newKey(_).name))
   }
+
+  /** The same where only the columns feeding both keys are known (a recorded meaning against the plan's). */
+  def changeKeyFix(sources: KeySources): ChangeKeyFix = ChangeKeyFix.needing(sources.gained.map(_.name))
 }
 
 /**

@@ -32,9 +32,13 @@ private[provider] object KeyNames {
           s"(${now.fieldNames.mkString(", ")})"
         else if (changed.isEmpty) "a field nested in it is renamed"
         else changed.map { case (a, b) => s"`$a` is now `$b`" }.mkString(", ")
-      val (keys, each) = if (reordered || changed.isEmpty) (Nil, "") else (changed.map { case (a, b) => b -> a }.toSeq,
-        ", each new field's value the old field it renames, or, where another column feeds it, the SQL over the old " +
-        "key and value that derives it")
+      // The fields the key gains (the one rule, by name here), each valued by the old field it renames: a field
+      // here keeps its position and type.
+      val keys = SameKey.changeKeyFix(was, now, None).keys.map { case (field, _) =>
+        field -> was(now.fieldIndex(field)).name
+      }
+      val each = if (keys.isEmpty) "" else ", each new field's value the old field it renames, or, where another " +
+        "column feeds it, the SQL over the old key and value that derives it"
       Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(was), ProblemSide.of(now), s"the key's fields keep their " +
         s"types and positions under other names ($what): Spark compares keys by type and position and would read " +
         "every old key as the new one, so statesnap takes it for another key", "stop the query and give every " +

@@ -25,6 +25,12 @@ class KeyNamesTest {
     assertFalse(problems.head.describe, problems.head.describe.contains("keys="))
   }
 
+  @Test def theFixValuesOnlyTheFieldsTheKeyGains(): Unit = {
+    // `a` and `b` swap places (by name, kept: a value given for them would make old keys meet), `c` is now `d`.
+    val problems = renamed("a string, b string, c string", "b string, a string, d string")
+    assertTrue(problems.head.describe, problems.head.describe.contains("keys={'d': 'c'}"))
+  }
+
   @Test def theSameNamesOrAnotherLayoutAreNotItsToSay(): Unit = {
     assertTrue(renamed("user string", "user string").isEmpty)
     assertTrue("nullability alone", renamed("user string NOT NULL", "user string").isEmpty)
