@@ -102,7 +102,8 @@ def test_a_query_stopped_inside_a_migration_restarts_to_a_clean_migration(spark,
 
     source, checkpoint = v1_state(spark, app, tmp_path / "stopped")
     before = committed(checkpoint)
-    for after_entries in (1, 300, 900):
+    # Stopped at its first entry, then deep inside: each restart's migration starts from the committed version again.
+    for after_entries in (1, 900):
         stop_inside_migration(spark, app, source, checkpoint, after_entries, tmp_path / f"at-{after_entries}")
         assert spark.range(5).count() == 5  # the driver JVM (here also the executor) is alive
         assert committed(checkpoint) == before  # nothing of the stopped migration was committed
