@@ -23,8 +23,8 @@ object Deploy {
       ToolReport.Nothing)
     else migrateStates(spark, rehearsed.checkpoint, migrating.map(_.variable.name), fileSink, noFileSink,
       dryRun = false) { (checkpoint, target) =>
-      steps.map(_.version - 1).filter(_ != target.batch).foreach(batch => checkpoint.refuse(s"the rehearsal " +
-        s"decided its states at batch $batch, and batch ${target.batch} has been committed since: run the deploy again"))
+      steps.map(_.version - 1).filter(_ != target.batch).foreach(batch => checkpoint.refuse(
+        MigrateRefusals.committedSinceRehearsal(batch, target.batch)))
       target.states.map { t =>
         val d = migrating.find(_.variable.name == t.name).get
         val merge = StateRegistration.mapMergeOf(rehearsed.registered.registrations.states.get(t.name))

@@ -55,9 +55,8 @@ object Migrate {
           .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
         // A merge applies where a map's entries get new keys; given again once they have them (migrate run again
         // after it finished), it applies to nothing.
-        if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(s"a merge is given for state " +
-          s"'${t.name}', which is ${t.recorded.kind.name} state: a merge is for a map's entries that meet under one " +
-          "new user key")
+        if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(
+          MigrateRefusals.mergeOfNoMap(t.name, t.recorded.kind.name))
         verdict.decided match {
           case StateDecision.Migrate(_, _, Some(_)) => merge.foreach { m =>
             try DeclaredSnapshots.mapMerge(t.name, m, StateDecision.schemaOf(declared.valueSnapshot)) catch {

@@ -91,9 +91,8 @@ private[tools] object OfflineMigration {
       noFileSink: Boolean, dryRun: Boolean)(decide: (StoppedCheckpoint, Target) => Seq[(Decided, Seq[String])])
       : ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, Migrating.name)
-    if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(s"on Spark " +
-      s"${org.apache.spark.SPARK_VERSION} transformWithState runs on statesnap's provider, which migrates its " +
-      "state online: `python -m statesnap adopt` the checkpoint and restart the new application version")
+    if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) checkpoint.refuse(
+      MigrateRefusals.migratesOnline(org.apache.spark.SPARK_VERSION))
     val (sink, recovered) = AppendedBatch.begin(spark, checkpoint, Migrating, fileSink, noFileSink, dryRun)
       .fold(report => return report, identity)
 
@@ -146,39 +145,34 @@ private[tools] object OfflineMigration {
     import checkpoint.refuse
     val batch = checkpoint.latestCommittedBatch
     val provider = checkpoint.pinnedProvider(batch)
-    if (provider != Spark) refuse(s"offsets/$batch pins the provider $provider; migrate rewrites the state of a " +
-      s"query on Spark's RocksDB provider ($Spark); a query on statesnap's migrates online")
+    if (provider != Spark) refuse(MigrateRefusals.anotherProvider(batch, provider, Spark))
     val avro = checkpoint.requireRewritableState(batch, avroTransformWithState = true)
     val (withMetadataV2, others) = checkpoint.operators
     val transformWithState = checkpoint.transformWithStateOperators
-    withMetadataV2.diff(transformWithState).headOption.foreach(op => refuse(s"operator $op is a stream-stream join " +
-      "of state format 3 (its stores column families of one), which migrate does not carry into the appended batch"))
+    withMetadataV2.diff(transformWithState).headOption.foreach(op => refuse(MigrateRefusals.joinOfColumnFamilies(op)))
     val (op, family) = transformWithState match {
       case Seq(op) => op -> StatesnapSparkSchemaFiles.transformWithStateFamilies(
         StateStoreId(new Path(checkpoint.root, "state").toString, op, 0, DefaultStore), batch, checkpoint.hadoopConf)
-      case Seq() => refuse("it has no transformWithState operator (no state/<operator>/_metadata/v2)")
+      case Seq() => refuse(MigrateRefusals.noTransformWithState)
       // Each writes its own operator metadata and schema files per batch, which batch N+1 would need too.
-      case _ => refuse(s"its transformWithState operators are ${transformWithState.mkString(", ")}; migrate " +
-        "appends a batch to queries with one")
+      case _ => refuse(MigrateRefusals.severalTransformWithState(transformWithState))
     }
     val stateRoot = new Path(checkpoint.root, "state").toString
     val families = family.filter { case (name, _) => TransformWithStateSchemaRecords.holdsUserState(name) }
-    states.filterNot(families.contains).headOption.foreach { state => refuse(s"operator $op has no " +
-      s"transformWithState state '$state' in batch $batch; Spark's schema files name ${if (families.isEmpty) "none"
-        else families.keys.toSeq.sorted.mkString("'", "', '", "'")}") }
+    states.filterNot(families.contains).headOption.foreach(state =>
+      refuse(MigrateRefusals.noSuchState(op, state, batch, families.keys.toSeq)))
     val pinned = checkpoint.pinnedConfs(batch).get("spark.sql.shuffle.partitions").map(_.toInt)
     def partitionsOfOperator(o: Int): Seq[Int] = {
       val partitions = checkpoint.partitions(o)
-      if (pinned.exists(n => partitions != (0 until n))) refuse(s"state/$o holds partitions " +
-        s"${partitions.mkString(", ")}, but the query pins ${pinned.get} shuffle partitions")
+      if (pinned.exists(n => partitions != (0 until n)))
+        refuse(MigrateRefusals.partitionsNotPinned(o, partitions, pinned.get))
       partitions
     }
     val carried = others.map { o =>
       val partitions = partitionsOfOperator(o)
       // A stream-stream join keeps four stores per partition, each under its own name.
-      partitions.flatMap(p => checkpoint.namedStores(o, p)).headOption.foreach { store => refuse(s"operator $o " +
-        s"keeps several stores per partition (state/$o/${partitions.head}/$store: a stream-stream join); migrate " +
-        "carries the stores of other stateful operators into the appended batch only when each partition has one") }
+      partitions.flatMap(p => checkpoint.namedStores(o, p)).headOption.foreach(store =>
+        refuse(MigrateRefusals.severalStoresPerPartition(o, partitions.head, store)))
       o -> partitions
     }
     val recorded = TransformWithStateSchemaRecords.transformWithStateAt(stateRoot, op, batch, checkpoint.hadoopConf)
@@ -196,8 +190,8 @@ private[tools] object OfflineMigration {
       : Option[CommitStateIds.Ids] = {
     val ids = checkpoint.commitStateIds(batch)
     ids.foreach { named => stores.foreach { case (op, partitions) => partitions.foreach { p =>
-      if (named.get(op).flatMap(_.lift(p)).forall(_.size != 1)) checkpoint.refuse(s"commits/$batch names no " +
-        s"single store version for operator $op partition $p (checkpoint format v2)")
+      if (named.get(op).flatMap(_.lift(p)).forall(_.size != 1)) checkpoint.refuse(
+        MigrateRefusals.noSingleStoreVersion(batch, op, p))
     } } }
     ids
   }

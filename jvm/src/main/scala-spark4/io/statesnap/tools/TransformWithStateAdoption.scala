@@ -18,12 +18,10 @@ object TransformWithStateAdoption {
     if (!StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
       val transformWithState = checkpoint.transformWithStateOperators
       checkpoint.operators._1.headOption.foreach { op =>
-        if (transformWithState.contains(op)) checkpoint.refuse(s"operator $op is a transformWithState operator, " +
-          s"which Spark ${org.apache.spark.SPARK_VERSION} runs on its own provider only (SPARK-54117); " +
-          "`python -m statesnap migrate` migrates its state offline instead")
-        else checkpoint.refuse(s"operator $op is a stream-stream join of state format 3 (its stores column " +
-          s"families of one), which adopt does not move onto statesnap's provider on Spark " +
-          s"${org.apache.spark.SPARK_VERSION}")
+        val spark = org.apache.spark.SPARK_VERSION
+        checkpoint.refuse(if (transformWithState.contains(op))
+          ProviderSwitchRefusals.transformWithStateOnSparksProvider(op, spark)
+          else ProviderSwitchRefusals.joinOfColumnFamilies(op, spark))
       }
     }
 

@@ -24,13 +24,11 @@ object Adopt {
     val stopped = StoppedCheckpoint(spark, checkpoint, Move.Adopting.name)
     val pinned = stopped.pinnedConfs(stopped.latestBatch).get(StoppedCheckpoint.ProviderConf)
     if (pinned.contains(ProviderClasses.SparkDefault) || Move.Adopting.unfinishedAt(stopped, stopped.latestBatch)) {
-      if (!writtenAs.isEmpty) stopped.refuse("--written-as names layouts of Spark's RocksDB stores; this checkpoint " +
-        "runs on Spark's default provider, whose entries adopt checks against the layout Spark's files record")
+      if (!writtenAs.isEmpty) stopped.refuse(ProviderSwitchRefusals.writtenAsOfDefaultProvider)
       return Move.run(spark, checkpoint, Move.Adopting, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
     }
     val repartitioned = if (partitions == 0 || pinned.contains(ProviderClasses.Statesnap)) None else {
-      if (dryRun) stopped.refuse("--partitions with --dry-run on a checkpoint of Spark's RocksDB provider: adopt " +
-        "repartitions it first, then adopts; dry-run `python -m statesnap repartition` and `adopt` one by one")
+      if (dryRun) stopped.refuse(ProviderSwitchRefusals.partitionsInADryRun)
       Some(Repartition.run(spark, checkpoint, partitions, fileSink, noFileSink, dryRun = false))
     }
     repartitioned.filter(_.outcome == ToolReport.Refused).getOrElse {

@@ -115,10 +115,10 @@ private[tools] object AppendedBatch {
   private def poison(checkpoint: StoppedCheckpoint, verb: AppendedBatchVerb, batch: Long, offsets: Array[Byte],
       provider: String): Unit = {
     val guarded = StoppedCheckpoint.withProvider(offsets, provider, verb.interrupted).getOrElse(checkpoint.refuse(
-      s"offsets/$batch names the provider $provider in a form statesnap does not rewrite"))
+      CheckpointRefusals.unrewritableOffsets(batch, provider)))
     try checkpoint.create(checkpoint.offsetsFile(batch + 1), guarded) catch {
-      case _: FileAlreadyExistsException => checkpoint.refuse(s"offsets/${batch + 1} appeared while ${verb.name} " +
-        s"ran: the query is running somewhere. Stop it, then ${verb.name}")
+      case _: FileAlreadyExistsException => checkpoint.refuse(
+        CheckpointRefusals.appearedWhileRunning(batch + 1, verb.name))
     }
   }
 

@@ -149,9 +149,7 @@ object CheckpointRecords {
    */
   def refuseDisagreements(checkpoint: StoppedCheckpoint): Unit = {
     val disagree = disagreements(checkpoint.location, checkpoint.hadoopConf)
-    if (disagree.nonEmpty) checkpoint.refuse(s"Spark's provider reads the bytes with its own schema files, and they " +
-      s"do not say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on statesnap (its " +
-      "first batch writes them), then release")
+    if (disagree.nonEmpty) checkpoint.refuse(ProviderSwitchRefusals.schemaFilesDisagree(disagree))
   }
 
   private def memo[K, V](f: K => V): K => V = {

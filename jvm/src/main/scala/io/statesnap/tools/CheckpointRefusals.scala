@@ -32,4 +32,16 @@ private[tools] object CheckpointRefusals {
     "statesnap's migration does not write"
 
   def running(query: String): String = s"$query is running on it; stop it first"
+
+  def unrewritableOffsets(batch: Long, current: String): String = s"offsets/$batch names the provider $current in a " +
+    "form statesnap does not rewrite; the file is left as it is"
+
+  def appearedWhileRunning(batch: Long, verb: String): String = s"offsets/$batch appeared while $verb ran: the " +
+    s"query is running somewhere. Stop it, then $verb"
+
+  /** @param lease the run holding it, when it was renewed and when it expires; @param gone the conf naming it gone */
+  def leaseHeld(lease: String, renewed: String, ago: Long, expires: String, gone: String, runId: String): String =
+    s"$lease holds statesnap's lease on it, renewed at $renewed ($ago s ago): it is running. Stop it first. If that " +
+    s"run is gone (its driver was killed), its lease expires at $expires; or, knowing it is gone, run this again " +
+    s"with --conf $gone=$runId (from Python: spark.conf.set('$gone', '$runId'))"
 }

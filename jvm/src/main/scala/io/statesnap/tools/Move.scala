@@ -109,9 +109,8 @@ private[tools] object Move {
       val pinned = checkpoint.pinnedProvider(batch)
       val count = checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ShufflePartitionsConf)
       if (pinned == verb.finalProvider(pinned)) {
-        partitions.filterNot(p => count.contains(p.toString)).foreach(p => checkpoint.refuse(s"offsets/$batch pins " +
-          s"$pinned already, in ${count.getOrElse("an unknown number of")} partitions: to change their number, " +
-          s"run `python -m statesnap repartition` (on a RocksDB provider)"))
+        partitions.filterNot(p => count.contains(p.toString))
+          .foreach(_ => checkpoint.refuse(ProviderSwitchRefusals.pinnedAlready(batch, pinned, count)))
         return ToolReport(recovered.lines :+ s"$location already runs on $pinned (offsets/$batch): nothing to do",
           unchanged)
       }

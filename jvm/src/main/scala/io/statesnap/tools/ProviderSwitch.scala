@@ -56,7 +56,7 @@ private[tools] object ProviderSwitch {
     val file = checkpoint.offsetsFile(batch)
     val before = checkpoint.read(file)
     val after = StoppedCheckpoint.withProvider(before, current, to)
-      .getOrElse(refuse(ProviderSwitchRefusals.unrewritableOffsets(batch, current)))
+      .getOrElse(refuse(CheckpointRefusals.unrewritableOffsets(batch, current)))
     val backup = new Path(new Path(checkpoint.root, "_statesnap/provider-switch"), s"offsets-$batch-before-$verb-" +
       System.currentTimeMillis())
     // What the scan found, then what is done (on a dry run: would be), each worded after "would " or "done: ".

@@ -5,14 +5,37 @@ package io.statesnap.tools
  * here. The refusal around it ([[StoppedCheckpoint.refuse]]) names the checkpoint and says that nothing was changed.
  */
 private[tools] object ProviderSwitchRefusals {
+  val writtenAsOfDefaultProvider: String = "--written-as names layouts of Spark's RocksDB stores; this checkpoint " +
+    "runs on Spark's default provider, whose entries adopt checks against the layout Spark's files record"
+
+  val partitionsInADryRun: String = "--partitions with --dry-run on a checkpoint of Spark's RocksDB provider: adopt " +
+    "repartitions it first, then adopts; dry-run `python -m statesnap repartition` and `adopt` one by one"
+
+  val partitionsIntoRocksDB: String = "--partitions moves the state in the same job only into Spark's default " +
+    "provider (--provider hdfs): to release to Spark's RocksDB provider in another number of partitions, run " +
+    "`python -m statesnap repartition` first (the checkpoint keeps its provider), then release"
+
+  def pinnedAlready(batch: Long, pinned: String, count: Option[String]): String = s"offsets/$batch pins $pinned " +
+    s"already, in ${count.getOrElse("an unknown number of")} partitions: to change their number, run " +
+    "`python -m statesnap repartition` (on a RocksDB provider)"
+
+  def schemaFilesDisagree(disagree: Seq[String]): String = "Spark's provider reads the bytes with its own schema " +
+    s"files, and they do not say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on " +
+    "statesnap (its first batch writes them), then release"
+
+  def transformWithStateOnSparksProvider(operator: Int, sparkVersion: String): String = s"operator $operator is a " +
+    s"transformWithState operator, which Spark $sparkVersion runs on its own provider only (SPARK-54117); " +
+    "`python -m statesnap migrate` migrates its state offline instead"
+
+  def joinOfColumnFamilies(operator: Int, sparkVersion: String): String = s"operator $operator is a stream-stream " +
+    "join of state format 3 (its stores column families of one), which adopt does not move onto statesnap's " +
+    s"provider on Spark $sparkVersion"
+
   def anotherProvider(batch: Long, current: String, verb: String, from: String): String =
     LayoutRefusals.provider(batch, current, s"$verb moves a checkpoint from $from", "")
 
   val writtenAsOfAvro: String = "--written-as names the layout of UnsafeRow entries, and this checkpoint's state is " +
     "Avro-encoded: each entry names the schema id that wrote it"
-
-  def unrewritableOffsets(batch: Long, current: String): String = s"offsets/$batch names the provider $current in a " +
-    "form statesnap does not rewrite; the file is left as it is"
 
   /** @param held the transformWithState states the checkpoint holds */
   def writtenAsOfNoState(state: String, held: Seq[String]): String = s"--written-as names state '$state', which no " +

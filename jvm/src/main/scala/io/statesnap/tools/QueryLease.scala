@@ -137,9 +137,7 @@ object QueryLease {
     read(root, hadoopConf).filter(l => l.holds(System.currentTimeMillis()) && !gone.contains(l.runId) &&
         !heldHere.containsKey(l.runId)).foreach { l =>
       val ago = (System.currentTimeMillis() - l.renewedAtMillis) / 1000
-      refuse(s"${l.describe} holds statesnap's lease on it, renewed at ${Instant.ofEpochMilli(l.renewedAtMillis)} " +
-        s"($ago s ago): it is running. Stop it first. If that run is gone (its driver was killed), its lease " +
-        s"expires at ${Instant.ofEpochMilli(l.expiresAtMillis)}; or, knowing it is gone, run this again with " +
-        s"--conf $GoneConf=${l.runId} (from Python: spark.conf.set('$GoneConf', '${l.runId}'))")
+      refuse(CheckpointRefusals.leaseHeld(l.describe, Instant.ofEpochMilli(l.renewedAtMillis).toString, ago,
+        Instant.ofEpochMilli(l.expiresAtMillis).toString, GoneConf, l.runId))
     }
 }

@@ -16,10 +16,8 @@ object Release {
       require(partitions >= 0, s"a query has at least one partition, not $partitions")
       Move.run(spark, checkpoint, Move.Releasing, Option(partitions).filter(_ > 0), fileSink, noFileSink, dryRun)
     case "rocksdb" =>
-      if (partitions != 0) StoppedCheckpoint(spark, checkpoint, "release").refuse("--partitions moves the state " +
-        "in the same job only into Spark's default provider (--provider hdfs): to release to Spark's RocksDB " +
-        "provider in another number of partitions, run `python -m statesnap repartition` first (the checkpoint " +
-        "keeps its provider), then release")
+      if (partitions != 0) StoppedCheckpoint(spark, checkpoint, "release")
+        .refuse(ProviderSwitchRefusals.partitionsIntoRocksDB)
       ProviderSwitch.switch(spark, checkpoint, from = ProviderClasses.Statesnap, to = ProviderClasses.SparkRocksDB,
         dryRun, "release", Map.empty)
     case other => throw new IllegalArgumentException(s"release moves a checkpoint to Spark's provider 'rocksdb' or " +
