@@ -10,12 +10,15 @@ control's stores were written by Spark itself), every merged buffer equal to the
 output equals the control's. Refusals leave the checkpoint byte-identical."""
 from __future__ import annotations
 
+import ast
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.utils import StreamingQueryException
 
 from apps import INPUT_SCHEMA, STOCK_PROVIDER, write_input
 from committed_state import decode_row, latest_committed_version, partitions, read_store, state_row
@@ -211,6 +214,32 @@ def test_a_key_change_it_cannot_decide_is_refused_naming_the_field_and_nothing_i
     assert result.outcome == tools.Outcome.REFUSED, result.lines
     assert says in result.lines[0] and "Nothing was changed" in result.lines[0], result.lines
     assert files(checkpoint) == before
+
+
+@ONLY_ON_PINNED
+def test_a_restart_whose_key_narrows_is_refused_with_the_key_change_that_makes_it(spark, tmp_path):
+    """The fix a refused restart prints is a call change_key takes as pasted: a kept key field narrowed is given its
+    explicit cast (the call used to name no key, which change_key then refused, asking for the cast), and the changed
+    query runs on equal to a control that grouped by the narrower column from the start."""
+    by_bucket = lambda t: lambda s, i: stream(s, i).withColumn(  # noqa: E731
+        "bucket", (F.col("value") % 7).cast(t)).groupBy("bucket").agg(*aggregates())
+    source, control_source, changed, control, after = before_the_change(spark, tmp_path, by_bucket("bigint"),
+                                                                        by_bucket("int"))
+    write_input(source, after[0])
+    with pytest.raises(StreamingQueryException) as refused:
+        run(spark, by_bucket("int"), source, changed)
+    said = str(refused.value)
+    [keys] = re.findall(r"keys=(\{[^}]*\})", said)
+    assert ast.literal_eval(keys) == {"bucket": "CAST(bucket AS INT)"}, said
+
+    result = tools.change_key(changed, by_bucket("int")(spark, source), keys=ast.literal_eval(keys), no_file_sink=True)
+
+    assert result.outcome == tools.Outcome.CHANGE, result.lines
+    for i, batch in enumerate(after):
+        if i:
+            write_input(source, batch)
+        write_input(control_source, batch)
+        assert run(spark, by_bucket("int"), source, changed) == run(spark, by_bucket("int"), control_source, control)
 
 
 # A key and the aggregates changed in one deploy: avg dropped, max, approx_count_distinct and collect_list new (max

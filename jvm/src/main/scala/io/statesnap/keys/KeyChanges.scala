@@ -61,10 +61,11 @@ object KeyChanges {
           case Some(i) =>
             val old = oldKey(i).dataType
             val read = BoundReference(i, old, oldKey(i).nullable)
-            upCast(read, field.dataType, settings).map(e => (e, if (nullable(old) == field.dataType) s"$to: kept" else
-              s"$to: widened from ${old.sql}")).toRight(s"$where: $to was ${old.sql}, and a narrowing may lose " +
-              s"values, so it is never implicit. Fix: give it explicitly, keys={'${field.name}': " +
-              s"'CAST(${field.name} AS ${field.dataType.sql})'} (entries that then meet under one key are merged)")
+            upCast(read, field.dataType, settings).filterNot(_ => SameKey.narrows(old, field.dataType)).map(e =>
+              (e, if (nullable(old) == field.dataType) s"$to: kept" else s"$to: widened from ${old.sql}"))
+              .toRight(s"$where: $to was ${old.sql}, and a narrowing may lose values, so it is never implicit. Fix: " +
+              s"give it explicitly, keys={'${field.name}': 'CAST(${oldKey(i).name} AS ${field.dataType.sql})'} " +
+              "(entries that then meet under one key are merged)")
           case None => Left(s"$where: $to is new${fed.filter(_ => oldKey.fieldNames.contains(field.name)).fold("")(
             f => s" (fed by ${f.now(at).source}, which the old key's `${field.name}` is not)")}, and the old entries " +
             "have no value for it. Fix: give it as a SQL " +

@@ -1,7 +1,8 @@
 package io.statesnap.meaning
 
 import io.statesnap.evolution.{ChangeKeyFix, RowSchemaEvolution}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.catalyst.expressions.Cast
+import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
  * The one definition of "the same key", for every path that judges one: a restart's stores (`KeyNames`, when no
@@ -32,13 +33,29 @@ object SameKey {
 
   /**
    * The fix of a key changed from `oldKey` to `newKey`: change-key, given a value for each new field that is no old
-   * field ([[oldFieldOf]]). The one rule of what a key gains, for every refusal that prints it; a key change itself
-   * refuses a gained field given no value by the same [[oldFieldOf]].
+   * field ([[oldFieldOf]]), and the explicit cast of each old field it [[narrows]]. The one rule of what a key change
+   * must be given, for every refusal that prints it; a key change itself refuses a gained field given no value, and a
+   * narrowing not given, by the same rules (`keys.KeyChanges`), so the printed call is one it takes.
    */
   def changeKeyFix(oldKey: StructType, newKey: StructType, sources: Option[KeySources]): ChangeKeyFix = {
     val oldOf = oldFieldOf(oldKey, newKey, sources)
-    ChangeKeyFix.needing(newKey.indices.filter(oldOf(_).isEmpty).map(newKey(_).name))
+    ChangeKeyFix(newKey.indices.flatMap { i =>
+      val field = newKey(i)
+      oldOf(i) match {
+        case None => Some(field.name -> ChangeKeyFix.UnknownSql)
+        case Some(j) if narrows(oldKey(j).dataType, field.dataType) =>
+          Some(field.name -> s"CAST(${oldKey(j).name} AS ${field.dataType.sql})")
+        case Some(_) => None
+      }
+    })
   }
+
+  /**
+   * Whether an old key field of type `old` kept as `now` may lose values (Spark's up-cast does not allow it: a
+   * narrowing, a string read as a number): never implicit, since old keys could then meet under one.
+   */
+  def narrows(old: DataType, now: DataType): Boolean =
+    !RowSchemaEvolution.sameLayout(old, now) && !Cast.canUpCast(old, now)
 
   /** The same where only the columns feeding both keys are known (a recorded meaning against the plan's). */
   def changeKeyFix(sources: KeySources): ChangeKeyFix = ChangeKeyFix.needing(sources.gained.map(_.name))

@@ -1,7 +1,7 @@
 package io.statesnap.meaning
 
 import io.statesnap.evolution.ChangeKeyFix
-import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
+import org.apache.spark.sql.types.{IntegerType, LongType, StringType, StructField, StructType}
 import org.junit.Assert._
 import org.junit.Test
 
@@ -46,6 +46,19 @@ class SameKeyTest {
     assertEquals("another column under the old name", Seq("region" -> ChangeKeyFix.UnknownSql),
       SameKey.changeKeyFix(userRegion, userRegion, otherColumn).keys)
     assertEquals(Seq("region"), otherColumn.get.gained.map(_.name))
+  }
+
+  @Test def aKeptFieldThatMayLoseValuesIsCastExplicitly(): Unit = {
+    val wide = StructType.fromDDL("user STRING, n BIGINT")
+    assertEquals("a narrowing", Seq("n" -> "CAST(n AS INT)"),
+      SameKey.changeKeyFix(wide, StructType.fromDDL("user STRING, n INT"), None).keys)
+    assertEquals("a widening is kept", Nil,
+      SameKey.changeKeyFix(StructType.fromDDL("user STRING, n INT"), wide, None).keys)
+    // The cast reads the old field, under its old name where the plan says the same column feeds a renamed one.
+    val count = StructType.fromDDL("user STRING, count INT")
+    val renamed = Some(KeySources(fed(wide, "user", "n"), fed(count, "user", "n")))
+    assertEquals(Seq("count" -> "CAST(n AS INT)"), SameKey.changeKeyFix(wide, count, renamed).keys)
+    assertTrue("a string read as a number", SameKey.narrows(StringType, LongType))
   }
 
   @Test def sourcesOfOtherKeysAreNotUsed(): Unit = {
