@@ -32,12 +32,13 @@ private[provider] object KeyNames {
           s"(${now.fieldNames.mkString(", ")})"
         else if (changed.isEmpty) "a field nested in it is renamed"
         else changed.map { case (a, b) => s"`$a` is now `$b`" }.mkString(", ")
-      // The fields the key gains (the one rule, by name here), each valued by the old field it renames: a field
-      // here keeps its position and type.
-      val keys = SameKey.changeKeyFix(was, now, None).keys.map { case (field, _) =>
-        field -> was(now.fieldIndex(field)).name
-      }
-      val each = if (keys.isEmpty) "" else ", each new field's value the old field it renames, or, where another " +
+      // What the key change must be given (the one rule, by name here): each field the key gains valued by the old
+      // field it renames, which keeps its position and type; a field kept under its name but narrowed, its cast.
+      val fix = SameKey.changeKeyFix(was, now, None)
+      val gained = fix.keys.collect { case (field, ChangeKeyFix.UnknownSql) => field }
+      val keys = fix.keys.map { case (field, sql) => field -> (if (gained.contains(field))
+        was(now.fieldIndex(field)).name else sql) }
+      val each = if (gained.isEmpty) "" else ", each new field's value the old field it renames, or, where another " +
         "column feeds it, the SQL over the old key and value that derives it"
       Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(was), ProblemSide.of(now), s"the key's fields keep their " +
         s"types and positions under other names ($what): Spark compares keys by type and position and would read " +

@@ -29,6 +29,9 @@ class KeyNamesTest {
     // `a` and `b` swap places (by name, kept: a value given for them would make old keys meet), `c` is now `d`.
     val problems = renamed("a string, b string, c string", "b string, a string, d string")
     assertTrue(problems.head.describe, problems.head.describe.contains("keys={'d': 'c'}"))
+    // Reordered with their types (Spark's check passes it): by name, `b` is kept but narrowed, so it is cast.
+    val swapped = renamed("a int, b bigint", "b int, a bigint")
+    assertTrue(swapped.head.describe, swapped.head.describe.contains("keys={'b': 'CAST(b AS INT)'}"))
   }
 
   @Test def theSameNamesOrAnotherLayoutAreNotItsToSay(): Unit = {
