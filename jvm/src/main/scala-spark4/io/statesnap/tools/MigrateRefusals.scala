@@ -10,12 +10,12 @@ private[tools] object MigrateRefusals {
     "provider, which migrates its state online: `python -m statesnap adopt` the checkpoint and restart the new " +
     "application version"
 
-  def anotherProvider(batch: Long, provider: String, spark: String): String = s"offsets/$batch pins the provider " +
-    s"$provider; migrate rewrites the state of a query on Spark's RocksDB provider ($spark); a query on statesnap's " +
-    "migrates online"
+  def anotherProvider(batch: Long, provider: String, spark: String): String =
+    LayoutRefusals.provider(batch, provider, s"migrate rewrites the state of a query on Spark's RocksDB provider " +
+      s"($spark)", "; a query on statesnap's migrates online")
 
-  def joinOfColumnFamilies(operator: Int): String = s"operator $operator is a stream-stream join of state format 3 " +
-    "(its stores column families of one), which migrate does not carry into the appended batch"
+  def joinOfColumnFamilies(operator: Int): String = CheckpointRefusals.joinOfColumnFamilies(operator) + ", which " +
+    "migrate does not carry into the appended batch"
 
   val noTransformWithState: String = "it has no transformWithState operator (no state/<operator>/_metadata/v2)"
 

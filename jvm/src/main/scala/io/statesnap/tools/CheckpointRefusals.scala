@@ -33,6 +33,10 @@ private[tools] object CheckpointRefusals {
 
   def running(query: String): String = s"$query is running on it; stop it first"
 
+  /** What a stream-stream join of state format 3 is, as a tool that does not move it names it. */
+  def joinOfColumnFamilies(operator: Int): String = s"operator $operator is a stream-stream join of state format 3 " +
+    "(its stores column families of one)"
+
   def unrewritableOffsets(batch: Long, current: String): String = s"offsets/$batch names the provider $current in a " +
     "form statesnap does not rewrite; the file is left as it is"
 

@@ -27,9 +27,9 @@ private[tools] object ProviderSwitchRefusals {
     s"transformWithState operator, which Spark $sparkVersion runs on its own provider only (SPARK-54117); " +
     "`python -m statesnap migrate` migrates its state offline instead"
 
-  def joinOfColumnFamilies(operator: Int, sparkVersion: String): String = s"operator $operator is a stream-stream " +
-    "join of state format 3 (its stores column families of one), which adopt does not move onto statesnap's " +
-    s"provider on Spark $sparkVersion"
+  def joinOfColumnFamilies(operator: Int, sparkVersion: String): String =
+    CheckpointRefusals.joinOfColumnFamilies(operator) + s", which adopt does not move onto statesnap's provider on " +
+    s"Spark $sparkVersion"
 
   def anotherProvider(batch: Long, current: String, verb: String, from: String): String =
     LayoutRefusals.provider(batch, current, s"$verb moves a checkpoint from $from", "")
