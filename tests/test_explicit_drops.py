@@ -2,6 +2,8 @@
 statesnap guessed, and every refusal leaves the state as the last version wrote it. Real restarts."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark.errors import StreamingQueryException
 
@@ -56,24 +58,29 @@ def test_a_rollback_that_would_drop_a_field_is_refused_and_confirmed_by_a_new_ve
     assert back.seen == {"a": [[2]]} and back.migrated_entries == 1
 
 
-@pytest.mark.parametrize("old, new, fix", [
-    ("amt int", "amount int", "renamed={'amount': 'amt'}"),
-    ("userId string, n int", "n int, userid string", "renamed={'userid': 'userId'}"),
+@pytest.mark.parametrize("old, to_state, new, fix, kept", [
+    ("amt int", lambda v: (v,), "amount int", "renamed={'amount': 'amt'}", [7]),
+    ("userId string, n int", lambda v: (f"u{v}", v), "n int, userid string", "renamed={'userid': 'userId'}",
+     [7, "u7"]),
+    # The README's quick start without its registration: the sum renamed and widened, a currency added. Matched by
+    # name it was "remove amount, add amount_sum as null", and 7 of ann's total was gone without a word.
+    ("orders int, amount int", lambda v: (1, v), "orders int, amount_sum bigint, currency string",
+     "renamed={'amount_sum': 'amount'}", [1, 7, None]),
 ])
-def test_an_unregistered_rename_is_refused_and_a_registered_one_keeps_the_values(spark, app_dirs, registrations,
-                                                                                 old, new, fix):
-    """Case 5: matched by name, a rename is a drop plus an add, and every value would be lost."""
+def test_an_unregistered_rename_is_refused_and_the_printed_fix_keeps_the_values(spark, app_dirs, registrations,
+                                                                               old, to_state, new, fix, kept):
+    """Case 5: matched by name, a rename is a drop plus an add, and every value would be lost; so is a rename that
+    also widens. The fix is run as the message prints it."""
     source, checkpoint = app_dirs
     write_input(source, [("a", 7, "set")])
-    run_app(spark, source, checkpoint, old, lambda v: (v,) if "," not in old else (f"u{v}", v))
+    run_app(spark, source, checkpoint, old, to_state)
     read(source, "a")
     message = refused(spark, source, checkpoint, new)
     assert "a likely rename, which would drop every value" in message and fix in message
-    renamed = {"amount": "amt"} if "amt" in old else {"userid": "userId"}
-    statesnap.register_snapshot(spark, "testState", statesnap.RowSnapshot(version=1, renamed=renamed),
-                                checkpoint=checkpoint)
-    kept = run_app(spark, source, checkpoint, new)
-    assert kept.seen == ({"a": [[7]]} if "amt" in old else {"a": [[7, "u7"]]})
+    printed = re.search(r"(statesnap\.register_snapshot\(.*?\)) to keep its values", message)
+    assert printed and fix in printed.group(1), message
+    eval(printed.group(1), {"statesnap": statesnap, "spark": spark})
+    assert run_app(spark, source, checkpoint, new).seen == {"a": [kept]}
 
 
 def test_duplicate_names_are_refused_at_every_level(spark, app_dirs):

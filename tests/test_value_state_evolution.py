@@ -74,11 +74,11 @@ def test_control_spark_stock_provider_misreads_the_same_widening(spark, app_dirs
 def test_add_remove_reorder_fields_then_a_third_run_migrates_nothing(spark, app_dirs):
     source, checkpoint = app_dirs
     v1 = "a int, b string, c double"
-    v2 = "c double, a bigint, d string"  # reorder c/a, remove b, widen a, add d
+    v2 = "c double, a bigint, d int"  # reorder c/a, remove b, widen a, add d (no string fits an int: b's drop is evident)
     write_input(source, [(k, i, "set") for i, k in enumerate(KEYS)])
     run_app(spark, source, checkpoint, v1, lambda v: (v, f"b{v}", v + 0.5))
     read_all(source)
-    second = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
+    second = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, v * 10))
     assert second.seen == {k: [[i + 0.5, i, None]] for i, k in enumerate(KEYS)}
     assert second.migrated_entries == 3
     # The committed bytes, read without Spark or statesnap: version 2 (the migration's batch) holds every entry in
@@ -92,11 +92,11 @@ def test_add_remove_reorder_fields_then_a_third_run_migrates_nothing(spark, app_
     with pytest.raises(LayoutError, match=left.hex()):
         check_migration(before, after, "testState", v1, v2)
     write_input(source, [("b", 7, "set")])
-    run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
+    run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, v * 10))
     read_all(source)
-    third = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, f"d{v}"))
+    third = run_app(spark, source, checkpoint, v2, lambda v: (v + 0.25, v, v * 10))
     assert third.migrated_entries == 0
-    assert third.seen == {"a": [[0.5, 0, None]], "b": [[7.25, 7, "d7"]], "c": [[2.5, 2, None]]}
+    assert third.seen == {"a": [[0.5, 0, None]], "b": [[7.25, 7, 70]], "c": [[2.5, 2, None]]}
 
 
 def test_narrowing_is_refused_and_the_old_version_still_reads_every_value(spark, app_dirs):

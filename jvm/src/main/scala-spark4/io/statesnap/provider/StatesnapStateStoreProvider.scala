@@ -67,13 +67,12 @@ class StatesnapStateStoreProvider extends SingleStateProvider with ProviderGlue 
 
   // Spark's state reader replays versions (snapshotStartBatchId) and reads change feeds through these.
   protected def replayed(endVersion: Long, readOnly: Boolean, replay: => StateStore): StateStore = {
-    val migration = beforeLoading(endVersion)
-    if (readOnly) refuseMigrationOnRead(migration, endVersion)
+    val migration = if (readOnly) { refuseOnRead(endVersion); None } else beforeLoading(endVersion)
     migrated(migration, handedOut(replay))
   }
 
   protected def replayedRead(endVersion: Long, replay: => ReadStateStore): ReadStateStore = {
-    refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
+    refuseOnRead(endVersion)
     new StatesnapReadStateStore(replay)
   }
 
@@ -86,7 +85,7 @@ class StatesnapStateStoreProvider extends SingleStateProvider with ProviderGlue 
   protected def checkChangeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
       endVersionStateStoreCkptId: Option[String]): Unit = {
     val guard = context.guard
-    if (guard.isDefined) refuseMigrationOnRead(beforeLoading(endVersion), endVersion)
+    if (guard.isDefined) refuseOnRead(endVersion)
     val records: Option[(String, StateRecords)] =
       if (columnFamilies.transformWithState) colFamilyNameOpt.map(state => state -> columnFamilyRecords(state,
         endVersionStateStoreCkptId))

@@ -31,6 +31,22 @@ object Conversions {
     case (a, b) => exactFloating.get(a).exists(_.contains(b))
   }
 
+  /**
+   * Whether a field of type `from` could hold, converted by the rules with nothing written down, every value of a
+   * field of type `to`: the same layout (names apart), a lossless conversion, or structs, arrays and map values whose
+   * parts do (every old struct field kept by name). A field removed beside an added one it keeps every value in is a
+   * likely rename: dropping its values is refused until the application says which it meant.
+   */
+  def keepsEveryValue(from: DataType, to: DataType): Boolean = (from, to) match {
+    case _ if RowSchemaEvolution.normalize(from, keepNames = false) == RowSchemaEvolution.normalize(to, keepNames = false) =>
+      true
+    case (ArrayType(a, _), ArrayType(b, _)) => keepsEveryValue(a, b)
+    case (MapType(ak, av, _), MapType(bk, bv, _)) => RowSchemaEvolution.sameLayout(ak, bk) && keepsEveryValue(av, bv)
+    case (a: StructType, b: StructType) => a.fields.forall(f =>
+      RowSchemaEvolution.indexOf(b, f.name).exists(i => keepsEveryValue(f.dataType, b(i).dataType)))
+    case _ => isLossless(from, to)
+  }
+
   /** Why a change that is not lossless is refused: one sentence for the error. */
   def whyNot(from: DataType, to: DataType): String = (from, to) match {
     case (IntegerType | LongType, FloatType) =>

@@ -148,7 +148,7 @@ object RowSchemaEvolution {
 /** One planning run; not reusable. */
 private final class Planner(old: StructType, neu: StructType, rawRules: Rules, sql: SqlSettings) {
   import Planner.Scope
-  import RowSchemaEvolution.{normalize, sameLayout}
+  import RowSchemaEvolution.sameLayout
 
   private val problems = mutable.ArrayBuffer.empty[SchemaProblem]
   private val changes = mutable.ArrayBuffer.empty[Change]
@@ -328,15 +328,21 @@ private final class Planner(old: StructType, neu: StructType, rawRules: Rules, s
         val confirmed = dropped(path)
         if (confirmed) used += s"dropped:$path"
         def unread(fp: FieldPlan) = fp.source == FieldSource.Null || fp.source.isInstanceOf[FieldSource.Default]
-        val inItsPlace = plans.lift(i).filter(fp => unread(fp) && fp.field.name != of.name &&
-          normalize(fp.field.dataType, keepNames = false) == normalize(of.dataType, keepNames = false))
+        // An added field that could hold every value of the removed one may be it under a new name (and type): in
+        // its place first, then anywhere at this level.
+        def couldBeIt(fp: FieldPlan) = unread(fp) && fp.field.name != of.name &&
+          Conversions.keepsEveryValue(of.dataType, fp.field.dataType)
+        val inItsPlace = plans.lift(i).filter(couldBeIt)
+        val converted = inItsPlace.orElse(plans.find(couldBeIt))
         val caseOnly = plans.find(fp => unread(fp) && fp.field.name != of.name &&
           fp.field.name.equalsIgnoreCase(of.name))
         val deliberate = confirmed || partly || referenced(path)
-        caseOnly.orElse(inItsPlace) match {
+        caseOnly.orElse(converted) match {
           case Some(likely) if !deliberate =>
+            val (was, is) = (of.dataType.simpleString, likely.field.dataType.simpleString)
             val why = if (caseOnly.isDefined) s"only the case of its name changed, to '${likely.field.name}'"
-              else s"'${likely.path}' ${likely.field.dataType.simpleString} was added in its place"
+              else s"'${likely.path}' $is was added${if (inItsPlace.contains(likely)) " in its place" else ""}" +
+                (if (was == is) "" else s", which holds every $was value")
             registering(path, ProblemSide.of(of.dataType), ProblemSide.Removed,
               s"$why: a likely rename, which would drop every value of it",
               FixRegistration.renamed(likely.path, path), FixRegistration.dropped(Seq(path)))(

@@ -1,6 +1,6 @@
 package io.statesnap.provider
 
-import io.statesnap.ProviderClasses
+import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.registration.{QueryRegistrations, QueryStates}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state._
@@ -96,8 +96,7 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
    * there the declared layout is only what Spark's schema file says now, without the query's registrations.
    */
   protected def readMigration(version: Long): Option[PendingMigration] = {
-    val migration = beforeLoading(version)
-    if (!context.servesStreamingQuery) refuseMigrationOnRead(migration, version)
+    val migration = if (context.servesStreamingQuery) beforeLoading(version) else { refuseOnRead(version); None }
     awaited = migration.map(m => new PendingMigration(version, m, context.keySchema, context.describeState(m.state)))
     awaited
   }
@@ -124,11 +123,28 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
     store
   }
 
-  /** Outside a streaming query, or in a store replayed read-only, a version that needs a migration is refused. */
-  protected def refuseMigrationOnRead(migration: Option[OperatorStateGuard.SingleStateMigration],
-      version: Long): Unit =
+  /**
+   * Outside a streaming query, or in a store replayed read-only, a version that needs a migration to be read as
+   * declared is refused. There the declared layout is only what Spark's schema file says now, without the query's
+   * registrations: a version written before a migration the state had since is refused as needing it, whatever the
+   * decision without them makes of it (a rename the query registered is, without its rule, a likely rename).
+   */
+  protected def refuseOnRead(version: Long): Unit = {
+    val migration = try beforeLoading(version) catch {
+      case e: StatesnapException if e.errorClass == StatesnapException.IncompatibleStateSchema =>
+        throw migratedSince(version).getOrElse(e)
+    }
     migration.foreach { m =>
       throw StoreErrors.readNeedsMigration(version, context.describeState(m.state), m.oldValueSchema.simpleString,
         m.newValueSchema.simpleString)
     }
+  }
+
+  /** The refusal of reading `version` of a single state that a later version's record says migrated since, if so. */
+  private def migratedSince(version: Long): Option[StatesnapException] = for {
+    guard <- context.guard
+    old <- guard.inForce(version)
+    latest <- guard.inForce(Long.MaxValue) if latest.recordedAtVersion > old.recordedAtVersion
+  } yield StoreErrors.readNeedsMigration(version, context.describeState(old.stateName),
+    StateDecision.schemaOf(old.valueSnapshot).simpleString, StateDecision.schemaOf(latest.valueSnapshot).simpleString)
 }

@@ -68,7 +68,8 @@ class RowSchemaEvolutionTest {
   }
 
   @Test def addedFieldsReadNullRemovedFieldsAreDroppedReorderedFieldsFollowTheirNames(): Unit = {
-    val p = plan("a INT, b STRING, c DOUBLE", "c DOUBLE, a INT, d STRING")
+    // d holds no string: b's drop is evident (a string d would be a likely rename)
+    val p = plan("a INT, b STRING, c DOUBLE", "c DOUBLE, a INT, d BOOLEAN")
     assertEquals(Seq(2.5, 1, null), migrate(p, 1, str("x"), 2.5))
     assertEquals(Seq("b"), p.dropped)
     assertTrue(p.changes.map(_.describe).contains("reorder fields to (c, a)"))
@@ -120,9 +121,33 @@ class RowSchemaEvolutionTest {
     assertTrue(problems(plan("s STRUCT<a: INT>", "s STRUCT<b: INT>")).head.describe.contains("renamed={'s.b': 's.a'}"))
   }
 
+  /**
+   * A removed field beside an added one that holds every value of it is a likely rename too, wherever it stands at
+   * that level (the README's quick start without its registration: `amount int` -> `amount_sum bigint` dropped ann's 5).
+   */
+  @Test def aLikelyRenameThatAlsoWidensIsRefused(): Unit = {
+    val widened = problems(plan("orders INT, amount INT", "orders INT, amount_sum BIGINT, currency STRING")).head
+    assertEquals("amount", widened.fieldPath)
+    assertTrue(widened.reason, widened.reason.contains(
+      "'amount_sum' bigint was added in its place, which holds every int value: a likely rename"))
+    assertTrue(widened.describe, widened.describe.contains("renamed={'amount_sum': 'amount'}") &&
+      widened.describe.contains("dropped=['amount']"))
+    val elsewhere = problems(plan("id STRING, n INT, note STRING", "id STRING, label STRING, total DECIMAL(12,0)")).head
+    assertEquals(("n", true), (elsewhere.fieldPath, elsewhere.reason.contains("'total' decimal(12,0) was added, which")))
+    val nested = problems(plan("s STRUCT<a: STRUCT<x: INT>>", "s STRUCT<b: STRUCT<x: BIGINT, y: STRING>>")).head
+    assertTrue(nested.describe, nested.describe.contains("renamed={'s.b': 's.a'}"))
+    val inArray = problems(plan("xs ARRAY<STRUCT<q: SHORT>>", "xs ARRAY<STRUCT<qty: INT>>")).head
+    assertTrue(inArray.describe, inArray.describe.contains("renamed={'xs[].qty': 'xs[].q'}"))
+    val renamed = RowSchemaEvolution.plan(schema("orders INT, amount INT"), schema("orders INT, amount_sum BIGINT"),
+      Rules(renamed = Map("amount_sum" -> "amount")))
+    assertEquals(Seq(1, 5L), migrate(renamed, 1, 5))
+  }
+
   @Test def anEvidentDropNeedsNoConfirmation(): Unit = {
     assertEquals(Seq("b"), plan("a INT, b STRING", "a INT").dropped)
-    assertEquals(Seq("b"), plan("a INT, b STRING", "c DOUBLE, a INT").dropped) // not in b's place, not b's type
+    assertEquals(Seq("b"), plan("a INT, b STRING", "c DOUBLE, a INT").dropped) // no string value is a double
+    assertEquals(Seq("b"), plan("a INT, b BIGINT", "a INT, c INT").dropped) // an int holds no bigint
+    assertEquals(Seq("s"), plan("s STRUCT<x: INT, y: INT>", "t STRUCT<x: INT>").dropped) // t has no y
   }
 
   /** Case 6: names that differ only by case cannot be matched by name, at any level. */
