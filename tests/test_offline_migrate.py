@@ -557,14 +557,63 @@ def test_a_restart_with_a_changed_schema_and_no_migrate_names_the_migrate_comman
     assert "transformWithState state 'count' changed (recorded: struct<n:int>, declared: struct<n:bigint,note:string>)" \
            in message, message
     assert "Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false" in message
-    command = re.search(r"^  (python -m statesnap migrate .*)$", message, re.MULTILINE).group(1)
+    dry_run, command = re.findall(r"^  (python -m statesnap migrate .*)$", message, re.MULTILINE)
     assert command == f"python -m statesnap migrate 'file:{checkpoint}' --state 'count' --schema 'n BIGINT,note " \
                       "STRING' --no-file-sink", message
+    assert dry_run == f"{command} --dry-run", message
     assert "cannot restart: [STATESNAP_OFFLINE_MIGRATION_REQUIRED]" in driver_log()
+    before = files(checkpoint)
+    code, out = cli(*shlex.split(dry_run)[3:])
+    assert code == 3 and files(checkpoint) == before, out
     code, out = cli(*shlex.split(command)[3:])
     # Spark wrote batch 1's offsets before it refused to plan it: migrate takes that batch back, then appends its own.
     assert code == 3 and "removed batch 1, which a restart planned and that was refused before any of it" in out, out
     assert run_app(spark, source, checkpoint, COUNT_V2).seen == COUNT_V2_SEEN
+
+
+@SPARK_42_ON
+@pytest.mark.parametrize("registered", [False, True])
+def test_a_rename_that_widens_is_named_by_the_refusal_and_migrates_with_its_rule_as_printed(
+        spark, app_dirs, registrations, cli, registered):
+    """The README's change (a field renamed and widened, another added) on Spark's provider: the restart's refusal asks
+    the decision migrate makes. With nothing registered it names the likely rename and the rule that keeps the values
+    (matched by name, migrate would drop them: "remove 'n'"); with the rule registered, the printed command carries
+    it. Either way the dry run, then the command, run as printed, and the values come through."""
+    import shlex
+
+    import statesnap
+
+    source, checkpoint = app_dirs
+    stock_query(spark, source, checkpoint)
+    renamed = [StateSpec("count", "total bigint, note string")] + V1[1:]
+    if registered:
+        statesnap.register_snapshot(spark, "count", statesnap.RowSnapshot(version=2, renamed={"total": "n"}),
+                                    checkpoint=checkpoint)
+    write_input(source, READ)
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        with statesnap.refusals():
+            run_app(spark, source, checkpoint, renamed)
+    message = str(refused.value)
+    dry_run, command = re.findall(r"^  (python -m statesnap migrate .*)$", message, re.MULTILINE)
+    assert dry_run == f"{command} --dry-run", message
+    if registered:
+        assert "would also refuse" not in message and """--snapshot '{"version":2,"renamed":{"total":"n"}}'""" \
+            in command, message
+    else:
+        assert "`migrate` would also refuse the change as the new version declares it" in message, message
+        assert "'total' bigint was added in its place, which holds every int value: a likely rename" in message
+        fix = re.search(r"Fix: (--snapshot '[^']*') to keep its values", message).group(1)
+        assert '"renamed":{"total":"n"}' in fix, message
+        chosen = "--snapshot '<the rules of the fix you choose above>'"
+        assert chosen in command, message
+        dry_run, command = dry_run.replace(chosen, fix), command.replace(chosen, fix)
+    before = files(checkpoint)
+    code, out = cli(*shlex.split(dry_run)[3:])
+    assert code == 3 and files(checkpoint) == before, out
+    code, out = cli(*shlex.split(command)[3:])
+    assert code == 3 and "rename" in out, out
+    seen = run_app(spark, source, checkpoint, renamed).seen
+    assert {k: [v[0]["count"]] for k, v in seen.items()} == {"a": [[3, None]], "b": [[5, None]]}
 
 
 @ONLY_ON_43

@@ -6,11 +6,16 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.Try
 import scala.util.control.NonFatal
 
+import scala.jdk.CollectionConverters._
+
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{ChangeKeyFix, FixFormat}
+import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
+import io.statesnap.evolution.{ChangeKeyFix, FixFormat, FixRegistration}
 import io.statesnap.evolution.FixFormat.shell
 import io.statesnap.meaning.SameKey
-import io.statesnap.snapshot.{StateSnapshotRecord, TtlValueSnapshot}
+import io.statesnap.provider.StateEncoding
+import io.statesnap.registration.{ScopeRegistrations, StateRegistration}
+import io.statesnap.snapshot.{SnapshotDefinition, StateSnapshotRecord, TtlValueSnapshot}
 import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types._
@@ -35,20 +40,28 @@ object OfflineMigrationRequired {
   private val refusals = new ConcurrentHashMap[UUID, String]
 
   /**
+   * What the new version declares for a state that migrates offline, as `migrate` would be given it: what it
+   * registers for the query (`registrations`, of the session that started it), the SQL settings its rules run with
+   * (`sqlConf`, the session's) and how its store encodes values.
+   */
+  final case class Declared(registrations: ScopeRegistrations, sqlConf: Map[String, String], encoding: StateEncoding)
+
+  /**
    * statesnap's refusal for the query with `id` on checkpoint `checkpoint`, if `failure` is Spark's refusal of one of
-   * the changes above (`transformWithStateOffline`: the query's transformWithState state migrates offline).
+   * the changes above (`transformWithStateOffline`: the query's transformWithState state migrates offline, with what
+   * the new version `declared`).
    */
   def of(id: UUID, checkpoint: String, failure: String, hadoopConf: Configuration,
-      transformWithStateOffline: Boolean): Option[String] = {
+      transformWithStateOffline: Option[Declared]): Option[String] = {
     val records = try CheckpointRecords.sparkRecords(checkpoint, hadoopConf) catch { case NonFatal(_) => Nil }
-    val found = SparksRefusal.findFirstMatchIn(failure).filter(_ => transformWithStateOffline).map { m =>
-      val (old, declared) = (m.group(1), m.group(2))
+    val found = transformWithStateOffline.flatMap(declared => SparksRefusal.findFirstMatchIn(failure).map { m =>
+      val (old, schema) = (m.group(1), m.group(2))
       val state = records.map(_._2).find { r =>
         val value = r.valueSnapshot.restoreSerializer().schema
         Seq(value, TtlValueSnapshot.wrap(value)).exists(_.toString == old)
-      }.map(_.stateName)
-      refusal(checkpoint, state, old, declared)
-    }.orElse(SparksKeyRefusal.findFirstMatchIn(failure).map { m =>
+      }
+      refusal(checkpoint, state, old, schema, declared)
+    }).orElse(SparksKeyRefusal.findFirstMatchIn(failure).map { m =>
       val (old, declared) = (m.group(1), m.group(2))
       keyRefusal(checkpoint, records.find(_._2.keySnapshot.restoreSerializer().schema.toString == old), old, declared)
     })
@@ -62,20 +75,42 @@ object OfflineMigrationRequired {
   /** The refusal found for the query with id `id` (for Python: null if none). */
   def forQuery(id: String): String = Try(UUID.fromString(id)).toOption.flatMap(i => Option(refusals.get(i))).orNull
 
-  private def refusal(checkpoint: String, state: Option[String], old: String, declared: String): String = {
-    val schema = parse(declared).map(s => TtlValueSnapshot.unwrap(s).getOrElse(s))
-    val name = state.getOrElse("<state>")
+  /**
+   * The refusal of `recorded`'s value schema changed from `old` to `schema` (Spark's texts of them). Its fix is the
+   * `migrate` command, dry run first, carrying what the new version registers for the state; where `migrate` would
+   * refuse the change as declared (a likely rename, a narrowing), the refusal says so, with the rules that fix it,
+   * since the decision it asks is the one `migrate` makes.
+   */
+  private def refusal(checkpoint: String, recorded: Option[StateSnapshotRecord], old: String, schema: String,
+      declared: Declared): String = {
+    val value = parse(schema).map(s => TtlValueSnapshot.unwrap(s).getOrElse(s))
+    val name = recorded.map(_.stateName)
+    val definition = name.flatMap(n => StateRegistration.valueOf(declared.registrations.states.get(n)))
+      .collect { case StateRegistration.Definition(json) => json }
+    val verdict = for (r <- recorded; v <- value) yield Try(CompatibilityCheck.verdict(r, CompatibilityCheck.declare(r,
+      None, None, None, v, definition, declared.registrations.compatibility.map(_.name),
+      ApplicationSqlSettings(r, declared.sqlConf).settings), declared.encoding, checkpoint)).toOption
+    val refused = verdict.flatten.filter(_.reported == CompatibilityCheck.Reported.Incompatible)
+    val snapshot = refused.fold(definition.map(json =>
+      FixFormat.CommandLine(Some(SnapshotDefinition.parse(name.get, json).registration))
+        .write(FixRegistration(Nil), Some(SnapshotDefinition.parse(name.get, json).version))))(
+      _ => Some("--snapshot '<the rules of the fix you choose above>'"))
+    val command = s"python -m statesnap migrate ${shell(checkpoint)} --state ${shell(name.getOrElse("<state>"))} " +
+      s"--schema ${value.fold("'<new value schema, DDL>'")(s => shell(s.toDDL))}${snapshot.fold("")(" " + _)} " +
+      "--no-file-sink"
+    val asDeclared = refused.fold("")(v => " `migrate` would also refuse the change as the new version declares it:" +
+      v.problems.asScala.map("\n  - " + _).mkString + "\nChoose a fix, and register its rules in the new version " +
+      "too (statesnap.register_snapshot).")
     s"[${StatesnapException.OfflineMigrationRequired}] the value schema of transformWithState state " +
-      s"${state.fold("")(s => s"'$s' ")}changed (recorded: ${parse(old).fold(old)(_.simpleString)}, declared: " +
-      s"${schema.fold(declared)(_.simpleString)}), and Spark ${org.apache.spark.SPARK_VERSION} runs " +
+      s"${name.fold("")(s => s"'$s' ")}changed (recorded: ${parse(old).fold(old)(_.simpleString)}, declared: " +
+      s"${value.fold(schema)(_.simpleString)}), and Spark ${org.apache.spark.SPARK_VERSION} runs " +
       "transformWithState only on its own state store provider (SPARK-54117), so statesnap cannot migrate it as " +
-      "the query restarts. Spark refused the restart; nothing was read or rewritten. Fix: with the query stopped, " +
-      s"migrate the state offline, then restart the query:\n  python -m statesnap migrate ${shell(checkpoint)} " +
-      s"--state ${shell(name)} --schema ${schema.fold("'<new value schema, DDL>'")(s => shell(s.toDDL))} " +
-      "--no-file-sink\n(--file-sink <its output path> instead if the query writes to a file sink; --snapshot " +
-      "'<RowSnapshot JSON>' with the rules the new version registers; one --state and --schema more for each other " +
-      "state whose schema changed). Do not set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's " +
-      "message suggests: Spark would then read the old bytes under the new schema."
+      s"the query restarts. Spark refused the restart; nothing was read or rewritten.$asDeclared Fix: with the " +
+      "query stopped, check the migration (it writes nothing), run it, then restart the query:\n" +
+      s"  $command --dry-run\n  $command\n(--file-sink <its output path> instead of --no-file-sink if the query " +
+      "writes to a file sink; one --state and --schema more for each other state whose schema changed). Do not " +
+      "set spark.sql.streaming.stateStore.stateSchemaCheck=false, as Spark's message suggests: Spark would then " +
+      "read the old bytes under the new schema."
   }
 
   /** The refusal of a changed key of the operator `recorded` says (the one whose key Spark's files record as `old`). */

@@ -7,9 +7,10 @@ import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.{ProviderClasses, StatesnapException}
-import io.statesnap.provider.{MigrationSummaries, StatesnapMetrics}
+import io.statesnap.evolution.SqlSetting
+import io.statesnap.provider.{MigrationSummaries, StateEncoding, StatesnapMetrics}
 import io.statesnap.registration._
-import io.statesnap.tools.{QueryLease, QuerySink, RefusedPlans}
+import io.statesnap.tools.{QueryLease, QuerySink, RefusedPlans, StoppedCheckpoint}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapFileSinkLog, StatesnapRunningQueries,
   StatesnapSparkGlue}
@@ -122,13 +123,21 @@ class StatesnapQueryListener extends StreamingQueryListener {
    */
   private def offlineMigrationRequired(query: RunningQuery, failure: String): Unit =
     try OfflineMigrationRequired.of(query.id, query.checkpoint, failure, query.hadoopConf,
-        query.runsTransformWithState && !StatesnapSparkGlue.transformWithStateTakesCustomProviders).foreach { message =>
+        Some(query).filter(StatesnapQueryListener.transformWithStateMigratesOffline).map(declared(_))).foreach { message =>
       StatesnapQueryListener.log.error(s"statesnap: query ${query.id} cannot restart: $message")
       refusedPlan(query, "Spark refused the batch at planning (its state schema check)")
     } catch {
       case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not tell why Spark refused " +
         s"${query.describe}: $e")
     }
+
+  /** What the new version of `query` declares for a state that migrates offline, as `migrate` would be given it. */
+  private def declared(query: RunningQuery): OfflineMigrationRequired.Declared = OfflineMigrationRequired.Declared(
+    QueryRegistrations.merged(query.conf(Registrations.Conf), query.checkpoint, query.name, query.describe)._1,
+    SqlSetting.all.flatMap(s => query.conf(s.conf).map(s.conf -> _)).toMap,
+    // The encoding the offset log pins (a query keeps the one it was created with), else the session's.
+    StateEncoding.of(query.pinned(StoppedCheckpoint.EncodingConf).orElse(query.conf(StoppedCheckpoint.EncodingConf))
+      .contains(StateEncoding.Avro.name)))
 
   /**
    * After a run's first batch of a query statesnap serves, records the names of its stateful operators that Spark
