@@ -254,3 +254,46 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
     commits = sorted(p.name for p in Path(checkpoint, "commits").iterdir())
     deploy_to_end()
     assert sorted(p.name for p in Path(checkpoint, "commits").iterdir()) == commits and len(collected) == 1
+
+
+@pytest.mark.skipif(MINOR == "3.5", reason="Spark 3.5 writes no operator metadata, and checks none at a restart")
+@pytest.mark.parametrize("change", ["dedup added", "dedup removed"])
+def test_a_stateful_operator_added_or_removed_is_refused_before_anything_starts(spark, app_dirs, registrations,
+                                                                                change):
+    """Spark finds an operator's state by its place in the plan, and refuses a restart whose operators differ from
+    its metadata at the first batch, with two stack traces. The rehearsal says so (exit 4 on the command line), the
+    deploy raises it before starting anything, and a plain restart's refusal is statesnap's, its batch recorded as
+    refused: the version that ran before restarts as it was."""
+    source, checkpoint = app_dirs
+    counts = lambda df: df.groupBy("id").agg(F.count("*").alias("n"))  # noqa: E731
+    stream = lambda: spark.readStream.schema(INPUT_SCHEMA).json(source)  # noqa: E731
+    write_input(source, [("a", 1, "set"), ("a", 1, "set"), ("b", 2, "set")])
+    with_dedup, without = counts(stream().dropDuplicates(["id", "value"])), counts(stream())
+    v1, v2 = (without, with_dedup) if change == "dedup added" else (with_dedup, without)
+    first = {r.id: r.n for r in run_to_end(v1, checkpoint, "update")}
+    write_input(source, [("a", 1, "set"), ("b", 3, "set")])
+
+    before = files(checkpoint)
+    result = tools.rehearse(checkpoint, v2)
+    assert files(checkpoint) == before
+    assert result.outcome == tools.Outcome.REFUSED, result.lines
+    refusal = result.details["refusal"]
+    assert refusal.startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new version's stateful operators are not "
+                              "the ones the state of checkpoint"), refusal
+    assert "operator ids 1 (none -> dedupe) differ" in refusal if change == "dedup added" else \
+        "operator ids 1 (dedupe -> none) differ" in refusal, refusal
+
+    started: list = []
+    with pytest.raises(statesnap.StateSchemaError) as refused:
+        statesnap.deploy(checkpoint, v2, lambda df: started.append(df), no_file_sink=True)
+    assert refused.value.error_class == "STATESNAP_STATEFUL_OPERATORS_CHANGED", str(refused.value)
+    assert started == [] and files(checkpoint) == before and spark.streams.active == []
+
+    with pytest.raises(statesnap.StateSchemaError) as restarted:
+        with statesnap.refusals():
+            run_to_end(v2, checkpoint, "update")
+    assert str(restarted.value) == refusal, str(restarted.value)
+    assert Path(checkpoint, "_statesnap", "refused-plans", "1").is_file()
+    # The version that ran restarts as it was, over the input the refused restart left.
+    again = {r.id: r.n for r in run_to_end(v1, checkpoint, "update")}
+    assert again == ({"a": first["a"] + 1, "b": 2} if change == "dedup added" else {"b": 2}), (first, again)

@@ -24,7 +24,7 @@ def refusal_in(error: BaseException) -> Optional[StateSchemaError]:
     """The statesnap refusal ``error`` carries (through Spark's and PySpark's layers: a task failure, a Python
     worker's error, a query's termination), or None. Spark's own refusal of a restart with a change statesnap makes
     offline (a transformWithState state's value schema on Spark 4.2+, an operator's key) becomes statesnap's, which
-    names the tool that lets it restart; so does Spark's failure to load statesnap's provider, which a checkpoint
+    names the tool that lets it restart, and so does its refusal of stateful operators added, removed or reordered; so does Spark's failure to load statesnap's provider, which a checkpoint
     pins, in a session built without ``configure``."""
     found = _MESSAGE.search(str(error)) or _MESSAGE.search(_offline_migration_required(str(error)) or "") \
         or _MESSAGE.search(_provider_not_loaded(str(error)) or "")
@@ -49,14 +49,16 @@ def _provider_not_loaded(text: str) -> Optional[str]:
 
 
 _QUERY_ID = re.compile(r"Query \[id = ([0-9a-f-]{36}),")
+# Spark's refusals of a restart that statesnap's listener words anew (``OfflineMigrationRequired`` in the JVM).
+_SPARKS_REFUSALS = ("STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+                    "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA")
 
 
 def _offline_migration_required(text: str) -> Optional[str]:
     """What statesnap's listener said of the query Spark's refusal in ``text`` stopped, if Spark refused a change
     statesnap makes offline (``OfflineMigrationRequired`` in the JVM)."""
     query = _QUERY_ID.search(text)
-    spark_refused = ("[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE]" in text
-                     or "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in text)
+    spark_refused = any(f"[{error_class}]" in text for error_class in _SPARKS_REFUSALS)
     if not spark_refused or query is None:
         return None
     from pyspark.sql import SparkSession

@@ -26,4 +26,5 @@ object StatesnapException {
   val StateLayoutMismatch = "STATESNAP_STATE_LAYOUT_MISMATCH"
   val UnreadableCheckpointFile = "STATESNAP_UNREADABLE_CHECKPOINT_FILE"
   val OfflineMigrationRequired = "STATESNAP_OFFLINE_MIGRATION_REQUIRED"
+  val StatefulOperatorsChanged = "STATESNAP_STATEFUL_OPERATORS_CHANGED"
 }

@@ -109,6 +109,10 @@ object NewQueryOperators {
   def writers(plan: SparkPlan): Seq[SparkClasses.StateStoreWriter] =
     plan.collect { case writer: SparkClasses.StateStoreWriter => writer }
 
+  /** Spark's name for `writer` (its `shortName`: protected in Scala, public in the bytecode), as its metadata says it. */
+  def sparkName(writer: SparkClasses.StateStoreWriter): String =
+    classOf[SparkClasses.StateStoreWriter].getMethod("shortName").invoke(writer).asInstanceOf[String]
+
   /**
    * The streaming DataFrame `query` as Spark plans a micro-batch of it (before its `state` rule gives its stateful
    * operators a checkpoint and versions).

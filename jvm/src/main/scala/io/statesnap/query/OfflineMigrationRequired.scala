@@ -14,7 +14,7 @@ import io.statesnap.evolution.{ChangeKeyFix, FixFormat, FixRegistration}
 import io.statesnap.evolution.FixFormat.shell
 import io.statesnap.meaning.SameKey
 import io.statesnap.provider.StateEncoding
-import io.statesnap.registration.{ScopeRegistrations, StateRegistration}
+import io.statesnap.registration.{ScopeRegistrations, SparkOperatorCheck, StateRegistration}
 import io.statesnap.snapshot.{SnapshotDefinition, StateSnapshotRecord, TtlValueSnapshot}
 import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
@@ -27,7 +27,9 @@ import org.apache.spark.sql.types._
  *  - a transformWithState state's value schema on Spark 4.2+, which runs transformWithState on its own provider only:
  *    `python -m statesnap migrate`;
  *  - a stateful operator's key on a query statesnap does not serve (Spark's provider; statesnap's own refuses it
- *    itself): `python -m statesnap change-key`.
+ *    itself): `python -m statesnap change-key`;
+ *  - stateful operators added, removed or reordered, which Spark's operator metadata check refuses
+ *    ([[SparkOperatorCheck]], whose refusal the rehearsal and `deploy` give before starting anything).
  * Spark names the schemas, not the state: the state is the one Spark's files at the latest committed batch record
  * with the old schema.
  */
@@ -36,6 +38,10 @@ object OfflineMigrationRequired {
     """(?s)\[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE\].*?Existing value_schema=(.*?) and new value_schema=(.*?)\.\s*\n""".r
   private val SparksKeyRefusal =
     """(?s)\[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE\].*?Existing key_schema=(.*?) and new key_schema=(.*?)\.\s*\n""".r
+  /** Spark's refusal of a restart whose stateful operators differ from its operator metadata's ([[SparkOperatorCheck]]). */
+  private val SparksOperatorRefusal = ("""(?s)\[""" + SparkOperatorCheck.SparksErrorClass +
+    """\].*?in the metadata: \[(.*?)\].*?in current batch: \[(.*?)\]""").r
+  private val SparksOperator = """\(OperatorId: (\d+) -> OperatorName: ([^)]*)\)""".r
   /** What the listener found for queries that terminated so, by query id, for `statesnap.refusals()` to raise. */
   private val refusals = new ConcurrentHashMap[UUID, String]
 
@@ -64,6 +70,9 @@ object OfflineMigrationRequired {
     }).orElse(SparksKeyRefusal.findFirstMatchIn(failure).map { m =>
       val (old, declared) = (m.group(1), m.group(2))
       keyRefusal(checkpoint, records.find(_._2.keySnapshot.restoreSerializer().schema.toString == old), old, declared)
+    }).orElse(SparksOperatorRefusal.findFirstMatchIn(failure).map { m =>
+      def operators(text: String) = SparksOperator.findAllMatchIn(text).map(o => o.group(1).toLong -> o.group(2)).toMap
+      SparkOperatorCheck.refusal(checkpoint, operators(m.group(1)), operators(m.group(2)))
     })
     found.foreach { message =>
       if (refusals.size > 100) refusals.clear() // a session's failed queries: a handful

@@ -125,7 +125,7 @@ class StatesnapQueryListener extends StreamingQueryListener {
     try OfflineMigrationRequired.of(query.id, query.checkpoint, failure, query.hadoopConf,
         Some(query).filter(StatesnapQueryListener.transformWithStateMigratesOffline).map(declared(_))).foreach { message =>
       StatesnapQueryListener.log.error(s"statesnap: query ${query.id} cannot restart: $message")
-      refusedPlan(query, "Spark refused the batch at planning (its state schema check)")
+      refusedPlan(query, "Spark refused the batch at planning (its state schema or operator metadata check)")
     } catch {
       case NonFatal(e) => StatesnapQueryListener.log.warn(s"statesnap could not tell why Spark refused " +
         s"${query.describe}: $e")

@@ -88,13 +88,33 @@ private[statesnap] object QueryStates {
    * 3), by Spark's name for it in its latest operator metadata v2 (`state/<operatorId>/_metadata/v2/<batch>`).
    */
   def columnFamilyOperator(stateRoot: String, operatorId: Long, hadoopConf: Configuration): Option[SparkOperator] = {
-    val dir = new Path(stateRoot, s"$operatorId/_metadata/v2")
-    val fs = dir.getFileSystem(hadoopConf)
+    val operatorDir = new Path(stateRoot, operatorId.toString)
+    sparkOperatorNameV2(operatorDir.getFileSystem(hadoopConf), operatorDir).map(SparkOperator.named)
+  }
+
+  /** Spark's name for the operator in `operatorDir`, by its latest operator metadata v2, if it has one. */
+  private def sparkOperatorNameV2(fs: FileSystem, operatorDir: Path): Option[String] = {
+    val dir = new Path(operatorDir, "_metadata/v2")
     metadataV2Batches(fs, dir).maxOption.flatMap(b =>
       metadataJson(fs, new Path(dir, b.toString)) \ "operatorInfo" \ "operatorName" match {
-        case JString(name) => Some(SparkOperator.named(name))
+        case JString(name) => Some(name)
         case _ => None
       })
+  }
+
+  /**
+   * Every stateful operator Spark's own operator metadata names in the checkpoint whose state root is `stateRoot`, by
+   * id: what Spark's check of a restart compares the new plan with (empty on Spark 3.5, which writes none).
+   */
+  def sparkOperatorNames(stateRoot: String, hadoopConf: Configuration): Map[Long, String] = {
+    val root = new Path(stateRoot)
+    val fs = root.getFileSystem(hadoopConf)
+    val operators = if (!fs.exists(root)) Nil else fs.listStatus(root).toSeq.filter(_.isDirectory)
+      .flatMap(d => d.getPath.getName.toLongOption)
+    operators.flatMap { id =>
+      val operatorDir = new Path(root, id.toString)
+      sparkOperatorName(fs, operatorDir).orElse(sparkOperatorNameV2(fs, operatorDir)).map(id -> _)
+    }.toMap
   }
 
   private def name(fs: FileSystem, operatorDir: Path): Option[String] = sparkOperatorName(fs, operatorDir).orElse {

@@ -5,7 +5,9 @@ import scala.jdk.CollectionConverters._
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.provider.TransformWithStateDecision
-import io.statesnap.registration.{QueryRegistrations, Registrations}
+import io.statesnap.registration.{QueryRegistrations, QueryStates, Registrations, SparkOperatorCheck}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapRunningQueries, StatesnapSparkGlue}
 
 /**
@@ -70,7 +72,8 @@ object Rehearsal {
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
     val plan = NewQueryOperators.plan(query)
-    Rehearsed(NewQueryOperators.writers(plan).zipWithIndex.map { case (writer, id) =>
+    val writers = NewQueryOperators.writers(plan)
+    val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
         OperatorOutcome(id, operator.describe, decision, lines.asJava, offline)
@@ -93,7 +96,27 @@ object Rehearsal {
             case e: StatesnapException => outcome(Refused, Seq(e.getMessage))
           }
       }
-    }, qualified, registered)
+    }
+    Rehearsed(withSparksCheck(decided, writers, qualified, hadoopConf), qualified, registered)
+  }
+
+  /**
+   * The outcomes `decided`, with each operator id at which Spark's own check of the restart refuses it
+   * ([[SparkOperatorCheck]]) refused, saying so: an operator of the checkpoint the new version has no longer gets an
+   * outcome of its own.
+   */
+  private def withSparksCheck(decided: Seq[OperatorOutcome], writers: Seq[SparkClasses.StateStoreWriter],
+      checkpoint: String, hadoopConf: Configuration): Seq[OperatorOutcome] = {
+    val recorded = QueryStates.sparkOperatorNames(new Path(checkpoint, "state").toString, hadoopConf)
+    val planned = writers.zipWithIndex.map { case (w, id) => id.toLong -> NewQueryOperators.sparkName(w) }.toMap
+    val differing = SparkOperatorCheck.differing(recorded, planned)
+    if (differing.isEmpty) decided
+    else {
+      val refusal = Seq(SparkOperatorCheck.refusal(checkpoint, recorded, planned)).asJava
+      decided.map(o => if (differing.contains(o.operator.toLong)) o.copy(decision = Refused, lines = refusal) else o) ++
+        differing.filterNot(planned.contains).map(id => OperatorOutcome(id.toInt, s"${recorded(id)} (in the " +
+          "checkpoint, not in the new version)", Refused, refusal))
+    }
   }
 
   /**

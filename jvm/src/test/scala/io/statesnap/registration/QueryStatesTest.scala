@@ -29,6 +29,20 @@ class QueryStatesTest {
   private def verify(root: LocalPath, registered: String*): Unit =
     QueryStates.verify(registered.toSet, root.toUri.toString, UUID.randomUUID().toString, 1L, conf, "ck")
 
+  /** What Spark's check of a restart reads: its own metadata only (v1, or v2's latest for transformWithState). */
+  @Test def sparksOperatorNamesAreItsMetadatasAlone(): Unit = {
+    val root = stateRoot()
+    sparkMetadata(root, 0, "stateStoreSave")
+    val v2 = Files.createDirectories(root.resolve("1/_metadata/v2"))
+    Seq(0 -> "dedupe", 3 -> "transformWithStateInPySparkExec").foreach { case (batch, name) =>
+      Files.write(v2.resolve(batch.toString), ("v2\n" + s"""{"operatorInfo":{"operatorId":1,"operatorName":"$name"}}""")
+        .getBytes(UTF_8))
+    }
+    QueryStates.recordOperatorNames(root.toUri.toString, Map(2L -> "dedupe"), conf) // statesnap's, on 3.5
+    assertEquals(Map(0L -> "stateStoreSave", 1L -> "transformWithStateInPySparkExec"),
+      QueryStates.sparkOperatorNames(root.toUri.toString, conf))
+  }
+
   @Test def aRecordedNameStandsInWhereSparkWroteNoMetadata(): Unit = {
     val root = stateRoot()
     Files.createDirectories(root.resolve("0"))
