@@ -107,6 +107,21 @@ def query(spark):
             .withColumn("uid", F.upper("id")).groupBy("id", "uid").agg(F.count("*"), F.max("v")))
 """
 
+KEY_CHANGE_APP = """
+import os, sys
+import statesnap
+from pyspark.sql import SparkSession, functions as F
+builder = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+           .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+spark = statesnap.configure(builder).getOrCreate()
+work = sys.argv[1]
+query = (spark.readStream.schema("id string, v long").json(f"{work}/in").withColumn("uid", F.upper("id"))
+         .withColumn("lid", F.lower("id")).groupBy("id", "uid", "lid").agg(F.count("*"), F.max("v")))
+result = statesnap.change_key(f"{work}/agg", query, keys={"lid": "lower(id)"}, no_file_sink=True)
+print("=== changed", result.outcome, file=sys.stderr, flush=True)
+"""
+"""A key changed from Python in a process that ran no query before: its session has no state store coordinator yet."""
+
 
 def test_a_successful_migration_deploy_repartition_and_key_change_say_no_warning_or_error(tmp_path):
     """What the user asked for, done: no WARN or ERROR line from statesnap or about its work (Spark 3.5's own schema
@@ -133,3 +148,10 @@ def test_a_successful_migration_deploy_repartition_and_key_change_say_no_warning
     assert tool.returncode == 3 and "done:" in tool.stdout, tool.stdout + tool.stderr
     logged = [line for line in tool.stderr.splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
     assert logged == [], tool.stderr
+
+    # From Python, in the application's own session (Spark 4.1+'s stores report each commit to a coordinator that
+    # only a started query makes: "Failed to report StateStore commit", twice).
+    (tmp_path / "key.py").write_text(KEY_CHANGE_APP)
+    run = run_to_exit([sys.executable, "key.py", str(tmp_path / "work")], timeout=600, cwd=tmp_path, env=env)
+    assert run.returncode == 0 and "=== changed Outcome.CHANGE" in run.stderr, run.stderr[-5000:]
+    assert alarms(run.stderr) == [], alarms(run.stderr)

@@ -186,8 +186,11 @@ private[tools] object AppendedBatch {
   def storeConf(spark: SparkSession, pinned: Map[String, String]): StateStoreConf = {
     val sqlConf = spark.sessionState.conf.clone()
     pinned.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-    // No query runs, so no state store coordinator: the stores must not report to one.
+    // No query runs, so there may be no state store coordinator (a query's session makes it as it starts): the stores
+    // must not report to one, neither their snapshot uploads nor (Spark 4.1+) each commit, whose report fails with a
+    // WARN where a process runs the verb before any query (`statesnap.change_key` first thing in an application).
     sqlConf.setConfString("spark.sql.streaming.stateStore.coordinatorReportSnapshotUploadLag", "false")
+    sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
     new StateStoreConf(sqlConf)
   }
 }
