@@ -38,6 +38,24 @@ def test_a_group_state_migration_is_one_info_line_on_the_driver(spark, app_dirs,
     assert states == [1], states  # one state, counted once for its 2 partitions
 
 
+def test_what_a_run_migrated_is_in_its_last_progress(spark, app_dirs):
+    """An availableNow run of several batches migrates in its first: its last progress, where a user looks, says how
+    many entries the run migrated, beside the batch's own count (0 there)."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set"), ("b", 2, "set"), ("c", 3, "set")])
+    run_group_state_app(spark, source, checkpoint, "total int")
+    for key in ("a", "b", "c"):
+        write_input(source, [(key, 0, "read")])
+    result = run_group_state_app(spark, source, checkpoint, "total bigint", file_per_batch=True)
+    metrics = [p["stateOperators"][0]["customMetrics"] for p in result.progress]
+    assert [m["statesnapMigratedEntries"] for m in metrics] == [3, 0, 0], metrics
+    assert [m["statesnapMigratedEntriesInRun"] for m in metrics] == [3, 3, 3], metrics
+    # The next run starts its count anew.
+    write_input(source, [("a", 0, "read")])
+    again = run_group_state_app(spark, source, checkpoint, "total bigint")
+    assert [p["stateOperators"][0]["customMetrics"]["statesnapMigratedEntriesInRun"] for p in again.progress] == [0]
+
+
 @pytest.mark.skipif(not TWS_ONLINE, reason="transformWithState migrates online on Spark 4.0/4.1")
 def test_each_migrated_transform_with_state_variable_gets_its_own_line(spark, app_dirs, driver_log):
     source, checkpoint = app_dirs

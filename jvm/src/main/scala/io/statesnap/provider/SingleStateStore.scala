@@ -14,6 +14,8 @@ private[provider] abstract class SingleStateStore(val inner: StateStore, context
   extends StateStore {
 
   protected val counters = new MigrationCounters(countsStates = inner.id.partitionId == 0)
+  /** What the provider's stores migrated in the run before this one (read as it opens: one store at a time). */
+  private val migratedBefore = context.migratedInRun.get
   /** Opened on the task's thread: a migration (maybe on another thread) stops when this task ends. */
   protected val gate: MigrationGate = context.migrationGate(Option(TaskContext.get()))
   /** Why this store must not commit: a resolution or migration that failed part-way. */
@@ -50,6 +52,7 @@ private[provider] abstract class SingleStateStore(val inner: StateStore, context
     }
     beforeCommit()
     val committed = inner.commit()
+    context.migratedInRun.set(migratedBefore + counters.entries.get)
     afterCommit(committed)
     context.committed(committed, counters.summaries)
     committed
@@ -57,7 +60,7 @@ private[provider] abstract class SingleStateStore(val inner: StateStore, context
 
   override def metrics: StateStoreMetrics = {
     val m = inner.metrics
-    m.copy(customMetrics = m.customMetrics ++ counters.asMetrics)
+    m.copy(customMetrics = m.customMetrics ++ counters.asMetrics(migratedBefore))
   }
 
   // Spark aborts a store when its task fails or is killed (a stopped query), and may then close the RocksDB handle

@@ -13,8 +13,12 @@ private[statesnap] object StatesnapMetrics {
     "number of states statesnap migrated to a new schema")
   val MigrationTimeMs = StateStoreCustomTimingMetric("statesnapMigrationTimeMs",
     "time statesnap spent migrating state entries")
+  // A run's migration is in its first batch, and an availableNow run's progress is its last batch: each store adds what
+  // its provider (one per partition and run) migrated in the run's batches so far.
+  val MigratedEntriesInRun = StateStoreCustomSumMetric("statesnapMigratedEntriesInRun",
+    "number of state entries statesnap migrated to a new schema in this run of the query, its batches so far")
 
-  val all: Seq[StateStoreCustomMetric] = Seq(MigratedEntries, MigratedStates, MigrationTimeMs)
+  val all: Seq[StateStoreCustomMetric] = Seq(MigratedEntries, MigratedStates, MigrationTimeMs, MigratedEntriesInRun)
 }
 
 /**
@@ -38,8 +42,10 @@ private[provider] final class MigrationCounters(countsStates: Boolean) {
   /** Every state this store version migrated. */
   def summaries: Seq[MigrationSummaries.Migrated] = migrated
 
-  def asMetrics: Map[StateStoreCustomMetric, Long] = Map(
+  /** This store version's metrics, with `inRun` the entries its provider migrated in the run before this version. */
+  def asMetrics(inRun: Long): Map[StateStoreCustomMetric, Long] = Map(
     StatesnapMetrics.MigratedEntries -> entries.get,
     StatesnapMetrics.MigratedStates -> states.get,
-    StatesnapMetrics.MigrationTimeMs -> millis.get)
+    StatesnapMetrics.MigrationTimeMs -> millis.get,
+    StatesnapMetrics.MigratedEntriesInRun -> (inRun + entries.get))
 }

@@ -1,5 +1,7 @@
 package io.statesnap.provider
 
+import java.util.concurrent.atomic.AtomicLong
+
 import scala.util.control.NonFatal
 
 import io.statesnap.evolution.FixFormat
@@ -27,6 +29,11 @@ private[provider] final class StoreContext(val id: StateStoreId, val keySchema: 
     val declared: DeclaredSnapshots, val guard: Option[OperatorStateGuard], probe: Option[MigrationProbe],
     val servesStreamingQuery: Boolean, val hadoopConf: Configuration, guardsColumnFamilies: Boolean) {
   private val log = LoggerFactory.getLogger(getClass)
+  /**
+   * The entries the provider's committed stores migrated in this run of the query (a provider serves one partition's
+   * store in one run), reported with each store's metrics ([[StatesnapMetrics.MigratedEntriesInRun]]).
+   */
+  val migratedInRun = new AtomicLong
 
   /** How errors and logs name a state: enough to find it in the checkpoint. */
   def describeState(stateName: String): String = StoreContext.describeState(id, stateName, guardsColumnFamilies)
