@@ -190,3 +190,55 @@ def test_an_aggregations_buffers_follow_its_aggregates_by_function(spark, tmp_pa
             assert read_state(checkpoint, "default", "id string", layout)[("u1",)] == (1, None, 0.0, 0, 2)
     functions = [[a["function"] for a in m["aggregates"]] for m in meanings(checkpoint)]
     assert functions[-1] == ["count(1)", "max((value + 100L))", "max((value * 10L))", "sum(value)"], functions
+
+
+def windowed_counts(spark, source: str, kind: str, also: str = None):
+    """Each user's events of one kind (`op`; or `also`) counted in 10-second windows of event time (`value`
+    seconds)."""
+    kinds = F.col("op") == kind if also is None else (F.col("op") == kind) | (F.col("op") == also)
+    return (stream(spark, source).where(kinds).withColumn("t", F.timestamp_seconds("value"))
+            .withWatermark("t", "0 seconds").groupBy(F.window("t", "10 seconds"), "id").count()
+            .select(F.lit(kind).alias("kind"), "id", F.col("window.start").alias("start"), "count"))
+
+
+# name: the branches of version 1, of version 2, the (recorded, now) operator ids the refusal names
+BRANCH_CASES = {
+    "branches swapped": (("click", "view"), ("view", "click"), [(0, 1), (1, 0)]),
+    "the first branch removed, another appended": (("click", "view"), ("view", "purchase"), [(1, 0)]),
+}
+
+
+@pytest.mark.parametrize("name", list(BRANCH_CASES))
+def test_an_operator_never_reads_another_operators_state(spark, tmp_path, name):
+    """Two windowed counts in a union, told apart by what they count alone: Spark's checks compare operator names and
+    schemas, which a swap keeps, and each branch read the other's counts (click u1 = 1 where 2 is right). The plan
+    says what feeds each operator, recorded with its state: the restart is refused before any task, naming both, and
+    the rehearsal says so first. A filter that alone changes leaves an operator itself."""
+    before, after, moved = BRANCH_CASES[name]
+    version = lambda kinds: lambda s, i: windowed_counts(s, i, kinds[0]).union(  # noqa: E731
+        windowed_counts(s, i, kinds[1]))
+    source, checkpoint = str(tmp_path / "input"), str(tmp_path / "checkpoint")
+    run_rounds(spark, version(before), source, checkpoint, [[("u1", 1, "click"), ("u1", 2, "click"),
+                                                            ("u1", 3, "view")]], mode="append")
+    inputs = [m["input"] for m in (meanings(checkpoint, 0)[-1], meanings(checkpoint, 1)[-1])]
+    assert all(f"(op = '{kind}')" in i for i, kind in zip(inputs, before)), inputs
+    write_input(source, [("u1", 4, "click"), ("u1", 5, "view"), ("u1", 6, "purchase")])
+    tree = tree_hash(os.path.join(checkpoint, "state"))
+
+    rehearsal = tools.rehearse(checkpoint, version(after)(spark, source))
+    assert rehearsal.outcome == tools.Outcome.REFUSED, rehearsal.lines
+    refusal = rehearsal.details["refusal"]
+    for recorded, now in moved:
+        assert f"the state of operator {recorded} (streaming aggregation by `window`, `id`, aggregates count(1), " \
+               "fed by " in refusal, refusal
+        assert f"(op = '{before[recorded]}'))) is computed by the new version's operator {now}" in refusal, refusal
+
+    with pytest.raises(StreamingQueryException) as restarted:
+        run_to_end(version(after)(spark, source), checkpoint, "append")
+    assert refusal in str(restarted.value), str(restarted.value)
+    assert tree_hash(os.path.join(checkpoint, "state")) == tree
+    assert os.path.exists(os.path.join(checkpoint, "_statesnap", "refused-plans", "1"))
+
+    # A filter that alone changes (the second branch counting taps too) leaves the operator itself.
+    widened = windowed_counts(spark, source, before[0]).union(windowed_counts(spark, source, before[1], also="tap"))
+    assert tools.rehearse(checkpoint, widened).outcome == tools.Outcome.NOTHING

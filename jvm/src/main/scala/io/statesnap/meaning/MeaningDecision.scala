@@ -79,6 +79,41 @@ object MeaningDecision {
     }
 
   /**
+   * The states the new plan would read at another operator's place: each (id, other) where the operator the meaning
+   * recorded at `id` says computed its state is not the one the plan puts at `id` (`planned`, by id), but is the one
+   * at `other`, the same kind, key columns, aggregates and input ([[OperatorMeaning.computesAs]]). Spark finds an
+   * operator's state by its place in the plan, and its checks compare names and schemas only: two windowed counts of
+   * a union swapped pass them, and each reads the other's counts. An operator whose input alone changed (a filter
+   * added) is still itself: only another operator's match moves a state. A meaning recorded without its input (an
+   * earlier statesnap) matches none.
+   */
+  def movedStates(recorded: Map[Long, OperatorMeaning], planned: Map[Long, OperatorMeaning]): Seq[(Long, Long)] =
+    recorded.toSeq.sortBy(_._1).flatMap { case (id, meant) =>
+      if (meant.input.isEmpty || planned.get(id).exists(_.computesAs(meant))) None
+      else planned.toSeq.sortBy(_._1).collectFirst { case (other, now) if other != id && now.computesAs(meant) =>
+        id -> other }
+    }
+
+  /** The refusal of a restart whose plan reads the states `moved` ([[movedStates]]) at other operators' places. */
+  def movedStatesRefusal(checkpoint: String, moved: Seq[(Long, Long)], recorded: Map[Long, OperatorMeaning],
+      planned: Map[Long, OperatorMeaning]): StatesnapException = {
+    // Key fields by name: what feeds them is the same on both sides, and a window's is a screenful.
+    def fed(m: OperatorMeaning) = s"${m.operator} by ${m.key.map(k => s"`${k.name}`").mkString(", ")}" +
+      (if (m.aggregates.isEmpty) "" else s", aggregates ${m.aggregates.map(_.function).mkString(", ")}") +
+      m.input.filter(_.nonEmpty).fold("")(i => s", fed by $i")
+    val each = moved.map { case (id, other) =>
+      s"the state of operator $id (${fed(recorded(id))}) is computed by the new version's operator $other, and the " +
+        s"new version's operator $id is ${planned.get(id).fold("none")(fed)}"
+    }
+    new StatesnapException(StatesnapException.StatefulOperatorsChanged, s"the new version's stateful operators are " +
+      s"not in the places their states are in checkpoint $checkpoint: ${each.mkString("; ")}. Spark finds an " +
+      "operator's state by its place in the plan, and its own checks compare operator names and schemas only: each " +
+      "operator would read another's state. Nothing was read or written. Fix: keep the stateful operators in their " +
+      "order (a union's branches as they were); or run the new version as a new query (a new checkpoint, and a new " +
+      "output path for a file sink), where every operator's state starts empty.")
+  }
+
+  /**
    * Why the key `now` is not the key `recorded`, if it is not: a field fed by another column, the same columns in
    * another order, a column added or removed. The same columns in the same order are the same key under any names;
    * a type that changes is the layout's to decide, not the meaning's.

@@ -24,11 +24,14 @@ final case class MeantAggregate(function: String, buffer: Seq[(String, String)],
 /**
  * What a stateful operator's state means, from the query's plan: the operator (`streaming aggregation`,
  * `dropDuplicates`, ...), its key field by field and, for a streaming aggregation, its aggregates in the order of
- * their buffers. Kept beside the state ([[RecordedMeanings]]), it is what a restart's plan is compared with: a key
- * is decided by the columns that feed it, never by type and position alone, and an aggregation's buffers by the
- * aggregate they belong to, never by buffer name.
+ * their buffers; and what feeds it (`input`: the filters, unions and stateful operators below it, [[PlannedMeaning]];
+ * None in a meaning recorded before statesnap recorded it). Kept beside the state ([[RecordedMeanings]]), it is what a
+ * restart's plan is compared with: a key is decided by the columns that feed it, never by type and position alone, an
+ * aggregation's buffers by the aggregate they belong to, never by buffer name, and an operator's state by the
+ * operator that computes it, never by its place in the plan alone ([[MeaningDecision.movedStates]]).
  */
-final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregates: Seq[MeantAggregate]) {
+final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregates: Seq[MeantAggregate],
+    input: Option[String] = None) {
   def describe: String = s"$operator by ${if (key.isEmpty) "no key" else key.map(_.describe).mkString(", ")}" +
     (if (aggregates.isEmpty) "" else s", aggregates ${aggregates.map(_.function).mkString(", ")}")
 
@@ -41,7 +44,16 @@ final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregat
       "type" -> JString(k.dataType)))),
     "aggregates" -> JArray(aggregates.toList.map(a => JObject("function" -> JString(a.function),
       "uncast" -> JString(a.uncast),
-      "buffer" -> JArray(a.buffer.toList.map { case (n, t) => JObject("name" -> JString(n), "type" -> JString(t)) })))))
+      "buffer" -> JArray(a.buffer.toList.map { case (n, t) => JObject("name" -> JString(n), "type" -> JString(t)) })))),
+    "input" -> input.fold[JValue](JNull)(JString(_)))
+
+  /**
+   * Whether `other` is the same operator computing the same state: the same kind, key columns (under any names) and
+   * aggregates, fed the same way.
+   */
+  def computesAs(other: OperatorMeaning): Boolean = operator == other.operator &&
+    key.map(k => (k.source, k.dataType)) == other.key.map(k => (k.source, k.dataType)) &&
+    aggregates.map(_.function) == other.aggregates.map(_.function) && input == other.input
 }
 
 object OperatorMeaning {
@@ -72,7 +84,12 @@ object OperatorMeaning {
     OperatorMeaning(text(all, "operator"), list(all, "key").map(fields).map(k =>
       KeyColumn(text(k, "name"), text(k, "source"), text(k, "type"))),
       list(all, "aggregates").map(fields).map(a => MeantAggregate(text(a, "function"),
-        list(a, "buffer").map(fields).map(b => text(b, "name") -> text(b, "type")), text(a, "uncast"))))
+        list(a, "buffer").map(fields).map(b => text(b, "name") -> text(b, "type")), text(a, "uncast"))),
+      all.get("input") match {
+        case None | Some(JNull) => None // recorded before statesnap recorded what feeds an operator
+        case Some(JString(s)) => Some(s)
+        case Some(other) => throw invalid(s"'input' is ${JsonMethods.compact(other)}")
+      })
   }
 
   // Read through CheckpointFile.read, which names the file in the error it makes of this.

@@ -3,7 +3,7 @@ package io.statesnap.meaning
 import io.statesnap.SparkClasses
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, ExprId, Expression, GetStructField, Literal,
   PrettyAttribute}
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{FilterExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
 /**
@@ -19,7 +19,7 @@ object PlannedMeaning {
     val sources = new Sources(plan)
     def keyed(operator: String, key: Seq[Attribute], aggregates: Seq[MeantAggregate] = Nil) =
       Some(OperatorMeaning(operator, key.map(a => KeyColumn(a.name, sources(a), a.dataType.catalogString)),
-        aggregates))
+        aggregates, Some(input(plan, writer.children, sources))))
     writer match {
       case save: SparkClasses.StateStoreSaveExec => save.child match {
         case aggregate: BaseAggregateExec => keyed("streaming aggregation", save.keyExpressions,
@@ -40,6 +40,23 @@ object PlannedMeaning {
     }
   }
 
+  /**
+   * What feeds an operator whose inputs are `children`: the filters, unions and stateful operators below it down to
+   * its sources, each column named by its source (as a key's are), so that two branches of a union that differ only by
+   * what they let through are told apart. What a micro-batch plans differently from a deploy's plan of the streaming
+   * DataFrame is left out: scans (a batch's names its files), exchanges, sorts, the operator's own aggregation steps.
+   */
+  private def input(plan: SparkPlan, children: Seq[SparkPlan], sources: Sources): String = {
+    def walk(node: SparkPlan): Seq[String] = node match {
+      case f: FilterExec => s"where ${sources.sql(f.condition)}" +: walk(f.child)
+      case u: UnionExec => Seq(u.children.map(c => walk(c).mkString(" <- ")).mkString("union(", "; ", ")"))
+      case w: SparkClasses.StateStoreWriter => of(plan, w).fold(w.nodeName)(m => m.copy(input = None).describe) +:
+        w.children.flatMap(walk)
+      case other => other.children.flatMap(walk)
+    }
+    children.flatMap(walk).mkString(" <- ")
+  }
+
   /** What feeds each attribute of `plan`: the aliases of every node, followed down to the input's columns. */
   private final class Sources(plan: SparkPlan) {
     private val aliases: Map[ExprId, Expression] = plan.collect { case node => node.expressions }.flatten
@@ -48,8 +65,10 @@ object PlannedMeaning {
     def apply(e: Expression): String = source(e, Set.empty)
 
     /** An aggregate function as its SQL says it, each column it reads named by its source. */
-    def function(f: Expression): String =
-      f.transform { case a: Attribute => PrettyAttribute(apply(a), a.dataType) }.sql
+    def function(f: Expression): String = sql(f)
+
+    /** An expression as its SQL says it, each column it reads named by its source. */
+    def sql(e: Expression): String = e.transform { case a: Attribute => PrettyAttribute(apply(a), a.dataType) }.sql
 
     private def source(e: Expression, seen: Set[ExprId]): String = e match {
       case a: Attribute => aliases.get(a.exprId).filterNot(_ => seen(a.exprId))

@@ -57,6 +57,9 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         // restart, when Spark's metadata of this batch already names the query's states (one check for the query).
         undecided.map(_._2).find(_.storeVersion > 0).foreach(info => QueryStates.verify(
           query.registrations.states.keySet, stateRoot, query.runId, info.storeVersion, hadoopConf, query.checkpoint))
+        // A state its place holds for another operator of the plan (a union's branches swapped) is refused first.
+        PlannedOperatorDecision.movedStates(plan, undecided.map { case (w, info) => (w, info.operatorId,
+          info.storeVersion) }, query.checkpoint, hadoopConf).foreach { case (_, refusal) => throw refusal }
         // What the plan tells the stores (what each state means, how a streaming aggregation's aggregates start), in
         // the conf their RDDs take from this session when the batch executes, after this rule.
         val planned = undecided.foldLeft(query) { case (q, (w, info)) =>

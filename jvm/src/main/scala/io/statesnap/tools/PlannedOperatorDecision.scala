@@ -1,8 +1,8 @@
 package io.statesnap.tools
 
-import io.statesnap.SparkClasses
+import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
-import io.statesnap.meaning.{MeaningDecision, PlannedMeaning}
+import io.statesnap.meaning.{MeaningDecision, PlannedMeaning, RecordedMeanings}
 import io.statesnap.provider.{OperatorStateGuard, StateDecision, StateEncoding, TransformWithStateDecision}
 import io.statesnap.registration.QueryRegistrations
 import org.apache.hadoop.conf.Configuration
@@ -86,6 +86,23 @@ object PlannedOperatorDecision {
       MeaningDecision.decide(stateRoot(checkpoint), operatorId, version, now, hadoopConf,
         s"operator $operatorId (${now.operator}, checkpoint $checkpoint)", checkpoint)))
     withStarts(plan, writer, operatorId, meant)
+  }
+
+  /**
+   * The refusal of a plan whose operators (each writer of `plan` with its id and the version its stores load) would
+   * read states their places hold for other operators ([[MeaningDecision.movedStates]]), with the operator ids it
+   * names; None where every recorded state is at its operator's place. Asked before any operator is decided alone.
+   */
+  def movedStates(plan: SparkPlan, operators: Seq[(SparkClasses.StateStoreWriter, Long, Long)], checkpoint: String,
+      hadoopConf: Configuration): Option[(Set[Long], StatesnapException)] = {
+    val planned = operators.flatMap { case (w, id, _) => PlannedMeaning.of(plan, w).map(id -> _) }.toMap
+    val recorded = operators.flatMap { case (_, id, version) =>
+      RecordedMeanings.inForce(stateRoot(checkpoint), id, version, hadoopConf).map(id -> _._2)
+    }.toMap
+    val moved = MeaningDecision.movedStates(recorded, planned)
+    if (moved.isEmpty) None
+    else Some(moved.flatMap { case (a, b) => Seq(a, b) }.toSet ->
+      MeaningDecision.movedStatesRefusal(checkpoint, moved, recorded, planned))
   }
 
   private def withStarts(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, operatorId: Long,

@@ -97,7 +97,13 @@ object Rehearsal {
           }
       }
     }
-    Rehearsed(withSparksCheck(decided, writers, qualified, hadoopConf), qualified, registered)
+    val moved = PlannedOperatorDecision.movedStates(plan, writers.zipWithIndex.flatMap { case (w, id) =>
+      loads.get(id).map(version => (w, id.toLong, version)) }, qualified, hadoopConf)
+    val placed = moved.fold(decided) { case (ids, refusal) =>
+      decided.map(o => if (ids(o.operator.toLong)) o.copy(decision = Refused, lines = Seq(refusal.getMessage).asJava)
+        else o)
+    }
+    Rehearsed(withSparksCheck(placed, writers, qualified, hadoopConf), qualified, registered)
   }
 
   /**

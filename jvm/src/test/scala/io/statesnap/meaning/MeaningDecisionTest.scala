@@ -20,6 +20,38 @@ class MeaningDecisionTest {
   private val max = agg("max(value)", "max" -> "bigint")
   private val avg = agg("avg(value)", "sum" -> "double", "count" -> "bigint")
 
+  /** Two windowed counts of a union, told apart by what feeds them alone. */
+  private def counted(what: String) = OperatorMeaning("streaming aggregation", key("user" -> "user"), Seq(count),
+    Some(s"where (type = '$what')"))
+  private val (clicks, views, purchases) = (counted("click"), counted("view"), counted("purchase"))
+
+  @Test def aStateAnotherOperatorOfThePlanComputesHasMoved(): Unit = {
+    val recorded = Map(0L -> clicks, 1L -> views)
+    assertEquals("unchanged", Nil, MeaningDecision.movedStates(recorded, recorded))
+    assertEquals("swapped", Seq(0L -> 1L, 1L -> 0L), MeaningDecision.movedStates(recorded, Map(0L -> views, 1L -> clicks)))
+    assertEquals("the first removed, another appended: views' counts would be read as purchases'", Seq(1L -> 0L),
+      MeaningDecision.movedStates(recorded, Map(0L -> views, 1L -> purchases)))
+    assertEquals("an input that alone changed is still itself", Nil,
+      MeaningDecision.movedStates(recorded, Map(0L -> clicks.copy(input = Some("where (type = 'tap')")), 1L -> views)))
+    assertEquals("a key renamed is the same key", Seq(1L -> 0L), MeaningDecision.movedStates(recorded,
+      Map(0L -> views.copy(key = key("uid" -> "user")), 1L -> purchases)))
+    assertEquals("recorded by an earlier statesnap, without its input: nothing to match", Nil,
+      MeaningDecision.movedStates(recorded.map { case (id, m) => id -> m.copy(input = None) },
+        Map(0L -> views.copy(input = None), 1L -> clicks.copy(input = None))))
+    val refusal = MeaningDecision.movedStatesRefusal("file:/ck", Seq(1L -> 0L), recorded, Map(0L -> views, 1L -> purchases))
+    assertTrue(refusal.getMessage, refusal.getMessage.startsWith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new " +
+      "version's stateful operators are not in the places their states are in checkpoint file:/ck: the state of " +
+      "operator 1 (streaming aggregation by `user`, aggregates count(1), fed by where (type = 'view')) is computed by " +
+      "the new version's operator 0, and the new version's operator 1 is streaming aggregation by `user`, aggregates " +
+      "count(1), fed by where (type = 'purchase')."))
+  }
+
+  @Test def aMeaningReadsBackWithItsInputOrWithoutOne(): Unit = {
+    assertEquals(clicks, OperatorMeaning.parse(clicks.toJson))
+    val earlier = clicks.copy(input = None)
+    assertEquals(earlier, OperatorMeaning.parse(earlier.toJson.replace(",\"input\":null", "")))
+  }
+
   @Test def aKeyIsTheColumnsThatFeedItUnderAnyName(): Unit = {
     assertEquals(None, MeaningDecision.keyChange(key("user" -> "user"), key("uid" -> "user")))
     assertEquals(Some("`user` is now fed by region, not user"),
