@@ -274,3 +274,27 @@ def test_an_aggregation_gaining_a_string_aggregate_migrates_the_groups_its_batch
     assert sorted(migrated.values(), key=repr) == [(3, None), (7, "get")]
     write_input(source, [("b", 1, "zz"), ("a", 1, "add")])
     assert run_aggregation(spark, source, checkpoint, *gained) == {"a": (8, "get"), "b": (4, "zz")}
+
+
+def test_a_session_window_gaining_an_aggregate_is_refused_once_before_any_task(spark, app_dirs, driver_log):
+    """A session window's buffered sessions are guarded, not migrated (yet): a deploy that adds an aggregate to it is
+    refused as every other operator's change is, on the driver before any task, once (it was refused inside each
+    task: hundreds of log lines, the message eight times), with the batch recorded as refused."""
+    source, checkpoint = app_dirs
+    sessions = lambda *aggregates: (spark.readStream.schema(INPUT_SCHEMA).json(source)  # noqa: E731
+                                    .withColumn("at", F.timestamp_seconds("value")).withWatermark("at", "1 hour")
+                                    .groupBy(F.session_window("at", "5 seconds"), "id").agg(*aggregates))
+    write_input(source, [("a", 1, "set"), ("a", 3, "set"), ("b", 2, "set")])
+    run_to_end(sessions(F.count("*").alias("n")), checkpoint, "append")
+    write_input(source, [("a", 4, "set")])
+    state = sorted(p.relative_to(checkpoint) for p in Path(checkpoint, "state").rglob("*"))
+    with pytest.raises(StreamingQueryException) as refused:
+        run_to_end(sessions(F.count("*").alias("n"), F.sum("value").alias("total")), checkpoint, "append")
+    message = str(refused.value)
+    assert "[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the value schema of the state of operator 0" in message, message
+    assert sorted(p.relative_to(checkpoint) for p in Path(checkpoint, "state").rglob("*")) == state
+    assert "Lost task" not in message and "Job aborted" not in message, message  # refused on the driver
+    assert Path(checkpoint, "_statesnap", "refused-plans", "1").is_file()
+    assert driver_log().count("[STATESNAP_INCOMPATIBLE_STATE_SCHEMA]") <= 1, driver_log()
+    # The version that ran restarts as it was.
+    run_to_end(sessions(F.count("*").alias("n")), checkpoint, "append")

@@ -154,9 +154,21 @@ object NewQueryOperators {
         one(groups.groupingAttributes, valueSchema(groups, "stateSchema"))
       case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec =>
         one(groups.groupingAttributes, valueSchema(groups, "stateSchema"))
+      // A session window's stores key each session by the grouping key and its start, and keep its aggregated row.
+      case session if session.getClass.getSimpleName == "SessionWindowStateStoreSaveExec" =>
+        val manager = managerOf(session)
+        def schema(method: String) = manager.getClass.getMethod(method).invoke(manager).asInstanceOf[StructType]
+        Some(Map(StateStoreId.DEFAULT_STORE_NAME -> (schema("getStateKeySchema") -> schema("getStateValueSchema"))))
       case other => JoinStateSchemas.of(other)
     }
   }
+
+  /** An operator's `stateManager`: public in bytecode, under its own name or Scala's mangled one (a session window's). */
+  private def managerOf(operator: AnyRef): AnyRef =
+    Iterator.iterate[Class[_]](operator.getClass)(_.getSuperclass).takeWhile(_ != null).flatMap(_.getMethods)
+      .find(m => m.getParameterCount == 0 && (m.getName == "stateManager" || m.getName.endsWith("$$stateManager")))
+      .getOrElse(throw new NoSuchMethodException(s"${operator.getClass.getName}.stateManager"))
+      .invoke(operator)
 
   /**
    * The schema an operator keeps as `name` for its stores, read by name (private to Spark's operator, or its trait's
@@ -176,7 +188,7 @@ object NewQueryOperators {
    * Spark's operators (public in bytecode on every minor), and it is the one source of the layout the stores get.
    */
   private def valueSchema(operator: AnyRef, method: String): StructType = {
-    val manager = operator.getClass.getMethod("stateManager").invoke(operator)
+    val manager = managerOf(operator)
     manager.getClass.getMethod(method).invoke(manager).asInstanceOf[StructType]
   }
 
