@@ -169,7 +169,9 @@ def test_a_restart_with_a_changed_grouping_key_is_refused_naming_change_key(spar
     if MINOR == "4.1":
         assert "Fix: keep the grouping key as it was. A changed grouping key or dedup columns migrate offline: stop " \
             f"the query and run statesnap.change_key('file:{checkpoint}', <the new version's streaming DataFrame>, " \
-            "keys={'region': '<SQL over the old key and value>'}), which gives every entry its new key" in message
+            "keys={'region': '<SQL over the old key and value>'}) (from the command line: python -m statesnap " \
+            f"change-key 'file:{checkpoint}' --app <module:function returning the new version's streaming DataFrame> " \
+            "--key 'region=<SQL over the old key and value>'), which gives every entry its new key" in message, message
         # Decided on the driver before any task, the states in name order: the first one refused is the map's.
         assert "state 'byOp'" in message and "struct<id:string,region:string>" in message, message
     else:

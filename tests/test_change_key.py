@@ -231,6 +231,9 @@ def test_a_restart_whose_key_narrows_is_refused_with_the_key_change_that_makes_i
     said = str(refused.value)
     [keys] = re.findall(r"keys=(\{[^}]*\})", said)
     assert ast.literal_eval(keys) == {"bucket": "CAST(bucket AS INT)"}, said
+    # The same change as the command line runs it, the key quoted for the shell.
+    assert f"(from the command line: python -m statesnap change-key 'file:{changed}' --app <module:function " \
+           "returning the new version's streaming DataFrame> --key 'bucket=CAST(bucket AS INT)')" in said, said
 
     result = tools.change_key(changed, by_bucket("int")(spark, source), keys=ast.literal_eval(keys), no_file_sink=True)
 

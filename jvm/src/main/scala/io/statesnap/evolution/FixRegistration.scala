@@ -84,7 +84,12 @@ object FixFormat {
       declared: Option[DeclaredRegistration] = None) extends FixFormat {
     def keeping(registration: Option[DeclaredRegistration]): FixFormat = copy(declared = registration)
 
+    /** The `statesnap.change_key` call, then the same change as the command line runs it. */
     def changeKey(fix: ChangeKeyFix): String =
+      s"${changeKeyCall(fix)} (from the command line: ${CommandLine(checkpoint = checkpoint).changeKey(fix)})"
+
+    /** The `statesnap.change_key` call alone. */
+    def changeKeyCall(fix: ChangeKeyFix): String =
       ((checkpoint.fold("'<checkpoint>'")(python) +: "<the new version's streaming DataFrame>" +:
         (if (fix.keys.isEmpty) Nil else Seq(fix.keys.map { case (f, sql) => s"${python(f)}: ${python(sql)}" }
           .mkString("keys={", ", ", "}")))) ++

@@ -136,7 +136,7 @@ object OfflineMigrationRequired {
       "Spark would then read the old keys under the new layout."
     s"[${StatesnapException.OfflineMigrationRequired}] $change Fix: with the query stopped, give every entry its " +
       s"new key, then restart the query:\n  ${FixFormat.CommandLine(checkpoint = Some(checkpoint)).changeKey(fix)}\n" +
-      s"(${FixFormat.Application(None, Some(checkpoint)).changeKey(fix)} from Python; --file-sink <its output path> " +
+      s"(${FixFormat.Application(None, Some(checkpoint)).changeKeyCall(fix)} from Python; --file-sink <its output path> " +
       "instead if the query writes to a file sink)." + keep
   }
 

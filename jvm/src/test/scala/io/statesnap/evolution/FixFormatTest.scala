@@ -79,15 +79,17 @@ class FixFormatTest {
         ("account" -> "user"), previous = true)))
 
   @Test def aKeyChangesFixIsOneChangeKeyCallWrittenForWhereItIsPrinted(): Unit = {
+    val commandLine = "python -m statesnap change-key '/data/it'\\''s' --app <module:function returning the new " +
+      "version's streaming DataFrame> --key 'region=<SQL over the old key and value>' --key 'account=user' " +
+      "--previous-app <module:function returning the previous version's streaming DataFrame>"
     assertEquals("stop the query and run statesnap.change_key(\"/data/it's\", <the new version's streaming " +
       "DataFrame>, keys={'region': '<SQL over the old key and value>', 'account': 'user'}, previous=<the previous " +
-      "version's streaming DataFrame>)", keyChange.fixAs(FixFormat.Application(Some("last"), Some("/data/it's"))))
-    assertEquals("stop the query and run python -m statesnap change-key '/data/it'\\''s' --app <module:function " +
-      "returning the new version's streaming DataFrame> --key 'region=<SQL over the old key and value>' --key " +
-      "'account=user' --previous-app <module:function returning the previous version's streaming DataFrame>",
+      s"version's streaming DataFrame>) (from the command line: $commandLine)",
+      keyChange.fixAs(FixFormat.Application(Some("last"), Some("/data/it's"))))
+    assertEquals(s"stop the query and run $commandLine",
       keyChange.fixAs(FixFormat.CommandLine(checkpoint = Some("/data/it's"))))
     assertEquals("statesnap.change_key('<checkpoint>', <the new version's streaming DataFrame>, no_file_sink=True)",
-      FixFormat.Application(None, None).changeKey(ChangeKeyFix(noFileSink = true)))
+      FixFormat.Application(None, None).changeKeyCall(ChangeKeyFix(noFileSink = true)))
     assertEquals(" (the old entries have no value of their own for `region`: a constant, or derived from the old " +
       "key and value)", keyChange.rekey.get.gains)
   }
