@@ -100,10 +100,9 @@ object OfflineMigrationRequired {
       None, None, None, v, definition, declared.registrations.compatibility.map(_.name),
       ApplicationSqlSettings(r, declared.sqlConf).settings), declared.encoding, checkpoint)).toOption
     val refused = verdict.flatten.filter(_.reported == CompatibilityCheck.Reported.Incompatible)
-    val snapshot = refused.fold(definition.map(json =>
-      FixFormat.CommandLine(Some(SnapshotDefinition.parse(name.get, json).registration))
-        .write(FixRegistration(Nil), Some(SnapshotDefinition.parse(name.get, json).version))))(
-      _ => Some("--snapshot '<the rules of the fix you choose above>'"))
+    val registered = for (n <- name; json <- definition) yield SnapshotDefinition.parse(n, json)
+    val snapshot = if (refused.isDefined) Some("--snapshot '<the rules of the fix you choose above>'")
+      else registered.map(d => FixFormat.CommandLine(Some(d.registration)).write(FixRegistration(Nil), Some(d.version)))
     val command = s"python -m statesnap migrate ${shell(checkpoint)} --state ${shell(name.getOrElse("<state>"))} " +
       s"--schema ${value.fold("'<new value schema, DDL>'")(s => shell(s.toDDL))}${snapshot.fold("")(" " + _)} " +
       "--no-file-sink"
