@@ -571,7 +571,7 @@ def test_a_restart_with_a_changed_schema_and_no_migrate_names_the_migrate_comman
     assert run_app(spark, source, checkpoint, COUNT_V2).seen == COUNT_V2_SEEN
 
 
-@SPARK_42_ON
+@ONLY_ON_43
 @pytest.mark.parametrize("registered", [False, True])
 def test_a_rename_that_widens_is_named_by_the_refusal_and_migrates_with_its_rule_as_printed(
         spark, app_dirs, registrations, cli, registered):

@@ -276,6 +276,8 @@ def test_an_aggregation_gaining_a_string_aggregate_migrates_the_groups_its_batch
     assert run_aggregation(spark, source, checkpoint, *gained) == {"a": (8, "get"), "b": (4, "zz")}
 
 
+@pytest.mark.skipif(MINOR not in ("3.5", "4.1", "4.3"), reason="the same decision on every minor: the oldest, the "
+                                                             "pinned and the newest (CI time)")
 def test_a_session_window_gaining_an_aggregate_is_refused_once_before_any_task(spark, app_dirs, driver_log):
     """A session window's buffered sessions are guarded, not migrated (yet): a deploy that adds an aggregate to it is
     refused as every other operator's change is, on the driver before any task, once (it was refused inside each

@@ -256,7 +256,8 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
     assert sorted(p.name for p in Path(checkpoint, "commits").iterdir()) == commits and len(collected) == 1
 
 
-@pytest.mark.skipif(MINOR == "3.5", reason="Spark 3.5 writes no operator metadata, and checks none at a restart")
+@pytest.mark.skipif(MINOR not in ("4.1", "4.3"), reason="Spark 3.5 writes no operator metadata and checks none at a "
+                                                      "restart; 4.0 checks as 4.1 does (CI time)")
 @pytest.mark.parametrize("change", ["dedup added", "dedup removed"])
 def test_a_stateful_operator_added_or_removed_is_refused_before_anything_starts(spark, app_dirs, registrations,
                                                                                 change):

@@ -150,8 +150,9 @@ def test_a_successful_migration_deploy_repartition_and_key_change_say_no_warning
     assert logged == [], tool.stderr
 
     # From Python, in the application's own session (Spark 4.1+'s stores report each commit to a coordinator that
-    # only a started query makes: "Failed to report StateStore commit", twice).
-    (tmp_path / "key.py").write_text(KEY_CHANGE_APP)
-    run = run_to_exit([sys.executable, "key.py", str(tmp_path / "work")], timeout=600, cwd=tmp_path, env=env)
-    assert run.returncode == 0 and "=== changed Outcome.CHANGE" in run.stderr, run.stderr[-5000:]
-    assert alarms(run.stderr) == [], alarms(run.stderr)
+    # only a started query makes: "Failed to report StateStore commit", twice; 3.5's report nothing).
+    if MINOR != "3.5":
+        (tmp_path / "key.py").write_text(KEY_CHANGE_APP)
+        run = run_to_exit([sys.executable, "key.py", str(tmp_path / "work")], timeout=600, cwd=tmp_path, env=env)
+        assert run.returncode == 0 and "=== changed Outcome.CHANGE" in run.stderr, run.stderr[-5000:]
+        assert alarms(run.stderr) == [], alarms(run.stderr)
