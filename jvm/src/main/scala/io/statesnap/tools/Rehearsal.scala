@@ -99,10 +99,7 @@ object Rehearsal {
     }
     val moved = PlannedOperatorDecision.movedStates(plan, writers.zipWithIndex.flatMap { case (w, id) =>
       loads.get(id).map(version => (w, id.toLong, version)) }, qualified, hadoopConf)
-    val placed = moved.fold(decided) { case (ids, refusal) =>
-      decided.map(o => if (ids(o.operator.toLong)) o.copy(decision = Refused, lines = Seq(refusal.getMessage).asJava)
-        else o)
-    }
+    val placed = moved.fold(decided) { case (ids, refusal) => refusing(decided, ids, refusal.getMessage) }
     Rehearsed(withSparksCheck(placed, writers, qualified, hadoopConf), qualified, registered)
   }
 
@@ -118,12 +115,16 @@ object Rehearsal {
     val differing = SparkOperatorCheck.differing(recorded, planned)
     if (differing.isEmpty) decided
     else {
-      val refusal = Seq(SparkOperatorCheck.refusal(checkpoint, recorded, planned)).asJava
-      decided.map(o => if (differing.contains(o.operator.toLong)) o.copy(decision = Refused, lines = refusal) else o) ++
-        differing.filterNot(planned.contains).map(id => OperatorOutcome(id.toInt, s"${recorded(id)} (in the " +
-          "checkpoint, not in the new version)", Refused, refusal))
+      val refusal = SparkOperatorCheck.refusal(checkpoint, recorded, planned)
+      refusing(decided, differing.toSet, refusal) ++ differing.filterNot(planned.contains).map(id =>
+        OperatorOutcome(id.toInt, s"${recorded(id)} (in the checkpoint, not in the new version)", Refused,
+          Seq(refusal).asJava))
     }
   }
+
+  /** `outcomes`, each operator of `ids` refused with `refusal`. */
+  private def refusing(outcomes: Seq[OperatorOutcome], ids: Set[Long], refusal: String): Seq[OperatorOutcome] =
+    outcomes.map(o => if (ids(o.operator.toLong)) o.copy(decision = Refused, lines = Seq(refusal).asJava) else o)
 
   /**
    * The query on `checkpoint` as the session registers for it (and for its name `name`, or null): its checkpoint
