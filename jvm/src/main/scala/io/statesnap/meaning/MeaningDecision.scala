@@ -109,9 +109,12 @@ object MeaningDecision {
       s"not in the places their states are in checkpoint $checkpoint: ${each.mkString("; ")}. Spark finds an " +
       "operator's state by its place in the plan, and its own checks compare operator names and schemas only: each " +
       "operator would read another's state. Nothing was read or written. Fix: keep the stateful operators in their " +
-      "order (a union's branches as they were); or run the new version as a new query (a new checkpoint, and a new " +
-      "output path for a file sink), where every operator's state starts empty.")
+      s"order (a union's branches as they were); or $AsANewQuery.")
   }
+
+  /** The route away from a restart whose stateful operators are not the checkpoint's, without reading its state. */
+  val AsANewQuery: String = "run the new version as a new query (a new checkpoint, and a new output path for a file " +
+    "sink), where every operator's state starts empty"
 
   /**
    * Why the key `now` is not the key `recorded`, if it is not: a field fed by another column, the same columns in

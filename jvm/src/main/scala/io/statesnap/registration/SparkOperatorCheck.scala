@@ -1,6 +1,7 @@
 package io.statesnap.registration
 
 import io.statesnap.StatesnapException
+import io.statesnap.meaning.MeaningDecision
 
 /**
  * The check Spark 4 makes of a restarted query's stateful operators at its first batch
@@ -37,7 +38,6 @@ object SparkOperatorCheck {
       s"reads, and Spark's own check refuses the restart at its first batch ($SparksErrorClass). Nothing was started " +
       "or written. Fix: keep the stateful operators of the running version, in the same order (a dropDuplicates, " +
       "aggregation, join or transformWithState added, removed or reordered changes them), and deploy the rest of the " +
-      "change; or run the new version as a new query (a new checkpoint, and a new output path for a file sink), " +
-      "where every operator's state starts empty."
+      s"change; or ${MeaningDecision.AsANewQuery}."
   }
 }

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state
 
 import io.statesnap.SparkClasses.{SparkSession, StreamExecution}
+import io.statesnap.keys.NewQueryOperators
 import org.apache.spark.sql.execution.streaming.{SessionWindowStateStoreSaveExec, StateStoreWriter}
 
 /** Spark internals whose shape differs between Spark minors, for Spark 3.5 (see `jvm/src/main/shims`). */
@@ -28,11 +29,11 @@ object StatesnapSparkGlue {
       case operator: StateStoreWriter => operator.stateInfo.map(_.operatorId -> shortName(operator))
     }.flatten).toMap
 
-  // `shortName` is protected in Scala, public in the bytecode: the name Spark 4's operator metadata records. 3.5's
-  // session window is the one operator that keeps the trait's "defaultName" (javap): named as Spark 4 names it.
+  // The name Spark 4's operator metadata records. 3.5's session window is the one operator that keeps the trait's
+  // "defaultName" (javap): named as Spark 4 names it.
   private def shortName(operator: StateStoreWriter): String = operator match {
     case _: SessionWindowStateStoreSaveExec => "sessionWindowStateStoreSaveExec"
-    case _ => classOf[StateStoreWriter].getMethod("shortName").invoke(operator).asInstanceOf[String]
+    case _ => NewQueryOperators.sparkName(operator)
   }
 
   /** Spark 3.5 has no transformWithState, so no query asks: no provider runs it. */
