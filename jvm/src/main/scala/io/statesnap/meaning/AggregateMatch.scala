@@ -1,7 +1,7 @@
 package io.statesnap.meaning
 
 import io.statesnap.evolution.{AggregateStart, Change, Conversion, EvolutionPlan, FieldPlan, FieldSource,
-  RowSchemaEvolution, SqlSettings, StructPlan}
+  FixRegistration, ProblemAt, ProblemSide, RowSchemaEvolution, Rules, SchemaProblem, SqlSettings, StructPlan}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -9,8 +9,9 @@ import org.apache.spark.sql.types.StructType
  * state (`previous`) to the plan being deployed (`now`): each new aggregate keeps the buffer slice of the first
  * previous one not matched yet with the same function over the same sources and the same buffer types, or starts at
  * the deploy from Spark's initial buffer; a previous aggregate no new one keeps is dropped. Buffer names play no
- * part: `avg`'s `sum` and `count` beside a `sum` and a `count`, two `max` of different columns, `max(a)` replaced by
- * `max(b)` (which starts at the deploy) are all told apart.
+ * part: `avg`'s `sum` and `count` beside a `sum` and a `count`, two `max` of different columns, `max(a) AS a_max`
+ * replaced by `max(b) AS b_max` (which starts at the deploy) are all told apart. An aggregate replaced under the
+ * output column it computed (`max(a) AS m` by `max(b) AS m`) is the user's to route ([[replaced]], [[routed]]).
  *
  * @param kept for each new aggregate, the index of the previous one whose slice it keeps, if any
  */
@@ -23,7 +24,73 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
     now.zip(kept).collect { case (a, None) if dropped.exists(_.uncast == a.uncast) => a }
 
   /** The previous aggregates no new one keeps: their buffers are dropped. */
-  def dropped: Seq[MeantAggregate] = previous.indices.filterNot(i => kept.contains(Some(i))).map(previous)
+  def dropped: Seq[MeantAggregate] = droppedAt.map(previous)
+
+  private def droppedAt: Seq[Int] = previous.indices.filterNot(i => kept.contains(Some(i)))
+
+  /**
+   * Each new aggregate that would start at the deploy in the place of a dropped one, under an output column both
+   * compute (`count(1) AS n` replaced by `count(amount) AS n`): (new, previous) indices. A user reads that column on as
+   * before, so whether it restarts or goes on from the old buffer is the user's to say ([[routed]]).
+   */
+  def replaced: Seq[(Int, Int)] = now.indices.filter(kept(_).isEmpty).flatMap(k =>
+    droppedAt.find(o => previous(o).sharesOutputWith(now(k))).map(k -> _))
+
+  /**
+   * This match as the registered `rules` route its aggregates, or the problems of those they leave unrouted: a new
+   * aggregate renamed from a dropped one by their output columns (`renamed={'n': 'n'}`) continues its buffer, where
+   * the two buffers have the same types; a replaced one ([[replaced]]) whose predecessor's column is dropped
+   * (`dropped=['n']`) starts at the deploy; any other replaced one, and a rename that names no such pair, is a problem
+   * whose fixes are the two routes (a registration at `version`).
+   */
+  def routed(rules: Rules, version: Int): Either[Seq[SchemaProblem], AggregateMatch] = {
+    def outputs(a: MeantAggregate) = a.outputs.getOrElse(Nil)
+    def sameBuffers(k: Int, o: Int) = now(k).buffer.map(_._2) == previous(o).buffer.map(_._2)
+    val renames = rules.renamed.toSeq.sorted.map { case (to, from) =>
+      (to, from, now.indices.find(k => kept(k).isEmpty && outputs(now(k)).contains(to)),
+        droppedAt.find(o => outputs(previous(o)).contains(from)))
+    }
+    val continued = renames.collect { case (_, _, Some(k), Some(o)) if sameBuffers(k, o) => k -> o }.toMap
+    val problems = renames.collect {
+      case (to, from, Some(k), Some(o)) if !sameBuffers(k, o) => SchemaProblem(ProblemAt.Field(to),
+        ProblemSide.Text(describeOf(previous(o))), ProblemSide.Text(describeOf(now(k))), s"the rule renames `$from` " +
+        s"to `$to`, and the buffers of `${now(k).function}` are not those of `${previous(o).function}`, whose values " +
+        "it would read as its own", s"confirm `$from` dropped (`$to` starts at the deploy): ${SchemaProblem.asked(0)}",
+        Seq(FixRegistration.dropped(Seq(from))), Some(version))
+      case (to, from, k, o) if k.isEmpty || o.isEmpty => SchemaProblem(ProblemAt.Field(to), ProblemSide.RenamedFrom(
+        from), ProblemSide.Rule, s"a rename of an aggregation's buffers names output columns: `$to` of an aggregate " +
+        s"the deploy adds, `$from` of one it drops, and ${if (k.isEmpty) s"no aggregate the deploy adds computes `$to`"
+        else s"no aggregate the deploy drops computes `$from`"}", "remove the rename, or name the output columns " +
+        s"(the new version adds ${now.indices.filter(kept(_).isEmpty).flatMap(k => outputs(now(k)))
+          .map(c => s"`$c`").mkString(", ")}, drops ${dropped.flatMap(outputs).map(c => s"`$c`").mkString(", ")})")
+    } ++ replaced.filterNot { case (k, o) => continued.contains(k) || outputs(previous(o)).exists(rules.dropped) }
+      .map { case (k, o) =>
+        val column = outputs(now(k)).find(outputs(previous(o)).contains).get
+        val keep = if (sameBuffers(k, o)) Seq(FixRegistration.renamed(column, column)) else Nil
+        SchemaProblem(ProblemAt.Field(column), ProblemSide.Text(describeOf(previous(o))),
+          ProblemSide.Text(describeOf(now(k))), s"the output column `$column` is computed by another aggregate, " +
+          "whose buffer would start empty at the deploy beside the groups' old values, without a word", (if
+          (keep.isEmpty) "" else s"continue from the old buffer, `${now(k).function}` going on from " +
+          s"`${previous(o).function}`'s values: ${SchemaProblem.asked(0)}; or ") + "start it at the deploy, the old " +
+          s"values dropped: ${SchemaProblem.asked(keep.size)}", keep :+ FixRegistration.dropped(Seq(column)),
+          Some(version))
+      }
+    if (problems.nonEmpty) Left(problems)
+    else Right(copy(kept = kept.indices.map(k => continued.get(k).orElse(kept(k)))))
+  }
+
+  private def describeOf(a: MeantAggregate) = s"`${a.function}` (${a.buffer.map { case (n, t) => s"$n $t" }
+    .mkString(", ")})"
+
+  /**
+   * `starts` (Spark's initial buffers of the new aggregates, in order) with the registered `defaults` in place: a
+   * default names a buffer field, or the output column of an aggregate that keeps one (`n` for `count(1) AS n`).
+   */
+  def started(starts: Seq[AggregateStart], defaults: Map[String, String]): Seq[AggregateStart] =
+    starts.map { s => s.copy(buffers = s.buffers.map { case (buffer, start) =>
+      buffer -> s.aliases.filter(_ => s.buffers.size == 1).collectFirst(defaults).orElse(defaults.get(buffer))
+        .getOrElse(start)
+    }) }
 
   /**
    * The plan rewriting each buffer of layout `old` (the previous aggregates' buffers, checked) into `neu` (the new
@@ -52,7 +119,9 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
         }
       })
       fields.collectFirst { case Left(why) => why }.toLeft {
-        val changes = now.indices.filter(kept(_).isEmpty).flatMap(k => now(k).buffer.indices.map { i =>
+        val continued = now.indices.flatMap(k => kept(k).filter(previous(_).function != now(k).function).map(o =>
+          Change.Renamed(s"`${now(k).function}`", s"`${previous(o).function}`")))
+        val changes = continued ++ now.indices.filter(kept(_).isEmpty).flatMap(k => now(k).buffer.indices.map { i =>
           Change.Added(neu(newAt(k) + i).name, neu(newAt(k) + i).dataType,
             Some(s"${starts(k).buffers(i)._2}: aggregate `${now(k).function}` starts at the deploy"))
         }) ++ dropped.flatMap(a => a.buffer.map { case (name, _) => Change.Removed(s"$name of `${a.function}`",

@@ -15,11 +15,18 @@ final case class KeyColumn(name: String, source: String, dataType: String) {
 
 /**
  * An aggregate of a streaming aggregation: its function over its sources (`max(value)`, an input column renamed
- * upstream still `max(value)`), its buffer fields, names and types, as its slice of the state's value, and its
+ * upstream still `max(value)`), its buffer fields, names and types, as its slice of the state's value, its
  * function with every cast left out (`uncast`: `sum(value)` for `sum(CAST(value AS DECIMAL(20,2)))`), which tells an
- * aggregate whose type changes from one replaced by another.
+ * aggregate whose type changes from one replaced by another, and the aggregation's output columns computed from it
+ * (`outputs`: `n` for `count(1) AS n`; None in a meaning recorded before statesnap recorded them), which tell an
+ * aggregate replaced under the column a user reads from one removed beside another added.
  */
-final case class MeantAggregate(function: String, buffer: Seq[(String, String)], uncast: String)
+final case class MeantAggregate(function: String, buffer: Seq[(String, String)], uncast: String,
+    outputs: Option[Seq[String]] = None) {
+  /** Whether `other` computes an output column this one computed. */
+  def sharesOutputWith(other: MeantAggregate): Boolean =
+    outputs.exists(mine => other.outputs.exists(_.exists(mine.contains)))
+}
 
 /**
  * What a stateful operator's state means, from the query's plan: the operator (`streaming aggregation`,
@@ -44,7 +51,8 @@ final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregat
       "type" -> JString(k.dataType)))),
     "aggregates" -> JArray(aggregates.toList.map(a => JObject("function" -> JString(a.function),
       "uncast" -> JString(a.uncast),
-      "buffer" -> JArray(a.buffer.toList.map { case (n, t) => JObject("name" -> JString(n), "type" -> JString(t)) })))),
+      "buffer" -> JArray(a.buffer.toList.map { case (n, t) => JObject("name" -> JString(n), "type" -> JString(t)) }),
+      "outputs" -> a.outputs.fold[JValue](JNull)(o => JArray(o.toList.map(JString(_))))))),
     "input" -> input.fold[JValue](JNull)(JString(_)))
 
   /**
@@ -84,7 +92,15 @@ object OperatorMeaning {
     OperatorMeaning(text(all, "operator"), list(all, "key").map(fields).map(k =>
       KeyColumn(text(k, "name"), text(k, "source"), text(k, "type"))),
       list(all, "aggregates").map(fields).map(a => MeantAggregate(text(a, "function"),
-        list(a, "buffer").map(fields).map(b => text(b, "name") -> text(b, "type")), text(a, "uncast"))),
+        list(a, "buffer").map(fields).map(b => text(b, "name") -> text(b, "type")), text(a, "uncast"),
+        a.get("outputs") match {
+          case None | Some(JNull) => None // recorded before statesnap recorded an aggregate's output columns
+          case Some(JArray(names)) => Some(names.map {
+            case JString(n) => n
+            case other => throw invalid(s"an output column is ${JsonMethods.compact(other)}")
+          })
+          case Some(other) => throw invalid(s"'outputs' is ${JsonMethods.compact(other)}")
+        })),
       all.get("input") match {
         case None | Some(JNull) => None // recorded before statesnap recorded what feeds an operator
         case Some(JString(s)) => Some(s)

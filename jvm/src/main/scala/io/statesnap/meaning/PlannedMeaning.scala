@@ -9,10 +9,11 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 /**
  * What a planned stateful operator's state means ([[OperatorMeaning]]), read from the physical plan of a micro-batch
  * (or of a streaming DataFrame as a deploy plans it): each key field's source and each aggregate's function over its
- * sources. A source follows every alias down to the input's own column (`col("user").alias("uid")`, a
- * `withColumnRenamed` upstream: `user`) and through casts, and renders an expression over columns by its function
- * (`upper(user)`, `from_json(value).user`): what the query computes, whatever it names it. None for an operator whose
- * state this does not read (a session window, a join, a limit).
+ * sources, with the output columns the aggregation computes from it. A source follows every alias down to the
+ * input's own column (`col("user").alias("uid")`, a `withColumnRenamed` upstream: `user`) and through casts, and
+ * renders an expression over columns by its function (`upper(user)`, `from_json(value).user`): what the query
+ * computes, whatever it names it. None for an operator whose state this does not read (a session window, a join, a
+ * limit).
  */
 object PlannedMeaning {
   def of(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] = {
@@ -22,10 +23,15 @@ object PlannedMeaning {
         aggregates, Some(input(plan, writer.children, sources))))
     writer match {
       case save: SparkClasses.StateStoreSaveExec => save.child match {
-        case aggregate: BaseAggregateExec => keyed("streaming aggregation", save.keyExpressions,
-          aggregate.aggregateExpressions.map(_.aggregateFunction).map(f => MeantAggregate(sources.function(f),
-            f.aggBufferAttributes.map(b => b.name -> b.dataType.catalogString),
-            sources.function(f.transform { case c: Cast => c.child }))))
+        case aggregate: BaseAggregateExec =>
+          // The aggregation above the operator computes its output columns from each aggregate's result.
+          val results = plan.collectFirst { case a: BaseAggregateExec if a.child eq save => a.resultExpressions }
+          keyed("streaming aggregation", save.keyExpressions, aggregate.aggregateExpressions.map { e =>
+            val f = e.aggregateFunction
+            MeantAggregate(sources.function(f), f.aggBufferAttributes.map(b => b.name -> b.dataType.catalogString),
+              sources.function(f.transform { case c: Cast => c.child }), results.map(_.collect {
+                case out if out.references.exists(_.exprId == e.resultId) => out.name }))
+          })
         case _ => None
       }
       case dedup: SparkClasses.StreamingDeduplicateExec => keyed("dropDuplicates", dedup.keyExpressions)

@@ -94,6 +94,16 @@ private[statesnap] final class DeclaredSnapshots(query: QueryRegistrations) {
       case _ => userSnapshot(state, schema)
     }
 
+  /**
+   * What is registered for `state`: None where nothing is, Some(None) for a snapshot class of the user's, Some(Some(d))
+   * for a definition `d` (a `RowSnapshot`'s rules, which statesnap reads).
+   */
+  def definition(state: String): Option[Option[SnapshotDefinition]] =
+    StateRegistration.valueOf(query.registrations.states.get(state)).collect {
+      case StateRegistration.Definition(json) => Some(SnapshotDefinition.parse(state, json))
+      case _: StateRegistration.SnapshotClass => None
+    }
+
   /** The mode set for every state of this query, if any. */
   def queryCompatibility: Option[CompatibilityMode] = query.registrations.compatibility
 

@@ -2,7 +2,8 @@ package io.statesnap.provider
 
 import scala.util.control.NonFatal
 
-import io.statesnap.evolution.{ChangeKeyFix, ProblemSide, RowMigration, SchemaProblem, SqlSettings}
+import io.statesnap.StatesnapException
+import io.statesnap.evolution.{ChangeKeyFix, ProblemSide, RowMigration, Rules, SchemaProblem, SqlSettings}
 import io.statesnap.meaning.{AggregateMatch, RecordedMeanings, SameKey}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
@@ -104,9 +105,13 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
         "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else
         s" ${keyChangeHint(recorded.fold(keySchema)(r => StateDecision.schemaOf(r.keySnapshot)))}"))
-      val byFunction = thisDeploy.flatMap(_.buffers).filter(_ => migrates.isEmpty && isAggregation && starts.isDefined)
+      val byFunction = for {
+        buffers <- thisDeploy.flatMap(_.buffers) if isAggregation && starts.isDefined
+        old <- recorded
+        rules <- rulesByFunction(old)
+      } yield (buffers, old, rules)
       val step = (registered, byFunction, recorded) match {
-        case (_, Some(buffers), Some(old)) => byAggregate(ours, old, buffers, loadedVersion)
+        case (_, Some((buffers, old, rules)), _) => byAggregate(ours, old, buffers, rules, loadedVersion)
         case (Some(m), _, _) => decideAs(m)
         case (None, _, _) if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
           // Buffers that change with nothing registered, in a query whose plan the driver read: they migrate by the
@@ -142,18 +147,53 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   }
 
   /**
+   * The rules registered for the aggregation's buffers that its aggregates follow by function, with the version they
+   * are registered at ([[byAggregate]]): none where nothing is registered, or the state is recorded at that version
+   * (each step applies once); None where the registration decides by buffer name (a derived rule, SQL over the old
+   * buffers by their names; a snapshot class of the user's).
+   */
+  private def rulesByFunction(old: StateSnapshotRecord): Option[Option[(Int, Rules)]] =
+    declared.definition(SparkOperator.Aggregation.stateName) match {
+      case None => Some(None)
+      case Some(None) => None
+      case Some(Some(definition)) =>
+        val rules = definition.steps.find(_.version == definition.version).map(_.rules)
+          .filter(_ => definition.version > recordedVersion(old)).getOrElse(Rules())
+        if (rules.derived.nonEmpty) None else Some(Some(definition.version -> rules))
+    }
+
+  /**
    * The step of a streaming aggregation whose aggregates the deploy changes, its buffers matched by the aggregate
-   * they belong to (`buffers`, from the meaning recorded with the state and the planned query): each kept slice
-   * copied, each new aggregate started from its initial buffer, each dropped one's removed. Recorded as the
-   * guarded single state it then is, so that no later restart matches its buffers by name.
+   * they belong to (`buffers`, from the meaning recorded with the state and the planned query) and routed by the
+   * registered `rules` ([[AggregateMatch.routed]]: an aggregate replaced under its output column is refused until they
+   * say whether it continues or starts): each kept slice copied, each new aggregate started from its initial buffer or
+   * its registered default, each dropped one's removed. Recorded as the registration declares it (its version, so
+   * that its rules apply once), else as the guarded single state it then is, so that no later restart matches its
+   * buffers by name.
    */
   private def byAggregate(ours: Option[StateSnapshotRecord], old: StateSnapshotRecord, buffers: AggregateMatch,
-      loadedVersion: Long): StateWalk.Step = {
-    val plan = buffers.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema, starts.getOrElse(Nil),
-      SqlSettings.Default).fold(why => throw StoreErrors.buffersNotAsMeant(describe, why,
-      StoreContext.fixes(id, id.storeName).changeKey(ChangeKeyFix(previous = true))), identity)
-    val next = old.succeededBy(GuardedState.record(id.storeName, keySchema, valueSchema, loadedVersion + 1))
-    StateWalk.Step(ours, Some(old), next, StateDecision.Migrate(plan.migration, next))
+      rules: Option[(Int, Rules)], loadedVersion: Long): StateWalk.Step = {
+    val m = aggregation
+    val next = old.succeededBy(if (rules.isEmpty) GuardedState.record(id.storeName, keySchema, valueSchema,
+      loadedVersion + 1) else declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
+      loadedVersion + 1))
+    val (version, applied) = rules.getOrElse(0 -> Rules())
+    val routed = buffers.routed(applied, math.max(version, recordedVersion(old) + 1)).fold(problems =>
+      throw StateDecision.Refuse(StatesnapException.IncompatibleStateSchema, problems, "").error(describeAs(Some(m)),
+        Some(old), next, StoreContext.fixes(id, m.state)), identity)
+    val plan = routed.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema,
+      routed.started(starts.getOrElse(Nil), applied.defaults), SqlSettings.Default).fold(why =>
+      throw StoreErrors.buffersNotAsMeant(describe, why,
+        StoreContext.fixes(id, id.storeName).changeKey(ChangeKeyFix(previous = true))), identity)
+    // Every slice kept where it was (an aggregate continuing the one it replaces): the bytes stay, the record changes.
+    StateWalk.Step(ours, Some(old), next, if (plan.sameLayout) StateDecision.Record(next)
+      else StateDecision.Migrate(plan.migration, next))
+  }
+
+  /** The application's version of the value `recorded` records (0: none declared). */
+  private def recordedVersion(recorded: StateSnapshotRecord): Int = recorded.valueSnapshot match {
+    case r: RowSchemaSnapshot => r.userVersion
+    case _ => 0
   }
 
   /** Whether the buffers of `recorded` are not the declared ones: other names, or types Spark's check refuses. */

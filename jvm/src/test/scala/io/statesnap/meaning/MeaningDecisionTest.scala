@@ -1,6 +1,6 @@
 package io.statesnap.meaning
 
-import io.statesnap.evolution.{AggregateStart, SqlSettings}
+import io.statesnap.evolution.{AggregateStart, Rules, SqlSettings}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.types.{DoubleType, LongType, StructField, StructType}
@@ -93,11 +93,42 @@ class MeaningDecisionTest {
       .isLeft)
   }
 
+  @Test def anAggregateReplacedUnderItsColumnIsTheUsersToRoute(): Unit = {
+    def as(a: MeantAggregate, columns: String*) = a.copy(outputs = Some(columns))
+    val (n, euCount, total) = (as(count, "n"), as(agg("count(eu)", "count" -> "bigint"), "n"), as(sum, "total"))
+    val replaced = AggregateMatch(Seq(n, total), Seq(euCount, total))
+    assertEquals(Seq(0 -> 0), replaced.replaced)
+    // Another column, or a meaning recorded before its columns: removed beside added, as before.
+    assertEquals(Nil, AggregateMatch(Seq(n, total), Seq(as(euCount, "eu_n"), total)).replaced)
+    assertEquals(Nil, AggregateMatch(Seq(count, total), Seq(euCount, total)).replaced)
+    val problem = replaced.routed(Rules(), 2).left.toOption.get.head
+    assertEquals("n", problem.fieldPath)
+    val fix = problem.describe
+    assertTrue(fix, fix.contains("RowSnapshot(version=2, renamed={'n': 'n'})") &&
+      fix.contains("RowSnapshot(version=2, dropped=['n'])"))
+    assertEquals(Seq(Some(0), Some(1)), replaced.routed(Rules(renamed = Map("n" -> "n")), 2).toOption.get.kept)
+    assertEquals(Seq(None, Some(1)), replaced.routed(Rules(dropped = Set("n")), 2).toOption.get.kept)
+    // A sum in the place of a count cannot go on from it: the only fix starts it.
+    val mean = AggregateMatch(Seq(n, total), Seq(as(avg, "n"), total))
+    val started = mean.routed(Rules(), 2).left.toOption.get.head.describe
+    assertTrue(started, !started.contains("renamed") && started.contains("dropped=['n']"))
+    assertTrue(mean.routed(Rules(renamed = Map("n" -> "n")), 2).isLeft)
+    assertTrue("a rename of no replaced column", replaced.routed(Rules(renamed = Map("m" -> "n")), 2).isLeft)
+    // A registered start, by the column of an aggregate that keeps one buffer or by buffer name.
+    val starts = Seq(AggregateStart("count(eu)", Seq("count" -> "0"), Seq("n")),
+      AggregateStart("avg(value)", Seq("sum" -> "0.0", "count" -> "0"), Seq("mean")))
+    assertEquals(Seq(Seq("count" -> "5"), Seq("sum" -> "0.0", "count" -> "0")),
+      replaced.started(starts, Map("n" -> "5", "mean" -> "1")).map(_.buffers))
+    assertEquals(Seq(Seq("count" -> "7"), Seq("sum" -> "0.0", "count" -> "7")),
+      replaced.started(starts, Map("count" -> "7")).map(_.buffers))
+  }
+
   @Test def aMeaningReadsBackAsWrittenAndANewerFormatIsRefused(): Unit = {
-    val meaning = OperatorMeaning("streaming aggregation", Seq(KeyColumn("uid", "user", "string")), Seq(count, avg))
+    val meaning = OperatorMeaning("streaming aggregation", Seq(KeyColumn("uid", "user", "string")),
+      Seq(count.copy(outputs = Some(Seq("n"))), avg))
     assertEquals(meaning, OperatorMeaning.parse(meaning.toJson))
     val planned = PlannedOperator(3, meaning, record = true, sameKey = true,
-      Some(AggregateMatch(Seq(count), Seq(count, avg))))
+      Some(AggregateMatch(Seq(count), meaning.aggregates)))
     assertEquals(planned, PlannedOperator.fromJValue(org.json4s.jackson.JsonMethods.parse(
       org.json4s.jackson.JsonMethods.compact(planned.toJValue))))
     val newer = meaning.toJson.replace("\"format\":1", "\"format\":2")
