@@ -359,8 +359,16 @@ def aggregates_changed(spark, tmp_path, cli, monkeypatch, key_changes: bool) -> 
     (lambda s, i: stream(s, i).groupBy("id").agg(F.count("*"), F.expr("max(value) FILTER (WHERE op = 'a')")),
      lambda s, i: stream(s, i).groupBy("id", "value").count(),
      "one has a FILTER clause, which the state's buffers do not say"),
+    # The count of every row replaced by a count of some, under the column a user reads: only a restart's registration
+    # says whether it goes on or starts; without the previous version, another aggregate would read the count.
+    (lambda s, i: stream(s, i).groupBy("id").agg(F.count(F.when(F.col("op") == "a", 1)).alias("count")),
+     lambda s, i: stream(s, i).groupBy("id", "value").count(),
+     "`count(CASE WHEN (op = 'a') THEN 1 END)` (count) is computed where `count(1)` (count) was"),
+    (lambda s, i: stream(s, i).groupBy("id").agg(F.max("value").alias("high")), None,
+     "its state holds the buffers of `count(1)` (count), as recorded with it, and the new version's query computes "
+     "`max(value)` (high): its buffers would be read by position"),
 ], ids=["no previous version", "a previous version of another key", "a previous version of other aggregates",
-        "an aggregate filtered"])
+        "an aggregate filtered", "an aggregate replaced under its column", "other aggregates of the same types"])
 def test_aggregates_changed_with_the_key_are_refused_unless_told_which_buffers_they_keep(spark, tmp_path, v2,
                                                                                         previous, says):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")

@@ -3,7 +3,7 @@ package io.statesnap.tools
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
-import io.statesnap.meaning.{KeySources, PlannedMeaning, RecordedMeanings}
+import io.statesnap.meaning.{AggregateMatch, KeySources, MeantAggregate, PlannedMeaning, RecordedMeanings}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
 import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
 import org.apache.hadoop.fs.Path
@@ -46,9 +46,11 @@ private[tools] object KeyChangePlan {
     }
     val planned = NewQueryOperators.plan(query)
     val operators = of("new version's", planned)
-    val before = previous.map(p => of("previous version's", NewQueryOperators.plan(p)))
+    val previousPlan = previous.map(NewQueryOperators.plan)
+    val before = previousPlan.map(of("previous version's", _))
     // What each operator's state means: as recorded with it, and as the new version's plan says.
     val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))
+    val meantBefore = previousPlan.map(p => NewQueryOperators.writers(p).map(PlannedMeaning.of(p, _)))
     val stateRoot = new Path(checkpoint.root, "state").toString
     def sources(old: RepartitionPlan.Operator, i: Int): Option[KeySources] = for {
       now <- meant.lift(i).flatten
@@ -56,6 +58,26 @@ private[tools] object KeyChangePlan {
         checkpoint.hadoopConf)
       if recorded.operator == now.operator
     } yield KeySources(recorded.key, now.key)
+    /*
+     * The aggregates of operator `old` (the `i`th) as the state's meaning says, against the new version's: its buffers
+     * follow the previous version's query by function, where it is given, and none is replaced under its column
+     * (AggregateMatch.replaced, which only a restart's registration routes); without it they are read by position, so
+     * the aggregates must be the recorded ones.
+     */
+    def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Unit = for {
+      now <- meant.lift(i).flatten
+      recorded = RecordedMeanings.inForce(stateRoot, old.id, checkpoint.latestCommittedBatch + 1,
+        checkpoint.hadoopConf).map(_._2).filter(_.operator == now.operator)
+      was <- meantBefore.fold(recorded)(_.lift(i).flatten)
+    } {
+      val buffers = AggregateMatch(was.aggregates, now.aggregates)
+      def named(a: MeantAggregate) = s"`${a.function}`${a.outputs.filter(_.nonEmpty)
+        .fold("")(o => s" (${o.mkString(", ")})")}"
+      if (buffers.replaced.nonEmpty) refuse(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
+        buffers.replaced.map { case (k, o) => named(now.aggregates(k)) -> named(was.aggregates(o)) }))
+      if (previous.isEmpty && !buffers.unchanged) refuse(KeyChangeRefusals.aggregatesUnmatched(old.id, old.describe,
+        was.aggregates.map(named).mkString(", "), now.aggregates.map(named).mkString(", ")))
+    }
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     val changed = plan.operators.zip(operators).zipWithIndex.map {
@@ -80,6 +102,7 @@ private[tools] object KeyChangePlan {
             merge, settings).fold(why => refuse(KeyChangeRefusals.invalidMerge(old.id, old.describe, why)), identity))
           case other => other
         }
+        aggregatesAsMeant(old, i)
         val fed = sources(old, i)
         val ofThisKey = givenFor(old, layout.keySchema, now, fed)
         val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
