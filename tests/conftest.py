@@ -51,6 +51,23 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+_module_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    module = report.nodeid.split("::")[0]
+    _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each module's time (set-up, cases and tear-down), the longest first: where the CI time goes, module by
+    module, which `--durations` (case by case) does not add up."""
+    if _module_seconds:
+        terminalreporter.write_sep("=", "time by module")
+        for module, seconds in sorted(_module_seconds.items(), key=lambda m: -m[1]):
+            terminalreporter.write_line(f"{seconds:8.1f}s {module}")
+
+
 DRIVER_LOG = Path(os.environ.get("STATESNAP_TEST_LOG", ROOT / "build" / "test-driver.log"))
 
 
