@@ -5,7 +5,7 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * Guards each column family of a store that is not transformWithState, with a record per family in the
- * store's own snapshot catalog (committed with the version it describes).
+ * store's own snapshot catalog (committed with the version it describes), as [[GuardedFamily]] decides it.
  */
 private[provider] final class GuardedColumnFamilies(store: StateStore, catalog: SnapshotCatalog,
     describe: String => String) {
@@ -17,7 +17,7 @@ private[provider] final class GuardedColumnFamilies(store: StateStore, catalog: 
       val empty = try !entries.hasNext finally entries.close()
       if (!empty) throw StoreErrors.noRecordOfFamily(describe(family))
     }
-    StateWalk.decide(recorded, recorded, GuardedState.record(family, keySchema, valueSchema, store.version + 1),
-      StateEncoding.UnsafeRow, describe(family), StoreContext.fixes(store.id, family)).next.foreach(records.write)
+    GuardedFamily.decide(store.id, family, recorded, keySchema, valueSchema, store.version).next
+      .foreach(records.write)
   }
 }

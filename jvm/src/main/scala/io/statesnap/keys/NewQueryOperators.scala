@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.{SparkPlan, SparkPlanner}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{LongType, NullType, StructField, StructType}
 
 /**
@@ -115,21 +116,29 @@ object NewQueryOperators {
 
   /**
    * The streaming DataFrame `query` as Spark plans a micro-batch of it (before its `state` rule gives its stateful
-   * operators a checkpoint and versions).
+   * operators a checkpoint and versions), under the confs its checkpoint's offset log pins (`pinned`): a restart runs
+   * with those (Spark's `OffsetSeqMetadata.setSessionConf`), whatever the session says, and they choose each stateful
+   * operator's state format (a join's 3 in the session, its checkpoint's 2).
    */
-  def plan(query: SparkClasses.Dataset[_]): SparkPlan = {
+  def plan(query: SparkClasses.Dataset[_], pinned: Map[String, String]): SparkPlan = {
     require(query.isStreaming, "the new version's query is a streaming DataFrame (spark.readStream...), not a " +
       "batch one")
     // Optimized and planned as Spark plans a micro-batch of it (`IncrementalExecution`'s planner: the streaming
     // strategies first); a streaming Dataset's own physical plan is a batch query's.
     val session = query.sparkSession
     val state = session.sessionState
+    val pinnedConf = state.conf.clone()
+    pinned.foreach { case (key, value) => pinnedConf.setConfString(key, value) }
     val planner = new SparkPlanner(session, state.experimentalMethods) {
       override def strategies: Seq[SparkStrategy] = Seq(StreamingJoinStrategy, StatefulAggregationStrategy,
         FlatMapGroupsWithStateStrategy, FlatMapGroupsInPandasWithStateStrategy, StreamingRelationStrategy,
         StreamingDeduplicationStrategy) ++ state.planner.strategies
+      // The strategies read the planner's conf (a join's state format); the optimizer and the operators, the active.
+      override def conf: SQLConf = pinnedConf
     }
-    planner.plan(ReturnAnswer(state.optimizer.execute(query.queryExecution.analyzed))).next()
+    SQLConf.withExistingConf(pinnedConf) {
+      planner.plan(ReturnAnswer(state.optimizer.execute(query.queryExecution.analyzed))).next()
+    }
   }
 
   /**

@@ -44,9 +44,10 @@ private[tools] object KeyChangePlan {
         s"(the value given for it, `${keys(field)}`, is for a key that does not have it yet)"))
       ofThisKey -- already
     }
-    val planned = NewQueryOperators.plan(query)
+    val pinned = checkpoint.pinnedConfs(checkpoint.latestBatch)
+    val planned = NewQueryOperators.plan(query, pinned)
     val operators = of("new version's", planned)
-    val previousPlan = previous.map(NewQueryOperators.plan)
+    val previousPlan = previous.map(NewQueryOperators.plan(_, pinned))
     val before = previousPlan.map(of("previous version's", _))
     // What each operator's state means: as recorded with it, and as the new version's plan says.
     val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))

@@ -1,9 +1,10 @@
 package io.statesnap.tools
 
-import io.statesnap.{SparkClasses, StatesnapException}
+import io.statesnap.{JoinStateSchemas, SparkClasses, StatesnapException}
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
 import io.statesnap.meaning.{MeaningDecision, PlannedMeaning, RecordedMeanings}
-import io.statesnap.provider.{OperatorStateGuard, StateDecision, StateEncoding, TransformWithStateDecision}
+import io.statesnap.provider.{GuardedFamily, OperatorStateGuard, StateDecision, StateEncoding,
+  TransformWithStateDecision}
 import io.statesnap.registration.QueryRegistrations
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -32,8 +33,8 @@ object PlannedOperatorDecision {
    * the registrations with what the plan says of it ([[planned]]):
    * throws the refusal they would throw; returns each state that migrates ([[Migrates]]). None where the
    * plan or the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan
-   * does not give (a session window, a join on 3.5 or of state format 3), or transformWithState where the version its
-   * stores load is not the latest committed one.
+   * does not give (a join on 3.5, a global limit), or transformWithState where the version its stores load is not the
+   * latest committed one.
    */
   def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
       hadoopConf: Configuration, version: Long): Option[Seq[Migrates]] =
@@ -42,6 +43,27 @@ object PlannedOperatorDecision {
         .map(m => Migrates(m.state, m.migration.changes, None))
     }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
       _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => Migrates(d.variable.name, d.changes, Some(d)))))
+      .orElse(joinFamilies(writer, checkpoint, operatorId, hadoopConf, version))
+
+  /**
+   * A stream-stream join of state format 3 (None: `writer` is not one): each column family of partition 0's store
+   * decided as the store decides it as it opens ([[GuardedFamily]]), from the records the store holds at `version`
+   * (left to the stores where that is not the latest committed version, or a family has no record). Guarded: none
+   * migrates.
+   */
+  private def joinFamilies(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
+      hadoopConf: Configuration, version: Long): Option[Seq[Migrates]] =
+    JoinStateSchemas.families(writer).map { families =>
+      val id = StateStoreId(stateRoot(checkpoint), operatorId, 0)
+      CheckpointReader.recordsInStore(checkpoint, operatorId, 0, CheckpointReader.DefaultStore, hadoopConf)
+        .filter(_._1 == version).foreach { case (_, bytes) =>
+          val recorded = bytes.map(TransformWithStateDecision.parse(id, _)).map(r => r.stateName -> r).toMap
+          families.toSeq.sortBy(_._1).foreach { case (family, (key, value)) =>
+            recorded.get(family).foreach(r => GuardedFamily.decide(id, family, Some(r), key, value, version))
+          }
+        }
+      Nil
+    }
 
   /**
    * Each variable of a planned transformWithState operator (None: `writer` is not one), decided as its stores decide it

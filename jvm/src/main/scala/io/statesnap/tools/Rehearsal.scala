@@ -71,7 +71,7 @@ object Rehearsal {
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
-    val plan = NewQueryOperators.plan(query)
+    val plan = NewQueryOperators.plan(query, StoppedCheckpoint.latestPinnedConfs(spark, qualified))
     val writers = NewQueryOperators.writers(plan)
     val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)

@@ -210,6 +210,20 @@ object StoppedCheckpoint {
     new StoppedCheckpoint(spark, location, verb)
 
   /**
+   * The confs the latest offset log entry of the checkpoint at `location` pins (none before its first batch), which a
+   * restart runs with: read whether or not a query runs on it (a rehearsal reads them).
+   */
+  def latestPinnedConfs(spark: SparkSession, location: String): Map[String, String] = {
+    val offsets = new Path(location, "offsets")
+    // Spark's log creates its directory when it is missing: a rehearsal writes nothing.
+    if (!offsets.getFileSystem(spark.sessionState.newHadoopConf()).exists(offsets)) Map.empty
+    else CheckpointFile.read(offsets, "Spark's offset log") {
+      val log = new OffsetSeqLog(spark, offsets.toString)
+      log.getLatestBatchId().flatMap(log.offsetSeqMetadataForBatchId).map(_.conf).getOrElse(Map.empty[String, String])
+    }
+  }
+
+  /**
    * Refuses (a [[ToolRefusal]]) while a query runs on the checkpoint at `location`, which may not exist yet: for
    * `deploy`, which starts the new version there.
    */

@@ -22,4 +22,19 @@ object JoinStateSchemas {
         join.stateFormatVersion))
     case _ => None
   }
+
+  /**
+   * The key and value schemas of a stream-stream join of state format 3, by column family of its one store, as Spark's
+   * own `SymmetricHashJoinStateManager.getSchemasForStateStoreWithColFamily` gives them to its stores. None for
+   * another plan or format.
+   */
+  def families(plan: SparkPlan): Option[Map[String, (StructType, StructType)]] = plan match {
+    case join: StreamingSymmetricHashJoinExec if join.stateFormatVersion == 3 => Some(
+      (SymmetricHashJoinStateManager.getSchemasForStateStoreWithColFamily(LeftSide, join.left.output, join.leftKeys,
+        join.stateFormatVersion) ++
+      SymmetricHashJoinStateManager.getSchemasForStateStoreWithColFamily(RightSide, join.right.output,
+        join.rightKeys, join.stateFormatVersion)).values.map(f => f.colFamilyName -> (f.keySchema -> f.valueSchema))
+        .toMap)
+    case _ => None
+  }
 }
