@@ -142,10 +142,15 @@ object MeaningDecision {
       checkpoint: String): StatesnapException = {
     val fix = SameKey.changeKeyFix(KeySources(recorded.key, now.key))
     val call = FixFormat.Application(None, Some(checkpoint)).changeKey(fix)
+    // A dedup's value says nothing of its rows: a key change only fits columns computed from the old ones.
+    val dedup = recorded.operator.startsWith("dropDuplicates")
     new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: $why." +
       " Spark compares keys by type and position and would read every old key as the new one; the query's plan says " +
-      "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: stop the " +
-      s"query and give every entry its new key, $call" + (if (fix.keys.isEmpty) "" else ", each value derived from the " +
-      "old key and value") + " (docs/tools.md, \"Change a key\"); or keep the key's columns as they were.")
+      "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: " +
+      (if (dedup && fix.keys.nonEmpty) "where the new columns are computed from the old ones, " else "") +
+      s"stop the query and give every entry its new key, $call" + (if (fix.keys.isEmpty) "" else
+      s", each value derived from the old key${if (dedup) "" else " and value"}") +
+      " (docs/tools.md, \"Change a key\"); " + (if (dedup) "else the dedup has seen none of the new columns' values: " +
+      s"keep its columns as they were, or $AsANewQuery." else "or keep the key's columns as they were."))
   }
 }
