@@ -81,8 +81,8 @@ def test_errors_are_built_in_their_areas_factory():
 def test_a_tools_refusal_is_worded_in_its_areas_factory():
     """A tool's refusal (StoppedCheckpoint.refuse) takes its reason from the factory of its area (tools/*Refusals):
     a reason written inline at a refusal site drifts from the others of its area."""
-    inline = sorted(f"{path.relative_to(ROOT)}: {match.group(0)}"
-                    for path in ROOT.glob("jvm/src/main/**/io/statesnap/tools/*.scala")
-                    if not path.name.endswith("Refusals.scala")
-                    for match in re.finditer(r"\brefuse\(\s*s?\"[^\"]{0,40}", without_comments(path.read_text())))
+    tools = [path for path in ROOT.glob("**/io/statesnap/tools/*.scala") if not path.name.endswith("Refusals.scala")]
+    assert len(tools) > 20, f"the tools' sources are not where this looks: {tools}"  # it once read none
+    inline = sorted(f"{path.relative_to(ROOT)}: {match.group(0)}" for path in tools
+                    for match in re.finditer(r"\brefuse\(\s*s?\"", without_comments(path.read_text())))
     assert not inline, "refusal reasons written inline:\n" + "\n".join(inline)

@@ -37,6 +37,9 @@ private[tools] object CheckpointRefusals {
   def joinOfColumnFamilies(operator: Int): String = s"operator $operator is a stream-stream join of state format 3 " +
     "(its stores column families of one)"
 
+  /** The latest offsets pin `conf` (a partition count a repartition rewrites) in a form other than Spark's own. */
+  def unrewritableConf(conf: String): String = s"the latest offsets name $conf in a form statesnap does not rewrite"
+
   def unrewritableOffsets(batch: Long, current: String): String = s"offsets/$batch names the provider $current in a " +
     "form statesnap does not rewrite; the file is left as it is"
 

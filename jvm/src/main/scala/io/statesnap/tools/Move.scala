@@ -170,8 +170,8 @@ private[tools] object Move {
     Seq(StoppedCheckpoint.ShufflePartitionsConf, "spark.sql.streaming.internal.stateStore.partitions")
       .foldLeft(offsets) { (text, conf) =>
         if (!new String(text, UTF_8).contains(s""""$conf":""")) text
-        else StoppedCheckpoint.withConf(text, conf, from.toString, to.toString).getOrElse(checkpoint.refuse(
-          s"the latest offsets name $conf in a form statesnap does not rewrite"))
+        else StoppedCheckpoint.withConf(text, conf, from.toString, to.toString)
+          .getOrElse(checkpoint.refuse(CheckpointRefusals.unrewritableConf(conf)))
       }
 
   /**
