@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory
  * transformWithState value, named [[GroupStateSnapshot.StateField]]; so do the buffers of a streaming aggregation
  * whose query registers a snapshot for `aggregation`, where every added buffer needs a starting value the user
  * gives (where the plan and the recorded meaning say which aggregate each buffer is, they follow their aggregates
- * instead, registered or not: [[byAggregate]]). Any other (aggregations without one, dropDuplicates, joins) is guarded, not migrated: Spark's own schema
- * check is off for a query statesnap serves, so it refuses what that check would refuse ([[GuardedState]]).
+ * instead, registered or not: [[byAggregate]]). Any other (aggregations without one, dropDuplicates, joins) is
+ * guarded, not migrated: Spark's own schema check is off for a query statesnap serves, so it refuses what that check
+ * would refuse ([[GuardedState]]).
  *
  * Their stores have no column families for a record, so the record is a file per partition, store and state
  * version ([[OperatorRecordFiles]]), written atomically

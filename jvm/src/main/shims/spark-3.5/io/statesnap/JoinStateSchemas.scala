@@ -10,6 +10,6 @@ import org.apache.spark.sql.types.StructType
 object JoinStateSchemas {
   def of(plan: SparkPlan): Option[Map[String, (StructType, StructType)]] = None
 
-  /** The schemas of a join of state format 3's column families: none (Spark 3.5 has join state formats 1 and 2 only). */
+  /** The schemas of a join of state format 3's column families: none (Spark 3.5 has state formats 1 and 2 only). */
   def families(plan: SparkPlan): Option[Map[String, (StructType, StructType)]] = None
 }

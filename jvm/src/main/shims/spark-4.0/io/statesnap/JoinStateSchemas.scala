@@ -21,6 +21,6 @@ object JoinStateSchemas {
     case _ => None
   }
 
-  /** The schemas of a join of state format 3's column families: none (Spark 4.0 has join state formats 1 and 2 only). */
+  /** The schemas of a join of state format 3's column families: none (Spark 4.0 has state formats 1 and 2 only). */
   def families(plan: SparkPlan): Option[Map[String, (StructType, StructType)]] = None
 }
