@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 import statesnap
 from apps import INPUT_SCHEMA, write_input
-from committed_state import latest_committed_version
+from committed_state import latest_committed_version, read_state
 from minors import MINOR
 from statesnap import tools
 from test_other_operators import run_to_end
@@ -52,6 +52,10 @@ def test_an_aggregate_added_removed_and_added_again_follows_the_query(spark, tmp
         assert got == expected, (i, got, expected)
 
 
+# The buffers of `counted` and `eu_count` as the state keeps them: a count, a sum.
+BUFFERS = "count bigint, sum bigint"
+
+
 def eu_count(spark, source):
     """Version 2 of `counted`: `n` counts the rows of region eu now, where it counted every row."""
     return spark.readStream.schema(INPUT_SCHEMA).json(source).groupBy("id").agg(
@@ -87,6 +91,9 @@ def test_an_aggregate_replaced_under_its_column_is_refused_and_each_printed_fix_
     eval(fixes[0], {"statesnap": statesnap, "spark": spark})
     got = {r[0]: tuple(r[1:]) for r in run_to_end(eu_count(spark, source), checkpoint, "update")}
     assert got == {"u0": (2, 14), "u2": (1, 5)}, got
+    # The committed buffers, read without Spark or statesnap: u1, which the batch did not touch, kept its count.
+    assert read_state(checkpoint, "default", "id string", BUFFERS) == {("u0",): (2, 14), ("u1",): (1, 2),
+                                                                       ("u2",): (1, 5)}
     write_input(source, [("u1", 4, "eu"), ("u0", 1, "us")])  # and on, with the registration still there
     got = {r[0]: tuple(r[1:]) for r in run_to_end(eu_count(spark, source), checkpoint, "update")}
     assert got == {"u0": (2, 15), "u1": (2, 6)}, got
@@ -95,6 +102,7 @@ def test_an_aggregate_replaced_under_its_column_is_refused_and_each_printed_fix_
     eval(fixes[1].replace(checkpoint + "'", started + "'"), {"statesnap": statesnap, "spark": spark})
     got = {r[0]: tuple(r[1:]) for r in run_to_end(eu_count(spark, source), started, "update")}
     assert got == {"u0": (1, 15), "u1": (1, 6), "u2": (1, 5)}, got
+    assert read_state(started, "default", "id string", BUFFERS) == {(k,): v for k, v in got.items()}
 
 
 @pytest.mark.skipif(MINOR != "4.1", reason="the same decision on every minor: the pinned one runs it")
