@@ -144,9 +144,9 @@ def test_every_damaged_state_record_and_serializer_snapshot_is_read_or_refused_w
 
 SPARK_FILES = {
     # what the error names it, the file, and the reader the tools use (given the JVM, the session, the checkpoint)
-    "Spark's offset log entry": ("offsets/1", lambda jvm, s, c: jvm.io.statesnap.tools.StoppedCheckpoint.apply(
+    "Spark's offset log entry": ("offsets/1", lambda jvm, s, c: jvm.io.statesnap.checkpoint.StoppedCheckpoint.apply(
         s, c, "check").pinnedConfs(1)),
-    "Spark's commit log entry": ("commits/1", lambda jvm, s, c: jvm.io.statesnap.tools.StoppedCheckpoint.apply(
+    "Spark's commit log entry": ("commits/1", lambda jvm, s, c: jvm.io.statesnap.checkpoint.StoppedCheckpoint.apply(
         s, c, "check").committed(1)),
     "Spark's operator metadata": ("state/0/_metadata/metadata", lambda jvm, s, c:
                                   jvm.io.statesnap.registration.QueryStates.operator(

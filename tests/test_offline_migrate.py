@@ -178,7 +178,7 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
     assert files(checkpoint) == before
 
     # migrate adds its batch as Spark adds one: an entry some run of the query wrote meanwhile is never replaced.
-    stopped = spark.sparkContext._jvm.io.statesnap.tools.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
+    stopped = spark.sparkContext._jvm.io.statesnap.checkpoint.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
                                                                                 "migrate")
     latest = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(checkpoint + "/offsets/0")
     with pytest.raises(Exception, match="FileAlreadyExists"):

@@ -11,8 +11,8 @@ SPARK_STATE = "org.apache.spark.sql.execution.streaming.state"
 # Bottom first: a package may depend on those before it only (docs/design.md, "Packages").
 LAYERS = ["io.statesnap", "io.statesnap.evolution", "io.statesnap.snapshot", "io.statesnap.meaning",
           "io.statesnap.registration", "io.statesnap.placement", "io.statesnap.keys", SPARK_STATE,
-          SPARK_STATE + ".offline", "io.statesnap.provider", "io.statesnap.bridge", "io.statesnap.tools",
-          "io.statesnap.query"]
+          SPARK_STATE + ".offline", "io.statesnap.provider", "io.statesnap.bridge", "io.statesnap.checkpoint",
+          "io.statesnap.query", "io.statesnap.tools"]
 
 
 def without_comments(text: str) -> str:
@@ -79,9 +79,10 @@ def test_errors_are_built_in_their_areas_factory():
 
 
 def test_a_tools_refusal_is_worded_in_its_areas_factory():
-    """A tool's refusal (StoppedCheckpoint.refuse) takes its reason from the factory of its area (tools/*Refusals):
+    """A tool's refusal (StoppedCheckpoint.refuse) takes its reason from the factory of its area (*Refusals):
     a reason written inline at a refusal site drifts from the others of its area."""
-    tools = [path for path in ROOT.glob("**/io/statesnap/tools/*.scala") if not path.name.endswith("Refusals.scala")]
+    tools = [path for package in ("checkpoint", "tools") for path in ROOT.glob(f"**/io/statesnap/{package}/*.scala")
+             if not path.name.endswith("Refusals.scala")]
     assert len(tools) > 20, f"the tools' sources are not where this looks: {tools}"  # it once read none
     inline = sorted(f"{path.relative_to(ROOT)}: {match.group(0)}" for path in tools
                     for match in re.finditer(r"\brefuse\(\s*s?\"", without_comments(path.read_text())))

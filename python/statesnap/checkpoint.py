@@ -1,5 +1,5 @@
 """Read a streaming checkpoint's RocksDB state offline, at its latest committed version: read-only, through Spark's
-JVM (``io.statesnap.tools.CheckpointReader``), so the state is what Spark itself would load — snapshot plus changelogs,
+JVM (``checkpoint.CheckpointReader``), so the state is what Spark itself would load — snapshot plus changelogs,
 checkpoint format v1 or v2 — from any path Hadoop's FileSystem reaches.
 
 Keys and values come back as Spark stores them after the column family's prefix: a 1-byte encoding version, then
@@ -86,7 +86,7 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
 
 def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
     """(store, key row bytes, value bytes) of ``column_family`` in every store of ``checkpoint`` that has it."""
-    reader = statesnap_jvm(spark).tools.CheckpointReader
+    reader = statesnap_jvm(spark).checkpoint.CheckpointReader
     rows = reader.rows(checkpoint, column_family, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
@@ -94,7 +94,7 @@ def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tu
 def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """statesnap's record of every state, in force at the latest committed version, wherever it is kept (the JVM's
     ``CheckpointRecords.records``)."""
-    rows = statesnap_jvm(spark).tools.CheckpointRecords.recordRows(
+    rows = statesnap_jvm(spark).checkpoint.CheckpointRecords.recordRows(
         checkpoint, spark._jsc.hadoopConfiguration())
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
 
@@ -102,7 +102,7 @@ def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, by
 def meanings(spark: SparkSession, checkpoint: str) -> list[tuple[int, int, str, dict]]:
     """What each operator's state means at the latest committed version, as recorded with it from the query's plan:
     (operator, the version it is in force from, in words, as recorded) (the JVM's ``CheckpointRecords.meanings``)."""
-    rows = statesnap_jvm(spark).tools.CheckpointRecords.meaningRows(
+    rows = statesnap_jvm(spark).checkpoint.CheckpointRecords.meaningRows(
         checkpoint, spark._jsc.hadoopConfiguration())
     return [(int(r[0]), int(r[1]), str(r[2]), json.loads(str(r[3]))) for r in rows]
 

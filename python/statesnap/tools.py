@@ -43,7 +43,7 @@ from statesnap.records import StateSnapshotRecord, parse_record, read_records
 __all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy", "inspect",
            "migrate", "rehearse", "release", "repair_sink", "repartition"]
 
-_REFUSAL = "io.statesnap.tools.ToolRefusal"
+_REFUSAL = "io.statesnap.checkpoint.ToolRefusal"
 _log = logging.getLogger("statesnap")
 
 
@@ -302,7 +302,7 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
 def _require_stopped(command: str, checkpoint: str, spark: Any) -> None:
     """Raises a ToolError naming the query that runs on ``checkpoint`` (resolved: :func:`absolute_checkpoint`; in
     this JVM, or holding its lease), if one does."""
-    _raising_jvm_errors(lambda: statesnap_jvm(spark).tools.StoppedCheckpoint.requireStopped(
+    _raising_jvm_errors(lambda: statesnap_jvm(spark).checkpoint.StoppedCheckpoint.requireStopped(
         spark._jsparkSession, checkpoint, command))
 
 
@@ -488,13 +488,13 @@ def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:
 def _require_checkpoint(spark: Any, checkpoint: str) -> None:
     """A path that does not exist, or is no query's checkpointLocation, is an error naming it (read-only tools:
     the query may be running)."""
-    statesnap_jvm(spark).tools.CheckpointReader \
+    statesnap_jvm(spark).checkpoint.CheckpointReader \
         .requireCheckpoint(checkpoint, spark._jsc.hadoopConfiguration())
 
 
 def _pinned_provider(spark: Any, checkpoint: str) -> str:
     """The state store provider the stopped checkpoint's latest batch pins."""
-    stopped = statesnap_jvm(spark).tools.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
+    stopped = statesnap_jvm(spark).checkpoint.StoppedCheckpoint.apply(spark._jsparkSession, checkpoint,
                                                                                  "inspect")
     return str(stopped.pinnedProvider(stopped.latestBatch()))
 

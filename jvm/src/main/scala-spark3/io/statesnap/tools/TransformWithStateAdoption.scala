@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.StoppedCheckpoint
+
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.spark.sql.types.StructType
 

@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.CheckpointRefusals
+
 /**
  * Why `migrate` and `deploy` refuse a checkpoint ([[OfflineMigration]], [[Migrate]], [[Deploy]]): each reason worded
  * once, here. The refusal around it ([[StoppedCheckpoint.refuse]]) names the checkpoint and says that nothing was

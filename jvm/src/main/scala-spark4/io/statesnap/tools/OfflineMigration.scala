@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{QuerySink, StoppedCheckpoint}
+
 import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.Try

@@ -8,7 +8,7 @@ import org.apache.spark.sql.types.StructType
  * The decision on one column family of a store that is not transformWithState (a stream-stream join of state format
  * 3): the schemas its operator declares against the record in force, refused where Spark's own check would refuse
  * them ([[GuardedState]]). Made by the store as the family opens (`GuardedColumnFamilies`, Spark 4.x) and on the
- * driver before a batch's tasks ([[io.statesnap.tools.PlannedOperatorDecision]]), so that both say the same.
+ * driver before a batch's tasks ([[io.statesnap.checkpoint.PlannedOperatorDecision]]), so that both say the same.
  */
 private[statesnap] object GuardedFamily {
   /**

@@ -9,7 +9,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * Where statesnap keeps the record of the single state of a store without column families (the stores of
  * operators other than transformWithState): one file per partition, store and state version,
  * `state/<operator>/_statesnap/<partition>-<store>/<version>.snapshot`, in force from that version on. Shared by
- * the provider ([[OperatorStateGuard]]) and the offline tools (`tools.CheckpointReader`).
+ * the provider ([[OperatorStateGuard]]) and the offline tools (`checkpoint.CheckpointReader`).
  */
 object OperatorRecordFiles {
   private val Record = """(\d+)\.snapshot""".r

@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.registration.{QueryRegistrations, QueryStates}
-import io.statesnap.tools.{PlannedOperatorDecision, RefusedPlans}
+import io.statesnap.checkpoint.{PlannedOperatorDecision, RefusedPlans}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule

@@ -16,7 +16,7 @@ import io.statesnap.meaning.SameKey
 import io.statesnap.provider.StateEncoding
 import io.statesnap.registration.{ScopeRegistrations, SparkOperatorCheck, StateRegistration}
 import io.statesnap.snapshot.{SnapshotDefinition, StateSnapshotRecord, TtlValueSnapshot}
-import io.statesnap.tools.{CheckpointReader, CheckpointRecords}
+import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types._
 

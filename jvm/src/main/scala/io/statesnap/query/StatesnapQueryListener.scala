@@ -10,7 +10,7 @@ import io.statesnap.{ProviderClasses, StatesnapException}
 import io.statesnap.evolution.SqlSetting
 import io.statesnap.provider.{MigrationSummaries, StateEncoding, StatesnapMetrics}
 import io.statesnap.registration._
-import io.statesnap.tools.{QueryLease, QuerySink, RefusedPlans, StoppedCheckpoint}
+import io.statesnap.checkpoint.{QueryLease, QuerySink, RefusedPlans, StoppedCheckpoint}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{StatesnapFileSinkLog, StatesnapRunningQueries,
   StatesnapSparkGlue}

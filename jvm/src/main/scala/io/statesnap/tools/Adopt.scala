@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.StoppedCheckpoint
+
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses

@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{CheckpointRefusals, QuerySink, RefusedPlans, StoppedCheckpoint}
+
 import scala.util.control.NonFatal
 
 import io.statesnap.provider.MigrationProbe

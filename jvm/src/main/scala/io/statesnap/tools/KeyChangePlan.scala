@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.StoppedCheckpoint
+
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}

@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
+
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.Arrays
 
@@ -7,8 +9,8 @@ import io.statesnap.ScalaCompat._
 import io.statesnap.evolution.UnsafeRowLayout
 import io.statesnap.provider.StateDecision
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord, TtlValueSnapshot}
-import io.statesnap.tools.CheckpointReader.Store
-import io.statesnap.tools.CheckpointRecords.{BesideStore, InStore, Kept, Migrated, SparkFiles}
+import io.statesnap.checkpoint.CheckpointReader.Store
+import io.statesnap.checkpoint.CheckpointRecords.{BesideStore, InStore, Kept, Migrated, SparkFiles}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession

@@ -1,5 +1,8 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{CheckpointRecords, CheckpointRefusals, QuerySink, StoppedCheckpoint,
+  TransformWithStateRecords}
+
 import java.nio.charset.StandardCharsets.UTF_8
 
 import io.statesnap.{CommitStateIds, ProviderClasses}

@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
+
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
@@ -8,7 +10,7 @@ import io.statesnap.provider.{StateDecision, StateEncoding, WrittenAsRecordFiles
 import io.statesnap.snapshot.{OperatorKind, StateKind, StateSnapshotRecord}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import io.statesnap.tools.CheckpointRecords.SparkFiles
+import io.statesnap.checkpoint.CheckpointRecords.SparkFiles
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**

@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{CheckpointRecords, CheckpointRefusals, RefusedPlans, StoppedCheckpoint}
+
 
 import io.statesnap.ProviderClasses
 import io.statesnap.provider.{RecordWriter, WrittenAsRecordFiles}

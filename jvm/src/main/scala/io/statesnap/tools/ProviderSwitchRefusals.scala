@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.CheckpointRefusals
+
 /**
  * Why adopt and release refuse to move a checkpoint between providers ([[ProviderSwitch]]): each reason worded once,
  * here. The refusal around it ([[StoppedCheckpoint.refuse]]) names the checkpoint and says that nothing was changed.
@@ -18,10 +20,6 @@ private[tools] object ProviderSwitchRefusals {
   def pinnedAlready(batch: Long, pinned: String, count: Option[String]): String = s"offsets/$batch pins $pinned " +
     s"already, in ${count.getOrElse("an unknown number of")} partitions: to change their number, run " +
     "`python -m statesnap repartition` (on a RocksDB provider)"
-
-  def schemaFilesDisagree(disagree: Seq[String]): String = "Spark's provider reads the bytes with its own schema " +
-    s"files, and they do not say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on " +
-    "statesnap (its first batch writes them), then release"
 
   def transformWithStateOnSparksProvider(operator: Int, sparkVersion: String): String = s"operator $operator is a " +
     s"transformWithState operator, which Spark $sparkVersion runs on its own provider only (SPARK-54117); " +

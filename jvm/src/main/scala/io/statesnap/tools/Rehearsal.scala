@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.{CheckpointReader, PlannedOperatorDecision, StoppedCheckpoint}
+
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.{SparkClasses, StatesnapException}

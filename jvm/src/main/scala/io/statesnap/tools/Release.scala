@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.checkpoint.StoppedCheckpoint
+
 import io.statesnap.ProviderClasses
 import org.apache.spark.sql.SparkSession
 

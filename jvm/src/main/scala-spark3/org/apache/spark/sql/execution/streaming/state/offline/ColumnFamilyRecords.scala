@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
 
 /**
- * What statesnap's offline reader (`io.statesnap.tools.CheckpointReader`) finds of states kept in column families on
+ * What statesnap's offline reader (`checkpoint.CheckpointReader`) finds of states kept in column families on
  * Spark 3.5: nothing. A 3.5 store has no column families and 3.5 has no transformWithState, so every state is the
  * single state of its store, recorded beside it or in Spark's schema file of it (`scala-spark4` has 4.x's).
  */

@@ -8,7 +8,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
 
 /**
- * What statesnap's offline reader (`io.statesnap.tools.CheckpointReader`) finds of states kept in column families,
+ * What statesnap's offline reader (`checkpoint.CheckpointReader`) finds of states kept in column families,
  * which Spark 4.x stores have: statesnap's records in a store's record family
  * ([[io.statesnap.snapshot.RecordFamily]]), the value schemas Spark's files record for transformWithState's
  * variables, and the merge operator's delimiter between list elements (`scala-spark3`: a 3.5 store has none of these).

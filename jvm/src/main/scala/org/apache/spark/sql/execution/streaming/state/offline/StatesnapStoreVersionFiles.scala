@@ -12,7 +12,7 @@ import org.rocksdb.{Options, RocksDB => NativeRocksDB, StringAppendOperator}
 /**
  * The files of one RocksDB store version, as Spark's own `RocksDB.load` finds them: the snapshot the version builds
  * on and the changelogs after it, read with Spark's file manager, its unzip and its changelog readers (what statesnap's
- * offline reader, `io.statesnap.tools.CheckpointReader`, needs of Spark's internals, and no more). Checkpoint format v1
+ * offline reader, `checkpoint.CheckpointReader`, needs of Spark's internals, and no more). Checkpoint format v1
  * names files by version, v2 by the unique ids of the commit log and the lineage in its changelogs; what each minor's
  * files hold is read through [[StatesnapStoreFiles]].
  *

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import io.statesnap.{JoinStateSchemas, SparkClasses, StatesnapException}
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import java.nio.charset.StandardCharsets.UTF_8
 

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import scala.jdk.CollectionConverters._
 
@@ -7,7 +7,7 @@ import io.statesnap.CheckpointFile
 import io.statesnap.meaning.{OperatorMeaning, RecordedMeanings}
 import io.statesnap.provider.{OperatorRecordFiles, SparkSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
-import io.statesnap.tools.CheckpointReader.{DefaultStore, Store}
+import io.statesnap.checkpoint.CheckpointReader.{DefaultStore, Store}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.{SparkSingleStateSchemaFile, StateStoreId}
@@ -149,7 +149,7 @@ object CheckpointRecords {
    */
   def refuseDisagreements(checkpoint: StoppedCheckpoint): Unit = {
     val disagree = disagreements(checkpoint.location, checkpoint.hadoopConf)
-    if (disagree.nonEmpty) checkpoint.refuse(ProviderSwitchRefusals.schemaFilesDisagree(disagree))
+    if (disagree.nonEmpty) checkpoint.refuse(CheckpointRefusals.schemaFilesDisagree(disagree))
   }
 
   private def memo[K, V](f: K => V): K => V = {

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import io.statesnap.provider.TransformWithStateSchemaRecords
 import io.statesnap.snapshot.StateSnapshotRecord

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import java.nio.file.{Files, Paths}
 import java.util.concurrent.atomic.AtomicBoolean

@@ -1,11 +1,11 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 /**
  * Why an offline tool refuses a checkpoint before it plans anything ([[StoppedCheckpoint]]: a query runs on it, its
  * logs say no stopped query, its state is in a form no tool rewrites): each reason worded once, here. The refusal
  * around it ([[StoppedCheckpoint.refuse]]) names the checkpoint and says that nothing was changed.
  */
-private[tools] object CheckpointRefusals {
+private[statesnap] object CheckpointRefusals {
   val noBatch: String = "its offset log has no batch"
 
   val noCommittedBatch: String = "it has no committed batch"
@@ -51,4 +51,9 @@ private[tools] object CheckpointRefusals {
     s"$lease holds statesnap's lease on it, renewed at $renewed ($ago s ago): it is running. Stop it first. If that " +
     s"run is gone (its driver was killed), its lease expires at $expires; or, knowing it is gone, run this again " +
     s"with --conf $gone=$runId (from Python: spark.conf.set('$gone', '$runId'))"
+
+  /** statesnap's records say other schemas than Spark's schema files, which Spark's provider reads with. */
+  def schemaFilesDisagree(disagree: Seq[String]): String = "Spark's provider reads the bytes with its own schema " +
+    s"files, and they do not say what statesnap recorded: ${disagree.mkString("; ")}. Run the query once more on " +
+    "statesnap (its first batch writes them), then release"
 }

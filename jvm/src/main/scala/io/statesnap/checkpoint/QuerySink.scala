@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import io.statesnap.{CheckpointFile, CheckpointTextFile}
 import io.statesnap.ScalaCompat._

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import java.io.FileNotFoundException
 import java.time.Instant

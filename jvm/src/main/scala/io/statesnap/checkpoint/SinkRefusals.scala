@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StatesnapFileSinkLog
@@ -8,7 +8,7 @@ import org.apache.spark.sql.execution.streaming.state.StatesnapFileSinkLog
  * a file sink's log, [[SinkRepair]]): each reason worded once, here. The refusal around it
  * ([[StoppedCheckpoint.refuse]]) names the checkpoint and says that nothing was changed.
  */
-private[tools] object SinkRefusals {
+private[statesnap] object SinkRefusals {
   private val Recorded = "statesnap's listener recorded as the query last started"
 
   def noSinkLog(output: String, logDir: Path): String = s"--file-sink $output has no file sink log ($logDir): not " +

@@ -1,4 +1,4 @@
-package io.statesnap.tools
+package io.statesnap.checkpoint
 
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.conf.Configuration
