@@ -4,6 +4,8 @@ comments) names, and the statesnap classes in Spark's own packages it uses."""
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "jvm" / "src" / "main"
@@ -66,16 +68,39 @@ def test_the_graph_sees_a_dependency_through_code_not_comments():
     assert "io.statesnap.bridge" not in graph["io.statesnap.provider"]  # StateDecision's Scaladoc links to bridge
 
 
+# Where errors are built: each area's factory (`*Errors.scala`, with its error classes), the exception and its classes
+# (StatesnapException.scala), the framing of an unreadable file around what is wrong inside it (CheckpointFile.scala)
+# and the decision's refusal, which builds its own (StateDecision.Refuse.error: field-level problems, the schemas).
+FACTORIES = {"StatesnapException.scala", "CheckpointFile.scala", "StateDecision.scala"}
+# An error built anywhere else: statesnap's own, or a JVM exception carrying a message of its own.
+INLINE_ERROR = re.compile(r"new StatesnapException\(|throw new (?:IllegalArgument|IllegalState|UnsupportedOperation|"
+                          r"Runtime)Exception\(")
+
+
+def inline_errors() -> list[str]:
+    sources = [path for path in ROOT.rglob("*.scala") if path.name not in FACTORIES
+               and not path.name.endswith("Errors.scala")]
+    assert len(sources) > 150, f"the sources are not where this looks: {len(sources)}"
+    return sorted(f"{path.relative_to(ROOT)}: {match.group(0)}" for path in sources
+                  for match in INLINE_ERROR.finditer(without_comments(path.read_text())))
+
+
 def test_errors_are_built_in_their_areas_factory():
-    """The stores' errors come from provider.StoreErrors, a registration's from registration.RegistrationErrors (for
-    the registering calls of bridge too), each with its error class, as Spark's state store's come from
-    StateStoreErrors: a message written inline elsewhere drifts from the others. A refusal of the decision keeps its
-    own builder (StateDecision.Refuse.error: field-level problems, the schemas, the outcome)."""
-    factories = {"StoreErrors.scala", "RegistrationErrors.scala", "StateDecision.scala"}
-    inline = sorted(str(path.relative_to(ROOT)) for package in ("provider", "registration", "bridge")
-                    for path in ROOT.rglob(f"io/statesnap/{package}/*.scala")
-                    if "new StatesnapException(" in without_comments(path.read_text()) and path.name not in factories)
-    assert not inline, f"errors built outside their area's factory: {inline}"
+    """Every error statesnap raises comes from the factory of its area, with its error class, as Spark's state
+    store's come from StateStoreErrors (the stores' from provider.StoreErrors, a registration's from
+    registration.RegistrationErrors, the verbs' from tools.ToolErrors, ...): a message written inline elsewhere drifts
+    from the others and carries no class. A state statesnap's code rules out is StatesnapErrors.internal."""
+    assert not inline_errors(), "errors built outside their area's factory:\n" + "\n".join(inline_errors())
+
+
+def test_the_factory_rule_sees_an_inline_error(tmp_path, monkeypatch):
+    """The reading itself: an inline throw planted in a copy of the sources is found."""
+    copy = tmp_path / "main"
+    shutil.copytree(ROOT, copy)
+    planted = copy / "scala" / "io" / "statesnap" / "tools" / "Release.scala"
+    planted.write_text(planted.read_text() + 'object P { def f(): Nothing = throw new IllegalStateException("x") }')
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", copy)
+    assert inline_errors() == ["scala/io/statesnap/tools/Release.scala: throw new IllegalStateException("]
 
 
 def test_a_tools_refusal_is_worded_in_its_areas_factory():

@@ -34,6 +34,9 @@ object CheckpointFile {
       "path from the checkpoint's backup." else "The file is not what Spark or statesnap writes there (a partial " +
       "copy, another tool's edit, a corrupt storage): restore it from the checkpoint's backup or its source."), cause)
 
+  /** What is wrong inside a file being read by [[read]], which names the file around it. */
+  def malformed(why: String): IllegalArgumentException = new IllegalArgumentException(why)
+
   /** Whether `path` names a file relative to a working directory: neither a scheme nor a leading `/`. */
   private def relative(path: Any): Boolean = {
     val text = path.toString

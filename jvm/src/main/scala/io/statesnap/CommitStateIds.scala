@@ -19,15 +19,15 @@ object CommitStateIds {
         case (op, JArray(partitions)) => op.toInt -> partitions.map {
           case JArray(ids) => ids.map {
             case JString(id) => id
-            case other => throw new IllegalArgumentException(s"operator $op has the id ${JsonMethods.compact(other)}")
+            case other => throw CheckpointFile.malformed(s"operator $op has the id ${JsonMethods.compact(other)}")
           }
-          case other => throw new IllegalArgumentException(s"operator $op has ${JsonMethods.compact(other)} for a " +
+          case other => throw CheckpointFile.malformed(s"operator $op has ${JsonMethods.compact(other)} for a " +
             "partition")
         }
-        case (op, other) => throw new IllegalArgumentException(s"operator $op has ${JsonMethods.compact(other)}")
+        case (op, other) => throw CheckpointFile.malformed(s"operator $op has ${JsonMethods.compact(other)}")
       }.toMap)
       case JNothing | JNull => None
-      case other => throw new IllegalArgumentException(s"stateUniqueIds is ${JsonMethods.compact(other)}")
+      case other => throw CheckpointFile.malformed(s"stateUniqueIds is ${JsonMethods.compact(other)}")
     }
     case _ => None
   }
@@ -41,6 +41,6 @@ object CommitStateIds {
         })
       }
       s"v2\n${JsonMethods.compact(replaced)}"
-    case _ => throw new IllegalArgumentException("a commit log entry of checkpoint format v1 names no store versions")
+    case _ => throw StatesnapErrors.internal("a commit log entry of checkpoint format v1 was given store versions")
   }
 }

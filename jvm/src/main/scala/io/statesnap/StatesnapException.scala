@@ -27,4 +27,6 @@ object StatesnapException {
   val UnreadableCheckpointFile = "STATESNAP_UNREADABLE_CHECKPOINT_FILE"
   val OfflineMigrationRequired = "STATESNAP_OFFLINE_MIGRATION_REQUIRED"
   val StatefulOperatorsChanged = "STATESNAP_STATEFUL_OPERATORS_CHANGED"
+  val InvalidArgument = "STATESNAP_INVALID_ARGUMENT"
+  val InternalError = "STATESNAP_INTERNAL_ERROR"
 }

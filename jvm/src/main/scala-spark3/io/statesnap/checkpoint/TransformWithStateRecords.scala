@@ -1,5 +1,7 @@
 package io.statesnap.checkpoint
 
+import io.statesnap.StatesnapErrors
+
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.offline.StatesnapOfflineStore
@@ -14,7 +16,7 @@ object TransformWithStateRecords {
 
   def appendBatch(stateRoot: String, operator: Int, batch: Long, families: Seq[StatesnapOfflineStore.Family],
       hadoopConf: Configuration): Unit =
-    throw new UnsupportedOperationException("Spark 3.5 has no transformWithState")
+    throw StatesnapErrors.internal("Spark 3.5 has no transformWithState")
 
   def removeBatch(stateRoot: String, operator: Int, batch: Long, hadoopConf: Configuration): Unit = ()
 }

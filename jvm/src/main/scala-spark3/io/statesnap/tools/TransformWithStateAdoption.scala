@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.StatesnapErrors
+
 import io.statesnap.checkpoint.StoppedCheckpoint
 
 import io.statesnap.snapshot.StateSnapshotRecord
@@ -14,6 +16,6 @@ object TransformWithStateAdoption {
   def refuseWhereSparkKeepsIt(checkpoint: StoppedCheckpoint): Unit = ()
 
   def writtenAsRecord(recorded: StateSnapshotRecord, writtenAs: StructType): StateSnapshotRecord =
-    throw new IllegalStateException(s"Spark 3.5 has no transformWithState, so state '${recorded.stateName}' has " +
+    throw StatesnapErrors.internal(s"Spark 3.5 has no transformWithState, so state '${recorded.stateName}' has " +
       "no layout named by --written-as")
 }

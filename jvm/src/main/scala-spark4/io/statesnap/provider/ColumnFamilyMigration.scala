@@ -1,5 +1,7 @@
 package io.statesnap.provider
 
+import io.statesnap.StatesnapErrors
+
 import io.statesnap.evolution.FixFormat
 import io.statesnap.keys.RowMerge
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
@@ -30,7 +32,7 @@ private[statesnap] object ColumnFamilyMigration {
       decided: StateDecision, sources: Seq[StateMigrator.Source], rekey: Option[StateMigrator.Source],
       merge: Option[RowMerge], gate: MigrationGate): (Long, Seq[String]) =
     (avro, rekey) match {
-      case (Some(_), Some(_)) => throw new IllegalStateException(s"$describe: the decision refuses a new map key " +
+      case (Some(_), Some(_)) => throw StatesnapErrors.internal(s"$describe: the decision refuses a new map key " +
         "under Avro, yet it reached the rewrite")
       case (Some(schemas), None) =>
         AvroStateMigration.migrate(state, describe, fixes, rewriter, schemas, valueSchema, recorded, current, decided,

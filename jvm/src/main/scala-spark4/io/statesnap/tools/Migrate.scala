@@ -42,8 +42,7 @@ object Migrate {
     require(names.nonEmpty && Seq(valueJsons, definitionJsons, userKeyJsons, mapKeyJsons, mergeJsons)
       .forall(_.size == names.size), "migrate takes one value schema, definition, user key, map key definition and " +
       "merge (or null) per state")
-    names.diff(names.distinct).headOption.foreach(n => throw new IllegalArgumentException(s"state '$n' is named " +
-      "twice: give each state's schema once"))
+    names.diff(names.distinct).headOption.foreach(n => throw ToolErrors.stateNamedTwice(n))
     migrateStates(spark, location, names, fileSink, noFileSink, dryRun) { (checkpoint, target) =>
       target.states.indices.map { i =>
         val (t, definitionJson) = (target.states(i), definitionJsons.get(i))
@@ -52,7 +51,7 @@ object Migrate {
           structOf(valueJsons.get(i)), Option(definitionJson), Option(mode), sql.settings, Option(mapKeyJsons.get(i)))
         val verdict = CompatibilityCheck.verdict(t.recorded, declared, StateEncoding.of(target.avro), location)
         val merge = Option(mergeJsons.get(i)).map(json => MapMerge(MapMerge.fieldsOf(JsonMethods.parse(json))
-          .fold(why => throw new IllegalArgumentException(why), identity), sql.settings))
+          .fold(why => throw ToolErrors.invalidMerge(t.recorded.stateName, why), identity), sql.settings))
         // A merge applies where a map's entries get new keys; given again once they have them (migrate run again
         // after it finished), it applies to nothing.
         if (merge.nonEmpty && t.recorded.kind != StateKind.Map) checkpoint.refuse(

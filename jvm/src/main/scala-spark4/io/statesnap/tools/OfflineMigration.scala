@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.StatesnapErrors
+
 import io.statesnap.checkpoint.{QuerySink, StoppedCheckpoint}
 
 import java.nio.charset.StandardCharsets.UTF_8
@@ -228,7 +230,7 @@ private[tools] object OfflineMigration {
       val commit = checkpoint.read(checkpoint.commitsFile(target.batch))
       (if (target.loadIds.isEmpty) commit else CommitStateIds.withIds(
         new String(commit, UTF_8), committedIds.groupBy(_._1._1).map { case (op, stores) =>
-          op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw new IllegalStateException(
+          op -> stores.toSeq.sortBy(_._1._2).map { case (_, id) => Seq(id.getOrElse(throw StatesnapErrors.internal(
             s"operator $op: a store committed under checkpoint format v2 without an id"))) }
         }).getBytes(UTF_8), (count, schemaFile))
     }

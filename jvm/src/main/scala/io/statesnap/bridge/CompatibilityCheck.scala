@@ -76,7 +76,7 @@ object CompatibilityCheck {
       definitionJson.map(json => StateRegistration.Definition(pinned(json))), mapKeyJson.map(pinned), None)
     val registrations = ScopeRegistrations(
       registered.map(recorded.stateName -> _).toMap,
-      mode.map(m => CompatibilityMode.named(m).fold(why => throw new IllegalArgumentException(why), identity)))
+      mode.map(m => CompatibilityMode.named(m).fold(why => throw RegistrationErrors.invalidMode(why), identity)))
     val declared = new DeclaredSnapshots(QueryRegistrations("", registrations, Nil))
     // Spark's wrapper around the user value stays as recorded: a TTL, an arbitrary-state operator's group state.
     val valueSnapshot = recorded.valueSnapshot match {

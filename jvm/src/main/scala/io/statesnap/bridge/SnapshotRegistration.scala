@@ -1,5 +1,7 @@
 package io.statesnap.bridge
 
+import io.statesnap.StatesnapErrors
+
 import scala.jdk.CollectionConverters._
 
 import io.statesnap.ProviderClasses
@@ -151,7 +153,7 @@ object SnapshotRegistration {
   private def scope(session: SparkSession, kind: String, value: String): QueryScope = kind match {
     case "checkpoint" => QueryScope.Checkpoint(StatesnapRunningQueries.qualifyCheckpoint(session, value))
     case "name" => QueryScope.Name(value)
-    case other => throw new IllegalArgumentException(s"a query is named by checkpoint or name, not $other")
+    case other => throw StatesnapErrors.internal(s"a query is named by checkpoint or name, not $other")
   }
 
   private def requireListener(session: SparkSession): Unit =

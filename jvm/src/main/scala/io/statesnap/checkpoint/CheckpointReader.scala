@@ -52,14 +52,13 @@ object CheckpointReader {
   /**
    * Refuses, naming it, a location that is no query's checkpoint: a path that does not exist (or whose scheme has no
    * FileSystem here), or one without the offset log every checkpoint has.
-   * @throws IllegalArgumentException saying which
+   * @throws StatesnapException saying which
    */
   def requireCheckpoint(checkpoint: String, hadoopConf: Configuration): Unit = {
     val root = new Path(checkpoint)
     val fs = fileSystem(root, hadoopConf)
-    if (!fs.exists(root)) throw new IllegalArgumentException(s"no checkpoint at $checkpoint: the path does not exist")
-    if (!fs.exists(new Path(root, "offsets"))) throw new IllegalArgumentException(s"$checkpoint is not a " +
-      "streaming query's checkpointLocation: it has no offsets/ directory")
+    if (!fs.exists(root)) throw CheckpointErrors.noCheckpoint(checkpoint)
+    if (!fs.exists(new Path(root, "offsets"))) throw CheckpointErrors.notACheckpoint(checkpoint, None)
   }
 
   /**
@@ -325,9 +324,7 @@ object CheckpointReader {
 
   private def fileSystem(path: Path, hadoopConf: Configuration): FileSystem =
     try path.getFileSystem(hadoopConf) catch {
-      case NonFatal(e) => throw new IllegalArgumentException(s"cannot open $path: no Hadoop FileSystem for its " +
-        s"scheme '${path.toUri.getScheme}' on this classpath (add its connector's jar, e.g. hadoop-aws for s3a): " +
-        firstLine(e), e)
+      case NonFatal(e) => throw CheckpointErrors.noFileSystem(path, firstLine(e), e)
     }
 
   private def readLines(fs: FileSystem, path: Path): Seq[String] = {

@@ -125,8 +125,7 @@ object QueryLease {
         QueryLease((json \ "queryId").extract[String], (json \ "runId").extract[String],
           (json \ "name").extractOpt[String], (json \ "renewedAtMillis").extract[Long],
           (json \ "expiresAtMillis").extract[Long])
-      }.getOrElse(throw new IllegalStateException(s"$file is not a lease statesnap wrote: remove it if no query " +
-        "runs on the checkpoint"))
+      }.getOrElse(throw CheckpointErrors.notALease(file))
     }
 
   /**

@@ -34,9 +34,7 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
 
   // Spark's logs create their directory when it is missing: look first, so a mistyped path stays a mistake (an error,
   // not a refusal: there is no checkpoint to refuse).
-  if (!fs.exists(new Path(root, "offsets"))) throw new IllegalArgumentException(s"cannot $verb $location: it has " +
-    "no offsets/ directory, so it is not a streaming query's checkpointLocation (or the query never started a " +
-    "batch). Nothing was changed.")
+  if (!fs.exists(new Path(root, "offsets"))) throw CheckpointErrors.notACheckpoint(location, Some(verb))
   StoppedCheckpoint.refuseRunning(spark, root, hadoopConf, refuse)
 
   def offsetLog: OffsetSeqLog = new OffsetSeqLog(spark, new Path(root, "offsets").toString)

@@ -1,5 +1,7 @@
 package io.statesnap.evolution
 
+import io.statesnap.StatesnapErrors
+
 import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
@@ -32,7 +34,7 @@ object RowMigration {
       extends RowMigration {
     override def migrate(oldRow: UnsafeRow): UnsafeRow = oldRow
     override def diagnose(oldRow: UnsafeRow): MigrationFailure =
-      throw new IllegalStateException("an unchanged row cannot fail to migrate")
+      throw StatesnapErrors.internal("an unchanged row cannot fail to migrate")
   }
 }
 
@@ -131,7 +133,7 @@ object ProjectionMigration {
   private def mapTypes(old: DataType, neu: DataType): (DataType, DataType, DataType) = (old, neu) match {
     case (o: org.apache.spark.sql.types.MapType, n: org.apache.spark.sql.types.MapType) =>
       (o.keyType, o.valueType, n.valueType)
-    case _ => throw new IllegalArgumentException(s"not maps: $old, $neu")
+    case _ => throw StatesnapErrors.internal(s"not maps: $old, $neu")
   }
 }
 

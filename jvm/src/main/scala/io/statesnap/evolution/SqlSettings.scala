@@ -1,5 +1,7 @@
 package io.statesnap.evolution
 
+import io.statesnap.StatesnapErrors
+
 import org.apache.spark.sql.catalyst.expressions.{Cast, EvalMode, Expression}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.DataType
@@ -56,7 +58,7 @@ final case class SqlSettings(ansi: Boolean, timeZone: String, caseSensitive: Boo
     def bool = value.trim.toLowerCase match {
       case "true" => true
       case "false" => false
-      case _ => throw new IllegalArgumentException(s"${setting.conf}=$value: it takes true or false")
+      case _ => throw StatesnapErrors.confTakes(setting.conf, value, "true or false")
     }
     val set = setting match {
       case SqlSetting.TimeZone =>

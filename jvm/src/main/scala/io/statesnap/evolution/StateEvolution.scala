@@ -1,5 +1,7 @@
 package io.statesnap.evolution
 
+import io.statesnap.StatesnapErrors
+
 import org.apache.spark.sql.types.{BooleanType, DataType, DecimalType, DoubleType, FloatType, StructType}
 
 /**
@@ -115,7 +117,7 @@ object StateEvolution {
       else steps :+ EvolutionStep(declared.version, None, Rules.None)
     val (_, plans) = withLast.foldLeft((from.schema, Seq.empty[(Int, EvolutionPlan)])) { case ((start, done), step) =>
       val target = if (step.version == declared.version) declared.schema else step.schema.getOrElse(
-        throw new IllegalArgumentException(s"version ${step.version} of the definition has no schema"))
+        throw StatesnapErrors.internal(s"version ${step.version} of the definition has no schema"))
       (target, done :+ (step.version -> plan(start, target, step.rules, declared.sql, starts)))
     }
     plans

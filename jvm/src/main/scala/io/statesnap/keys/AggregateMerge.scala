@@ -1,5 +1,7 @@
 package io.statesnap.keys
 
+import io.statesnap.StatesnapErrors
+
 import org.apache.spark.sql.catalyst.InternalRow
 import io.statesnap.evolution.AggregateStart
 import org.apache.spark.sql.catalyst.expressions.{BindReferences, JoinedRow, Literal, MutableProjection,
@@ -38,7 +40,7 @@ final case class AggregateMerge(functions: Seq[AggregateFunction]) extends Value
         placed.initialize(initial)
         placed.serializeAggregateBufferInPlace(initial)
       case (f: ImperativeAggregate, at) => f.withNewMutableAggBufferOffset(at).initialize(initial)
-      case (f, _) => throw new IllegalArgumentException(s"aggregate ${f.sql(false)} has no initial buffer")
+      case (f, _) => throw StatesnapErrors.internal(s"aggregate ${f.sql(false)} has no initial buffer")
     }
     initial
   }

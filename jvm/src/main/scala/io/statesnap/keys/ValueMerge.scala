@@ -43,6 +43,5 @@ case object LatestExpiry extends ValueMerge {
  */
 case object NoneMeet extends ValueMerge {
   override def describe: String = "none: no two old keys meet under one new key"
-  override def newMerger(): (InternalRow, InternalRow) => UnsafeRow = (_, _) => throw new IllegalStateException(
-    "two entries met under one new key of a state that has no merge (group state without one registered)")
+  override def newMerger(): (InternalRow, InternalRow) => UnsafeRow = (_, _) => throw KeyErrors.entriesMeetWithoutMerge
 }

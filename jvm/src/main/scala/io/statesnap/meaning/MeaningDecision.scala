@@ -1,6 +1,6 @@
 package io.statesnap.meaning
 
-import io.statesnap.StatesnapException
+import io.statesnap.{StatesnapErrors, StatesnapException}
 import io.statesnap.evolution.FixFormat
 import org.apache.hadoop.conf.Configuration
 import org.json4s._
@@ -29,7 +29,7 @@ object PlannedOperator {
   def fromJValue(value: JValue): PlannedOperator = {
     val fields = value match {
       case JObject(f) => f.toMap
-      case other => throw new IllegalArgumentException(s"a planned operator is an object, not $other")
+      case other => throw StatesnapErrors.internal(s"a planned operator is an object, not $other")
     }
     val meaning = OperatorMeaning.fromJValue(fields("meaning"))
     PlannedOperator(
@@ -42,7 +42,7 @@ object PlannedOperator {
         val previous = OperatorMeaning.fromJValue(buffers("previous")).aggregates
         AggregateMatch(previous, meaning.aggregates, buffers("kept") match {
           case JArray(items) => items.collect { case JInt(k) => Some(k.toInt).filter(_ >= 0) }
-          case other => throw new IllegalArgumentException(s"kept is $other")
+          case other => throw StatesnapErrors.internal(s"kept is $other")
         })
       })
   }
@@ -105,16 +105,11 @@ object MeaningDecision {
       s"the state of operator $id (${fed(recorded(id))}) is computed by the new version's operator $other, and the " +
         s"new version's operator $id is ${planned.get(id).fold("none")(fed)}"
     }
-    new StatesnapException(StatesnapException.StatefulOperatorsChanged, s"the new version's stateful operators are " +
-      s"not in the places their states are in checkpoint $checkpoint: ${each.mkString("; ")}. Spark finds an " +
-      "operator's state by its place in the plan, and its own checks compare operator names and schemas only: each " +
-      "operator would read another's state. Nothing was read or written. Fix: keep the stateful operators in their " +
-      s"order (a union's branches as they were); or $AsANewQuery.")
+    MeaningErrors.operatorsMoved(checkpoint, each)
   }
 
   /** The route away from a restart whose stateful operators are not the checkpoint's, without reading its state. */
-  val AsANewQuery: String = "run the new version as a new query (a new checkpoint, and a new output path for a file " +
-    "sink), where every operator's state starts empty"
+  val AsANewQuery: String = MeaningErrors.AsANewQuery
 
   /**
    * Why the key `now` is not the key `recorded`, if it is not: a field fed by another column, the same columns in
@@ -144,13 +139,6 @@ object MeaningDecision {
     val call = FixFormat.Application(None, Some(checkpoint)).changeKey(fix)
     // A dedup's value says nothing of its rows: a key change only fits columns computed from the old ones.
     val dedup = recorded.operator.startsWith("dropDuplicates")
-    new StatesnapException(StatesnapException.IncompatibleStateSchema, s"the key of $describe is another key: $why." +
-      " Spark compares keys by type and position and would read every old key as the new one; the query's plan says " +
-      "which columns feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: " +
-      (if (dedup && fix.keys.nonEmpty) "where the new columns are computed from the old ones, " else "") +
-      s"stop the query and give every entry its new key, $call" + (if (fix.keys.isEmpty) "" else
-      s", each value derived from the old key${if (dedup) "" else " and value"}") +
-      " (docs/tools.md, \"Change a key\"); " + (if (dedup) "else the dedup has seen none of the new columns' values: " +
-      s"keep its columns as they were, or $AsANewQuery." else "or keep the key's columns as they were."))
+    MeaningErrors.anotherKey(describe, why, call, derivesKeys = fix.keys.nonEmpty, dedup)
   }
 }

@@ -46,5 +46,5 @@ object RecordedMeanings {
   private def read(file: Path, hadoopConf: Configuration): OperatorMeaning =
     CheckpointFile.read(file, s"statesnap's record of what the state of an operator means")(
       OperatorMeaning.parse(CheckpointTextFile.read(file, hadoopConf).getOrElse(
-        throw new IllegalArgumentException("it is gone"))))
+        throw CheckpointFile.malformed("it is gone"))))
 }

@@ -1,5 +1,7 @@
 package io.statesnap.placement
 
+import io.statesnap.StatesnapErrors
+
 import io.statesnap.evolution.UnsafeRowLayout
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -38,7 +40,7 @@ object StoredKey {
     val structs: Seq[StructType] = path.scanLeft(if (inFirst) first.get else rest) { (schema, i) =>
       schema(i).dataType match {
         case s: StructType => s
-        case other => throw new IllegalArgumentException(s"field $i of ${schema.simpleString} is $other, no struct")
+        case other => throw StatesnapErrors.internal(s"field $i of ${schema.simpleString} is $other, no struct")
       }
     }
     override def hashed: StructType = structs.last
@@ -87,9 +89,7 @@ final class StoredKeyPlacement(stored: StoredKey, writtenIn: Int, partitions: In
     }
     val placed = writtenAndNow.partitions(row)
     val writtenTo = placed.getInt(0)
-    if (writtenTo != readFrom) throw new IllegalArgumentException(s"the stored key ${hex(key)} was read from " +
-      s"partition $readFrom, and Spark's partitioning of $writtenIn partitions writes it to partition $writtenTo: " +
-      "the store holds a key its operator never wrote there")
+    if (writtenTo != readFrom) throw PlacementErrors.writtenElsewhere(hex(key), readFrom, writtenIn, writtenTo)
     placed.getInt(1)
   }
 
@@ -100,8 +100,7 @@ final class StoredKeyPlacement(stored: StoredKey, writtenIn: Int, partitions: In
       refuse(key, s"its $what: $p")))
   }
 
-  private def refuse(key: Array[Byte], why: String): Nothing = throw new IllegalArgumentException(
-    s"the stored key ${hex(key)} is not a key of ${describe}: $why")
+  private def refuse(key: Array[Byte], why: String): Nothing = throw PlacementErrors.notAKey(hex(key), describe, why)
 
   private def describe: String = stored match {
     case StoredKey.Whole(schema, _) => schema.simpleString

@@ -59,10 +59,10 @@ object MigrationSummaries {
           (item \ "state", item \ "entries", item \ "millis", item \ "changes") match {
             case (JString(s), JInt(n), JInt(ms), JArray(cs)) =>
               Migrated(s, n.toLong, ms.toLong, cs.collect { case JString(c) => c })
-            case _ => throw new IllegalArgumentException(s"an item is ${JsonMethods.compact(item)}")
+            case _ => throw CheckpointFile.malformed(s"an item is ${JsonMethods.compact(item)}")
           }
         }
-        case other => throw new IllegalArgumentException(s"it holds ${JsonMethods.compact(other)}, not a list")
+        case other => throw CheckpointFile.malformed(s"it holds ${JsonMethods.compact(other)}, not a list")
       }
     }
 }

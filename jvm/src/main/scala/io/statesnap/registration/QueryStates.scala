@@ -155,6 +155,6 @@ private[statesnap] object QueryStates {
     CheckpointFile.read(file, "Spark's operator metadata") {
       val in = fs.open(file)
       val lines = try scala.io.Source.fromInputStream(in, "UTF-8").getLines().toList finally in.close()
-      JsonMethods.parse(lines.lift(1).getOrElse(throw new IllegalArgumentException("it has no metadata line")))
+      JsonMethods.parse(lines.lift(1).getOrElse(throw CheckpointFile.malformed("it has no metadata line")))
     }
 }

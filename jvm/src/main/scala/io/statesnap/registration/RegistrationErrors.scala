@@ -37,6 +37,8 @@ private[statesnap] object RegistrationErrors {
   def invalidCompatibility(query: String, why: String): StatesnapException =
     invalid(s"the compatibility mode set for $query: $why")
 
+  def invalidMode(why: String): StatesnapException = invalid(s"the compatibility mode given: $why")
+
   def notAStruct(what: String, state: String, other: DataType): StatesnapException =
     invalid(s"the $what given for state '$state' is ${other.simpleString}, not a struct")
 

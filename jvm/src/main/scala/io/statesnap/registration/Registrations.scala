@@ -1,5 +1,7 @@
 package io.statesnap.registration
 
+import io.statesnap.StatesnapErrors
+
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
@@ -114,7 +116,7 @@ object Registrations {
         StateRegistration.valueOf(Some(registration)).toList.map {
         case StateRegistration.Definition(json) => "definition" -> JsonMethods.parse(json)
         case StateRegistration.SnapshotClass(name) => "class" -> JString(name)
-        case key: StateRegistration.MapKey => throw new IllegalStateException(s"a map key inside $key")
+        case key: StateRegistration.MapKey => throw StatesnapErrors.internal(s"a map key inside $key")
       })
     }))
 

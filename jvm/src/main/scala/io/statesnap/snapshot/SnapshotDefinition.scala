@@ -2,7 +2,6 @@ package io.statesnap.snapshot
 
 import scala.util.control.NonFatal
 
-import io.statesnap.StatesnapException
 import io.statesnap.evolution._
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.json4s._
@@ -53,8 +52,7 @@ object SnapshotDefinition {
 
   /** Parses and checks a definition; every refusal names `state` and says what is wrong. */
   def parse(state: String, json: String): SnapshotDefinition = {
-    def refuse(why: String) = new StatesnapException(StatesnapException.InvalidSnapshotDefinition,
-      s"the snapshot registered for state '$state' $why")
+    def refuse(why: String) = SnapshotErrors.invalidDefinition(state, why)
     def fields(value: JValue, what: String, known: Set[String]): Map[String, JValue] = value match {
       case JObject(f) =>
         f.map(_._1).find(k => !known(k)).foreach(k => throw refuse(s"has an unknown key '$k' in $what (known: " +

@@ -104,8 +104,7 @@ private[tools] object AppendedBatch {
     stepDone("commit")
     finish(checkpoint, verb, sink, next, stepDone)
     if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != verb.finalProvider(provider)) {
-      throw new IllegalStateException(s"${verb.name} of ${checkpoint.location} batch $next: Spark does not read the " +
-        "batch back as written")
+      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch")
     }
     written
   }

@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.StatesnapErrors
+
 import java.io.{DataInputStream, DataOutputStream, EOFException, InputStream, OutputStream}
 import java.nio.ByteBuffer
 
@@ -55,20 +57,20 @@ private[tools] final class EntrySerializer extends Serializer with Serializable 
 
       private def readBytes(): Array[Byte] = {
         val length = in.readInt()
-        if (length < 0) throw new IllegalStateException(s"a record of statesnap's shuffle with length $length")
+        if (length < 0) throw StatesnapErrors.internal(s"a record of statesnap's shuffle with length $length")
         val bytes = new Array[Byte](length)
         in.readFully(bytes)
         bytes
       }
 
       private def whole[T](read: => T): T = try read catch {
-        case e: EOFException => throw new IllegalStateException("statesnap's shuffle ends inside a record", e)
+        case e: EOFException => throw StatesnapErrors.internal("statesnap's shuffle ends inside a record", e)
       }
     }
   }
 
   private def unsupported: Nothing =
-    throw new UnsupportedOperationException("statesnap's shuffle serializer writes keys and values only")
+    throw StatesnapErrors.internal("statesnap's shuffle serializer writes keys and values only")
 }
 
 private[tools] object EntrySerializer {

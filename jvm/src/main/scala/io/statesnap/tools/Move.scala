@@ -152,8 +152,7 @@ private[tools] object Move {
         CommitStateIds.withIds(new String(commit, UTF_8), ids).getBytes(UTF_8)), entries)
     }
     if (!checkpoint.pinnedConfs(next).get(StoppedCheckpoint.ShufflePartitionsConf).contains(plan.to.toString)) {
-      throw new IllegalStateException(s"${verb.name} of ${checkpoint.location} batch $next: Spark does not read the " +
-        "batch's partition count back as written")
+      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch's partition count")
     }
     log.info(s"statesnap ${verb.name}: ${checkpoint.location} batch $next: ${plan.from} -> ${plan.to} partitions, " +
       s"$in entries written")
@@ -288,7 +287,7 @@ private[tools] object Move {
         droppedRecords.map(r => r -> new Path(retired, s"$op/_statesnap/${r.getName}")) ++ left).foreach {
         case (from, into) =>
           checkpoint.fs.mkdirs(into.getParent)
-          if (!checkpoint.fs.rename(from, into)) throw new IllegalStateException(s"could not move $from to $into")
+          if (!checkpoint.fs.rename(from, into)) throw ToolErrors.couldNotMove(from, into)
       }
       val v1 = new Path(operatorDir, "_metadata/metadata")
       rewriteOperatorMetadata(checkpoint, v1, v1, to)

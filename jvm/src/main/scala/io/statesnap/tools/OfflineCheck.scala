@@ -44,15 +44,14 @@ object OfflineCheck {
    * @param mode the query's compatibility mode, or null
    * @param sqlConf the application's SQL settings, as Spark confs ([[ApplicationSqlSettings]]; may be empty)
    * @param scan whether to scan every entry of the state
-   * @throws IllegalArgumentException when the checkpoint holds no record of the state
+   * @throws StatesnapException when the checkpoint holds no record of the state
    */
   def run(spark: SparkSession, checkpoint: String, state: String, kind: String, keyJson: String,
       userKeyJson: String, valueJson: String, definitionJson: String, mapKeyJson: String, mode: String,
       sqlConf: java.util.Map[String, String], scan: Boolean): Result = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val records = CheckpointRecords.recordsOf(checkpoint, state, hadoopConf)
-    if (records.isEmpty) throw new IllegalArgumentException(s"no snapshot of state '$state' under $checkpoint (at " +
-      "its latest committed batch), and Spark's schema files name no such state" + known(checkpoint, hadoopConf))
+    if (records.isEmpty) throw ToolErrors.noSnapshotOfState(state, checkpoint, known(checkpoint, hadoopConf))
     val settings = records.map(r => ApplicationSqlSettings(r._3, sqlConf.asScala.toMap))
     val avro = CheckpointReader.avroEncoded(checkpoint, hadoopConf)
     val judged = records.zip(settings).map { case ((store, kept, recorded), sql) =>

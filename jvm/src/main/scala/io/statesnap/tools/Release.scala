@@ -22,7 +22,6 @@ object Release {
         .refuse(ProviderSwitchRefusals.partitionsIntoRocksDB)
       ProviderSwitch.switch(spark, checkpoint, from = ProviderClasses.Statesnap, to = ProviderClasses.SparkRocksDB,
         dryRun, "release", Map.empty)
-    case other => throw new IllegalArgumentException(s"release moves a checkpoint to Spark's provider 'rocksdb' or " +
-      s"'hdfs' (its default), not '$other'")
+    case other => throw ToolErrors.unknownReleaseProvider(other)
   }
 }

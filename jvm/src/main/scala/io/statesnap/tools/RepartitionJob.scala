@@ -4,7 +4,7 @@ import scala.util.Try
 
 import io.statesnap.evolution.UnsafeRowLayout
 import io.statesnap.keys.KeyChange
-import io.statesnap.placement.{KeyPlacement, PartitionKey, StoredKeyPlacement}
+import io.statesnap.placement.{KeyPlacement, MisplacedKey, PartitionKey, StoredKeyPlacement}
 import io.statesnap.provider.MigrationProbe
 import org.apache.spark.{Partitioner, TaskContext}
 import org.apache.spark.rdd.ShuffledRDD
@@ -118,9 +118,9 @@ private[tools] object RepartitionJob {
     val withTheStore = (if (p < to) Seq(p) else Nil) ++ (if (p == 0) from until to else Nil)
     entry => if (o.keyless) Iterator.single(0) else placements(entry.family).fold(withTheStore.iterator) { placement =>
       try Iterator.single(placement.partition(entry.key, p)) catch {
-        case e: IllegalArgumentException => throw new IllegalStateException(s"operator ${o.id} partition $p " +
-          s"store '${store.name}'${if (store.columnFamilies) s" column family " +
-          s"'${store.families(entry.family).layout.name}'" else ""}: ${e.getMessage}", e)
+        case e: MisplacedKey => throw ToolErrors.misplacedEntry(s"operator ${o.id} partition $p store " +
+          s"'${store.name}'${if (store.columnFamilies) s" column family " +
+          s"'${store.families(entry.family).layout.name}'" else ""}", e.getMessage, e)
       }
     }
   }
@@ -144,8 +144,8 @@ private[tools] object RepartitionJob {
       checked(entry)
       val value = old.decodeValue(entry.value)
       values.problem(value.getBaseObject, value.getBaseOffset, value.getSizeInBytes).foreach(why =>
-        throw new IllegalStateException(s"operator ${o.id} partition $p store '${store.name}': a value is not of " +
-          s"the layout ${change.value.simpleString} Spark's schema file records: $why"))
+        throw ToolErrors.valueNotOfLayout(s"operator ${o.id} partition $p store '${store.name}'",
+          change.value.simpleString, why))
       val key = rekey(old.decodeKey(entry.key), value)
       val written = convert.fold(entry.value)(c => now.encodeValue(c(value)))
       Iterator.single(placement.partition(key) -> Entry(entry.family, now.encodeKey(key), written))
@@ -233,10 +233,8 @@ private[tools] object RepartitionJob {
         case None =>
           opened.put(entry)
           written += 1
-        case Some(_) if target.store.columnFamilies => throw new IllegalStateException(s"operator " +
-          s"${target.operator} partition ${target.partition}: two entries of column family " +
-          s"'${target.store.families(entry.family).layout.name}' meet under one new key, which no grouping key " +
-          "change statesnap makes lets happen (every old key field is kept): the state is not as Spark's files say")
+        case Some(_) if target.store.columnFamilies => throw ToolErrors.familyEntriesMeet(s"operator " +
+          s"${target.operator} partition ${target.partition}", target.store.families(entry.family).layout.name)
         case Some(before) =>
           val kept = codec.decodeValue(before).copy()
           opened.put(entry.copy(value = codec.encodeValue(merge(kept, codec.decodeValue(entry.value)))))

@@ -53,8 +53,7 @@ object StatesnapValueRewriter {
    */
   def apply(provider: StateStoreProvider, keySchema: Option[StructType], newValueSchema: StructType,
       describe: String): StatesnapValueRewriter = {
-    def unsupported(why: String) = new StatesnapException(StatesnapException.UnsupportedConfiguration,
-      s"$describe needs a migration, which statesnap cannot run here: $why. Nothing was rewritten.")
+    def unsupported(why: String) = SparkBuildErrors.cannotMigrateHere(describe, why)
     provider match {
       case rocks: RocksDBStateStoreProvider => StatesnapRewrite.RocksDBWrites(rocks.rocksDB).fold(missing =>
         throw unsupported(s"Spark's RocksDB has no member $missing in this Spark build " +

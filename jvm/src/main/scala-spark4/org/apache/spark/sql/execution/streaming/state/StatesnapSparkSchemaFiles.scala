@@ -101,8 +101,7 @@ object StatesnapSparkSchemaFiles {
     case "ListState" => Some(StateKind.List)
     case "MapState" => Some(StateKind.Map)
     case "TimerState" => None
-    case other => throw new IllegalArgumentException(s"its state variable '$name' is of type '$other', which " +
-      "statesnap does not know")
+    case other => throw SparkBuildErrors.unknownVariableType(name, other)
   }
 
   /**
@@ -179,7 +178,7 @@ object StatesnapSparkSchemaFiles {
     CheckpointFile.read(path, "Spark's operator metadata") {
       OperatorStateMetadataUtils.readMetadata(fm.open(path), 2) match {
         case Some(m: OperatorStateMetadataV2) => m
-        case other => throw new IllegalStateException(s"it holds $other, not operator metadata v2")
+        case other => throw CheckpointFile.malformed(s"it holds $other, not operator metadata v2")
       }
     }
 

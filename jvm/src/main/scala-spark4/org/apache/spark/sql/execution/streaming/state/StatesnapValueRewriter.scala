@@ -1,5 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state
 
+import io.statesnap.StatesnapErrors
+
 import java.lang.reflect.Method
 import java.util.Arrays
 
@@ -83,7 +85,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
    */
   def rewriteAllMapKeys(oldKeySpec: PrefixKeyScanStateEncoderSpec, keys: Source, sources: Seq[Source],
       merge: Option[(InternalRow, InternalRow) => UnsafeRow], afterEach: () => Unit): Unit = {
-    val family = columnFamily.getOrElse(throw new IllegalStateException("a map state lives in a column family"))
+    val family = columnFamily.getOrElse(throw StatesnapErrors.internal("a map state lives in a column family"))
     val decoder = new UnsafeRowDataEncoder(keySpec, sources.head.layout)
     val encoder = new UnsafeRowDataEncoder(keySpec, newValueSchema)
     val oldKeys = RocksDBStateEncoder.getKeyEncoder(new UnsafeRowDataEncoder(oldKeySpec, sources.head.layout),
@@ -127,7 +129,7 @@ final class StatesnapValueRewriter private (rocksDB: RocksDB, writes: StatesnapR
    */
   def rewriteAllAvro(schemas: StatesnapAvroSchemas, ids: Seq[Short], refused: Map[Short, RuntimeException],
       list: Boolean)(sources: Seq[Source], afterEach: Int => Unit): Unit = {
-    val state = columnFamily.getOrElse(throw new IllegalStateException("Avro state lives in column families"))
+    val state = columnFamily.getOrElse(throw StatesnapErrors.internal("Avro state lives in column families"))
     val decoders = ids.zip(sources).zipWithIndex.map { case ((id, source), i) =>
       id -> (i, new AvroStateEncoder(keySpec, source.layout, Some(schemas), state))
     }.toMap
@@ -244,8 +246,7 @@ object StatesnapValueRewriter {
    */
   def apply(provider: StateStoreProvider, columnFamily: Option[String], keySpec: KeyStateEncoderSpec,
       newValueSchema: StructType, describe: String): StatesnapValueRewriter = {
-    def unsupported(why: String) = new StatesnapException(StatesnapException.UnsupportedConfiguration,
-      s"$describe needs a migration, which statesnap cannot run here: $why. Nothing was rewritten.")
+    def unsupported(why: String) = SparkBuildErrors.cannotMigrateHere(describe, why)
     provider match {
       case rocks: RocksDBStateStoreProvider if StatesnapSparkGlue.rowChecksums(rocks.rocksDB) =>
         throw unsupported("the store keeps a checksum with every value " +

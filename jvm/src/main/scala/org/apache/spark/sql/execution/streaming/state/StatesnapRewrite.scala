@@ -61,8 +61,8 @@ object StatesnapRewrite {
      * Spark lowers it, for a rewrite that removes an entry (two map entries merged into one).
      */
     def deleteCounted(key: Array[Byte], family: String): Unit = {
-      RocksDBWrites.countRemoval.fold(missing => throw new IllegalStateException(s"this Spark build's RocksDB has " +
-        s"no $missing"), _.invoke(rocksDB, key, family, java.lang.Boolean.FALSE))
+      RocksDBWrites.countRemoval.fold(missing => throw SparkBuildErrors.rocksDBLacks(missing),
+        _.invoke(rocksDB, key, family, java.lang.Boolean.FALSE))
       delete(key)
     }
   }

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state.offline
 
+import io.statesnap.StatesnapErrors
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
@@ -12,7 +14,7 @@ import org.apache.spark.sql.types.StructType
 object ColumnFamilyRecords {
   /** Never asked: a 3.5 store has no record family, so the reader finds no value of one. */
   def recordBytes(stored: Array[Byte], avroEncoded: Boolean): Array[Byte] =
-    throw new IllegalStateException("a Spark 3.5 store has no column families, so no record family")
+    throw StatesnapErrors.internal("a Spark 3.5 store has no column families, so no record family")
 
   def sparkValueSchemas(id: StateStoreId, batch: Long, hadoopConf: Configuration): Map[String, StructType] = Map.empty
 

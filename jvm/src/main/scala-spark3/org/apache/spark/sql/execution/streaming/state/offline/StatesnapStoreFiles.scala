@@ -1,5 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state.offline
 
+import io.statesnap.StatesnapErrors
+
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
@@ -28,9 +30,7 @@ object StatesnapStoreFiles {
     val json = new String(Files.readAllBytes(file.toPath), UTF_8).linesIterator.drop(1).mkString("\n")
     JsonMethods.parse(json) \ "columnFamilyMapping" match {
       case JNothing | JNull | JObject(Nil) =>
-      case _ => throw new IllegalArgumentException(s"a state snapshot's metadata names column families, which " +
-        s"Spark 4 writes and Spark ${org.apache.spark.SPARK_VERSION} cannot read: read this checkpoint with the " +
-        "Spark (and statesnap) that wrote it")
+      case _ => throw OfflineStoreErrors.writtenBySpark4("a state snapshot's metadata names column families")
     }
     (RocksDBCheckpointMetadata.readFromFile(file), Map.empty)
   }
@@ -38,9 +38,8 @@ object StatesnapStoreFiles {
   /** Checkpoint format v2 (store versions named by unique ids in the commit log) is Spark 4's: refused. */
   def planFromLineage(fs: FileSystem, dir: Path, files: RocksDBFileManager, version: Long,
       uid: String): (Option[(Long, Option[String])], Seq[(Long, Option[String])]) =
-    throw new IllegalArgumentException(s"the commit log names state store version $version of $dir by a unique id " +
-      s"(checkpoint format v2), which Spark 4 writes and Spark ${org.apache.spark.SPARK_VERSION} cannot read: read " +
-      "this checkpoint with the Spark (and statesnap) that wrote it")
+    throw OfflineStoreErrors.writtenBySpark4(s"the commit log names state store version $version of $dir by a " +
+      "unique id (checkpoint format v2)")
 
   /** Calls `visit` with every record (key, change) of changelog `version`, in order: 3.5 marks a delete by no value. */
   def foreachChange(files: RocksDBFileManager, version: Long, id: Option[String])(
@@ -70,15 +69,15 @@ object StatesnapStoreFiles {
 
   /** Spark 4's column families, which Spark 3.5 does not have: never called. */
   def requireFamilies(rocksDB: RocksDB, families: Seq[(String, Boolean)], where: String): Set[String] =
-    throw new UnsupportedOperationException(noFamilies)
+    throw StatesnapErrors.internal(noFamilies)
   def iterator(rocksDB: RocksDB, family: String): Iterator[ByteArrayPair] =
-    throw new UnsupportedOperationException(noFamilies)
+    throw StatesnapErrors.internal(noFamilies)
   def schemaFileFamilies(id: StateStoreId, batch: Long, hadoopConf: Configuration,
-      where: String): Seq[StatesnapOfflineStore.Family] = throw new UnsupportedOperationException(noFamilies)
+      where: String): Seq[StatesnapOfflineStore.Family] = throw StatesnapErrors.internal(noFamilies)
   def createFamily(rocksDB: RocksDB, name: String, internal: Boolean): Unit =
-    throw new UnsupportedOperationException(noFamilies)
+    throw StatesnapErrors.internal(noFamilies)
   def put(rocksDB: RocksDB, key: Array[Byte], value: Array[Byte], family: String): Unit =
-    throw new UnsupportedOperationException(noFamilies)
+    throw StatesnapErrors.internal(noFamilies)
 
   private def noFamilies = s"Spark ${org.apache.spark.SPARK_VERSION} keeps no column families"
 
@@ -97,7 +96,7 @@ object StatesnapStoreFiles {
 
   /** Spark 3.5's stores keep no column families. */
   def get(rocksDB: RocksDB, key: Array[Byte], family: String): Array[Byte] =
-    throw new UnsupportedOperationException("Spark 3.5's RocksDB stores keep no column families")
+    throw StatesnapErrors.internal("Spark 3.5's RocksDB stores keep no column families")
 
   /** How Spark's RocksDB provider encodes and decodes a key and a value of such a store: its own encoder. */
   def rocksDBCodec(keySchema: StructType, valueSchema: StructType, prefixFields: Int,

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.execution.streaming.state.offline
 
+import io.statesnap.StatesnapErrors
+
 import java.io.{File, FileNotFoundException}
 
 import org.apache.hadoop.conf.Configuration
@@ -48,7 +50,7 @@ object StatesnapStoreFiles {
         case RecordType.PUT_RECORD => Put(value)
         case RecordType.DELETE_RECORD => Delete
         case RecordType.MERGE_RECORD => Merge(value)
-        case other => throw new IllegalStateException(s"unexpected record type $other in changelog $version")
+        case other => throw StatesnapErrors.internal(s"unexpected record type $other in changelog $version")
       })
     } finally reader.closeIfNeeded()
   }
@@ -82,14 +84,11 @@ object StatesnapStoreFiles {
     val (user, internal) = (rocksDB.getColFamilyCount(false) - default, rocksDB.getColFamilyCount(true))
     if (user != kept.count(!_._2) || internal != kept.count(_._2)) {
       val named = kept.map { case (name, internal) => s"'$name'${if (internal) " (internal)" else ""}" }
-      throw new IllegalStateException(s"$where keeps $user column families and $internal internal ones besides the " +
-        s"default, where those the job moves are ${if (named.isEmpty) "none" else named.mkString(", ")}: a family " +
-        "the job does not know would be lost, or one flagged otherwise counted as another kind")
+      throw OfflineStoreErrors.unknownFamilies(where, user, internal, named)
     }
     if (default == 1) {
       val entries = rocksDB.iterator(StateStore.DEFAULT_COL_FAMILY_NAME)
-      try if (entries.hasNext) throw new IllegalStateException(s"$where holds entries in its default column family, " +
-        "where no operator with column families keeps any: they would be lost") finally entries.closeIfNeeded()
+      try if (entries.hasNext) throw OfflineStoreErrors.entriesInDefaultFamily(where) finally entries.closeIfNeeded()
     }
     kept.map(_._1).toSet
   }
@@ -110,8 +109,8 @@ object StatesnapStoreFiles {
           case Some(_: NoPrefixKeyStateEncoderSpec) => (0, Nil)
           case Some(PrefixKeyScanStateEncoderSpec(_, n)) => (n, Nil)
           case Some(RangeKeyScanStateEncoderSpec(_, ordinals)) => (0, ordinals)
-          case other => throw new IllegalStateException(s"$where: the column family '${f.colFamilyName}' keeps its " +
-            s"keys by ${other.getOrElse("an encoding its schema file does not name")}, which this job does not move")
+          case other => throw OfflineStoreErrors.keyEncodingNotMoved(where, f.colFamilyName,
+            other.fold("an encoding its schema file does not name")(_.toString))
         }
         StatesnapOfflineStore.Family(f.colFamilyName, f.keySchema, f.valueSchema, prefixFields, internal = false,
           rangeOrdinals)

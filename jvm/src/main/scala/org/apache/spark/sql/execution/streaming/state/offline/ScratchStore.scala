@@ -30,21 +30,19 @@ private[offline] final class ScratchStore(of: StateStoreId, provider: String) {
    * store directory as `as`, with Spark 4.1+'s checksum file beside it (`<file>.crc`) and the files the version
    * refers to in subdirectories (RocksDB's uniquely named `SSTs/`, `logs/`), which are copied first: the version
    * file, last, is what makes the version exist. Hadoop's own checksums of the scratch files (`.<file>.crc`) are not
-   * copied. @throws IllegalStateException if the provider wrote any other file beside the version
+   * copied. @throws StatesnapException if the provider wrote any other file beside the version
    */
   def copyVersion(committed: String, as: String, hadoopConf: Configuration): Unit = {
     val written = new File(id.storeCheckpointLocation().toUri.getPath)
     val top = Option(written.listFiles()).getOrElse(Array.empty[File]).filterNot(_.getName.startsWith("."))
     val (files, subdirectories) = top.partition(_.isFile)
     val (version, others) = files.partition(f => f.getName == committed || f.getName.startsWith(committed + "."))
-    if (!version.exists(_.getName == committed) || others.nonEmpty) throw new IllegalStateException(s"a store " +
-      s"committed by $provider in a scratch directory wrote ${top.map(_.getName).sorted.mkString(", ")} beside " +
-      s"${subdirectories.map(_.getName).mkString(", ")}, not the one version file $committed: statesnap cannot write " +
-      "a store anew on this Spark build")
+    if (!version.exists(_.getName == committed) || others.nonEmpty) throw OfflineStoreErrors.scratchStoreWroteOthers(
+      provider.toString, top.map(_.getName).sorted.toSeq, subdirectories.map(_.getName).toSeq, committed)
     val into = of.storeCheckpointLocation()
     val fs = into.getFileSystem(hadoopConf)
     def copy(file: File, to: Path): Unit =
-      if (!FileUtil.copy(file, fs, to, false, hadoopConf)) throw new IllegalStateException(s"could not write $to")
+      if (!FileUtil.copy(file, fs, to, false, hadoopConf)) throw OfflineStoreErrors.couldNotWrite(to)
     def copyTree(from: File, to: Path): Unit = Option(from.listFiles()).getOrElse(Array.empty[File])
       .filterNot(_.getName.startsWith(".")).foreach { f =>
         if (f.isDirectory) copyTree(f, new Path(to, f.getName)) else copy(f, new Path(to, f.getName))

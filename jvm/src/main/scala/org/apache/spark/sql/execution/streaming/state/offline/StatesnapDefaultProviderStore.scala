@@ -79,6 +79,6 @@ object StatesnapDefaultProviderStore {
 
   private def requireRow(values: UnsafeRowLayout, schema: StructType, row: UnsafeRow, where: => String): Unit =
     values.problem(row.getBaseObject, row.getBaseOffset, row.getSizeInBytes).foreach { p =>
-      throw new IllegalStateException(s"$where holds a value that is not a row of ${schema.simpleString}: $p")
+      throw OfflineStoreErrors.valueNotARow(where, schema.simpleString, p)
     }
 }

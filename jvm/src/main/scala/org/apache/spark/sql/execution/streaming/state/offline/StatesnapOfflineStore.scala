@@ -80,9 +80,7 @@ object StatesnapOfflineStore {
       if (columnFamilies) StatesnapStoreFiles.requireFamilies(rocksDB, families.map(f => f.name -> f.internal), where)
       // Its keys would be streamed with their families' ids, which a store written anew maps to no family or another
       // (a family then read as another's entries): such a store is moved family by family, or not at all.
-      else if (StatesnapStoreFiles.hasColumnFamilies(rocksDB)) throw new IllegalStateException(s"$where keeps " +
-        "column families (a transformWithState operator, or a stream-stream join of state format 3), which this " +
-        "job does not move")
+      else if (StatesnapStoreFiles.hasColumnFamilies(rocksDB)) throw OfflineStoreErrors.columnFamiliesNotMoved(where)
       else Set.empty[String]
     } catch { case e: Throwable => try store.abort() finally provider.close(); throw e }
     new Entries {

@@ -42,8 +42,7 @@ object StatesnapSparkGlue {
     pinnedConfs.getOrElse(SQLConf.STATE_STORE_ROCKSDB_MERGE_OPERATOR_VERSION.key, "1") match {
       case "1" => Array(','.toByte)
       case "2" => Array.emptyByteArray
-      case other => throw new IllegalArgumentException(s"the offset log pins RocksDB merge operator version " +
-        s"$other, which Spark ${org.apache.spark.SPARK_VERSION} does not know")
+      case other => throw SparkBuildErrors.unknownMergeOperatorVersion(other)
     }
 
   /** The codec of one list state's elements, `[int length][value bytes]` each, joined by [[mergeDelimiter]]. */

@@ -1,0 +1,39 @@
+package io.statesnap.meaning
+
+import io.statesnap.StatesnapException
+import io.statesnap.StatesnapException._
+
+/**
+ * The refusals of a restart by what its operators' states mean ([[MeaningDecision]]), each built here with its
+ * error class, as the stores' are in `provider.StoreErrors`: what the plan says, that nothing was read or written,
+ * and the fix.
+ */
+private[statesnap] object MeaningErrors {
+  /** The route away from a restart whose stateful operators are not the checkpoint's, without reading its state. */
+  val AsANewQuery: String = "run the new version as a new query (a new checkpoint, and a new output path for a file " +
+    "sink), where every operator's state starts empty"
+
+  /** @param each for each state read at another operator's place, which operators compute it now */
+  def operatorsMoved(checkpoint: String, each: Seq[String]): StatesnapException =
+    new StatesnapException(StatefulOperatorsChanged, s"the new version's stateful operators are not in the places " +
+      s"their states are in checkpoint $checkpoint: ${each.mkString("; ")}. Spark finds an operator's state by its " +
+      "place in the plan, and its own checks compare operator names and schemas only: each operator would read " +
+      "another's state. Nothing was read or written. Fix: keep the stateful operators in their order (a union's " +
+      s"branches as they were); or $AsANewQuery.")
+
+  /**
+   * @param call the `change_key` call that gives every entry its new key
+   * @param derivesKeys whether the call derives new key fields (a dedup's only from the old key)
+   * @param dedup whether the operator is a dedup, whose value says nothing of its rows
+   */
+  def anotherKey(describe: String, why: String, call: String, derivesKeys: Boolean,
+      dedup: Boolean): StatesnapException =
+    new StatesnapException(IncompatibleStateSchema, s"the key of $describe is another key: $why. Spark compares " +
+      "keys by type and position and would read every old key as the new one; the query's plan says which columns " +
+      "feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: " +
+      (if (dedup && derivesKeys) "where the new columns are computed from the old ones, " else "") +
+      s"stop the query and give every entry its new key, $call" + (if (!derivesKeys) "" else
+      s", each value derived from the old key${if (dedup) "" else " and value"}") +
+      " (docs/tools.md, \"Change a key\"); " + (if (dedup) "else the dedup has seen none of the new columns' values: " +
+      s"keep its columns as they were, or $AsANewQuery." else "or keep the key's columns as they were."))
+}

@@ -1,0 +1,53 @@
+package io.statesnap.tools
+
+import io.statesnap.StatesnapException
+import io.statesnap.StatesnapException._
+import org.apache.hadoop.fs.Path
+
+/**
+ * The errors of the offline verbs, each built here with its error class: an argument no verb takes, and what a
+ * verb's job meets that Spark's files did not say (an entry out of its layout or its partition, a batch that does
+ * not read back as written). A verb's refusal of what it was asked, before any change, is worded in its area's
+ * `*Refusals` instead and raised as a `ToolRefusal`. An error met after the verb began rolls its batch back.
+ */
+private[statesnap] object ToolErrors {
+  // STATESNAP_INVALID_ARGUMENT: what the caller passed.
+
+  def stateNamedTwice(state: String): StatesnapException =
+    new StatesnapException(InvalidArgument, s"state '$state' is named twice: give each state's schema once")
+
+  def invalidMerge(state: String, why: String): StatesnapException =
+    new StatesnapException(InvalidSnapshotDefinition, s"the merge given for map state '$state': $why")
+
+  def unknownReleaseProvider(provider: String): StatesnapException = new StatesnapException(InvalidArgument,
+    s"release moves a checkpoint to Spark's provider 'rocksdb' or 'hdfs' (its default), not '$provider'")
+
+  /** @param known the states the checkpoint holds, as a sentence to append (or "") */
+  def noSnapshotOfState(state: String, checkpoint: String, known: String): StatesnapException =
+    new StatesnapException(InvalidArgument, s"no snapshot of state '$state' under $checkpoint (at its latest " +
+      s"committed batch), and Spark's schema files name no such state$known")
+
+  // STATESNAP_MIGRATION_FAILED: the verb's own writes.
+
+  /** Spark read the batch `batch` a verb wrote otherwise than written (`what`); the verb put back what it could. */
+  def readBackDiffers(verb: String, location: String, batch: Long, what: String): StatesnapException =
+    new StatesnapException(MigrationFailed, s"$verb of $location batch $batch: Spark does not read $what back as " +
+      "written")
+
+  def couldNotMove(from: Path, into: Path): StatesnapException =
+    new StatesnapException(MigrationFailed, s"could not move $from to $into")
+
+  // STATESNAP_STATE_LAYOUT_MISMATCH: entries that are not what Spark's files say.
+
+  def misplacedEntry(where: String, why: String, cause: Throwable): StatesnapException =
+    new StatesnapException(StateLayoutMismatch, s"$where: $why", cause)
+
+  def valueNotOfLayout(where: String, layout: String, why: String): StatesnapException =
+    new StatesnapException(StateLayoutMismatch, s"$where: a value is not of the layout $layout Spark's schema file " +
+      s"records: $why")
+
+  def familyEntriesMeet(where: String, family: String): StatesnapException =
+    new StatesnapException(StateLayoutMismatch, s"$where: two entries of column family '$family' meet under one new " +
+      "key, which no grouping key change statesnap makes lets happen (every old key field is kept): the state is not " +
+      "as Spark's files say")
+}
