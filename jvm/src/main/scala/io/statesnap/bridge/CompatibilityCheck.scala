@@ -46,10 +46,7 @@ object CompatibilityCheck {
     /** What it comes to for the tools: its word and exit code. */
     val reported: Reported = Reported.of(decided)
     /** What a migration does, one line per change (empty unless it migrates). */
-    val changes: java.util.List[String] = (decided match {
-      case StateDecision.Migrate(migration, _, keys) => keys.toSeq.flatMap(_.changes) ++ migration.changes
-      case _ => Nil
-    }).asJava
+    val changes: java.util.List[String] = decided.changes.asJava
     /** Why it is refused, one line per field (empty unless it is refused). */
     val problems: java.util.List[String] = (decided match {
       case StateDecision.Refuse(errorClass, Nil, message, _) => Seq(s"[$errorClass] the state $message")

@@ -42,7 +42,8 @@ object PlannedOperatorDecision {
       OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)
         .map(m => Migrates(m.state, m.migration.changes, None))
     }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
-      _.filter(_.decision.isInstanceOf[StateDecision.Migrate]).map(d => Migrates(d.variable.name, d.changes, Some(d)))))
+      _.filter(_.decision.isInstanceOf[StateDecision.Migrate])
+        .map(d => Migrates(d.variable.name, d.decision.changes, Some(d)))))
       .orElse(joinFamilies(writer, checkpoint, operatorId, hadoopConf, version))
 
   /**
@@ -132,8 +133,8 @@ object PlannedOperatorDecision {
     // Format 1 repeats the key in the value, beside the buffers: only format 2's value is the buffers alone.
     case save: SparkClasses.StateStoreSaveExec if save.stateFormatVersion == 2 => save.child match {
       case aggregate: BaseAggregateExec =>
-        val aliases = plan.collectFirst { case a: BaseAggregateExec if a.child eq save => a.resultExpressions }
-          .getOrElse(Nil).collect { case Alias(result: AttributeReference, name) => result.exprId -> name }
+        val aliases = PlannedMeaning.resultsAbove(plan, save).getOrElse(Nil)
+          .collect { case Alias(result: AttributeReference, name) => result.exprId -> name }
         val functions = aggregate.aggregateExpressions
         query.withAggregateStarts(operatorId, AggregateMerge(functions.map(_.aggregateFunction)).starts.zip(functions)
           .map { case (start, f) => start.copy(aliases = aliases.collect { case (id, n) if id == f.resultId => n }) })

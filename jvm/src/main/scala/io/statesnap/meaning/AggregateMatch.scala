@@ -53,9 +53,9 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
     val continued = renames.collect { case (_, _, Some(k), Some(o)) if sameBuffers(k, o) => k -> o }.toMap
     val problems = renames.collect {
       case (to, from, Some(k), Some(o)) if !sameBuffers(k, o) => SchemaProblem(ProblemAt.Field(to),
-        ProblemSide.Text(describeOf(previous(o))), ProblemSide.Text(describeOf(now(k))), s"the rule renames `$from` " +
-        s"to `$to`, and the buffers of `${now(k).function}` are not those of `${previous(o).function}`, whose values " +
-        "it would read as its own", s"confirm `$from` dropped (`$to` starts at the deploy): ${SchemaProblem.asked(0)}",
+        ProblemSide.Text(previous(o).describeBuffer), ProblemSide.Text(now(k).describeBuffer), s"the rule renames " +
+        s"`$from` to `$to`, and the buffers of `${now(k).function}` are not those of `${previous(o).function}`, " +
+        "whose values it would read as its own", s"confirm `$from` dropped (`$to` starts at the deploy): ${SchemaProblem.asked(0)}",
         Seq(FixRegistration.dropped(Seq(from))), Some(version))
       case (to, from, k, o) if k.isEmpty || o.isEmpty => SchemaProblem(ProblemAt.Field(to), ProblemSide.RenamedFrom(
         from), ProblemSide.Rule, s"a rename of an aggregation's buffers names output columns: `$to` of an aggregate " +
@@ -67,8 +67,8 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
       .map { case (k, o) =>
         val column = outputs(now(k)).find(outputs(previous(o)).contains).get
         val keep = if (sameBuffers(k, o)) Seq(FixRegistration.renamed(column, column)) else Nil
-        SchemaProblem(ProblemAt.Field(column), ProblemSide.Text(describeOf(previous(o))),
-          ProblemSide.Text(describeOf(now(k))), s"the output column `$column` is computed by another aggregate, " +
+        SchemaProblem(ProblemAt.Field(column), ProblemSide.Text(previous(o).describeBuffer),
+          ProblemSide.Text(now(k).describeBuffer), s"the output column `$column` is computed by another aggregate, " +
           "whose buffer would start empty at the deploy beside the groups' old values, without a word", (if
           (keep.isEmpty) "" else s"continue from the old buffer, `${now(k).function}` going on from " +
           s"`${previous(o).function}`'s values: ${SchemaProblem.asked(0)}; or ") + "start it at the deploy, the old " +
@@ -78,9 +78,6 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
     if (problems.nonEmpty) Left(problems)
     else Right(copy(kept = kept.indices.map(k => continued.get(k).orElse(kept(k)))))
   }
-
-  private def describeOf(a: MeantAggregate) = s"`${a.function}` (${a.buffer.map { case (n, t) => s"$n $t" }
-    .mkString(", ")})"
 
   /**
    * `starts` (Spark's initial buffers of the new aggregates, in order) with the registered `defaults` in place: a

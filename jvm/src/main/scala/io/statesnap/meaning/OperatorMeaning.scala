@@ -26,6 +26,12 @@ final case class MeantAggregate(function: String, buffer: Seq[(String, String)],
   /** Whether `other` computes an output column this one computed. */
   def sharesOutputWith(other: MeantAggregate): Boolean =
     outputs.exists(mine => other.outputs.exists(_.exists(mine.contains)))
+
+  /** The aggregate as a user names it: its function and the output columns it computes, where recorded. */
+  def describe: String = s"`$function`${outputs.filter(_.nonEmpty).fold("")(o => s" (${o.mkString(", ")})")}"
+
+  /** The aggregate with the fields of its buffer, where a problem is the buffer's layout. */
+  def describeBuffer: String = s"`$function` (${buffer.map { case (n, t) => s"$n $t" }.mkString(", ")})"
 }
 
 /**

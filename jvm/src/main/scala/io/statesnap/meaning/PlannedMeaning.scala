@@ -2,7 +2,7 @@ package io.statesnap.meaning
 
 import io.statesnap.SparkClasses
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, ExprId, Expression, GetStructField, Literal,
-  PrettyAttribute}
+  NamedExpression, PrettyAttribute}
 import org.apache.spark.sql.execution.{FilterExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
@@ -25,7 +25,7 @@ object PlannedMeaning {
       case save: SparkClasses.StateStoreSaveExec => save.child match {
         case aggregate: BaseAggregateExec =>
           // The aggregation above the operator computes its output columns from each aggregate's result.
-          val results = plan.collectFirst { case a: BaseAggregateExec if a.child eq save => a.resultExpressions }
+          val results = resultsAbove(plan, save)
           keyed("streaming aggregation", save.keyExpressions, aggregate.aggregateExpressions.map { e =>
             val f = e.aggregateFunction
             MeantAggregate(sources.function(f), f.aggBufferAttributes.map(b => b.name -> b.dataType.catalogString),
@@ -45,6 +45,13 @@ object PlannedMeaning {
       case _ => None
     }
   }
+
+  /**
+   * The result expressions of the aggregation above `save` in `plan` (Spark's last aggregation step, which computes
+   * the output columns from each aggregate's result), if it has one.
+   */
+  def resultsAbove(plan: SparkPlan, save: SparkClasses.StateStoreSaveExec): Option[Seq[NamedExpression]] =
+    plan.collectFirst { case a: BaseAggregateExec if a.child eq save => a.resultExpressions }
 
   /**
    * What feeds an operator whose inputs are `children`: the filters, unions and stateful operators below it down to

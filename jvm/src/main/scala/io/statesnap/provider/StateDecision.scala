@@ -15,7 +15,13 @@ import org.apache.spark.sql.types.StructType
  * the application declares now. The store acts on it ([[StateSchemaResolver]]); `python -m statesnap check`
  * reports it ([[io.statesnap.bridge.CompatibilityCheck]]): one decision, two uses.
  */
-private[statesnap] sealed trait StateDecision
+private[statesnap] sealed trait StateDecision {
+  /** What a migration of the state's entries changes, one line per change (empty unless it migrates). */
+  def changes: Seq[String] = this match {
+    case StateDecision.Migrate(migration, _, keys) => keys.toSeq.flatMap(_.changes) ++ migration.changes
+    case _ => Nil
+  }
+}
 
 private[statesnap] object StateDecision {
   /** Nothing to rewrite, nothing to record. */

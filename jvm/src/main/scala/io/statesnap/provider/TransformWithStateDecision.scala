@@ -14,13 +14,7 @@ import org.apache.spark.sql.types.StructType
 private[statesnap] object TransformWithStateDecision {
   /** One variable's step: what its entries are read with, what the new version declares, and the decision. */
   final case class Decided(variable: TransformWithStateVariable, recorded: StateSnapshotRecord,
-      declared: StateSnapshotRecord, decision: StateDecision) {
-    /** What a migration of its entries changes (empty unless it migrates). */
-    def changes: Seq[String] = decision match {
-      case StateDecision.Migrate(migration, _, keys) => keys.toSeq.flatMap(_.changes) ++ migration.changes
-      case _ => Nil
-    }
-  }
+      declared: StateSnapshotRecord, decision: StateDecision)
 
   /** The record variable `state` is declared as in the store version after `loadedVersion`: what it is decided by. */
   def declaredRecord(declared: DeclaredSnapshots, state: String, kind: StateKind, keySchema: StructType,

@@ -1,11 +1,10 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.StoppedCheckpoint
-
 import io.statesnap.SparkClasses
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
-import io.statesnap.meaning.{AggregateMatch, KeySources, MeantAggregate, PlannedMeaning, RecordedMeanings}
+import io.statesnap.meaning.{AggregateMatch, KeySources, PlannedMeaning, RecordedMeanings}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
 import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
 import org.apache.hadoop.fs.Path
@@ -74,12 +73,10 @@ private[tools] object KeyChangePlan {
       was <- meantBefore.fold(recorded)(_.lift(i).flatten)
     } {
       val buffers = AggregateMatch(was.aggregates, now.aggregates)
-      def named(a: MeantAggregate) = s"`${a.function}`${a.outputs.filter(_.nonEmpty)
-        .fold("")(o => s" (${o.mkString(", ")})")}"
       if (buffers.replaced.nonEmpty) refuse(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
-        buffers.replaced.map { case (k, o) => named(now.aggregates(k)) -> named(was.aggregates(o)) }))
+        buffers.replaced.map { case (k, o) => now.aggregates(k).describe -> was.aggregates(o).describe }))
       if (previous.isEmpty && !buffers.unchanged) refuse(KeyChangeRefusals.aggregatesUnmatched(old.id, old.describe,
-        was.aggregates.map(named).mkString(", "), now.aggregates.map(named).mkString(", ")))
+        was.aggregates.map(_.describe).mkString(", "), now.aggregates.map(_.describe).mkString(", ")))
     }
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)

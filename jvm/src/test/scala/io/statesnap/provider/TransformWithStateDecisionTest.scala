@@ -32,9 +32,9 @@ class TransformWithStateDecisionTest {
       record("total", "n INT"), record("seen", "n INT"))
     assertEquals(Seq("total", "seen"), decided.map(_.variable.name))
     assertTrue(decided.head.decision.isInstanceOf[StateDecision.Migrate])
-    assertEquals(Seq("convert 'n' int -> bigint"), decided.head.changes)
+    assertEquals(Seq("convert 'n' int -> bigint"), decided.head.decision.changes)
     assertEquals(StateDecision.AsIs, decided(1).decision)
-    assertEquals(Nil, decided(1).changes)
+    assertEquals(Nil, decided(1).decision.changes)
   }
 
   @Test def aRefusalNamesTheStateAsItsStoreWouldBeforeAnythingIsWritten(): Unit = {
