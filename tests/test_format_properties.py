@@ -115,6 +115,8 @@ def record_file(checkpoint: Path) -> Path:
     return next((checkpoint / "state" / "0" / "_statesnap").rglob("*.snapshot"))
 
 
+@pytest.mark.skipif(not PINNED, reason="statesnap's own format, the same code on every minor: JUnit's "
+                    "RecordBytesPropertyTest reads its mutations on each minor (CI time)")
 def test_every_damaged_state_record_and_serializer_snapshot_is_read_or_refused_with_one_error(spark, checkpoints):
     jvm = spark.sparkContext._jvm
     snapshot_api = jvm.io.statesnap.snapshot
