@@ -204,8 +204,8 @@ private[tools] object OfflineMigration {
   private def append(spark: SparkSession, checkpoint: StoppedCheckpoint, target: Target, migrating: Seq[Decided],
       sink: QuerySink): Seq[String] = {
     val next = target.batch + 1
-    val (rewritten, schemaFile) = AppendedBatch.run(spark, checkpoint, Migrating, sink, target.batch,
-      checkpoint.read(checkpoint.offsetsFile(target.batch)), Spark) { stepDone =>
+    val (rewritten, schemaFile) = AppendedBatch.run(spark, checkpoint, Migrating, sink, target.batch, Map.empty,
+      Spark) { stepDone =>
       val job = PartitionRewrite.Job(target.stateRoot, next, AppendedBatch.storeConf(spark,
         checkpoint.pinnedConfs(target.batch) + (StoppedCheckpoint.CheckpointFormatConf ->
           (if (target.loadIds.isEmpty) "1" else "2"))), new SerializableConfiguration(checkpoint.hadoopConf),

@@ -1,7 +1,6 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.StoppedCheckpoint
-
 import io.statesnap.provider.{StateDecision, TransformWithStateSchemaRecords}
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkGlue

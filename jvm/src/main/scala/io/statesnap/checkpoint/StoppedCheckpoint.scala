@@ -78,6 +78,12 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
       .foreach { case (tool, _) => refuse(CheckpointRefusals.interruptedBy(batch, tool, verb)) }
   }
 
+  /**
+   * Whether Spark's offset log reads `offsets/<batch>` as pinning exactly `confs`: the one check that what a verb
+   * wrote there is what the query's next run reads.
+   */
+  def readsBack(batch: Long, confs: Map[String, String]): Boolean = pinnedConfs(batch) == confs
+
   /** The state store provider offsets/`batch` pins. */
   def pinnedProvider(batch: Long): String = pinnedConfs(batch).getOrElse(StoppedCheckpoint.ProviderConf,
     refuse(CheckpointRefusals.noProvider(batch)))

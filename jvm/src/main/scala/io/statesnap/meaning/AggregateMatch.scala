@@ -55,7 +55,8 @@ final case class AggregateMatch(previous: Seq[MeantAggregate], now: Seq[MeantAgg
       case (to, from, Some(k), Some(o)) if !sameBuffers(k, o) => SchemaProblem(ProblemAt.Field(to),
         ProblemSide.Text(previous(o).describeBuffer), ProblemSide.Text(now(k).describeBuffer), s"the rule renames " +
         s"`$from` to `$to`, and the buffers of `${now(k).function}` are not those of `${previous(o).function}`, " +
-        "whose values it would read as its own", s"confirm `$from` dropped (`$to` starts at the deploy): ${SchemaProblem.asked(0)}",
+        "whose values it would read as its own",
+        s"confirm `$from` dropped (`$to` starts at the deploy): ${SchemaProblem.asked(0)}",
         Seq(FixRegistration.dropped(Seq(from))), Some(version))
       case (to, from, k, o) if k.isEmpty || o.isEmpty => SchemaProblem(ProblemAt.Field(to), ProblemSide.RenamedFrom(
         from), ProblemSide.Rule, s"a rename of an aggregation's buffers names output columns: `$to` of an aggregate " +

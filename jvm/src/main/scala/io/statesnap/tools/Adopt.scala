@@ -1,9 +1,8 @@
 package io.statesnap.tools
 
-import io.statesnap.checkpoint.StoppedCheckpoint
-
 import scala.jdk.CollectionConverters._
 
+import io.statesnap.checkpoint.StoppedCheckpoint
 import io.statesnap.ProviderClasses
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.{DataType, StructType}

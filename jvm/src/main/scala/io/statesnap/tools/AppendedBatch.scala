@@ -1,9 +1,8 @@
 package io.statesnap.tools
 
-import io.statesnap.checkpoint.{CheckpointRefusals, QuerySink, RefusedPlans, StoppedCheckpoint}
-
 import scala.util.control.NonFatal
 
+import io.statesnap.checkpoint.{CheckpointRefusals, QuerySink, RefusedPlans, StoppedCheckpoint}
 import io.statesnap.provider.MigrationProbe
 import org.apache.hadoop.fs.FileAlreadyExistsException
 import org.apache.spark.sql.SparkSession
@@ -83,17 +82,31 @@ private[tools] object AppendedBatch {
   }
 
   /**
-   * Appends batch `batch` + 1 (steps 1-4 above) with `offsets` (batch `batch`'s, as the verb changes them) on the
-   * query's `provider`. @param write the verb's step 2, given the probe's step reporter: the commit it writes, and
-   * what the verb reports of its writes. @return that report
+   * Appends batch `batch` + 1 (steps 1-4 above) on the query's `provider`, its offsets batch `batch`'s with `newConfs`
+   * (a partition count) pinned anew. Spark's offset log must read the batch back as pinning what was
+   * written, when it is poisoned and when it is finished, or the verb fails (rolled back before its commit).
+   * @param write the verb's step 2, given the probe's step reporter: the commit it writes, and what the verb reports
+   *              of its writes. @return that report
    */
   def run[A](spark: SparkSession, checkpoint: StoppedCheckpoint, verb: AppendedBatchVerb, sink: QuerySink,
-      batch: Long, offsets: Array[Byte], provider: String)(write: (String => Unit) => (Array[Byte], A)): A = {
+      batch: Long, newConfs: Map[String, String], provider: String)(
+      write: (String => Unit) => (Array[Byte], A)): A = {
     val next = batch + 1
     // The tests' view of the verb, which may stop it after any step as a crash would (MigrationProbe).
     val probe = MigrationProbe.fromConfs(spark.conf.getAll)
     def stepDone(step: String): Unit = probe.foreach(_.offlineStep(step))
+    val pinned = checkpoint.pinnedConfs(batch)
+    val changed = newConfs.filter { case (conf, to) => !pinned.get(conf).contains(to) }
+    val offsets = changed.foldLeft(checkpoint.read(checkpoint.offsetsFile(batch))) { case (text, (conf, to)) =>
+      pinned.get(conf).flatMap(StoppedCheckpoint.withConf(text, conf, _, to))
+        .getOrElse(checkpoint.refuse(CheckpointRefusals.unrewritableConf(conf)))
+    }
+    val confs = pinned ++ changed
     poison(checkpoint, verb, batch, offsets, provider)
+    if (!checkpoint.readsBack(next, confs.updated(StoppedCheckpoint.ProviderConf, verb.interrupted))) {
+      rollBack(checkpoint, verb, next)
+      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch's offsets")
+    }
     stepDone("poisoned")
     val (commit, written) = try write(stepDone) catch {
       case NonFatal(e) =>
@@ -103,7 +116,8 @@ private[tools] object AppendedBatch {
     checkpoint.write(checkpoint.commitsFile(next), commit)
     stepDone("commit")
     finish(checkpoint, verb, sink, next, stepDone)
-    if (checkpoint.latestCommittedBatch != next || checkpoint.pinnedProvider(next) != verb.finalProvider(provider)) {
+    if (checkpoint.latestCommittedBatch != next ||
+        !checkpoint.readsBack(next, confs.updated(StoppedCheckpoint.ProviderConf, verb.finalProvider(provider)))) {
       throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch")
     }
     written

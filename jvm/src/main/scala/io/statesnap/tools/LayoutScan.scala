@@ -1,10 +1,9 @@
 package io.statesnap.tools
 
-import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
-
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.Arrays
 
+import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
 import io.statesnap.ScalaCompat._
 import io.statesnap.evolution.UnsafeRowLayout
 import io.statesnap.provider.StateDecision

@@ -1,9 +1,8 @@
 package io.statesnap.tools
 
-import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
-
 import scala.jdk.CollectionConverters._
 
+import io.statesnap.checkpoint.{CheckpointReader, CheckpointRecords}
 import io.statesnap.bridge.{ApplicationSqlSettings, CompatibilityCheck}
 import io.statesnap.bridge.CompatibilityCheck.Verdict
 import io.statesnap.provider.{StateDecision, StateEncoding, WrittenAsRecordFiles}

@@ -1,8 +1,6 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.{CheckpointRecords, CheckpointRefusals, RefusedPlans, StoppedCheckpoint}
-
-
 import io.statesnap.ProviderClasses
 import io.statesnap.provider.{RecordWriter, WrittenAsRecordFiles}
 import io.statesnap.registration.QueryStates
@@ -74,7 +72,7 @@ private[tools] object ProviderSwitch {
     }
     checkpoint.write(backup, before)
     checkpoint.write(file, after)
-    if (checkpoint.pinnedConfs(batch) != confs.updated(ProviderConf, to)) {
+    if (!checkpoint.readsBack(batch, confs.updated(ProviderConf, to))) {
       checkpoint.write(file, before)
       throw ToolErrors.readBackDiffers(verb, location, batch, s"offsets/$batch (the original was put back)")
     }

@@ -1,9 +1,8 @@
 package io.statesnap.tools
 
-import io.statesnap.checkpoint.{CheckpointReader, PlannedOperatorDecision, StoppedCheckpoint}
-
 import scala.jdk.CollectionConverters._
 
+import io.statesnap.checkpoint.{CheckpointReader, PlannedOperatorDecision, StoppedCheckpoint}
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.provider.TransformWithStateDecision

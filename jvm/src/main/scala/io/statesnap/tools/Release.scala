@@ -1,7 +1,6 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.StoppedCheckpoint
-
 import io.statesnap.ProviderClasses
 import org.apache.spark.sql.SparkSession
 

@@ -1,7 +1,6 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.StoppedCheckpoint
-
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.keys.{GroupingKeyRekey, KeyChange}

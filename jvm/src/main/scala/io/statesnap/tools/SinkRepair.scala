@@ -1,7 +1,6 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.{CheckpointRefusals, QuerySink, SinkRefusals, StoppedCheckpoint}
-
 import io.statesnap.CheckpointFile
 import io.statesnap.ScalaCompat._
 import org.apache.hadoop.fs.Path
