@@ -143,10 +143,10 @@ object NewQueryOperators {
 
   /**
    * The key and value schemas with which a planned operator of a micro-batch opens each of its state stores, by store
-   * name, as the operator gives them to its stores: a streaming aggregation's, a dedup's, group state's one store, a
-   * stream-stream join's four ([[io.statesnap.JoinStateSchemas]], Spark 4.x). None for an operator whose state is
-   * column families of one store (transformWithState, a join of state format 3) or that this does not read (a session
-   * window, a global limit, a join on Spark 3.5): its stores decide alone.
+   * name, as the operator gives them to its stores: a streaming aggregation's, a dedup's, group state's and a session
+   * window's one store, a stream-stream join's four ([[io.statesnap.JoinStateSchemas]], Spark 4.x). None for an
+   * operator whose state is column families of one store (transformWithState, a join of state format 3) or that this
+   * does not read (a global limit, a join on Spark 3.5): its stores decide alone.
    */
   def storeSchemas(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] = {
     // Spark 4.3 widens the nullability of what an aggregation or group state keeps, and keeps the schemas it gives

@@ -17,15 +17,16 @@ import org.slf4j.LoggerFactory
 /**
  * Decides on the driver, before any task of a micro-batch opens a store, the state of each operator of a query
  * statesnap serves whose stores the plan and the checkpoint say enough about ([[PlannedOperatorDecision]]: a streaming
- * aggregation, dedup or group state, on 4.x a stream-stream join's four stores, on 4.0 and 4.1 each transformWithState
- * variable): the decision partition 0's store makes as it opens, so that a refusal fails the query once, as the
- * query's exception, instead of once per task through the executor, the task set manager, the job and the query.
+ * aggregation, dedup, group state or session window, on 4.x a stream-stream join's four stores, on 4.1+ a join's
+ * column families, on 4.0 and 4.1 each transformWithState variable): the decision partition 0's store makes as it
+ * opens, so that a refusal fails the query once, as the query's exception, instead of once per task through the
+ * executor, the task set manager, the job and the query.
  *
  * The hook is a `ColumnarRule`: Spark applies it to each micro-batch's physical plan on the query's stream execution
  * thread, after `IncrementalExecution`'s `state` rule gave every stateful operator its checkpoint, operator id and
  * version, and before any stage (docs/design.md, "The decision on the driver"). It decides each operator once per
  * query run; what it decides, the stores decide again as they open (the last line of defence, and the only one for
- * joins on 3.5 and session windows). A failure of its own that is not a refusal (a plan it cannot read) is logged and
+ * joins on 3.5). A failure of its own that is not a refusal (a plan it cannot read) is logged and
  * leaves the decision to the stores: it never fails a query they would serve.
  */
 private[query] final class DriverDecision(session: SparkSession) extends ColumnarRule {
