@@ -9,6 +9,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.ScalaCompat._
 import io.statesnap.{CheckpointFile, CommitStateIds}
+import io.statesnap.registration.SparkOperator
 import io.statesnap.snapshot.RecordFamily
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.conf.Configuration
@@ -229,8 +230,7 @@ object CheckpointReader {
 
   /** Where a store's unique id sits in the commit log (a join keeps four stores per partition, in this order). */
   private def storeIndex(storeName: String, count: Int): Int = if (count == 1) 0 else
-    Seq("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue")
-      .indexOf(storeName)
+    SparkOperator.StreamStreamJoin.stores.indexOf(storeName)
 
   private def readStore(fs: FileSystem, dir: Path, store: Store, id: Option[String], commit: Commit,
       columnFamily: Option[String], hadoopConf: Configuration): Option[Seq[(Array[Byte], Array[Byte])]] = {

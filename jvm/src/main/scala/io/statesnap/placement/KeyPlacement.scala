@@ -72,12 +72,11 @@ object PartitionKey {
     case SparkOperator.Aggregation | SparkOperator.ArbitraryState | SparkOperator.Dedup |
          SparkOperator.DedupWithinWatermark | SparkOperator.GlobalLimit => Right(WholeKey)
     case SparkOperator.SessionWindow => Right(WithoutLastField)
-    case SparkOperator.StreamStreamJoin => storeName.split('-') match {
-      case Array("left" | "right", "keyToNumValues") => Right(WholeKey)
-      case Array("left" | "right", "keyWithIndexToValue") => Right(WithoutLastField)
-      case _ => Left(s"a stream-stream join keeps no store named '$storeName' (Spark 3.5 to 4.3 keep " +
-        "<side>-keyToNumValues and <side>-keyWithIndexToValue)")
-    }
+    case SparkOperator.StreamStreamJoin =>
+      val join = SparkOperator.StreamStreamJoin
+      if (!join.isStore(storeName)) Left(s"a stream-stream join keeps no store named '$storeName' (Spark 3.5 to 4.3 " +
+        s"keep ${join.stores.mkString(", ")})")
+      else Right(if (join.keepsRows(storeName)) WithoutLastField else WholeKey)
     case SparkOperator.TransformWithState(name) => Left(s"$name keeps a column family per state variable, each " +
       "placed by its kind (PartitionKey.ofVariable)")
     case SparkOperator.Unknown(name) => Left(s"'$name' is no stateful operator Spark 3.5 to 4.3 has")

@@ -2,6 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.evolution.{ChangeKeyFix, ProblemAt, ProblemSide, SchemaProblem}
 import io.statesnap.meaning.SameKey
+import io.statesnap.registration.SparkOperator
 import io.statesnap.snapshot.{MapStateKey, StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.StatesnapSparkSchemaCheck
 import org.apache.spark.sql.types.StructType
@@ -17,12 +18,10 @@ import org.apache.spark.sql.types.StructType
  * stores are left to Spark's comparison: no key change moves them.
  */
 private[provider] object KeyNames {
-  private val JoinStore = "(left|right)-(keyToNumValues|keyWithIndexToValue)".r
-
   /** The problem of a key `current` declares under other names than `old` recorded it, or none. */
   def renamed(old: StateSnapshotRecord, current: StateSnapshotRecord): Seq[SchemaProblem] = {
     val (was, now) = (placing(old), placing(current))
-    if (JoinStore.pattern.matcher(current.stateName).matches || !StatesnapSparkSchemaCheck.compatible(was, now) ||
+    if (SparkOperator.StreamStreamJoin.isStore(current.stateName) || !StatesnapSparkSchemaCheck.compatible(was, now) ||
       SameKey(was, now, None)) Nil
     else {
       val changed = was.fieldNames.zip(now.fieldNames).filter { case (a, b) => a != b }

@@ -35,7 +35,25 @@ object SparkOperator {
   case object SessionWindow extends Other("sessionWindowStateStoreSaveExec")
 
   /** A stream-stream join: four stores per partition (or four column families), each side keyed by its join keys. */
-  case object StreamStreamJoin extends Other("symmetricHashJoin")
+  case object StreamStreamJoin extends Other("symmetricHashJoin") {
+    private val counts = "keyToNumValues"
+    private val rows = "keyWithIndexToValue"
+
+    /**
+     * Its stores (or, in state format 3, column families) in Spark's order, which is also where each store's id sits
+     * among its partition's in a commit of checkpoint format v2: each side's key to its count of rows, and its key
+     * with a row's index to the row. The same from Spark 3.5 to 4.3.
+     */
+    val stores: Seq[String] = for (side <- Seq("left", "right"); store <- Seq(counts, rows)) yield s"$side-$store"
+
+    def isStore(name: String): Boolean = stores.contains(name)
+
+    /** Whether store `name` is a side's key with a row's index to the row. */
+    def keepsRows(name: String): Boolean = isStore(name) && name.endsWith(rows)
+
+    /** Whether store `name` is a side's key to its count of rows. */
+    def keepsCounts(name: String): Boolean = isStore(name) && name.endsWith(counts)
+  }
 
   /** A streaming limit: one count, in partition 0. */
   case object GlobalLimit extends Other("globalLimit")

@@ -66,8 +66,7 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
 object RepartitionPlan {
   private val StrictDistributionConf = "spark.sql.streaming.statefulOperator.useStrictDistribution"
   private val InternalPartitionsConf = "spark.sql.streaming.internal.stateStore.partitions"
-  private val JoinStores = Seq("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
-    "right-keyWithIndexToValue")
+  private val JoinStores = SparkOperator.StreamStreamJoin.stores
 
   /** Where a store's id sits among its partition's in a commit of checkpoint format v2: a join's in Spark's order. */
   private def storeIndex(store: String): Int = math.max(0, JoinStores.indexOf(store))
@@ -255,7 +254,8 @@ object RepartitionPlan {
         .fold(why => checkpoint.refuse(LayoutRefusals.unplaceable(s"$where: its column family '${f.name}'", why)),
           identity)
       if (f.prefixFields != 0) checkpoint.refuse(LayoutRefusals.joinFamilyScansByPrefix(where, f.name))
-      Family(f.copy(internal = f.name.endsWith("-keyToNumValues")), ByKey(StoredKey.Whole(f.keySchema, partitionKey)))
+      Family(f.copy(internal = SparkOperator.StreamStreamJoin.keepsCounts(f.name)),
+        ByKey(StoredKey.Whole(f.keySchema, partitionKey)))
     }
     if (families.map(_.layout.name).sorted != JoinStores.sorted)
       checkpoint.refuse(LayoutRefusals.notAJoinsFamilies(where, families.map(_.layout.name), JoinStores))
