@@ -72,8 +72,7 @@ object PartitionKey {
     case SparkOperator.Aggregation | SparkOperator.ArbitraryState | SparkOperator.Dedup |
          SparkOperator.DedupWithinWatermark | SparkOperator.GlobalLimit => Right(WholeKey)
     case SparkOperator.SessionWindow => Right(WithoutLastField)
-    case SparkOperator.StreamStreamJoin =>
-      val join = SparkOperator.StreamStreamJoin
+    case join: SparkOperator.StreamStreamJoin.type =>
       if (!join.isStore(storeName)) Left(s"a stream-stream join keeps no store named '$storeName' (Spark 3.5 to 4.3 " +
         s"keep ${join.stores.mkString(", ")})")
       else Right(if (join.keepsRows(storeName)) WithoutLastField else WholeKey)

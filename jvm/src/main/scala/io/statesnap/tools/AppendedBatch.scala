@@ -105,7 +105,8 @@ private[tools] object AppendedBatch {
     poison(checkpoint, verb, batch, offsets, provider)
     if (!checkpoint.readsBack(next, confs.updated(StoppedCheckpoint.ProviderConf, verb.interrupted))) {
       rollBack(checkpoint, verb, next)
-      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch's offsets")
+      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, s"offsets/$next",
+        "the batch was rolled back")
     }
     stepDone("poisoned")
     val (commit, written) = try write(stepDone) catch {
@@ -118,7 +119,7 @@ private[tools] object AppendedBatch {
     finish(checkpoint, verb, sink, next, stepDone)
     if (checkpoint.latestCommittedBatch != next ||
         !checkpoint.readsBack(next, confs.updated(StoppedCheckpoint.ProviderConf, verb.finalProvider(provider)))) {
-      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch")
+      throw ToolErrors.readBackDiffers(verb.name, checkpoint.location, next, "the batch", "")
     }
     written
   }

@@ -74,7 +74,7 @@ private[tools] object ProviderSwitch {
     checkpoint.write(file, after)
     if (!checkpoint.readsBack(batch, confs.updated(ProviderConf, to))) {
       checkpoint.write(file, before)
-      throw ToolErrors.readBackDiffers(verb, location, batch, s"offsets/$batch (the original was put back)")
+      throw ToolErrors.readBackDiffers(verb, location, batch, s"offsets/$batch", "the original was put back")
     }
     log.info(s"statesnap $verb: $location now runs on $to (offsets/$batch; backup $backup)")
     ToolReport(refused ++ scanned ++ actions.map("done: " + _) :+ s"done: restart the query on $to", ToolReport.Change)

@@ -29,10 +29,13 @@ private[statesnap] object ToolErrors {
 
   // STATESNAP_MIGRATION_FAILED: the verb's own writes.
 
-  /** Spark read the batch `batch` a verb wrote otherwise than written (`what`); the verb put back what it could. */
-  def readBackDiffers(verb: String, location: String, batch: Long, what: String): StatesnapException =
+  /**
+   * Spark reads `what` of batch `batch`, which a verb wrote, otherwise than written; `undone`: what the verb put back
+   * (or "" where it put back nothing).
+   */
+  def readBackDiffers(verb: String, location: String, batch: Long, what: String, undone: String): StatesnapException =
     new StatesnapException(MigrationFailed, s"$verb of $location batch $batch: Spark does not read $what back as " +
-      "written")
+      s"written${if (undone.isEmpty) "" else s"; $undone"}")
 
   def couldNotMove(from: Path, into: Path): StatesnapException =
     new StatesnapException(MigrationFailed, s"could not move $from to $into")
