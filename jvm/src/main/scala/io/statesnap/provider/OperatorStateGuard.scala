@@ -3,7 +3,7 @@ package io.statesnap.provider
 import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{ChangeKeyFix, ProblemSide, RowMigration, Rules, SchemaProblem, SqlSettings}
+import io.statesnap.evolution.{ChangeKeyFix, RowMigration, Rules, SchemaProblem, SqlSettings}
 import io.statesnap.meaning.{AggregateMatch, RecordedMeanings, SameKey}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
@@ -94,9 +94,9 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       val readAs = recorded.map(SparkSchemaRecords.asGroupState)
       def declaredAs(m: Migrates) = declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
         loadedVersion + 1)
-      def decideAs(m: Migrates) = StateWalk.decide(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow,
+      def stepAs(m: Migrates) = StateWalk.step(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow,
         describeAs(Some(m)), StoreContext.fixes(id, m.state), planned = starts.getOrElse(Nil))
-      def guarded() = StateWalk.decide(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
+      def guarded() = StateWalk.step(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
         loadedVersion + 1), StateEncoding.UnsafeRow, describe, StoreContext.fixes(id, id.storeName),
         hint = (if (!isAggregation) "" else if (starts.isEmpty)
         " A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
@@ -112,24 +112,22 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
         old <- recorded
         rules <- rulesByFunction(old)
       } yield (buffers, old, rules)
-      val step = (registered, byFunction, recorded) match {
+      val step = ((registered, byFunction, recorded) match {
         case (_, Some((buffers, old, rules)), _) => byAggregate(ours, old, buffers, rules, loadedVersion)
-        case (Some(m), _, _) => decideAs(m)
+        case (Some(m), _, _) => stepAs(m)
         case (None, _, _) if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
           // Buffers that change with nothing registered, in a query whose plan the driver read: they migrate by the
           // aggregation's rules, an aggregate the deploy adds whole starting from its initial buffer. What those
           // rules refuse beyond a start (an aggregate only partly new: the start to register) is refused as Spark's
           // own check refuses it, where it does.
-          val beyondStarts = StateDecision.decide(readAs, declaredAs(aggregation), StateEncoding.UnsafeRow,
-            starts.getOrElse(Nil)) match {
-            case StateDecision.Refuse(_, problems, _, _) =>
-              problems.isEmpty || problems.exists(_.old != ProblemSide.Absent)
-            case _ => false
+          val byRules = stepAs(aggregation)
+          byRules.decided match {
+            case refused: StateDecision.Refuse if !refused.onlyStartsMissing =>
+              guarded().refusal.fold(byRules)(spark => byRules.copy(refusal = Some(spark)))
+            case _ => byRules
           }
-          if (beyondStarts) guarded()
-          decideAs(aggregation)
         case (None, _, _) => guarded()
-      }
+      }).orThrow
       pending = None
       step.next.foreach(write)
       if (step.next.isEmpty) matchedFrom = Some(loadedVersion)
@@ -180,16 +178,24 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       loadedVersion + 1) else declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
       loadedVersion + 1))
     val (version, applied) = rules.getOrElse(0 -> Rules())
-    val routed = buffers.routed(applied, math.max(version, recordedVersion(old) + 1)).fold(problems =>
-      throw StateDecision.Refuse(StatesnapException.IncompatibleStateSchema, problems, "").error(describeAs(Some(m)),
-        Some(old), next, StoreContext.fixes(id, m.state)), identity)
-    val plan = routed.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema,
-      routed.started(starts.getOrElse(Nil), applied.defaults), SqlSettings.Default).fold(why =>
-      throw StoreErrors.buffersNotAsMeant(describe, why,
-        StoreContext.fixes(id, id.storeName).changeKey(ChangeKeyFix(previous = true))), identity)
-    // Every slice kept where it was (an aggregate continuing the one it replaces): the bytes stay, the record changes.
-    StateWalk.Step(ours, Some(old), next, if (plan.sameLayout) StateDecision.Record(next)
-      else StateDecision.Migrate(plan.migration, next))
+    def refused(refuse: StateDecision.Refuse, error: StatesnapException) =
+      StateWalk.Step(ours, Some(old), next, refuse, Some(error))
+    buffers.routed(applied, math.max(version, recordedVersion(old) + 1)) match {
+      case Left(problems) =>
+        val refuse = StateDecision.Refuse(StatesnapException.IncompatibleStateSchema, problems, "")
+        refused(refuse, refuse.error(describeAs(Some(m)), Some(old), next, StoreContext.fixes(id, m.state)))
+      case Right(routed) => routed.plan(StateDecision.schemaOf(old.valueSnapshot), valueSchema,
+          routed.started(starts.getOrElse(Nil), applied.defaults), SqlSettings.Default) match {
+        case Left(why) =>
+          val error = StoreErrors.buffersNotAsMeant(describe, why,
+            StoreContext.fixes(id, id.storeName).changeKey(ChangeKeyFix(previous = true)))
+          refused(StateDecision.Refuse(error.errorClass, Nil, why), error)
+        // Every slice kept where it was (an aggregate continuing the one it replaces): the bytes stay, the record
+        // changes.
+        case Right(plan) => StateWalk.Step(ours, Some(old), next, if (plan.sameLayout) StateDecision.Record(next)
+          else StateDecision.Migrate(plan.migration, next))
+      }
+    }
   }
 
   /** The application's version of the value `recorded` records (0: none declared). */

@@ -41,6 +41,13 @@ private[statesnap] object StateDecision {
    */
   final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String,
       spark: Option[String] = None) extends StateDecision {
+    /**
+     * Whether all it refuses is that new fields lack a starting value (every problem about a field the recorded
+     * state does not have): a streaming aggregation's buffers that only its registration can start, as against a
+     * change Spark's own check may refuse as well ([[OperatorStateGuard]]).
+     */
+    def onlyStartsMissing: Boolean = problems.nonEmpty && problems.forall(_.old == ProblemSide.Absent)
+
     /** The error refusing the `describe`d state: what was recorded, what is declared, and that nothing changed. */
     def error(describe: String, recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
         fixes: FixFormat): StatesnapException = {

@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.StatesnapException
 import io.statesnap.evolution.{AggregateStart, FixFormat}
 import io.statesnap.snapshot.StateSnapshotRecord
 
@@ -14,14 +15,20 @@ import io.statesnap.snapshot.StateSnapshotRecord
  */
 private[statesnap] object StateWalk {
   /**
-   * One state's step, decided and known not to refuse.
+   * One state's step, decided: a refusal is a value here (`refusal`), thrown only by a caller that must stop
+   * ([[decide]], a store, the driver) and reported by one that must not (a rehearsal).
    * @param inForce statesnap's own record in force, as kept
    * @param recorded what the state's entries are read with: `inForce` as statesnap reads it now (an older form made
    *   current), else the record made from Spark's files for entries statesnap has no record of; None for a new state
    * @param current what the application declares now
+   * @param refusal the error a refused step raises, naming the state, its fields and the fix; set exactly where
+   *   `decided` is a [[StateDecision.Refuse]]
    */
   final case class Step(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
-      current: StateSnapshotRecord, decided: StateDecision) {
+      current: StateSnapshotRecord, decided: StateDecision, refusal: Option[StatesnapException] = None) {
+    /** This step, or its refusal thrown before anything is written. */
+    def orThrow: Step = refusal.fold(this)(e => throw e)
+
     /** The layout every entry is in and how it converts, if the decision rewrites them. */
     def rewrite: Option[StateMigrator.Source] = (recorded, decided) match {
       case (Some(old), StateDecision.Migrate(migration, _, _)) =>
@@ -51,21 +58,31 @@ private[statesnap] object StateWalk {
   }
 
   /**
-   * Decides the step of the `describe`d state, or refuses it before anything is written.
+   * Decides the step of the `describe`d state; a refusal is built, not thrown ([[Step.refusal]]).
    * @param encoding how the store encodes values (a single state: UnsafeRow)
    * @param fixes how the refusal writes its fixes (the application's calls, or a tool's arguments)
-   * @param hint ends the error of a refused guarded state (what the user can do instead)
+   * @param hint ends the error of a refused guarded state (what the user can do instead); read only on a refusal
    * @param planned a streaming aggregation's aggregates as its planned query starts them ([[StateDecision.decide]])
+   */
+  def step(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
+      current: StateSnapshotRecord, encoding: StateEncoding, describe: String, fixes: FixFormat, hint: => String = "",
+      planned: Seq[AggregateStart] = Nil): Step = {
+    val decided = StateDecision.decide(recorded, current, encoding, planned)
+    val refusal = decided match {
+      case refuse: StateDecision.Refuse => Some(recorded.filter(_ => !current.operator.migrates)
+        .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems,
+          describe, hint, fixes)))
+      case _ => None
+    }
+    Step(inForce, recorded, current, decided, refusal)
+  }
+
+  /**
+   * Decides the step of the `describe`d state, or refuses it before anything is written: [[step]], thrown.
    * @throws io.statesnap.StatesnapException the refusal, naming the state, its fields and the fix
    */
   def decide(inForce: Option[StateSnapshotRecord], recorded: Option[StateSnapshotRecord],
       current: StateSnapshotRecord, encoding: StateEncoding, describe: String, fixes: FixFormat, hint: => String = "",
       planned: Seq[AggregateStart] = Nil): Step =
-    StateDecision.decide(recorded, current, encoding, planned) match {
-      case refuse: StateDecision.Refuse =>
-        throw recorded.filter(_ => !current.operator.migrates)
-          .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems,
-            describe, hint, fixes))
-      case decided => Step(inForce, recorded, current, decided)
-    }
+    step(inForce, recorded, current, encoding, describe, fixes, hint, planned).orThrow
 }

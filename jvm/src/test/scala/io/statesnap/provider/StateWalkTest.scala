@@ -74,4 +74,35 @@ class StateWalkTest {
     assertEquals(Some(join), walk(None, None, join).next)
     assertThrows(classOf[StatesnapException], () => walk(None, None, record("id INT, id INT")))
   }
+
+  @Test def aRefusalIsAValueUntilACallerThrowsIt(): Unit = {
+    // What a rehearsal reports and what a store throws are one value: the step carries the error decide raises.
+    val guarded = record("n BIGINT", OperatorKind.Guarded)
+    val changed = record("n BIGINT, m BIGINT", OperatorKind.Guarded)
+    val step = StateWalk.step(Some(guarded), Some(guarded), changed, StateEncoding.UnsafeRow, "the state",
+      FixFormat.CommandLine(), " Register one.")
+    assertTrue(s"expected a refusal, got ${step.decided}", step.decided.isInstanceOf[StateDecision.Refuse])
+    assertEquals(None, step.next)
+    val thrown = assertThrows(classOf[StatesnapException], () => StateWalk.decide(Some(guarded), Some(guarded),
+      changed, StateEncoding.UnsafeRow, "the state", FixFormat.CommandLine(), " Register one."))
+    assertEquals(thrown.getMessage, step.refusal.get.getMessage)
+    assertSame(step.refusal.get, assertThrows(classOf[StatesnapException], () => step.orThrow))
+    val migrating = walk(Some(record("a INT")), Some(record("a INT")), record("a INT, b INT"))
+    assertEquals(None, migrating.refusal)
+    assertSame(migrating, migrating.orThrow)
+  }
+
+  @Test def anAggregationBufferThatOnlyLacksAStartIsToldFromARetypedOne(): Unit = {
+    // The aggregation's rules refuse both; only the second is a change Spark's own check may refuse too.
+    def decided(old: String, now: String) = StateDecision.decide(Some(record(old, OperatorKind.Aggregation,
+      "aggregation")), record(now, OperatorKind.Aggregation, "aggregation"), StateEncoding.UnsafeRow)
+    decided("count BIGINT", "count BIGINT, max BIGINT") match {
+      case refused: StateDecision.Refuse => assertTrue(refused.problems.toString, refused.onlyStartsMissing)
+      case other => fail(s"a new buffer without a start is refused, got $other")
+    }
+    decided("count BIGINT, max BIGINT", "count BIGINT, max INT") match {
+      case refused: StateDecision.Refuse => assertFalse(refused.problems.toString, refused.onlyStartsMissing)
+      case other => fail(s"a narrowed buffer is refused, got $other")
+    }
+  }
 }
