@@ -17,7 +17,7 @@ private[provider] final class GuardedColumnFamilies(store: StateStore, catalog: 
       val empty = try !entries.hasNext finally entries.close()
       if (!empty) throw StoreErrors.noRecordOfFamily(describe(family))
     }
-    GuardedFamily.decide(store.id, family, recorded, keySchema, valueSchema, store.version).next
+    GuardedFamily.step(store.id, family, recorded, keySchema, valueSchema, store.version).orThrow.next
       .foreach(records.write)
   }
 }

@@ -21,14 +21,14 @@ object Deploy {
     val migrating = steps.flatMap(_.states)
     if (migrating.isEmpty) ToolReport(Seq("no transformWithState state needs an offline migration"),
       ToolReport.Nothing)
-    else migrateStates(spark, rehearsed.checkpoint, migrating.map(_.variable.name), fileSink, noFileSink,
+    else migrateStates(spark, rehearsed.checkpoint, migrating.map(_.current.stateName), fileSink, noFileSink,
       dryRun = false) { (checkpoint, target) =>
       steps.map(_.version - 1).filter(_ != target.batch).foreach(batch => checkpoint.refuse(
         MigrateRefusals.committedSinceRehearsal(batch, target.batch)))
       target.states.map { t =>
-        val d = migrating.find(_.variable.name == t.name).get
+        val d = migrating.find(_.current.stateName == t.name).get
         val merge = StateRegistration.mapMergeOf(rehearsed.registered.registrations.states.get(t.name))
-        val decided = Decided(t, d.declared, CompatibilityCheck.verdictOf(t.recorded, d.declared, d.decision,
+        val decided = Decided(t, d.current, CompatibilityCheck.verdictOf(t.recorded, d.current, d.decided,
           rehearsed.checkpoint), merge)
         decided -> describe(target, decided)
       }

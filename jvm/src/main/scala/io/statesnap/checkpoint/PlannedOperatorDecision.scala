@@ -3,7 +3,7 @@ package io.statesnap.checkpoint
 import io.statesnap.{JoinStateSchemas, SparkClasses, StatesnapException}
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
 import io.statesnap.meaning.{MeaningDecision, PlannedMeaning, RecordedMeanings}
-import io.statesnap.provider.{GuardedFamily, OperatorStateGuard, StateDecision, StateEncoding,
+import io.statesnap.provider.{GuardedFamily, OperatorStateGuard, StateEncoding, StateWalk,
   TransformWithStateDecision}
 import io.statesnap.registration.QueryRegistrations
 import org.apache.hadoop.conf.Configuration
@@ -22,48 +22,49 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StatesnapSp
  */
 object PlannedOperatorDecision {
   /**
-   * A state the decision migrates, with the changes its migration makes; for a transformWithState variable, the
-   * decision itself (what a deploy's offline step migrates it by on Spark 4.2+).
+   * What restarting operator `operatorId` (`writer`, in `plan`) of the query on `checkpoint` as its stores open
+   * `version` does, `query` being the session's registrations: the meaning clause first ([[planned]]), then each state
+   * ([[decide]]); with the registrations and what the plan tells the stores of it.
    */
-  final case class Migrates(state: String, changes: Seq[String],
-      private[statesnap] val variable: Option[TransformWithStateDecision.Decided])
+  def operator(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): (QueryRegistrations, OperatorDecision) =
+    planned(plan, writer, checkpoint, operatorId, query, hadoopConf, version) match {
+      case Left(refusal) => query -> OperatorDecision.Refused(refusal)
+      case Right(told) => told -> decide(writer, checkpoint, operatorId, told, hadoopConf, version)
+    }
 
   /**
-   * Decides operator `operatorId` (`writer`) of the query on `checkpoint` as its stores open `version`, `query` being
-   * the registrations with what the plan says of it ([[planned]]):
-   * throws the refusal they would throw; returns each state that migrates ([[Migrates]]). None where the
-   * plan or the checkpoint does not say enough and the stores decide alone: an operator whose stores' schemas the plan
-   * does not give (a join on 3.5, a global limit), or transformWithState where the version its stores load is not the
-   * latest committed one.
+   * Decides each state of operator `operatorId` (`writer`) of the query on `checkpoint` as its stores open `version`,
+   * `query` being the registrations with what the plan says of it ([[planned]]), as the stores will.
+   * [[OperatorDecision.Unjudged]] where the plan or the checkpoint does not say enough and the stores decide alone:
+   * an operator whose stores' schemas the plan does not give (a join on 3.5, a global limit).
    */
-  def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
-      hadoopConf: Configuration, version: Long): Option[Seq[Migrates]] =
-    NewQueryOperators.storeSchemas(writer).map { stores =>
-      OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)
-        .map(m => Migrates(m.state, m.migration.changes, None))
-    }.orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version).map(
-      _.filter(_.decision.isInstanceOf[StateDecision.Migrate])
-        .map(d => Migrates(d.variable.name, d.decision.changes, Some(d)))))
+  private def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
+      hadoopConf: Configuration, version: Long): OperatorDecision =
+    NewQueryOperators.storeSchemas(writer).map(stores => OperatorDecision.of(
+      OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)))
+      .orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version)
+        .map(steps => OperatorDecision.of(steps.iterator)))
       .orElse(joinFamilies(writer, checkpoint, operatorId, hadoopConf, version))
+      .getOrElse(OperatorDecision.Unjudged)
 
   /**
    * A stream-stream join of state format 3 (None: `writer` is not one): each column family of partition 0's store
    * decided as the store decides it as it opens ([[GuardedFamily]]), from the records the store holds at `version`
-   * (left to the stores where that is not the latest committed version, or a family has no record). Guarded: none
+   * (none decided where that is not the latest committed version, or a family has no record). Guarded: none
    * migrates.
    */
   private def joinFamilies(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
-      hadoopConf: Configuration, version: Long): Option[Seq[Migrates]] =
+      hadoopConf: Configuration, version: Long): Option[OperatorDecision] =
     JoinStateSchemas.families(writer).map { families =>
       val id = StateStoreId(stateRoot(checkpoint), operatorId, 0)
-      CheckpointReader.recordsInStore(checkpoint, operatorId, 0, CheckpointReader.DefaultStore, hadoopConf)
-        .filter(_._1 == version).foreach { case (_, bytes) =>
-          val recorded = bytes.map(TransformWithStateDecision.parse(id, _)).map(r => r.stateName -> r).toMap
-          families.toSeq.sortBy(_._1).foreach { case (family, (key, value)) =>
-            recorded.get(family).foreach(r => GuardedFamily.decide(id, family, Some(r), key, value, version))
-          }
+      OperatorDecision.of(CheckpointReader.recordsInStore(checkpoint, operatorId, 0, CheckpointReader.DefaultStore,
+          hadoopConf).filter(_._1 == version).iterator.flatMap { case (_, bytes) =>
+        val recorded = bytes.map(TransformWithStateDecision.parse(id, _)).map(r => r.stateName -> r).toMap
+        families.toSeq.sortBy(_._1).iterator.flatMap { case (family, (key, value)) =>
+          recorded.get(family).map(r => GuardedFamily.step(id, family, Some(r), key, value, version))
         }
-      Nil
+      })
     }
 
   /**
@@ -73,8 +74,7 @@ object PlannedOperatorDecision {
    * the state with (its own kept, else Spark's files) at the batch that committed `version`.
    */
   private def transformWithState(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
-      query: QueryRegistrations, hadoopConf: Configuration,
-      version: Long): Option[Seq[TransformWithStateDecision.Decided]] =
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): Option[Seq[StateWalk.Step]] =
     if (!NewQueryOperators.operator(writer).isInstanceOf[NewQueryOperators.TransformWithState]) None else {
       val id = StateStoreId(stateRoot(checkpoint), operatorId, 0)
       val records = if (StatesnapSparkGlue.transformWithStateTakesCustomProviders) {
@@ -102,14 +102,16 @@ object PlannedOperatorDecision {
    * are each aggregate as it is (the aggregation above the operator's: a registration may name an aggregate by them).
    * The driver hands it to the stores in the query's conf; the stores of a query whose plan was not read (no statesnap
    * extension) get none, compare keys by name and refuse an added aggregate that has no registered start.
+   * @return Left the refusal of the meaning clause
    */
-  def planned(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Long,
-      query: QueryRegistrations, hadoopConf: Configuration, version: Long): QueryRegistrations = {
-    val meant = PlannedMeaning.of(plan, writer).fold(query)(now => query.withPlanned(operatorId,
+  private def planned(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Long,
+      query: QueryRegistrations, hadoopConf: Configuration,
+      version: Long): Either[StatesnapException, QueryRegistrations] =
+    PlannedMeaning.of(plan, writer).fold[Either[StatesnapException, QueryRegistrations]](Right(query))(now =>
       MeaningDecision.decide(stateRoot(checkpoint), operatorId, version, now, hadoopConf,
-        s"operator $operatorId (${now.operator}, checkpoint $checkpoint)", checkpoint)))
-    withStarts(plan, writer, operatorId, meant)
-  }
+        s"operator $operatorId (${now.operator}, checkpoint $checkpoint)", checkpoint)
+        .map(query.withPlanned(operatorId, _)))
+      .map(withStarts(plan, writer, operatorId, _))
 
   /**
    * The refusal of a plan whose operators (each writer of `plan` with its id and the version its stores load) would

@@ -51,32 +51,41 @@ object PlannedOperator {
 object MeaningDecision {
   /**
    * Decides the state of operator `operatorId` under `stateRoot`, which the planned query means as `now`, as its
-   * stores load `version`: the meaning recorded for that version compared with `now`.
-   * @param describe the operator, as the refusal names it
-   * @param checkpoint the query's checkpoint, in the fix the refusal prints
-   * @throws StatesnapException a key of the same layout now fed by other columns, or by the same ones in another
-   *   order (a key of another layout is refused by the stores as Spark's own check refuses it). An aggregate whose
-   *   type changes (the same function over the same columns, cast otherwise) is not matched by function: its buffers
-   *   are decided by their names as without a recorded meaning, where a start for what is new can be registered.
+   * stores load `version`: [[judge]] of the meaning recorded for that version.
    */
   def decide(stateRoot: String, operatorId: Long, version: Long, now: OperatorMeaning, hadoopConf: Configuration,
-      describe: String, checkpoint: String): PlannedOperator =
-    RecordedMeanings.inForce(stateRoot, operatorId, version, hadoopConf).map(_._2) match {
-      case None => PlannedOperator(version, now, record = true, sameKey = false, buffers = None)
-      case Some(recorded) if recorded.operator != now.operator =>
-        // Another operator at this id: Spark's own checks and the stores say so.
-        PlannedOperator(version, now, record = true, sameKey = false, buffers = None)
-      case Some(recorded) =>
-        val sameKey = keyChange(recorded.key, now.key) match {
-          case None => true
-          // A key of another layout: Spark's own check and the stores refuse it, naming both keys and change_key.
-          case Some(_) if recorded.key.map(_.dataType) != now.key.map(_.dataType) => false
-          case Some(why) => throw refusal(describe, recorded, now, why, checkpoint)
-        }
-        val buffers = Some(AggregateMatch(recorded.aggregates, now.aggregates)).filterNot(m => m.unchanged ||
-          m.retyped.nonEmpty)
-        PlannedOperator(version, now, record = recorded != now, sameKey = sameKey, buffers = buffers)
-    }
+      describe: String, checkpoint: String): Either[StatesnapException, PlannedOperator] =
+    judge(RecordedMeanings.inForce(stateRoot, operatorId, version, hadoopConf).map(_._2), now, version, describe,
+      checkpoint)
+
+  /**
+   * The meaning clause of an operator's decision: its state, which the planned query means as `now`, recorded as
+   * meaning `recorded` (None: nothing recorded) as its stores load `version`.
+   * @param describe the operator, as the refusal names it
+   * @param checkpoint the query's checkpoint, in the fix the refusal prints
+   * @return what the stores are told; Left the refusal of a key of the same layout now fed by other columns, or by the
+   *   same ones in another order (a key of another layout is refused by the stores as Spark's own check refuses it).
+   *   An aggregate whose type changes (the same function over the same columns, cast otherwise) is not matched by
+   *   function: its buffers are decided by their names as without a recorded meaning, where a start for what is new
+   *   can be registered.
+   */
+  def judge(recorded: Option[OperatorMeaning], now: OperatorMeaning, version: Long, describe: String,
+      checkpoint: String): Either[StatesnapException, PlannedOperator] = recorded match {
+    case None => Right(PlannedOperator(version, now, record = true, sameKey = false, buffers = None))
+    case Some(recorded) if recorded.operator != now.operator =>
+      // Another operator at this id: Spark's own checks and the stores say so.
+      Right(PlannedOperator(version, now, record = true, sameKey = false, buffers = None))
+    case Some(recorded) =>
+      val sameKey = keyChange(recorded.key, now.key) match {
+        case None => Right(true)
+        // A key of another layout: Spark's own check and the stores refuse it, naming both keys and change_key.
+        case Some(_) if recorded.key.map(_.dataType) != now.key.map(_.dataType) => Right(false)
+        case Some(why) => Left(refusal(describe, recorded, now, why, checkpoint))
+      }
+      val buffers = Some(AggregateMatch(recorded.aggregates, now.aggregates)).filterNot(m => m.unchanged ||
+        m.retyped.nonEmpty)
+      sameKey.map(same => PlannedOperator(version, now, record = recorded != now, sameKey = same, buffers = buffers))
+  }
 
   /**
    * The states the new plan would read at another operator's place: each (id, other) where the operator the meaning

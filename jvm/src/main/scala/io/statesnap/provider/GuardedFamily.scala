@@ -13,11 +13,11 @@ import org.apache.spark.sql.types.StructType
 private[statesnap] object GuardedFamily {
   /**
    * The step of `family` of store `id` as it opens `version`, recorded as `recorded` (None: a family first seen, or
-   * one with no record).
+   * one with no record); its refusal a value, which the store throws.
    */
-  def decide(id: StateStoreId, family: String, recorded: Option[StateSnapshotRecord], keySchema: StructType,
+  def step(id: StateStoreId, family: String, recorded: Option[StateSnapshotRecord], keySchema: StructType,
       valueSchema: StructType, version: Long): StateWalk.Step =
-    StateWalk.decide(recorded, recorded, GuardedState.record(family, keySchema, valueSchema, version + 1),
+    StateWalk.step(recorded, recorded, GuardedState.record(family, keySchema, valueSchema, version + 1),
       StateEncoding.UnsafeRow, StoreContext.describeState(id, family, guardsColumnFamilies = true),
       StoreContext.fixes(id, family))
 }

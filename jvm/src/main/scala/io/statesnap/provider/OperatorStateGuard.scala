@@ -81,58 +81,64 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
    */
   def check(loadedVersion: Long): Option[SingleStateMigration] =
     if (matchedFrom.exists(_ <= loadedVersion)) None else {
-      val ours = inForce(loadedVersion)
-      val thisDeploy = planned.filter(_.atVersion == loadedVersion)
-      val recorded = ours.orElse {
-        if (loadedVersion == 0) None // a new state: recorded at its first commit
-        else Some(sparkSchemaFile(loadedVersion).getOrElse(
-          throw StoreErrors.noSchemaOfVersion(describe, loadedVersion, dir)))
-      }.map(r => if (thisDeploy.exists(_.sameKey)) underPlannedKeyNames(r) else r)
-      // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
-      val registered = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation))
-      // A group state unchanged since a record of the whole value (Spark's file, statesnap 0.1) is read as one.
-      val readAs = recorded.map(SparkSchemaRecords.asGroupState)
-      def declaredAs(m: Migrates) = declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
-        loadedVersion + 1)
-      def stepAs(m: Migrates) = StateWalk.step(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow,
-        describeAs(Some(m)), StoreContext.fixes(id, m.state), planned = starts.getOrElse(Nil))
-      def guarded() = StateWalk.step(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
-        loadedVersion + 1), StateEncoding.UnsafeRow, describe, StoreContext.fixes(id, id.storeName),
-        hint = (if (!isAggregation) "" else if (starts.isEmpty)
-        " A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
-        s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value, or run the " +
-        "query in a session statesnap.configure set up, which starts an aggregate added whole at the deploy " +
-        "(docs/evolution-rules.md)." else " statesnap migrates a streaming aggregation that gains aggregates whole " +
-        "(each starts at the deploy) or loses some; an aggregate only partly new needs the starting values of its " +
-        s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
-        "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else
-        s" ${keyChangeHint(recorded.fold(keySchema)(r => StateDecision.schemaOf(r.keySnapshot)))}"))
-      val byFunction = for {
-        buffers <- thisDeploy.flatMap(_.buffers) if isAggregation && starts.isDefined
-        old <- recorded
-        rules <- rulesByFunction(old)
-      } yield (buffers, old, rules)
-      val step = ((registered, byFunction, recorded) match {
-        case (_, Some((buffers, old, rules)), _) => byAggregate(ours, old, buffers, rules, loadedVersion)
-        case (Some(m), _, _) => stepAs(m)
-        case (None, _, _) if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
-          // Buffers that change with nothing registered, in a query whose plan the driver read: they migrate by the
-          // aggregation's rules, an aggregate the deploy adds whole starting from its initial buffer. What those
-          // rules refuse beyond a start (an aggregate only partly new: the start to register) is refused as Spark's
-          // own check refuses it, where it does.
-          val byRules = stepAs(aggregation)
-          byRules.decided match {
-            case refused: StateDecision.Refuse if !refused.onlyStartsMissing =>
-              guarded().refusal.fold(byRules)(spark => byRules.copy(refusal = Some(spark)))
-            case _ => byRules
-          }
-        case (None, _, _) => guarded()
-      }).orThrow
+      val decided = step(loadedVersion).orThrow
       pending = None
-      step.next.foreach(write)
-      if (step.next.isEmpty) matchedFrom = Some(loadedVersion)
-      step.rewrite.map(from => SingleStateMigration(step.current.stateName, from.migration, from.layout, valueSchema))
+      decided.next.foreach(write)
+      if (decided.next.isEmpty) matchedFrom = Some(loadedVersion)
+      decided.rewrite.map(from => SingleStateMigration(decided.current.stateName, from.migration, from.layout,
+        valueSchema))
     }
+
+  /** The step of the state as the store opens `loadedVersion`, its refusal a value; records nothing. */
+  private def step(loadedVersion: Long): StateWalk.Step = {
+    val ours = inForce(loadedVersion)
+    val thisDeploy = planned.filter(_.atVersion == loadedVersion)
+    val recorded = ours.orElse {
+      if (loadedVersion == 0) None // a new state: recorded at its first commit
+      else Some(sparkSchemaFile(loadedVersion).getOrElse(
+        throw StoreErrors.noSchemaOfVersion(describe, loadedVersion, dir)))
+    }.map(r => if (thisDeploy.exists(_.sameKey)) underPlannedKeyNames(r) else r)
+    // A registered aggregation's record says so: read outside the query (Spark's reader), it is still one.
+    val registered = migrates.orElse(recorded.filter(_.operator == OperatorKind.Aggregation).map(_ => aggregation))
+    // A group state unchanged since a record of the whole value (Spark's file, statesnap 0.1) is read as one.
+    val readAs = recorded.map(SparkSchemaRecords.asGroupState)
+    def declaredAs(m: Migrates) = declared.record(m.state, StateKind.Value, m.operator, keySchema, m.snapshot,
+      loadedVersion + 1)
+    def stepAs(m: Migrates) = StateWalk.step(ours, readAs, declaredAs(m), StateEncoding.UnsafeRow,
+      describeAs(Some(m)), StoreContext.fixes(id, m.state), planned = starts.getOrElse(Nil))
+    def guarded() = StateWalk.step(ours, recorded, GuardedState.record(id.storeName, keySchema, valueSchema,
+      loadedVersion + 1), StateEncoding.UnsafeRow, describe, StoreContext.fixes(id, id.storeName),
+      hint = (if (!isAggregation) "" else if (starts.isEmpty)
+      " A streaming aggregation that gains or loses aggregates can migrate instead: register a snapshot for state " +
+      s"'${SparkOperator.Aggregation.stateName}' that gives each new aggregate its starting value, or run the " +
+      "query in a session statesnap.configure set up, which starts an aggregate added whole at the deploy " +
+      "(docs/evolution-rules.md)." else " statesnap migrates a streaming aggregation that gains aggregates whole " +
+      "(each starts at the deploy) or loses some; an aggregate only partly new needs the starting values of its " +
+      s"new buffers, registered in a snapshot for state '${SparkOperator.Aggregation.stateName}' " +
+      "(docs/evolution-rules.md).") + (if (!changesKeyOffline) "" else
+      s" ${keyChangeHint(recorded.fold(keySchema)(r => StateDecision.schemaOf(r.keySnapshot)))}"))
+    val byFunction = for {
+      buffers <- thisDeploy.flatMap(_.buffers) if isAggregation && starts.isDefined
+      old <- recorded
+      rules <- rulesByFunction(old)
+    } yield (buffers, old, rules)
+    (registered, byFunction, recorded) match {
+      case (_, Some((buffers, old, rules)), _) => byAggregate(ours, old, buffers, rules, loadedVersion)
+      case (Some(m), _, _) => stepAs(m)
+      case (None, _, _) if isAggregation && starts.isDefined && recorded.exists(r => buffersChange(r)) =>
+        // Buffers that change with nothing registered, in a query whose plan the driver read: they migrate by the
+        // aggregation's rules, an aggregate the deploy adds whole starting from its initial buffer. What those
+        // rules refuse beyond a start (an aggregate only partly new: the start to register) is refused as Spark's
+        // own check refuses it, where it does.
+        val byRules = stepAs(aggregation)
+        byRules.decided match {
+          case refused: StateDecision.Refuse if !refused.onlyStartsMissing =>
+            guarded().refusal.fold(byRules)(spark => byRules.copy(refusal = Some(spark)))
+          case _ => byRules
+        }
+      case (None, _, _) => guarded()
+    }
+  }
 
   /**
    * `recorded` with its key under the names the store declares: the planned query says the key is the recorded one
@@ -287,22 +293,21 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
 
 private[statesnap] object OperatorStateGuard {
   /**
-   * The decision partition 0's store of a single-state operator makes before it opens `version`, made where no store
-   * is open (on the driver before a batch's tasks, [[io.statesnap.query.DriverDecision]]; a rehearsal): throws the
-   * refusal that store would throw, returns the migration the stores will make, if any, and records nothing (the
-   * stores decide again, and record, as they open).
+   * The step partition 0's store of a single-state operator takes before it opens `version`, made where no store
+   * is open (on the driver before a batch's tasks, [[io.statesnap.query.DriverDecision]]; a rehearsal): its refusal
+   * the one that store would throw, and nothing recorded (the stores decide again, and record, as they open).
    */
   def decide(id: StateStoreId, keySchema: StructType, valueSchema: StructType, query: QueryRegistrations,
-      hadoopConf: Configuration, version: Long): Option[SingleStateMigration] =
-    new OperatorStateGuard(id, keySchema, valueSchema, new DeclaredSnapshots(query), hadoopConf).check(version)
+      hadoopConf: Configuration, version: Long): StateWalk.Step =
+    new OperatorStateGuard(id, keySchema, valueSchema, new DeclaredSnapshots(query), hadoopConf).step(version)
 
   /**
    * [[decide]] for each store of operator `operatorId` under `stateRoot` (its key and value schemas by store name), in
-   * the order of their names: the migrations they will make.
+   * the order of their names, each decided as it is read (a store's files are read only once those before it pass).
    */
   def decideStores(stateRoot: String, operatorId: Long, stores: Map[String, (StructType, StructType)],
-      query: QueryRegistrations, hadoopConf: Configuration, version: Long): Seq[SingleStateMigration] =
-    stores.toSeq.sortBy(_._1).flatMap { case (store, (key, value)) =>
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): Iterator[StateWalk.Step] =
+    stores.toSeq.sortBy(_._1).iterator.map { case (store, (key, value)) =>
       decide(StateStoreId(stateRoot, operatorId, 0, store), key, value, query, hadoopConf, version)
     }
 

@@ -12,10 +12,6 @@ import org.apache.spark.sql.types.StructType
  * stores are Spark's) for the offline migration a deploy runs first.
  */
 private[statesnap] object TransformWithStateDecision {
-  /** One variable's step: what its entries are read with, what the new version declares, and the decision. */
-  final case class Decided(variable: TransformWithStateVariable, recorded: StateSnapshotRecord,
-      declared: StateSnapshotRecord, decision: StateDecision)
-
   /** The record variable `state` is declared as in the store version after `loadedVersion`: what it is decided by. */
   def declaredRecord(declared: DeclaredSnapshots, state: String, kind: StateKind, keySchema: StructType,
       valueSchema: StructType, loadedVersion: Long): StateSnapshotRecord =
@@ -25,17 +21,16 @@ private[statesnap] object TransformWithStateDecision {
   /**
    * The step store `id` (partition 0's: every partition holds the same records) takes for each of `variables` as it
    * opens `loadedVersion`, from `records`, what the variables' entries are read with at that version, by state name:
-   * throws the refusal the store would throw. Records nothing. A variable without a record (a new one; on 4.0 and 4.1
-   * one whose entries were adopted from Spark's provider, read with Spark's files) is left to the store.
+   * each refusal the one the store would throw. Records nothing. A variable without a record (a new one; on 4.0 and
+   * 4.1 one whose entries were adopted from Spark's provider, read with Spark's files) is left to the store.
    */
   def decide(id: StateStoreId, variables: Seq[TransformWithStateVariable], records: Map[String, StateSnapshotRecord],
-      query: QueryRegistrations, encoding: StateEncoding, loadedVersion: Long): Seq[Decided] = {
+      query: QueryRegistrations, encoding: StateEncoding, loadedVersion: Long): Seq[StateWalk.Step] = {
     val declared = new DeclaredSnapshots(query)
     variables.flatMap { v =>
       records.get(v.name).map { recorded =>
-        val current = declaredRecord(declared, v.name, v.kind, v.keySchema, v.valueSchema, loadedVersion)
-        Decided(v, recorded, current, StateWalk.decide(Some(recorded), Some(recorded), current, encoding,
-          StoreContext.describeState(id, v.name), StoreContext.fixes(id, v.name)).decided)
+        StateWalk.step(Some(recorded), Some(recorded), declaredRecord(declared, v.name, v.kind, v.keySchema,
+          v.valueSchema, loadedVersion), encoding, StoreContext.describeState(id, v.name), StoreContext.fixes(id, v.name))
       }
     }
   }

@@ -61,17 +61,17 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         // A state its place holds for another operator of the plan (a union's branches swapped) is refused first.
         PlannedOperatorDecision.movedStates(plan, undecided.map { case (w, info) => (w, info.operatorId,
           info.storeVersion) }, query.checkpoint, hadoopConf).foreach { case (_, refusal) => throw refusal }
-        // What the plan tells the stores (what each state means, how a streaming aggregation's aggregates start), in
-        // the conf their RDDs take from this session when the batch executes, after this rule.
+        // Each operator decided in turn, what its state means first, then each state; what the plan tells the stores
+        // (what each state means, how a streaming aggregation's aggregates start) goes in the conf their RDDs take from
+        // this session when the batch executes, after this rule.
         val planned = undecided.foldLeft(query) { case (q, (w, info)) =>
-          PlannedOperatorDecision.planned(plan, w, query.checkpoint, info.operatorId, q, hadoopConf, info.storeVersion)
+          val (told, decision) = PlannedOperatorDecision.operator(plan, w, query.checkpoint, info.operatorId.toInt, q,
+            hadoopConf, info.storeVersion)
+          decision.refusal.foreach(refusal => throw refusal)
+          told
         }
         if (planned != query) SQLConf.get.setConfString(QueryRegistrations.Conf, planned.toJson)
-        undecided.foreach { case (writer, info) =>
-          PlannedOperatorDecision.decide(writer, query.checkpoint, info.operatorId.toInt, planned, hadoopConf,
-            info.storeVersion)
-          decided.add(info.queryRunId -> info.operatorId)
-        }
+        undecided.foreach { case (_, info) => decided.add(info.queryRunId -> info.operatorId) }
         log.info(s"statesnap decided on the driver the states of the query on checkpoint ${query.checkpoint} before " +
           s"version ${undecided.head._2.storeVersion} (operators ${undecided.map(_._2.operatorId).mkString(", ")}) " +
           s"in ${(System.nanoTime() - started) / 1000000} ms")

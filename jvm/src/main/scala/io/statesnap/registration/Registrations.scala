@@ -197,9 +197,11 @@ final case class QueryRegistrations(checkpoint: String, registrations: ScopeRegi
   def withPlanned(operatorId: Long, operator: PlannedOperator): QueryRegistrations =
     copy(planned = planned + (operatorId -> operator))
 
-  /** Refuses the query for what its registrations have wrong (found by the listener as the query started). */
-  def requireValid(): Unit =
-    errors.headOption.foreach(e => throw RegistrationErrors.conflicting(e))
+  /** The refusal of the query for what its registrations have wrong (found by the listener as the query started). */
+  def conflict: Option[StatesnapException] = errors.headOption.map(RegistrationErrors.conflicting)
+
+  /** Throws [[conflict]]. */
+  def requireValid(): Unit = conflict.foreach(e => throw e)
 }
 
 object QueryRegistrations {

@@ -2,10 +2,10 @@ package io.statesnap.tools
 
 import scala.jdk.CollectionConverters._
 
-import io.statesnap.checkpoint.{CheckpointReader, PlannedOperatorDecision, StoppedCheckpoint}
+import io.statesnap.checkpoint.{CheckpointReader, OperatorDecision, PlannedOperatorDecision, StoppedCheckpoint}
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
-import io.statesnap.provider.TransformWithStateDecision
+import io.statesnap.provider.StateWalk
 import io.statesnap.registration.{QueryRegistrations, QueryStates, Registrations, SparkOperatorCheck}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -41,7 +41,7 @@ object Rehearsal {
       private[statesnap] val offline: Option[OfflineStep] = None)
 
   /** The states of a transformWithState operator that migrate offline, as decided at store `version`. */
-  private[statesnap] final case class OfflineStep(version: Long, states: Seq[TransformWithStateDecision.Decided])
+  private[statesnap] final case class OfflineStep(version: Long, states: Seq[StateWalk.Step])
 
   /**
    * The rehearsal of every stateful operator of the new version, and what a deploy does with it: the checkpoint
@@ -81,20 +81,21 @@ object Rehearsal {
       loads.get(id) match {
         case None => outcome(StartsEmpty, Seq("the checkpoint holds no state of this operator"))
         case Some(version) =>
-          try {
-            registered.requireValid()
-            val planned = PlannedOperatorDecision.planned(plan, writer, qualified, id, registered, hadoopConf, version)
-            PlannedOperatorDecision.decide(writer, qualified, id, planned, hadoopConf, version) match {
-              case None => outcome(NotRehearsed, Seq("its stores decide each of its states as the query restarts"))
-              case Some(migrations) if migrations.isEmpty => outcome(AsIs, Nil)
-              case Some(migrations) =>
-                val changes = migrations.flatMap(m => m.changes.map(c => s"state '${m.state}': $c"))
-                if (!migratesOffline(operator)) outcome(Migrates, changes)
-                else outcome(MigratesOffline, changes :+ OfflineAdvice,
-                  Some(OfflineStep(version, migrations.flatMap(_.variable))))
-            }
-          } catch {
-            case e: StatesnapException => outcome(Refused, Seq(e.getMessage))
+          // A refusal is the decision's; a checkpoint file it cannot read refuses the restart too.
+          val decision = try registered.conflict.fold(PlannedOperatorDecision.operator(plan, writer, qualified, id,
+            registered, hadoopConf, version)._2)(OperatorDecision.Refused) catch {
+            case e: StatesnapException => OperatorDecision.Refused(e)
+          }
+          decision match {
+            case OperatorDecision.Refused(e) => outcome(Refused, Seq(e.getMessage))
+            case OperatorDecision.Unjudged =>
+              outcome(NotRehearsed, Seq("its stores decide each of its states as the query restarts"))
+            case decided: OperatorDecision.Decided if decided.migrating.isEmpty => outcome(AsIs, Nil)
+            case decided: OperatorDecision.Decided =>
+              val changes = decided.migrating.flatMap(state =>
+                state.decided.changes.map(c => s"state '${state.current.stateName}': $c"))
+              if (!migratesOffline(operator)) outcome(Migrates, changes)
+              else outcome(MigratesOffline, changes :+ OfflineAdvice, Some(OfflineStep(version, decided.migrating)))
           }
       }
     }
