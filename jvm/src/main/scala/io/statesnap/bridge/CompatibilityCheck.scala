@@ -49,8 +49,8 @@ object CompatibilityCheck {
     val changes: java.util.List[String] = decided.changes.asJava
     /** Why it is refused, one line per field (empty unless it is refused). */
     val problems: java.util.List[String] = (decided match {
-      case StateDecision.Refuse(errorClass, Nil, message, _) => Seq(s"[$errorClass] the state $message")
-      case StateDecision.Refuse(_, problems, _, _) => problems.map(_.describeAs(fixes))
+      case StateDecision.Refuse(errorClass, Nil, message, _, _) => Seq(s"[$errorClass] the state $message")
+      case StateDecision.Refuse(_, problems, _, _, _) => problems.map(_.describeAs(fixes))
       case _ => Nil
     }).asJava
     /** The decision and the mode in force, as a report's headline says them. */

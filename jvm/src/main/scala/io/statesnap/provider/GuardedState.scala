@@ -1,7 +1,7 @@
 package io.statesnap.provider
 
 import io.statesnap.StatesnapException
-import io.statesnap.evolution.{FixFormat, ProblemAt, SchemaProblem}
+import io.statesnap.evolution.{FixFormat, ProblemAt}
 import io.statesnap.snapshot._
 import org.apache.spark.sql.types.StructType
 
@@ -21,15 +21,15 @@ private[provider] object GuardedState {
 
   /**
    * The error refusing a guarded state's key or value schema, as [[StateDecision]] decides for a state of a guarded
-   * operator (`problems` say which part changed); `hint` ends it; a key change's fix written as `fixes` says.
+   * operator (`refused.problems` say which part changed); `hint` ends it; a key change's fix written as `fixes` says.
    */
-  def refusal(recorded: StateSnapshotRecord, current: StateSnapshotRecord, problems: Seq[SchemaProblem],
+  def refusal(recorded: StateSnapshotRecord, current: StateSnapshotRecord, refused: StateDecision.Refuse,
       describe: String, hint: String, fixes: FixFormat): StatesnapException = {
     val (oldKey, oldValue) = (StateDecision.schemaOf(recorded.keySnapshot),
       StateDecision.schemaOf(recorded.valueSnapshot))
     val (keySchema, valueSchema) = (StateDecision.schemaOf(current.keySnapshot),
       StateDecision.schemaOf(current.valueSnapshot))
-    val changed = problems.map(_.at match {
+    val changed = refused.problems.map(_.at match {
       case ProblemAt.Key => "key"
       case ProblemAt.Value => "value"
       case other => other.describe
@@ -38,8 +38,8 @@ private[provider] object GuardedState {
       s"Recorded value: ${oldValue.simpleString}\nNew value:      ${valueSchema.simpleString}\nNothing was read or " +
       "rewritten. Fix: "
     // A key under other names is another key (KeyNames), which a key change makes.
-    KeyNames.renamed(recorded, current).headOption.fold(StoreErrors.guardedStateChanged(changed, describe, schemas,
-      hint))(renamed => StoreErrors.anotherKey(describe, renamed.reason, schemas,
+    refused.problems.headOption.filter(_ => refused.keyRenamed).fold(StoreErrors.guardedStateChanged(changed,
+      describe, schemas, hint))(renamed => StoreErrors.anotherKey(describe, renamed.reason, schemas,
       renamed.fixAs(fixes)))
   }
 }

@@ -37,10 +37,11 @@ private[statesnap] object StateDecision {
       keyMigration: Option[RowMigration] = None) extends StateDecision
   /**
    * Refused before any write: `errorClass` and the field-level `problems`, or a whole `message`; `spark`: what Spark's
-   * own check says of the same change where it refuses it too (its error class and first sentence).
+   * own check says of the same change where it refuses it too (its error class and first sentence); `keyRenamed`: the
+   * problem is a key under other names ([[KeyNames]]), which a guarded state's refusal words as another key.
    */
   final case class Refuse(errorClass: String, problems: Seq[SchemaProblem], message: String,
-      spark: Option[String] = None) extends StateDecision {
+      spark: Option[String] = None, keyRenamed: Boolean = false) extends StateDecision {
     /**
      * Whether all it refuses is that new fields lack a starting value (every problem about a field the recorded
      * state does not have): a streaming aggregation's buffers that only its registration can start, as against a
@@ -86,7 +87,7 @@ private[statesnap] object StateDecision {
       Refuse(UnsupportedConfiguration, Nil, "changes its map user key, which statesnap migrates for " +
         "UnsafeRow-encoded state only, not Avro-encoded (spark.sql.streaming.stateStore.encodingFormat=avro): keep " +
         "the user key as it was, or move the map to a new state name.")
-    case (refused @ Refuse(IncompatibleStateSchema, _, _, _), Some(old)) =>
+    case (refused @ Refuse(IncompatibleStateSchema, _, _, _, _), Some(old)) =>
       refused.copy(spark = StatesnapSparkRefusal.of(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot),
         schemaOf(old.valueSnapshot), schemaOf(current.valueSnapshot), encoding == StateEncoding.Avro))
     case (decided, _) => decided
@@ -94,58 +95,63 @@ private[statesnap] object StateDecision {
 
   /** The decision for UnsafeRow bytes, which are read by field position. */
   private def decideLayout(recorded: Option[StateSnapshotRecord], current: StateSnapshotRecord,
-      planned: Seq[AggregateStart]): StateDecision = recorded match {
-    case None if current.operator.migrates =>
-      // A migration matches fields by name; a guarded state's fields are only ever compared by position.
-      val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
-      if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
-    case None => Record(current)
-    case Some(old) if KeyNames.renamed(old, current).nonEmpty =>
-      Refuse(IncompatibleStateSchema, KeyNames.renamed(old, current), "")
-    case Some(old) if !current.operator.migrates =>
-      // A state statesnap guards but never migrates: what Spark's own check (off for the query) would refuse.
-      val changed = Seq((ProblemAt.Key, old.keySnapshot, current.keySnapshot),
-        (ProblemAt.Value, old.valueSnapshot, current.valueSnapshot)).collect {
-        case (part, o, n) if !StatesnapSparkSchemaCheck.compatible(schemaOf(o), schemaOf(n)) =>
-          SchemaProblem(part, ProblemSide.of(schemaOf(o)), ProblemSide.of(schemaOf(n)), "changed in a way Spark's " +
-            "own state schema check refuses (fields are compared by position and type; names may change), and " +
-            s"statesnap does not migrate the state of ${current.operator} operators", "keep the operator's state as it was: " +
-            "the same grouping or join keys, aggregate functions and deduplication columns, with the same types")
-      }
-      if (changed.isEmpty) AsIs else Refuse(IncompatibleStateSchema, changed, "")
-    case Some(old) if old.kind != current.kind =>
-      Refuse(StateKindChanged, Nil, s"was written as ${old.kind.name} state and is now declared as " +
-        s"${current.kind.name} state. statesnap does not convert between kinds: keep it a ${old.kind.name} state, " +
-        "or use a new state name (and deleteIfExists the old one).")
-    case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot))
-        && !MapUserKeys.onlyUserKeyChanged(old, current) =>
-      val rekey = if (current.operator == OperatorKind.Guarded) None
-        else Some(SameKey.changeKeyFix(KeyNames.groupingColumns(old), KeyNames.groupingColumns(current), None))
-      Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
-        ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed; keys identify entries and place " +
-          "them in partitions", "keep the grouping key as it was" +
-          rekey.fold("")(fix => s". ${OperatorStateGuard.changeKeyHint(fix)}"), rekey = rekey)), "")
-    case Some(old) =>
-      // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
-      val mode = current.compatibility.orElse(old.compatibility)
-      val next = old.succeededBy(current.copy(compatibility = mode))
-      val keys = MapUserKeys.migration(old, current, mode.getOrElse(CompatibilityMode.Default))
-      val values = current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
-        ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default), current.operator.added match {
-          case AddedFields.AggregateBuffers(_) => AddedFields.AggregateBuffers(planned)
-          case added => added
-        }))
-      def unchangedValues = RowMigration.unchanged(schemaOf(current.valueSnapshot).length)
-      (keys, values) match {
-        case (Left(keyProblems), Incompatible(problems)) => Refuse(IncompatibleStateSchema, keyProblems ++ problems, "")
-        case (Left(keyProblems), _) => Refuse(IncompatibleStateSchema, keyProblems, "")
-        case (_, Incompatible(problems)) => Refuse(IncompatibleStateSchema, problems, "")
-        case (Right(keyMigration), CompatibleAfterMigration(migration)) => Migrate(migration, next, keyMigration)
-        case (Right(Some(keyMigration)), _) => Migrate(unchangedValues, next, Some(keyMigration))
-        case (Right(None), CompatibleWithReconfiguredSerializer) => Record(next)
-        case (Right(None), CompatibleAsIs) if mode != old.compatibility => Record(old.copy(compatibility = mode))
-        case (Right(None), CompatibleAsIs) => AsIs
-      }
+      planned: Seq[AggregateStart]): StateDecision = {
+    val renamed = recorded.fold(Seq.empty[SchemaProblem])(KeyNames.renamed(_, current))
+    recorded match {
+      case None if current.operator.migrates =>
+        // A migration matches fields by name; a guarded state's fields are only ever compared by position.
+        val problems = RowSchemaEvolution.duplicateNames(schemaOf(current.valueSnapshot), "declared")
+        if (problems.nonEmpty) Refuse(IncompatibleStateSchema, problems, "") else Record(current)
+      case None => Record(current)
+      case Some(_) if renamed.nonEmpty => Refuse(IncompatibleStateSchema, renamed, "", keyRenamed = true)
+      case Some(old) if !current.operator.migrates =>
+        // A state statesnap guards but never migrates: what Spark's own check (off for the query) would refuse.
+        val changed = Seq((ProblemAt.Key, old.keySnapshot, current.keySnapshot),
+          (ProblemAt.Value, old.valueSnapshot, current.valueSnapshot)).collect {
+          case (part, o, n) if !StatesnapSparkSchemaCheck.compatible(schemaOf(o), schemaOf(n)) =>
+            SchemaProblem(part, ProblemSide.of(schemaOf(o)), ProblemSide.of(schemaOf(n)), "changed in a way " +
+              "Spark's own state schema check refuses (fields are compared by position and type; names may change), " +
+              s"and statesnap does not migrate the state of ${current.operator} operators", "keep the operator's " +
+              "state as it was: the same grouping or join keys, aggregate functions and deduplication columns, with " +
+              "the same types")
+        }
+        if (changed.isEmpty) AsIs else Refuse(IncompatibleStateSchema, changed, "")
+      case Some(old) if old.kind != current.kind =>
+        Refuse(StateKindChanged, Nil, s"was written as ${old.kind.name} state and is now declared as " +
+          s"${current.kind.name} state. statesnap does not convert between kinds: keep it a ${old.kind.name} state, " +
+          "or use a new state name (and deleteIfExists the old one).")
+      case Some(old) if !StatesnapSparkSchemaCheck.compatible(schemaOf(old.keySnapshot), schemaOf(current.keySnapshot))
+          && !MapUserKeys.onlyUserKeyChanged(old, current) =>
+        val rekey = if (current.operator == OperatorKind.Guarded) None
+          else Some(SameKey.changeKeyFix(KeyNames.groupingColumns(old), KeyNames.groupingColumns(current), None))
+        Refuse(IncompatibleStateSchema, Seq(SchemaProblem(ProblemAt.Key, ProblemSide.of(schemaOf(old.keySnapshot)),
+          ProblemSide.of(schemaOf(current.keySnapshot)), "the key schema changed; keys identify entries and place " +
+            "them in partitions", "keep the grouping key as it was" +
+            rekey.fold("")(fix => s". ${OperatorStateGuard.changeKeyHint(fix)}"), rekey = rekey)), "")
+      case Some(old) =>
+        // What the application declares now wins; otherwise the mode the state was recorded with stays in force.
+        val mode = current.compatibility.orElse(old.compatibility)
+        val next = old.succeededBy(current.copy(compatibility = mode))
+        val keys = MapUserKeys.migration(old, current, mode.getOrElse(CompatibilityMode.Default))
+        val values = current.valueSnapshot.resolveSchemaCompatibility(old.valueSnapshot,
+          ResolutionContext(old.earlierSchemas, mode.getOrElse(CompatibilityMode.Default),
+            current.operator.added match {
+              case AddedFields.AggregateBuffers(_) => AddedFields.AggregateBuffers(planned)
+              case added => added
+            }))
+        def unchangedValues = RowMigration.unchanged(schemaOf(current.valueSnapshot).length)
+        (keys, values) match {
+          case (Left(keyProblems), Incompatible(problems)) =>
+            Refuse(IncompatibleStateSchema, keyProblems ++ problems, "")
+          case (Left(keyProblems), _) => Refuse(IncompatibleStateSchema, keyProblems, "")
+          case (_, Incompatible(problems)) => Refuse(IncompatibleStateSchema, problems, "")
+          case (Right(keyMigration), CompatibleAfterMigration(migration)) => Migrate(migration, next, keyMigration)
+          case (Right(Some(keyMigration)), _) => Migrate(unchangedValues, next, Some(keyMigration))
+          case (Right(None), CompatibleWithReconfiguredSerializer) => Record(next)
+          case (Right(None), CompatibleAsIs) if mode != old.compatibility => Record(old.copy(compatibility = mode))
+          case (Right(None), CompatibleAsIs) => AsIs
+        }
+    }
   }
 
   def schemaOf(snapshot: StateSerializerSnapshot): StructType = snapshot.restoreSerializer().schema

@@ -70,7 +70,7 @@ private[statesnap] object StateWalk {
     val decided = StateDecision.decide(recorded, current, encoding, planned)
     val refusal = decided match {
       case refuse: StateDecision.Refuse => Some(recorded.filter(_ => !current.operator.migrates)
-        .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse.problems,
+        .fold(refuse.error(describe, recorded, current, fixes))(GuardedState.refusal(_, current, refuse,
           describe, hint, fixes)))
       case _ => None
     }
