@@ -73,8 +73,7 @@ def test_the_graph_sees_a_dependency_through_code_not_comments():
 # and the decision's refusal, which builds its own (StateDecision.Refuse.error: field-level problems, the schemas).
 FACTORIES = {"StatesnapException.scala", "CheckpointFile.scala", "StateDecision.scala"}
 # An error built anywhere else: statesnap's own, or a JVM exception carrying a message of its own.
-INLINE_ERROR = re.compile(r"new StatesnapException\(|throw new (?:IllegalArgument|IllegalState|UnsupportedOperation|"
-                          r"Runtime)Exception\(")
+INLINE_ERROR = re.compile(r"new (?:Statesnap|IllegalArgument|IllegalState|UnsupportedOperation|Runtime)Exception\(")
 
 
 def inline_errors() -> list[str]:
@@ -98,9 +97,11 @@ def test_the_factory_rule_sees_an_inline_error(tmp_path, monkeypatch):
     copy = tmp_path / "main"
     shutil.copytree(ROOT, copy)
     planted = copy / "scala" / "io" / "statesnap" / "tools" / "Release.scala"
-    planted.write_text(planted.read_text() + 'object P { def f(): Nothing = throw new IllegalStateException("x") }')
+    planted.write_text(planted.read_text() + 'object P { def f(): Nothing = throw new IllegalStateException("x")\n'
+                       '  def g(): Option[Int] = None.orElse(throw\n    new UnsupportedOperationException("y")) }')
     monkeypatch.setattr(sys.modules[__name__], "ROOT", copy)
-    assert inline_errors() == ["scala/io/statesnap/tools/Release.scala: throw new IllegalStateException("]
+    assert inline_errors() == ["scala/io/statesnap/tools/Release.scala: new IllegalStateException(",
+                               "scala/io/statesnap/tools/Release.scala: new UnsupportedOperationException("]
 
 
 def test_a_tools_refusal_is_worded_in_its_areas_factory():

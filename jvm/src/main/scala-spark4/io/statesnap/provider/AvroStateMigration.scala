@@ -1,5 +1,6 @@
 package io.statesnap.provider
 
+import io.statesnap.StatesnapErrors
 import io.statesnap.evolution.{FixFormat, RowMigration}
 import io.statesnap.snapshot.{StateKind, StateSnapshotRecord}
 import org.apache.spark.sql.execution.streaming.state.{StatesnapAvroSchemas, StatesnapValueRewriter}
@@ -44,7 +45,7 @@ private[statesnap] object AvroStateMigration {
       recorded, decided) }
     val sources = decisions.collect { case (id, Right(s)) => id -> s }
     val refused = decisions.collect { case (id, Left(refusal)) => id -> refusal }.toMap
-    if (sources.isEmpty) throw refused.values.headOption.getOrElse(new IllegalStateException(s"$describe: Spark's " +
+    if (sources.isEmpty) throw refused.values.headOption.getOrElse(StatesnapErrors.internal(s"$describe: Spark's " +
       "schema files list no value schema for it"))
     log.info(s"statesnap: $describe is Avro-encoded under schema ids ${written.map(_._1).mkString(", ")}; its " +
       s"entries are rewritten to ${valueSchema.simpleString} under schema id $target")

@@ -4,7 +4,7 @@ import java.util.UUID
 
 import scala.util.control.NonFatal
 
-import io.statesnap.ProviderClasses
+import io.statesnap.{ProviderClasses, StatesnapErrors}
 import io.statesnap.evolution.FixFormat
 import io.statesnap.provider.{ColumnFamilyMigration, DeclaredSnapshots, MigrationGate, MigrationProbe, StateDecision,
   StateEncoding, StateWalk}
@@ -88,7 +88,7 @@ private[tools] object PartitionRewrite {
     val step = StateWalk.decide(Some(recorded), Some(recorded), declared, StateEncoding.of(avro.isDefined), describe,
       FixFormat.CommandLine())
     val source = step.rewrite.getOrElse(throw
-      new IllegalStateException(s"$describe: the driver decided to migrate, this task ${step.decided}"))
+      StatesnapErrors.internal(s"$describe: the driver decided to migrate, this task ${step.decided}"))
     val list = declared.kind == StateKind.List
     store.createColFamilyIfAbsent(rewrite.state, rewrite.keySchema, source.layout, rewrite.keySpec,
       useMultipleValuesPerKey = list)

@@ -1,5 +1,6 @@
 package io.statesnap.meaning
 
+import io.statesnap.CheckpointFile
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -115,5 +116,5 @@ object OperatorMeaning {
   }
 
   // Read through CheckpointFile.read, which names the file in the error it makes of this.
-  private def invalid(why: String) = new IllegalArgumentException(why)
+  private def invalid(why: String) = CheckpointFile.malformed(why)
 }
