@@ -663,13 +663,14 @@ def test_a_crash_during_repartition_leaves_no_query_restarting_until_it_runs_aga
 @pytest.mark.slow
 @pytest.mark.skipif(not PINNED, reason="transformWithState on statesnap's provider: the pinned minor (4.2+ refuses it "
                     "a custom provider); the protocol's every step is the aggregation's, above, on every minor")
-@pytest.mark.parametrize("step", ["store", "commit"])
+@pytest.mark.parametrize("step", ["store"])
 def test_a_crash_while_column_family_stores_move_rolls_back_or_finishes(spark, session_for, tmp_path, cli,
                                                                         shared_control, step):
     """A transformWithState operator's stores (a family per variable, TTL index and counter) go through the same
-    protocol, 2 -> 5 partitions: killed after its first store is written, the next run rolls the batch back and moves
-    the state again; killed after the batch's commit, the next run finishes it. Either way every entry is committed
-    once, byte for byte, where Spark looks for its id, and the query reads what a control that never moved reads."""
+    protocol, 2 -> 5 partitions: killed after its first store is written (its families part-written), the next run
+    rolls the batch back and moves the state again (finishing after the commit is the protocol's, the same for every
+    store: the aggregation's above); every entry is committed once, byte for byte, where Spark looks for its id, and
+    the query reads what a control that never moved reads."""
     session_for("statesnap", False)
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
     runs = [[(k, 10 * i, "set") for i, k in enumerate(KEYS)], [(k, 10 * i + 3, "set") for i, k in enumerate(KEYS[::2])],
@@ -798,11 +799,10 @@ MOVES = {"adopt": (["adopt"], "statesnap.adopt.interrupted.RunStatesnapAdoptAgai
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tool, step", [
-    # Rolled back and finished on the pinned minor; elsewhere each tool one way (the crash tests of repartition run the
-    # same protocol).
+    # Each tool one way, rolled back (adopt) or finished (release): the crash tests of repartition run every step of
+    # the same protocol; what differs here is each provider's files, written and left.
     pytest.param("adopt", "store", marks=pytest.mark.skipif(SAMPLED, reason="sampled on this minor")),
-    pytest.param("adopt", "retired", marks=ONLY_ON_PINNED),
-    pytest.param("release --provider hdfs", "store", marks=ONLY_ON_PINNED), ("release --provider hdfs", "retired")])
+    ("release --provider hdfs", "retired")])
 def test_a_crash_during_a_move_between_providers_rolls_back_or_finishes(spark, session_for, tmp_path, cli,
                                                                         shared_control, tool, step):
     """adopt of Spark's default provider, and release to it: a crash after a first store of the other provider was
