@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import io.statesnap.StatesnapException
 import io.statesnap.evolution.{ChangeKeyFix, RowMigration, Rules, SchemaProblem, SqlSettings}
-import io.statesnap.meaning.{AggregateMatch, RecordedMeanings, SameKey}
+import io.statesnap.meaning.{AggregateMatch, SameKey}
 import io.statesnap.registration.{QueryRegistrations, QueryStates, SparkOperator}
 import io.statesnap.snapshot._
 import org.apache.hadoop.conf.Configuration
@@ -225,34 +225,24 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
   override def write(record: StateSnapshotRecord): Unit = pending = Some(record)
 
   /**
-   * After `version` committed: records what resolution decided, and drops records after it; partition 0 records what
-   * the planned query says the state means with the first version of a deploy that changes it.
+   * After `version` committed: describes the state as resolution decided it ([[SingleStateDescription]]: the record,
+   * Spark's file by partition 0), with what the planned query says the state means from the first version of a deploy
+   * that changes it.
    */
   def committed(version: Long): Unit = {
-    recordMeaning(version)
-    recordPending(version)
-  }
-
-  private def recordMeaning(version: Long): Unit =
-    planned.filter(p => p.record && p.atVersion + 1 == version && id.partitionId == 0 &&
-        id.storeName == StateStoreId.DEFAULT_STORE_NAME).foreach { p =>
-      val file = RecordedMeanings.write(id.checkpointRootLocation, id.operatorId, version, p.meaning, hadoopConf)
-      log.info(s"statesnap: recorded what the state of operator ${id.operatorId} means (${p.meaning.describe}) in " +
-        s"$file")
+    val meaning = planned.filter(p => p.record && p.atVersion + 1 == version).map(_.meaning)
+    val next = pending
+    val written = SingleStateDescription.write(id, version, SingleStateDescription.Described(next, meaning,
+      next.map(_ => (keySchema, valueSchema))), hadoopConf)
+    written.meaning.foreach(file => log.info(s"statesnap: recorded what the state of operator ${id.operatorId} " +
+      s"means (${meaning.get.describe}) in $file"))
+    written.record.foreach { path =>
+      pending = None
+      matchedFrom = Some(version)
+      log.info(s"statesnap: recorded the state schema of $describe in $path")
     }
-
-  private def recordPending(version: Long): Unit = pending.foreach { next =>
-    val path = OperatorRecordFiles.file(dir, version)
-    RecordWriter.toFile(path, next, version, hadoopConf)
-    OperatorRecordFiles.versions(fs, dir).filter(_ > version)
-      .foreach(v => fm.delete(OperatorRecordFiles.file(dir, v)))
-    pending = None
-    matchedFrom = Some(version)
-    log.info(s"statesnap: recorded the state schema of $describe in $path")
-    if (id.partitionId == 0) {
-      SparkSchemaFileHistory.update(id, keySchema, valueSchema, version, hadoopConf)
-        .foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of $describe"))
-    }
+    written.sparkSchemaFile.foreach(file => log.info(s"statesnap: Spark's schema file $file now says the schemas of " +
+      describe))
   }
 
   /** What Spark's schema file said for the bytes of `version` (partition 0 may have rewritten it since). */

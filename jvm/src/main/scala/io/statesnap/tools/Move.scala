@@ -6,8 +6,7 @@ import io.statesnap.checkpoint.{CheckpointRecords, QuerySink, StoppedCheckpoint,
   TransformWithStateRecords}
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
-import io.statesnap.meaning.RecordedMeanings
-import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, RecordWriter, SparkSchemaFileHistory}
+import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, RecordWriter, SingleStateDescription}
 import io.statesnap.snapshot.RecordFamily
 import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.SparkSession
@@ -181,34 +180,28 @@ private[tools] object Move {
     }
 
   /**
-   * For each operator whose key changes: statesnap's record in force of each store (where statesnap keeps one) and
-   * Spark's schema file of the operator say the new key (and values) from the version the job writes on (the old ones
-   * stay in force for the versions before it, and in the record's history; Spark's file's old content kept by
-   * [[SparkSchemaFileHistory]]), and what the new version's plan says the state means ([[RecordedMeanings]]);
-   * removed by [[rollBack]] with the batch.
+   * For each operator whose key changes, each store's description ([[SingleStateDescription]]) from the version the
+   * job writes on: statesnap's record in force (where statesnap keeps one) and Spark's schema file say the new key
+   * (and values), the old ones in force for the versions before it (in the record's history; Spark's file's old
+   * content kept), and what the new version's plan says the state means; removed by [[removeWritten]] with the batch.
    */
   private def recordNewKeys(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
     val stateRoot = new Path(checkpoint.root, "state").toString
     val version = plan.batch + 2
-    for (o <- plan.operators if o.keyChange.nonEmpty; meaning <- o.meaning) {
-      RecordedMeanings.write(stateRoot, o.id, version, meaning, checkpoint.hadoopConf)
-    }
     for (o <- plan.operators; change <- o.keyChange; store <- o.stores) {
       val root = OperatorRecordFiles.root(stateRoot, o.id)
       o.targets(plan.to).foreach { p =>
         val dir = OperatorRecordFiles.dir(root, p, store.name)
-        OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, p, store.name), version - 1)
-          .map(OperatorRecordFiles.read(checkpoint.fs, _)).foreach { record =>
-            val rekeyed = RecordWriter.rekeyed(record, change.newKey,
-              Some(change.newValue).filter(_ => change.buffers.nonEmpty), version)
-            RecordWriter.toFile(OperatorRecordFiles.file(dir, version), rekeyed, version, checkpoint.hadoopConf)
-          }
+        val record = OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, p, store.name),
+          version - 1).map(OperatorRecordFiles.read(checkpoint.fs, _)).map(RecordWriter.rekeyed(_, change.newKey,
+            Some(change.newValue).filter(_ => change.buffers.nonEmpty), version))
+        // A transformWithState store's states are its families, Spark's files of them its operator metadata.
+        SingleStateDescription.write(StateStoreId(stateRoot, o.id, p, store.name), version,
+          SingleStateDescription.Described(record, o.meaning,
+            Some(change.newKey -> change.newValue).filter(_ => !store.columnFamilies)), checkpoint.hadoopConf)
       }
-      // A transformWithState store's states are its families, Spark's files of them its operator metadata.
       if (store.columnFamilies) TransformWithStateRecords.appendBatch(stateRoot, o.id, plan.batch + 1,
         RepartitionPlan.rekeyed(store, change).layouts.filter(_.name != RecordFamily.Name), checkpoint.hadoopConf)
-      else SparkSchemaFileHistory.update(StateStoreId(stateRoot, o.id, 0, store.name), change.newKey,
-        change.newValue, version, checkpoint.hadoopConf)
     }
   }
 
@@ -330,14 +323,10 @@ private[tools] object Move {
       }
       val records = OperatorRecordFiles.root(stateRoot.toString, op)
       recordsOfPartitionsFrom(checkpoint, records, from).foreach(checkpoint.fs.delete(_, true))
-      // A key change's records, meaning and Spark's schema file as of the version never committed.
-      for (p <- 0 until from; store <- "default" +: checkpoint.namedStores(op, 0)) {
-        checkpoint.fs.delete(OperatorRecordFiles.file(OperatorRecordFiles.dir(records, p, store), batch + 1), false)
+      // A key change's descriptions as of the version never committed.
+      for (p <- 0 until from; store <- (StateStoreId.DEFAULT_STORE_NAME +: checkpoint.namedStores(op, 0)).distinct) {
+        SingleStateDescription.remove(StateStoreId(stateRoot.toString, op, p, store), batch + 1, checkpoint.hadoopConf)
       }
-      checkpoint.fs.delete(new Path(RecordedMeanings.dir(stateRoot.toString, op), s"${batch + 1}.json"), false)
-      (StateStoreId.DEFAULT_STORE_NAME +: checkpoint.namedStores(op, 0)).distinct.foreach(store =>
-        SparkSchemaFileHistory.restore(StateStoreId(stateRoot.toString, op, 0, store), batch + 1,
-          checkpoint.hadoopConf))
       if (transforms.contains(op)) TransformWithStateRecords.removeBatch(
         stateRoot.toString, op, batch, checkpoint.hadoopConf)
     }
