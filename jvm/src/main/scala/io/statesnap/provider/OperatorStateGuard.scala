@@ -85,12 +85,18 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
       pending = None
       decided.next.foreach(write)
       if (decided.next.isEmpty) matchedFrom = Some(loadedVersion)
-      decided.rewrite.map(from => SingleStateMigration(decided.current.stateName, from.migration, from.layout,
-        valueSchema))
+      migrationOf(decided)
     }
 
-  /** The step of the state as the store opens `loadedVersion`, its refusal a value; records nothing. */
-  private def step(loadedVersion: Long): StateWalk.Step = {
+  /** The migration of every entry `step` makes before the store is used, if any. */
+  def migrationOf(step: StateWalk.Step): Option[SingleStateMigration] =
+    step.rewrite.map(from => SingleStateMigration(step.current.stateName, from.migration, from.layout, valueSchema))
+
+  /**
+   * The step of the state as the store opens `loadedVersion`, its refusal a value; records nothing (a store that reads
+   * only, outside a query, asks it: [[SingleStateProvider]]).
+   */
+  def step(loadedVersion: Long): StateWalk.Step = {
     val ours = inForce(loadedVersion)
     val thisDeploy = planned.filter(_.atVersion == loadedVersion)
     val recorded = ours.orElse {

@@ -130,13 +130,14 @@ private[provider] abstract class SingleStateProvider extends StateStoreProvider 
    * decision without them makes of it (a rename the query registered is, without its rule, a likely rename).
    */
   protected def refuseOnRead(version: Long): Unit = {
-    val migration = try beforeLoading(version) catch {
-      case e: StatesnapException if e.errorClass == StatesnapException.IncompatibleStateSchema =>
-        throw migratedSince(version).getOrElse(e)
-    }
-    migration.foreach { m =>
-      throw StoreErrors.readNeedsMigration(version, context.describeState(m.state), m.oldValueSchema.simpleString,
-        m.newValueSchema.simpleString)
+    verifyRegistrations(version)
+    context.guard.foreach { guard =>
+      val step = guard.step(version)
+      step.refusal.foreach(refused => throw migratedSince(version).getOrElse(refused))
+      guard.migrationOf(step).foreach { m =>
+        throw StoreErrors.readNeedsMigration(version, context.describeState(m.state), m.oldValueSchema.simpleString,
+          m.newValueSchema.simpleString)
+      }
     }
   }
 
