@@ -39,8 +39,8 @@ object PlannedOperatorDecision {
    * [[OperatorDecision.Unjudged]] where the plan or the checkpoint does not say enough and the stores decide alone:
    * an operator whose stores' schemas the plan does not give (a join on 3.5, a global limit).
    */
-  private def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int, query: QueryRegistrations,
-      hadoopConf: Configuration, version: Long): OperatorDecision =
+  private def decide(writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
+      query: QueryRegistrations, hadoopConf: Configuration, version: Long): OperatorDecision =
     NewQueryOperators.storeSchemas(writer).map(stores => OperatorDecision.of(
       OperatorStateGuard.decideStores(stateRoot(checkpoint), operatorId, stores, query, hadoopConf, version)))
       .orElse(transformWithState(writer, checkpoint, operatorId, query, hadoopConf, version)
@@ -107,11 +107,12 @@ object PlannedOperatorDecision {
   private def planned(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Long,
       query: QueryRegistrations, hadoopConf: Configuration,
       version: Long): Either[StatesnapException, QueryRegistrations] =
-    PlannedMeaning.of(plan, writer).fold[Either[StatesnapException, QueryRegistrations]](Right(query))(now =>
-      MeaningDecision.decide(stateRoot(checkpoint), operatorId, version, now, hadoopConf,
+    (PlannedMeaning.of(plan, writer) match {
+      case None => Right(query)
+      case Some(now) => MeaningDecision.decide(stateRoot(checkpoint), operatorId, version, now, hadoopConf,
         s"operator $operatorId (${now.operator}, checkpoint $checkpoint)", checkpoint)
-        .map(query.withPlanned(operatorId, _)))
-      .map(withStarts(plan, writer, operatorId, _))
+        .map(query.withPlanned(operatorId, _))
+    }).map(withStarts(plan, writer, operatorId, _))
 
   /**
    * The refusal of a plan whose operators (each writer of `plan` with its id and the version its stores load) would

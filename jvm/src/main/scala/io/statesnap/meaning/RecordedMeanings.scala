@@ -19,22 +19,26 @@ object RecordedMeanings {
   def dir(stateRoot: String, operatorId: Long): Path =
     new Path(new Path(new Path(new Path(stateRoot), operatorId.toString), "_statesnap"), "meaning")
 
+  /** The meaning of operator `operatorId` in force from `version` on. */
+  def file(stateRoot: String, operatorId: Long, version: Long): Path =
+    new Path(dir(stateRoot, operatorId), s"$version.json")
+
   /** The meaning in force at `version` of operator `operatorId` under `stateRoot`, and the version it is from. */
   def inForce(stateRoot: String, operatorId: Long, version: Long,
       hadoopConf: Configuration): Option[(Long, OperatorMeaning)] = {
-    val at = dir(stateRoot, operatorId)
-    versions(at, hadoopConf).filter(_ <= version).lastOption.map(v => v -> read(new Path(at, s"$v.json"), hadoopConf))
+    versions(dir(stateRoot, operatorId), hadoopConf).filter(_ <= version).lastOption
+      .map(v => v -> read(file(stateRoot, operatorId, v), hadoopConf))
   }
 
   /** Records `meaning` in force from `version` on, and removes any recorded for a later version (never committed). */
   def write(stateRoot: String, operatorId: Long, version: Long, meaning: OperatorMeaning,
       hadoopConf: Configuration): Path = {
     val at = dir(stateRoot, operatorId)
-    val file = new Path(at, s"$version.json")
-    CheckpointTextFile.write(file, meaning.toJson, hadoopConf)
+    val written = file(stateRoot, operatorId, version)
+    CheckpointTextFile.write(written, meaning.toJson, hadoopConf)
     val fm = CheckpointFileManager.create(at, hadoopConf)
-    versions(at, hadoopConf).filter(_ > version).foreach(v => fm.delete(new Path(at, s"$v.json")))
-    file
+    versions(at, hadoopConf).filter(_ > version).foreach(v => fm.delete(file(stateRoot, operatorId, v)))
+    written
   }
 
   private def versions(at: Path, hadoopConf: Configuration): Seq[Long] = {

@@ -240,8 +240,8 @@ private[provider] final class OperatorStateGuard(id: StateStoreId, keySchema: St
     val next = pending
     val written = SingleStateDescription.write(id, version, SingleStateDescription.Described(next, meaning,
       next.map(_ => (keySchema, valueSchema))), hadoopConf)
-    written.meaning.foreach(file => log.info(s"statesnap: recorded what the state of operator ${id.operatorId} " +
-      s"means (${meaning.get.describe}) in $file"))
+    for (m <- meaning; file <- written.meaning) log.info(s"statesnap: recorded what the state of operator " +
+      s"${id.operatorId} means (${m.describe}) in $file")
     written.record.foreach { path =>
       pending = None
       matchedFrom = Some(version)

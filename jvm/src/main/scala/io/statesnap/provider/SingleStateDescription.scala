@@ -28,7 +28,7 @@ private[statesnap] object SingleStateDescription {
    * record (replacing any of a later version: a retried version's), then Spark's file (partition 0, where it changes).
    */
   def write(id: StateStoreId, version: Long, described: Described, hadoopConf: Configuration): Written = {
-    val meaning = described.meaning.filter(_ => describesOperator(id) && id.storeName == StateStoreId.DEFAULT_STORE_NAME)
+    val meaning = described.meaning.filter(_ => describesMeaning(id))
       .map(RecordedMeanings.write(id.checkpointRootLocation, id.operatorId, version, _, hadoopConf))
     val record = described.record.map { next =>
       val dir = recordDir(id)
@@ -49,15 +49,16 @@ private[statesnap] object SingleStateDescription {
   def remove(id: StateStoreId, version: Long, hadoopConf: Configuration): Unit = {
     val fs = new Path(id.checkpointRootLocation).getFileSystem(hadoopConf)
     fs.delete(OperatorRecordFiles.file(recordDir(id), version), false)
-    if (describesOperator(id)) {
-      if (id.storeName == StateStoreId.DEFAULT_STORE_NAME) fs.delete(new Path(RecordedMeanings.dir(
-        id.checkpointRootLocation, id.operatorId), s"$version.json"), false)
-      SparkSchemaFileHistory.restore(id, version, hadoopConf)
-    }
+    if (describesMeaning(id)) fs.delete(RecordedMeanings.file(id.checkpointRootLocation, id.operatorId, version), false)
+    if (describesOperator(id)) SparkSchemaFileHistory.restore(id, version, hadoopConf)
   }
 
   /** Partition 0's store describes what is one for the operator: its meaning, Spark's schema file. */
   private def describesOperator(id: StateStoreId): Boolean = id.partitionId == 0
+
+  /** Partition 0's default store describes what the operator's state means. */
+  private def describesMeaning(id: StateStoreId): Boolean =
+    describesOperator(id) && id.storeName == StateStoreId.DEFAULT_STORE_NAME
 
   private def recordDir(id: StateStoreId): Path = OperatorRecordFiles.dir(
     OperatorRecordFiles.root(id.checkpointRootLocation, id.operatorId), id.partitionId, id.storeName)

@@ -30,7 +30,8 @@ private[statesnap] object TransformWithStateDecision {
     variables.flatMap { v =>
       records.get(v.name).map { recorded =>
         StateWalk.step(Some(recorded), Some(recorded), declaredRecord(declared, v.name, v.kind, v.keySchema,
-          v.valueSchema, loadedVersion), encoding, StoreContext.describeState(id, v.name), StoreContext.fixes(id, v.name))
+          v.valueSchema, loadedVersion), encoding, StoreContext.describeState(id, v.name),
+          StoreContext.fixes(id, v.name))
       }
     }
   }
