@@ -2,6 +2,7 @@
 committed version, in every checkpoint format."""
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -26,18 +27,33 @@ def test_inspect_shows_each_state_its_schemas_and_history(spark, app_dirs, capsy
     assert "'count'" not in capsys.readouterr().out
 
 
+def test_inspect_reads_the_checkpoint_without_starting_spark(spark, app_dirs):
+    # A spark-submit that cannot start: inspect answers all the same, from a JVM of its own with no SparkSession.
+    # Told of a jar, which only a session puts on the classpath, it starts one, and fails here as a session would.
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 1, "set")])
+    run_app(spark, source, checkpoint, [StateSpec("count", "n int")])
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": "--no-such-option pyspark-shell"}
+    run = run_to_exit([sys.executable, "-m", "statesnap", "inspect", checkpoint], timeout=600, env=env)
+    assert run.returncode == 0 and "value state 'count'" in run.stdout, run.stderr[-2000:]
+    with_jar = run_to_exit([sys.executable, "-m", "statesnap", "inspect", checkpoint, "--conf", "spark.jars=a.jar"],
+                           timeout=600, env=env)
+    assert with_jar.returncode == 2 and "value state" not in with_jar.stdout
+
+
 def test_inspect_of_a_directory_without_state_is_an_error(tmp_path):
     run = run_to_exit([sys.executable, "-m", "statesnap", "inspect", str(tmp_path)], timeout=600)
     assert run.returncode == 2 and "not a streaming query's checkpointLocation" in run.stderr, run.stderr[-2000:]
 
 
 def test_the_python_decoder_checks_magic_and_checksum(spark, app_dirs):
+    from statesnap.checkpoint import CheckpointJvm
     from statesnap.records import SnapshotDecodeError, parse_record, read_records
 
     source, checkpoint = app_dirs
     write_input(source, [("a", 1, "set")])
     run_app(spark, source, checkpoint, [StateSpec("count", "n int")])
-    record = next(r for store, r in read_records(spark, checkpoint) if store.partition == 0)
+    record = next(r for store, r in read_records(CheckpointJvm.of(spark), checkpoint) if store.partition == 0)
     assert parse_record(record).state == "count"
     corrupt = bytearray(record)
     corrupt[len(corrupt) // 2] ^= 1

@@ -6,7 +6,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from apps import StateSpec, run_app, write_input
-from statesnap.checkpoint import entries, row_bytes, row_long
+from statesnap.checkpoint import CheckpointJvm, entries, row_bytes, row_long
 
 KEYS = ["a", "b"]
 
@@ -63,7 +63,7 @@ def test_map_state_values_migrate_and_a_user_key_narrowing_is_refused(spark, app
 def ttl_expiries(spark, checkpoint: str, state: str) -> dict[str, int]:
     """Grouping key -> ttlExpirationMs of each entry, read from the bytes on disk (Spark's TTL layout:
     struct<value, ttlExpirationMs>)."""
-    return {row_bytes(key, 0, 1).decode(): row_long(value, 1, 2) for _, key, value in entries(spark, checkpoint, state)}
+    return {row_bytes(key, 0, 1).decode(): row_long(value, 1, 2) for _, key, value in entries(CheckpointJvm.of(spark), checkpoint, state)}
 
 
 def test_ttl_value_is_migrated_inside_its_wrapper_and_keeps_its_expiry(spark, app_dirs):

@@ -1,6 +1,7 @@
 """Read a streaming checkpoint's RocksDB state offline, at its latest committed version: read-only, through Spark's
 JVM (``checkpoint.CheckpointReader``), so the state is what Spark itself would load — snapshot plus changelogs,
-checkpoint format v1 or v2 — from any path Hadoop's FileSystem reaches.
+checkpoint format v1 or v2 — from any path Hadoop's FileSystem reaches. Reading needs no SparkSession: without an
+active one, :func:`checkpoint_jvm` starts a JVM of its own for it (about a second; a session takes several).
 
 Keys and values come back as Spark stores them after the column family's prefix: a 1-byte encoding version, then
 an UnsafeRow.
@@ -8,15 +9,16 @@ an UnsafeRow.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 from pyspark.sql import SparkSession
 
-from statesnap._config import statesnap_jvm
+from statesnap._config import jar_path, statesnap_jvm
 
 
 @dataclass(frozen=True)
@@ -84,26 +86,77 @@ def spark_session(confs: Optional[Mapping[str, str]] = None, master: Optional[st
         spark.stop()
 
 
-def entries(spark: SparkSession, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
+class CheckpointJvm(NamedTuple):
+    """A JVM that reads checkpoints: its ``io.statesnap`` package (py4j) and the Hadoop configuration to read with."""
+
+    statesnap: Any
+    hadoop_conf: Any
+
+    @staticmethod
+    def of(spark: SparkSession) -> "CheckpointJvm":
+        """``spark``'s JVM, reading with the session's Hadoop configuration (its ``spark.hadoop.*`` confs)."""
+        return CheckpointJvm(statesnap_jvm(spark), spark._jsparkSession.sessionState().newHadoopConf())
+
+
+# Confs that put classes on a session's classpath (a file system's, say): a JVM of statesnap's own would lack them.
+_CLASSPATH_CONFS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+
+
+@contextmanager
+def checkpoint_jvm(confs: Optional[Mapping[str, str]] = None, master: Optional[str] = None) -> Iterator[CheckpointJvm]:
+    """A JVM to read a checkpoint with, for as long as the block runs: the active session's, else one started for the
+    block with Spark's jars and statesnap's on its classpath and no SparkSession (about a second; a session takes
+    several), its Hadoop configuration set from ``confs``' ``spark.hadoop.*`` entries. Where ``confs`` (or
+    ``PYSPARK_SUBMIT_ARGS``) add classes to the classpath (a file system's, say), which only a session loads, the
+    session :func:`spark_session` makes with ``confs`` on ``master`` (the active one, ``confs`` set for the block)."""
+    confs = dict(confs or {})
+    if SparkSession.getActiveSession() is not None or any(key in confs for key in _CLASSPATH_CONFS) or any(
+            flag in os.environ.get("PYSPARK_SUBMIT_ARGS", "") for flag in ("--jars", "--packages", "class-path")):
+        with spark_session(confs, master) as spark:
+            yield CheckpointJvm.of(spark)
+        return
+    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+    from pyspark.find_spark_home import _find_spark_home
+
+    import statesnap
+
+    quiet = os.path.join(os.path.dirname(statesnap.__file__), "log4j2-tools.properties")
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    # The JIT's first tier only: a read of a few files ends before the second would pay off.
+    port, process = launch_gateway(
+        classpath=os.pathsep.join([os.path.join(_find_spark_home(), "jars", "*"), jar_path()]),
+        javaopts=[f"-Dlog4j.configurationFile={quiet}", "-XX:TieredStopAtLevel=1"], java_path=java,
+        die_on_exit=True, return_proc=True)
+    gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
+    try:
+        hadoop_conf = gateway.jvm.org.apache.hadoop.conf.Configuration()
+        for key, value in confs.items():
+            if key.startswith("spark.hadoop."):
+                hadoop_conf.set(key[len("spark.hadoop."):], value)
+        yield CheckpointJvm(gateway.jvm.io.statesnap, hadoop_conf)
+    finally:
+        gateway.shutdown()
+        process.kill()
+        process.wait()
+
+
+def entries(reader: CheckpointJvm, checkpoint: str, column_family: str) -> list[tuple[StoreVersion, bytes, bytes]]:
     """(store, key row bytes, value bytes) of ``column_family`` in every store of ``checkpoint`` that has it."""
-    reader = statesnap_jvm(spark).checkpoint.CheckpointReader
-    rows = reader.rows(checkpoint, column_family, spark._jsc.hadoopConfiguration())
+    rows = reader.statesnap.checkpoint.CheckpointReader.rows(checkpoint, column_family, reader.hadoop_conf)
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])[1:], bytes(r[5])[1:]) for r in rows]
 
 
-def records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
+def records(reader: CheckpointJvm, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """statesnap's record of every state, in force at the latest committed version, wherever it is kept (the JVM's
     ``CheckpointRecords.records``)."""
-    rows = statesnap_jvm(spark).checkpoint.CheckpointRecords.recordRows(
-        checkpoint, spark._jsc.hadoopConfiguration())
+    rows = reader.statesnap.checkpoint.CheckpointRecords.recordRows(checkpoint, reader.hadoop_conf)
     return [(StoreVersion(int(r[0]), int(r[1]), str(r[2]), int(r[3])), bytes(r[4])) for r in rows]
 
 
-def meanings(spark: SparkSession, checkpoint: str) -> list[tuple[int, int, str, dict]]:
+def meanings(reader: CheckpointJvm, checkpoint: str) -> list[tuple[int, int, str, dict]]:
     """What each operator's state means at the latest committed version, as recorded with it from the query's plan:
     (operator, the version it is in force from, in words, as recorded) (the JVM's ``CheckpointRecords.meanings``)."""
-    rows = statesnap_jvm(spark).checkpoint.CheckpointRecords.meaningRows(
-        checkpoint, spark._jsc.hadoopConfiguration())
+    rows = reader.statesnap.checkpoint.CheckpointRecords.meaningRows(checkpoint, reader.hadoop_conf)
     return [(int(r[0]), int(r[1]), str(r[2]), json.loads(str(r[3]))) for r in rows]
 
 

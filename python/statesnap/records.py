@@ -9,10 +9,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from statesnap.checkpoint import StoreVersion, records
+from statesnap.checkpoint import CheckpointJvm, StoreVersion, records
 
 _RECORD_MAGIC, _SNAPSHOT_MAGIC = b"SSRC", b"SSNP"
 _ROW_SNAPSHOTS = {"io.statesnap.snapshot.RowSchemaSnapshot", "io.statesnap.snapshot.DeclarativeRowSnapshot"}
@@ -157,9 +156,9 @@ def parse_record(data: bytes) -> StateSnapshotRecord:
     return StateSnapshotRecord(state, kind, operator, at_version, at_ms, key, value, history, compatibility)
 
 
-def read_records(spark: SparkSession, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
+def read_records(reader: CheckpointJvm, checkpoint: str) -> list[tuple[StoreVersion, bytes]]:
     """The raw snapshot record of every state in every store of ``checkpoint``, at its latest committed version,
     wherever statesnap keeps it (the JVM's one offline view: transformWithState's in its stores, other operators'
     beside them, and those ``python -m statesnap migrate`` kept for transformWithState on Spark's own provider)."""
-    return records(spark, checkpoint)
+    return records(reader, checkpoint)
 

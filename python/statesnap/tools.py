@@ -37,7 +37,7 @@ from py4j.protocol import Py4JJavaError
 from statesnap._config import PROVIDER_CLASS, statesnap_jvm
 from statesnap._errors import StateSchemaError
 from statesnap._snapshots import RowSnapshot, _schema_json
-from statesnap.checkpoint import meanings, spark_session
+from statesnap.checkpoint import CheckpointJvm, checkpoint_jvm, meanings, spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
 __all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy", "inspect",
@@ -120,12 +120,16 @@ def inspect(checkpoint: str, states: Optional[Sequence[str]] = None, *,
     only, and whether the log of the query's file sink misses a batch the checkpoint committed (with the
     :func:`repair_sink` command). A checkpoint without any, or a state it does not hold, is an error naming what it
     does hold."""
-    with spark_session(dict(conf or {}), master) as spark:
-        _require_checkpoint(spark, checkpoint)
-        found = [(store, parse_record(record)) for store, record in read_records(spark, checkpoint)]
-        meant = meanings(spark, checkpoint)
-        adopted = not found and _pinned_provider(spark, checkpoint) == PROVIDER_CLASS
-        sink = statesnap_jvm(spark).tools.SinkRepair.disagreement(spark._jsparkSession, checkpoint)
+    with checkpoint_jvm(conf, master) as reader:
+        _require_checkpoint(reader, checkpoint)
+        found = [(store, parse_record(record)) for store, record in read_records(reader, checkpoint)]
+        meant = meanings(reader, checkpoint)
+        sink = reader.statesnap.tools.SinkRepair.disagreement(checkpoint, reader.hadoop_conf)
+    # Only the pinned provider asks a session (Spark's offset log is read through one): a checkpoint without records.
+    adopted = False
+    if not found:
+        with spark_session(dict(conf or {}), master) as spark:
+            adopted = _pinned_provider(spark, checkpoint) == PROVIDER_CLASS
     if adopted:
         return ToolResult("inspect", Outcome.NOTHING, [
             f"{checkpoint} runs on statesnap's provider (adopted) and has not run a batch on it since: statesnap "
@@ -178,7 +182,7 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
     depend on; each one not given is taken from statesnap's record of the state, and a rule that depends on a setting
     known neither way is refused."""
     with spark_session(dict(conf or {}), master) as spark:
-        _require_checkpoint(spark, checkpoint)
+        _require_checkpoint(CheckpointJvm.of(spark), checkpoint)
         result = statesnap_jvm(spark).tools.OfflineCheck.run(
             spark._jsparkSession, checkpoint, state, kind, _schema_json(key), _schema_json(user_key),
             _schema_json(schema), snapshot.to_json() if snapshot else None, map_key.to_json() if map_key else None,
@@ -247,7 +251,7 @@ def _rehearsed(checkpoint: str, query: Any, name: Optional[str]) -> Any:
     if not hasattr(query, "_jdf") or not query.isStreaming:
         raise ToolError(f"rehearse takes the new version's streaming DataFrame, not {query!r}")
     spark = query.sparkSession
-    _require_checkpoint(spark, checkpoint)
+    _require_checkpoint(CheckpointJvm.of(spark), checkpoint)
     return statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint, query._jdf, name)
 
 
@@ -485,11 +489,10 @@ def _migrate_not_on_spark_3_5(checkpoint: str) -> Optional[ToolResult]:
         "as the query restarts on statesnap: `adopt` a checkpoint of Spark's provider first). Nothing was changed."])
 
 
-def _require_checkpoint(spark: Any, checkpoint: str) -> None:
+def _require_checkpoint(reader: CheckpointJvm, checkpoint: str) -> None:
     """A path that does not exist, or is no query's checkpointLocation, is an error naming it (read-only tools:
     the query may be running)."""
-    statesnap_jvm(spark).checkpoint.CheckpointReader \
-        .requireCheckpoint(checkpoint, spark._jsc.hadoopConfiguration())
+    reader.statesnap.checkpoint.CheckpointReader.requireCheckpoint(checkpoint, reader.hadoop_conf)
 
 
 def _pinned_provider(spark: Any, checkpoint: str) -> str:

@@ -5,6 +5,7 @@ import io.statesnap.ScalaCompat._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.internal.SQLConf
 import io.statesnap.SparkClasses.{FileStreamSink, SinkFileStatus}
 import org.apache.spark.sql.execution.streaming.state.StatesnapFileSinkLog
 
@@ -41,11 +42,7 @@ object QuerySink {
    * with the query's default compact interval where the listener recorded it (else this session's).
    */
   final case class File(spark: SparkSession, output: String, compactInterval: Option[Int] = None) extends QuerySink {
-    private val path = new Path(output)
-    private lazy val logDir = {
-      val fs = path.getFileSystem(spark.sessionState.newHadoopConf())
-      FileStreamSink.getMetadataLogPath(fs, path, spark.sessionState.conf)
-    }
+    private lazy val logDir = metadataLog(output, spark.sessionState.newHadoopConf(), spark.sessionState.conf)
     private lazy val log = StatesnapFileSinkLog.open(spark, logDir.toString, compactInterval)
 
     override def requireAt(batch: Long, refuse: String => Nothing): Unit = {
@@ -69,16 +66,36 @@ object QuerySink {
      * The batches up to `upTo` that the log does not hold, after its latest compaction (whose deltas Spark may have
      * deleted since): each fails the query's next compaction with `BATCH_METADATA_NOT_FOUND`. None if it has no log.
      */
-    def missing(upTo: Long): Option[Seq[Long]] = {
-      val fs = logDir.getFileSystem(spark.sessionState.newHadoopConf())
-      Option.when(fs.exists(logDir)) {
-        val names = fs.listStatus(logDir).map(_.getPath.getName).toSet
-        val compacted = names.flatMap(n => Option.when(n.endsWith(".compact"))(n.stripSuffix(".compact").toLong))
-        val held = names.flatMap(_.toLongOption) ++ compacted
-        (compacted.maxOption.getOrElse(-1L) + 1 to upTo).filterNot(held.contains)
-      }
+    def missing(upTo: Long): Option[Seq[Long]] = missingIn(logDir, upTo, spark.sessionState.newHadoopConf())
+  }
+
+  /** The log's directory of a file sink writing to `output`, where Spark's file sink writes it. */
+  private def metadataLog(output: String, hadoopConf: Configuration, sqlConf: SQLConf): Path = {
+    val path = new Path(output)
+    FileStreamSink.getMetadataLogPath(path.getFileSystem(hadoopConf), path, sqlConf)
+  }
+
+  /** [[File.missing]] of the log in `logDir`: read from its files' names alone, as a batch's entry is named. */
+  private def missingIn(logDir: Path, upTo: Long, hadoopConf: Configuration): Option[Seq[Long]] = {
+    val fs = logDir.getFileSystem(hadoopConf)
+    Option.when(fs.exists(logDir)) {
+      val names = fs.listStatus(logDir).map(_.getPath.getName).toSet
+      val compacted = names.flatMap(n => Option.when(n.endsWith(".compact"))(n.stripSuffix(".compact").toLong))
+      val held = names.flatMap(_.toLongOption) ++ compacted
+      (compacted.maxOption.getOrElse(-1L) + 1 to upTo).filterNot(held.contains)
     }
   }
+
+  /**
+   * The log of the file sink statesnap's listener recorded for the query on `checkpoint` (qualified), and the batches
+   * up to `upTo` it misses ([[File.missing]]), if it recorded one and the log exists: read without a SparkSession
+   * (`inspect`), the log's directory found at Spark's default settings.
+   */
+  def recordedLogMisses(checkpoint: Path, upTo: Long, hadoopConf: Configuration): Option[(Path, Seq[Long])] = for {
+    text <- recordedText(checkpoint, hadoopConf) if text.startsWith(FileSinkText)
+    logDir = metadataLog(text.stripPrefix(FileSinkText), hadoopConf, new SQLConf)
+    missing <- missingIn(logDir, upTo, hadoopConf)
+  } yield logDir -> missing
 
   /** Where statesnap's listener records the sink of a query as it starts: `<checkpoint>/_statesnap/sink`. */
   private def recordFile(root: Path): Path = new Path(root, "_statesnap/sink")
@@ -111,16 +128,6 @@ object QuerySink {
 
   private def recordedText(root: Path, hadoopConf: Configuration): Option[String] =
     CheckpointTextFile.read(recordFile(root), hadoopConf)
-
-  /**
-   * The file sink statesnap's listener recorded for the query on `checkpoint` (qualified), if it recorded one: what
-   * `inspect` compares with the checkpoint (an unreadable interval, which only a write needs, is refused by [[named]]).
-   */
-  def recorded(spark: SparkSession, checkpoint: Path): Option[File] = {
-    val hadoopConf = spark.sessionState.newHadoopConf()
-    recordedText(checkpoint, hadoopConf).filter(_.startsWith(FileSinkText)).map(text =>
-      File(spark, text.stripPrefix(FileSinkText), recordedInterval(checkpoint, hadoopConf).toOption.flatten))
-  }
 
   /** The recorded default compact interval of the query's file sink log, if any; Left: the file, unreadable. */
   private def recordedInterval(checkpoint: Path, hadoopConf: Configuration): Either[(Path, String), Option[Int]] = {

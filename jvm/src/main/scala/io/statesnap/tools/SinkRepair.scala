@@ -3,6 +3,7 @@ package io.statesnap.tools
 import io.statesnap.checkpoint.{CheckpointRefusals, QuerySink, SinkRefusals, StoppedCheckpoint}
 import io.statesnap.CheckpointFile
 import io.statesnap.ScalaCompat._
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 
@@ -48,17 +49,16 @@ object SinkRepair {
    * What `inspect` says of a checkpoint whose recorded (or named) file sink's log misses a batch it committed, with
    * the command that repairs it; null (for py4j) where they agree, or where statesnap knows no file sink of the query.
    */
-  def disagreement(spark: SparkSession, location: String): String = {
+  def disagreement(location: String, hadoopConf: Configuration): String = {
     val root = new Path(location)
-    val fs = root.getFileSystem(spark.sessionState.newHadoopConf())
+    val fs = root.getFileSystem(hadoopConf)
     val commits = new Path(root, "commits")
     val latest = if (!fs.exists(commits)) None else fs.listStatus(commits).flatMap(_.getPath.getName.toLongOption)
       .maxOption
     for {
       upTo <- latest
-      sink <- QuerySink.recorded(spark, fs.makeQualified(root))
-      missing <- sink.missing(upTo) if missing.nonEmpty
-    } yield s"the query's file sink log ${sink.logPath} misses ${if (missing.size == 1) "batch" else "batches"} " +
+      (logPath, missing) <- QuerySink.recordedLogMisses(fs.makeQualified(root), upTo, hadoopConf) if missing.nonEmpty
+    } yield s"the query's file sink log $logPath misses ${if (missing.size == 1) "batch" else "batches"} " +
       s"${missing.mkString(", ")}, which the checkpoint committed: the query fails at the log's next compaction. " +
       s"Repair it with the query stopped: python -m statesnap $Verb '$location'"
   }.orNull
