@@ -20,7 +20,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
-from apps import INPUT_SCHEMA, STOCK_PROVIDER, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, await_listeners, write_input
 from committed_state import decode_row, latest_committed_version, partitions, read_store, state_row
 from minors import MINOR, PINNED
 import faults
@@ -174,6 +174,62 @@ def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None
         write_input(control_source, batch)
         assert run(spark, v2, source, changed, mode) == run(spark, v2, control_source, control, mode)
     assert not exact or stores(changed) == stores(control)
+
+
+# name: (version 1, version 2, what deploy is given, what its refusal without it says, a line its rehearsal says).
+DEPLOYS = {
+    "a grouping column added, given its value": (
+        *CASES["a grouping column added, a constant"][:2], {"keys": {"region": "'eu'"}},
+        ("key field `region` STRING is new", "keys={'region': "), "key field `region` STRING: from `'eu'`"),
+    "group states meeting under one key, merged as given": (
+        lambda s, i: counted(s, i, "id", "op"), lambda s, i: counted(s, i, "id"), {"merge": {"n": "a.n + b.n"}},
+        ("their values have no merge of Spark's own", "merge={'<field>'"), "key field `op` dropped"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [
+    "a grouping column added, given its value",
+    pytest.param("group states meeting under one key, merged as given", marks=ONLY_ON_PINNED)])
+def test_a_deploy_given_the_key_change_makes_it_and_runs_on_as_a_control(spark, tmp_path, name):
+    """deploy(keys=..., merge=...) makes change_key's key change and starts the query, in one call: its rehearsal says
+    which operator re-keys and what each key field gets (the restart alone is refused); without what the change needs
+    it is refused naming it, nothing written, nothing started. The deployed query runs on equal to a control that
+    grouped by the new key from the start, its store byte for byte the control's."""
+    v1, v2, given, (refusal, fix), says = DEPLOYS[name]
+    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2)
+    before = files(changed)
+
+    assert tools.rehearse(changed, v2(spark, source)).outcome == tools.Outcome.REFUSED
+    rehearsal = tools.rehearse(changed, v2(spark, source), **given)
+    [operator] = rehearsal.details["operators"]
+    assert rehearsal.outcome == tools.Outcome.CHANGE and operator["decision"] == "re-keys offline", rehearsal.lines
+    assert any(says in line for line in operator["lines"]), operator
+    with pytest.raises(statesnap.StateSchemaError, match=re.escape(refusal)) as refused:
+        statesnap.deploy(changed, v2(spark, source), lambda df: pytest.fail("deploy started the query"),
+                         no_file_sink=True)
+    assert fix in str(refused.value), str(refused.value)
+    assert files(changed) == before
+
+    rows: list = []
+
+    def start(df):
+        return (df.writeStream.outputMode("update").foreachBatch(lambda batch, _: rows.extend(batch.collect()))
+                .option("checkpointLocation", changed).trigger(availableNow=True).start())
+
+    write_input(source, after[0])
+    write_input(control_source, after[0])
+    query = statesnap.deploy(changed, v2(spark, source), start, no_file_sink=True, **given)
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+        await_listeners(query)
+    assert sorted(str(tuple(r)) for r in rows) == run(spark, v2, control_source, control)
+    write_input(source, after[1])
+    write_input(control_source, after[1])
+    assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)
+    assert stores(changed) == stores(control), "the store under the new key is not the one Spark built"
 
 
 @ONLY_ON_PINNED

@@ -35,7 +35,7 @@ import pyspark
 from py4j.protocol import Py4JJavaError
 
 from statesnap._config import PROVIDER_CLASS, statesnap_jvm
-from statesnap._errors import StateSchemaError
+from statesnap._errors import StateSchemaError, refusal_in
 from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import CheckpointJvm, checkpoint_jvm, meanings, spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
@@ -225,7 +225,8 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
 
 
 @_boundary("rehearse")
-def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> ToolResult:
+def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: Optional[Mapping[str, str]] = None,
+             merge: Optional[Mapping[str, str]] = None, previous: Any = None) -> ToolResult:
     """What restarting the query on ``checkpoint`` as ``query`` would do to the state of each of its stateful operators,
     writing nothing: ``query`` is the new version's streaming DataFrame (before ``writeStream``), in a session that
     has what the new version registers (``register_snapshot``, for the checkpoint, or for the query's ``name``).
@@ -235,24 +236,39 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None) -> Tool
     ``migrates`` (with the changes), ``refused`` (the message the restart would fail with, its fix included), or
     ``starts empty`` (an operator the checkpoint holds no state of); on Spark 4.2+ a transformWithState that changes
     ``migrates offline``, as ``migrate`` decides it (:func:`deploy` runs that step). A join on Spark 3.5 or a session
-    window is ``not rehearsed`` yet: its stores decide as the query restarts. ``details["operators"]`` holds each
+    window is ``not rehearsed`` yet: its stores decide as the query restarts. Given what :func:`deploy` is given to
+    change a key (``keys``, even ``{}``, ``merge``, ``previous``: :func:`change_key`'s arguments), it rehearses that
+    deploy, the query stopped: an operator whose key changes ``re-keys offline`` (the key change :func:`change_key`
+    makes, each field's value), or is refused with the key change's reason. ``details["operators"]`` holds each
     operator's id, description, decision and lines; ``details["refusal"]`` the first refused operator's message (or
-    None) and ``details["migrates_offline"]`` whether :func:`deploy` runs the offline step. The outcome is ``REFUSED``
-    if any operator is refused, else ``CHANGE`` if any migrates, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed``
-    decides all three). Read-only: it may run beside the live query.
+    None), ``details["migrates_offline"]`` and ``details["rekeys_offline"]`` whether :func:`deploy` runs the offline
+    migration or key change. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates or
+    re-keys, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed`` decides all three). Read-only: without a key change's
+    arguments it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
-    return _rehearsal_result(_rehearsed(checkpoint, query, name))
+    return _rehearsal_result(_rehearsed(checkpoint, query, name, keys, merge, previous))
 
 
-def _rehearsed(checkpoint: str, query: Any, name: Optional[str]) -> Any:
+def _rehearsed(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]] = None,
+               merge: Optional[Mapping[str, str]] = None, previous: Any = None) -> Any:
     """The JVM's ``Rehearsal.Rehearsed`` of ``query`` on ``checkpoint``: every operator decided once, which
-    :func:`deploy`'s offline step migrates by."""
-    if not hasattr(query, "_jdf") or not query.isStreaming:
-        raise ToolError(f"rehearse takes the new version's streaming DataFrame, not {query!r}")
+    :func:`deploy`'s offline step migrates by; a deploy's key change decided where ``keys``, ``merge`` or ``previous``
+    is given."""
+    _require_streaming("rehearse", query, previous)
     spark = query.sparkSession
     _require_checkpoint(CheckpointJvm.of(spark), checkpoint)
-    return statesnap_jvm(spark).tools.Rehearsal.run(spark._jsparkSession, checkpoint, query._jdf, name)
+    asked = keys is not None or merge is not None or previous is not None
+    return statesnap_jvm(spark).tools.Rehearsal.run(
+        spark._jsparkSession, checkpoint, query._jdf, name, dict(keys or {}) if asked else None, dict(merge or {}),
+        previous._jdf if previous is not None else None)
+
+
+def _require_streaming(command: str, query: Any, previous: Any = None) -> None:
+    """A ToolError unless ``query`` (and ``previous``, where given) is a streaming DataFrame."""
+    for version, given in (("new", query), ("previous", previous)):
+        if (given is not None or version == "new") and (not hasattr(given, "_jdf") or not given.isStreaming):
+            raise ToolError(f"{command} takes the {version} version's streaming DataFrame, not {given!r}")
 
 
 def _rehearsal_result(rehearsed: Any) -> ToolResult:
@@ -266,41 +282,62 @@ def _rehearsal_result(rehearsed: Any) -> ToolResult:
     refusal = rehearsed.refusal()
     return ToolResult("rehearse", Outcome[str(rehearsed.outcome())], lines,
                       {"operators": operators, "refusal": None if refusal is None else str(refusal),
-                       "migrates_offline": bool(rehearsed.migratesOffline())})
+                       "migrates_offline": bool(rehearsed.migratesOffline()),
+                       "rekeys_offline": bool(rehearsed.rekeysOffline())})
 
 
 def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Optional[str] = None,
+           keys: Optional[Mapping[str, str]] = None, merge: Optional[Mapping[str, str]] = None, previous: Any = None,
            file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
     """Deploys the new version of the query on ``checkpoint`` in one call, on every Spark minor, and returns the
     started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
-    written, runs the offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is
-    Spark's provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from
-    the plan and the registrations, into the sink statesnap recorded, or the one ``file_sink`` / ``no_file_sink=True``
-    names), and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
+    written, changes the key of each operator whose key the new version changes (:func:`change_key`'s appended batch,
+    given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the
+    offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's
+    provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the
+    plan and the registrations), each batch into the sink statesnap recorded, or the one ``file_sink`` /
+    ``no_file_sink=True`` names, and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
     .option("checkpointLocation", checkpoint).start()``). Elsewhere every state migrates online, in the restart's
     first batch. The query must be stopped: a ToolError names the one that runs on the checkpoint (in this process,
     or holding statesnap's lease on it), before anything is written or started.
 
     Example: ``deploy("/checkpoints/orders", orders_v2(spark), lambda df: df.writeStream.foreachBatch(sink)
-    .option("checkpointLocation", "/checkpoints/orders").start(), no_file_sink=True)``."""
-    from statesnap._errors import StateSchemaError, refusal_in
-
+    .option("checkpointLocation", "/checkpoints/orders").start(), keys={"region": "'eu'"}, no_file_sink=True)``."""
     checkpoint = absolute_checkpoint(checkpoint)
     _require_stopped("deploy", checkpoint, query.sparkSession)
-    rehearsed = _raising_jvm_errors(lambda: _rehearsed(checkpoint, query, name))
-    rehearsal = _rehearsal_result(rehearsed)
-    if rehearsal.outcome == Outcome.REFUSED:
-        text = rehearsal.details["refusal"]
-        raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
-    _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
-    if rehearsal.details["migrates_offline"]:
+    rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous)
+    if rehearsed.rekeysOffline():
+        changed = _key_change_step(checkpoint, query, keys, merge, previous, file_sink, no_file_sink)
+        if changed.outcome == Outcome.REFUSED:
+            raise ToolError("statesnap deploy: the key change was refused, nothing was changed: " +
+                            " ".join(changed.lines))
+        _log.info("statesnap deploy: %s", "; ".join(changed.lines))
+        # The keys and merge given are in the state now: asked again, they would be for a key it no longer has.
+        try:
+            rehearsed = _deploy_rehearsal(checkpoint, query, name, {}, None, None)
+        except (StateSchemaError, ToolError) as e:  # its words assume nothing was changed: the key was
+            raise ToolError(f"statesnap deploy: the key change was made ({'; '.join(changed.lines)}), and the restart "
+                            f"is refused: {e}") from None
+    if rehearsed.migratesOffline():
         migrated = _offline_step(checkpoint, query.sparkSession, rehearsed, file_sink, no_file_sink)
         if migrated.outcome == Outcome.REFUSED:
             raise ToolError("statesnap deploy: the offline migration was refused, nothing was changed: " +
                             " ".join(migrated.lines))
         _log.info("statesnap deploy: %s", "; ".join(migrated.lines))
     return start(query)
+
+
+def _deploy_rehearsal(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]],
+                      merge: Optional[Mapping[str, str]], previous: Any) -> Any:
+    """The rehearsal of :func:`deploy` (with its key change), logged; a refusal raised as a StateSchemaError."""
+    rehearsed = _raising_jvm_errors(lambda: _rehearsed(checkpoint, query, name, dict(keys or {}), merge, previous))
+    rehearsal = _rehearsal_result(rehearsed)
+    if rehearsal.outcome == Outcome.REFUSED:
+        text = rehearsal.details["refusal"]
+        raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
+    _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
+    return rehearsed
 
 
 def _require_stopped(command: str, checkpoint: str, spark: Any) -> None:
@@ -326,6 +363,18 @@ def _offline_step(checkpoint: str, spark: Any, rehearsed: Any, file_sink: Option
     decision its rehearsal made on ``checkpoint`` (named first, as every tool's boundary takes it)."""
     return _report("deploy", statesnap_jvm(spark).tools.Deploy.run(
         spark._jsparkSession, rehearsed, file_sink, no_file_sink))
+
+
+@_boundary("deploy")
+def _key_change_step(checkpoint: str, query: Any, keys: Optional[Mapping[str, str]],
+                     merge: Optional[Mapping[str, str]], previous: Any, file_sink: Optional[str],
+                     no_file_sink: bool) -> ToolResult:
+    """The key change of :func:`deploy`: :func:`change_key`'s, in the query's own session (``checkpoint`` named
+    first, as every tool's boundary takes it)."""
+    spark = query.sparkSession
+    return _report("deploy", statesnap_jvm(spark).tools.ChangeKey.run(
+        spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
+        previous._jdf if previous is not None else None, file_sink, no_file_sink, False))
 
 
 @_boundary("adopt")
@@ -447,9 +496,7 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
     ``no_file_sink=True``. Any other key change (joins, session windows) is refused, nothing written.
 
     Example: ``change_key("/checkpoints/usage", usage_by_user(spark), no_file_sink=True)``."""
-    for version, given in (("new", query), ("previous", previous)):
-        if (given is not None or version == "new") and (not hasattr(given, "_jdf") or not given.isStreaming):
-            raise ToolError(f"change_key takes the {version} version's streaming DataFrame, not {given!r}")
+    _require_streaming("change_key", query, previous)
     spark = query.sparkSession
     return _report("change-key", statesnap_jvm(spark).tools.ChangeKey.run(
         spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),

@@ -29,7 +29,8 @@ object PlannedOperatorDecision {
   def operator(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, checkpoint: String, operatorId: Int,
       query: QueryRegistrations, hadoopConf: Configuration, version: Long): (QueryRegistrations, OperatorDecision) =
     planned(plan, writer, checkpoint, operatorId, query, hadoopConf, version) match {
-      case Left(refusal) => query -> OperatorDecision.Refused(refusal)
+      // The meaning clause refuses a key only: fed by other columns, or by the same ones in another order.
+      case Left(refusal) => query -> OperatorDecision.Refused(refusal, ofKey = true)
       case Right(told) => told -> decide(writer, checkpoint, operatorId, told, hadoopConf, version)
     }
 

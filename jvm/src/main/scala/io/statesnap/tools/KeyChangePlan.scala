@@ -1,10 +1,10 @@
 package io.statesnap.tools
 
-import io.statesnap.checkpoint.StoppedCheckpoint
-import io.statesnap.SparkClasses
+import io.statesnap.checkpoint.{OperatorDecision, StoppedCheckpoint}
+import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.evolution.SqlSettings
-import io.statesnap.keys.{GroupStateMerge, KeyChanges, NewQueryOperators}
-import io.statesnap.meaning.{AggregateMatch, KeySources, PlannedMeaning, RecordedMeanings}
+import io.statesnap.keys.{GroupStateMerge, KeyChange, KeyChanges, NewQueryOperators}
+import io.statesnap.meaning.{AggregateMatch, KeySources, OperatorMeaning, PlannedMeaning, RecordedMeanings}
 import io.statesnap.keys.NewQueryOperators.{GroupState, Keyed, Other, TransformWithState}
 import io.statesnap.tools.RepartitionPlan.{ByKey, Family}
 import org.apache.hadoop.fs.Path
@@ -13,20 +13,43 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * The operators of a stopped checkpoint matched with those of the new version's query (by operator id, as Spark
- * matches them), each key change decided by [[KeyChanges]]: `plan` (the job's, at the count the query pins) with the
- * change of each operator whose key changes, or a refusal, nothing written.
+ * matches them), each key change decided by [[KeyChanges]]: each operator's [[OperatorDecision]] ([[decide]]: re-keyed,
+ * its key kept, or refused naming the field and the fix), for `change_key` the plan (the job's, at the count the
+ * query pins) with the change of each operator whose key changes ([[apply]]), or a refusal, nothing written.
  */
 private[tools] object KeyChangePlan {
+  /**
+   * Each operator of the plan with its decision: [[OperatorDecision.Rekeyed]], `Decided(Nil)` where its key stays
+   * (left to the restart), or `Refused`; and what the verb says it leaves as it is of what it was asked.
+   */
+  final case class Decided(operators: Seq[(RepartitionPlan.Operator, OperatorDecision)], notes: Seq[String]) {
+    /** The first refused operator's refusal, if any. */
+    def refusal: Option[StatesnapException] = operators.collectFirst { case (_, OperatorDecision.Refused(e, _)) => e }
+  }
+
+  /** `plan` with the key change of each operator ([[decide]]); the first operator refused is the verb's refusal. */
+  def apply(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
+      keys: Map[String, String], merge: Map[String, String],
+      previous: Option[SparkClasses.Dataset[_]]): RepartitionPlan = {
+    val decided = decide(checkpoint, plan, query, keys, merge, previous)
+    decided.refusal.foreach(e => checkpoint.refuse(e.detail))
+    plan.copy(operators = decided.operators.map {
+      case (o, OperatorDecision.Rekeyed(change)) => o.copy(keyChange = Some(change))
+      case (o, _) => o
+    }, notes = decided.notes)
+  }
+
   /**
    * @param keys SQL expressions of new key fields, by name, for the operators whose new key has the field
    * @param merge the merge of the group states that meet under one new key: a SQL expression over the two states (a
    *   and b) by field of the state
    * @param previous the previous version's query (the one that wrote the checkpoint), for a deploy that changes a
    *   streaming aggregation's functions too: which buffers each new function keeps
+   * @return each operator decided; refused as a whole (a [[io.statesnap.checkpoint.ToolRefusal]]) where the queries'
+   *   operators are not the checkpoint's, or, none refused, a key or a merge is given that no key change takes
    */
-  def apply(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
-      keys: Map[String, String], merge: Map[String, String],
-      previous: Option[SparkClasses.Dataset[_]]): RepartitionPlan = {
+  def decide(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
+      keys: Map[String, String], merge: Map[String, String], previous: Option[SparkClasses.Dataset[_]]): Decided = {
     import checkpoint.refuse
     def of(version: String, planned: SparkPlan) = {
       val operators = NewQueryOperators.writers(planned).map(NewQueryOperators.operator)
@@ -54,70 +77,79 @@ private[tools] object KeyChangePlan {
     val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))
     val meantBefore = previousPlan.map(p => NewQueryOperators.writers(p).map(PlannedMeaning.of(p, _)))
     val stateRoot = new Path(checkpoint.root, "state").toString
-    def sources(old: RepartitionPlan.Operator, i: Int): Option[KeySources] = for {
+    def recorded(old: RepartitionPlan.Operator, i: Int): Option[OperatorMeaning] = for {
       now <- meant.lift(i).flatten
       (_, recorded) <- RecordedMeanings.inForce(stateRoot, old.id, checkpoint.latestCommittedBatch + 1,
         checkpoint.hadoopConf)
       if recorded.operator == now.operator
-    } yield KeySources(recorded.key, now.key)
+    } yield recorded
+    def sources(old: RepartitionPlan.Operator, i: Int): Option[KeySources] = for {
+      now <- meant.lift(i).flatten
+      was <- recorded(old, i)
+    } yield KeySources(was.key, now.key)
     /*
      * The aggregates of operator `old` (the `i`th) as the state's meaning says, against the new version's: its buffers
      * follow the previous version's query by function, where it is given, and none is replaced under its column
      * (AggregateMatch.replaced, which only a restart's registration routes); without it they are read by position, so
      * the aggregates must be the recorded ones.
      */
-    def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Unit = for {
+    def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Either[String, Unit] = (for {
       now <- meant.lift(i).flatten
-      recorded = RecordedMeanings.inForce(stateRoot, old.id, checkpoint.latestCommittedBatch + 1,
-        checkpoint.hadoopConf).map(_._2).filter(_.operator == now.operator)
-      was <- meantBefore.fold(recorded)(_.lift(i).flatten)
-    } {
+      was <- meantBefore.fold(recorded(old, i))(_.lift(i).flatten)
+    } yield {
       val buffers = AggregateMatch(was.aggregates, now.aggregates)
-      if (buffers.replaced.nonEmpty) refuse(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
+      if (buffers.replaced.nonEmpty) Left(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
         buffers.replaced.map { case (k, o) => now.aggregates(k).describe -> was.aggregates(o).describe }))
-      if (previous.isEmpty && !buffers.unchanged) refuse(KeyChangeRefusals.aggregatesUnmatched(old.id, old.describe,
-        was.aggregates.map(_.describe).mkString(", "), now.aggregates.map(_.describe).mkString(", ")))
-    }
+      else if (previous.isEmpty && !buffers.unchanged) Left(KeyChangeRefusals.aggregatesUnmatched(old.id,
+        old.describe, was.aggregates.map(_.describe).mkString(", "), now.aggregates.map(_.describe).mkString(", ")))
+      else Right(())
+    }).getOrElse(Right(()))
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
-    val changed = plan.operators.zip(operators).zipWithIndex.map {
-      case ((old, tws: TransformWithState), i) =>
-        if (old.describe != RepartitionPlan.TransformWithStateOperator)
-          refuse(KeyChangeRefusals.anotherOperator(old.id, old.describe, tws.describe))
-        // Its grouping key, as every family placed by it holds it (RepartitionPlan checked that they agree).
-        val grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
-          .getOrElse(refuse(KeyChangeRefusals.noGroupingKey(old.id, old.describe)))
-        val fed = sources(old, i)
-        val ofThisKey = givenFor(old, grouping, tws, fed)
-        old.copy(keyChange = KeyChanges.decide(s"operator ${old.id} (${old.describe})", grouping, new StructType(),
-          tws, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }, fed).fold(refuse, identity),
-          meaning = meant.lift(i).flatten)
-      case ((old, keyed: Keyed), i) =>
-        val layout = old.stores match {
-          case Seq(store) if !store.columnFamilies && store.families.size == 1 => store.families.head.layout
-          case _ => refuse(KeyChangeRefusals.anotherOperator(old.id, old.describe, keyed.describe))
-        }
-        val now = keyed match {
-          case groups: GroupState if merge.nonEmpty => groups.copy(merge = GroupStateMerge.of(layout.valueSchema,
-            merge, settings).fold(why => refuse(KeyChangeRefusals.invalidMerge(old.id, old.describe, why)), identity))
-          case other => other
-        }
-        aggregatesAsMeant(old, i)
-        val fed = sources(old, i)
-        val ofThisKey = givenFor(old, layout.keySchema, now, fed)
-        val change = KeyChanges.decide(s"operator ${old.id} (${old.describe})", layout.keySchema,
-          layout.valueSchema, now, ofThisKey, settings, before.map(_(i)).collect { case k: Keyed => k }, fed)
-          .fold(refuse, identity)
-        if (change.nonEmpty && old.keyless) refuse(KeyChangeRefusals.keylessGainsAKey(old.id, old.describe))
-        old.copy(keyChange = change, meaning = meant.lift(i).flatten)
-      case ((old, Other(_)), _) => old
+    def keyChange(old: RepartitionPlan.Operator, i: Int, oldKey: StructType, value: StructType,
+        to: Keyed): Either[String, Option[KeyChange]] = {
+      val fed = sources(old, i)
+      KeyChanges.decide(s"operator ${old.id} (${old.describe})", oldKey, value, to, givenFor(old, oldKey, to, fed),
+        settings, before.map(_(i)).collect { case k: Keyed => k }, fed)
     }
-    if (merge.nonEmpty && !changed.exists(_.keyChange.exists(_.merge.isInstanceOf[GroupStateMerge])))
-      refuse(KeyChangeRefusals.mergeUnused)
-    val notes = kept.result()
-    val unused = keys.keySet.filterNot(field => notes.exists(_._1 == field) ||
-      changed.exists(_.keyChange.exists(_.newKey.fieldNames.contains(field))))
-    if (unused.nonEmpty) refuse(KeyChangeRefusals.keysUnused(unused.toSeq.sorted))
-    plan.copy(operators = changed, notes = notes.map(_._2))
+    val decided = plan.operators.zip(operators).zipWithIndex.map { case ((old, now), i) =>
+      val change: Either[String, Option[KeyChange]] = now match {
+        case tws: TransformWithState =>
+          // Its grouping key, as every family placed by it holds it (RepartitionPlan checked that they agree).
+          def grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
+          if (old.describe != RepartitionPlan.TransformWithStateOperator)
+            Left(KeyChangeRefusals.anotherOperator(old.id, old.describe, tws.describe))
+          else grouping.toRight(KeyChangeRefusals.noGroupingKey(old.id, old.describe))
+            .flatMap(keyChange(old, i, _, new StructType(), tws))
+        case keyed: Keyed =>
+          for {
+            layout <- old.stores match {
+              case Seq(store) if !store.columnFamilies && store.families.size == 1 => Right(store.families.head.layout)
+              case _ => Left(KeyChangeRefusals.anotherOperator(old.id, old.describe, keyed.describe))
+            }
+            to <- keyed match {
+              case groups: GroupState if merge.nonEmpty => GroupStateMerge.of(layout.valueSchema, merge, settings)
+                .map(m => groups.copy(merge = m)).left.map(KeyChangeRefusals.invalidMerge(old.id, old.describe, _))
+              case other => Right(other)
+            }
+            _ <- aggregatesAsMeant(old, i)
+            change <- keyChange(old, i, layout.keySchema, layout.valueSchema, to)
+            _ <- if (change.nonEmpty && old.keyless) Left(KeyChangeRefusals.keylessGainsAKey(old.id, old.describe))
+              else Right(())
+          } yield change
+        case Other(_) => Right(None)
+      }
+      old.copy(meaning = meant.lift(i).flatten) -> change.fold(
+        why => OperatorDecision.Refused(ToolErrors.keyChangeRefused(why), ofKey = true),
+        _.fold[OperatorDecision](OperatorDecision.Decided(Nil))(OperatorDecision.Rekeyed))
+    }
+    val changes = decided.collect { case (_, OperatorDecision.Rekeyed(change)) => change }
+    if (!decided.exists(_._2.refusal.nonEmpty)) {
+      if (merge.nonEmpty && !changes.exists(_.merge.isInstanceOf[GroupStateMerge])) refuse(KeyChangeRefusals.mergeUnused)
+      val unused = keys.keySet.filterNot(field => kept.result().exists(_._1 == field) ||
+        changes.exists(_.newKey.fieldNames.contains(field)))
+      if (unused.nonEmpty) refuse(KeyChangeRefusals.keysUnused(unused.toSeq.sorted))
+    }
+    Decided(decided, kept.result().map(_._2))
   }
 }

@@ -2,7 +2,8 @@ package io.statesnap.tools
 
 import scala.jdk.CollectionConverters._
 
-import io.statesnap.checkpoint.{CheckpointReader, OperatorDecision, PlannedOperatorDecision, StoppedCheckpoint}
+import io.statesnap.checkpoint.{CheckpointReader, OperatorDecision, PlannedOperatorDecision, StoppedCheckpoint,
+  ToolRefusal}
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.provider.StateWalk
@@ -26,6 +27,8 @@ object Rehearsal {
   case object Migrates extends Decision("migrates", ToolReport.Change)
   /** Its stores are Spark's (transformWithState on 4.2+): the restart is refused until it migrates offline. */
   case object MigratesOffline extends Decision("migrates offline", ToolReport.Change)
+  /** Its key changes (a deploy given the key change: [[KeyChangePlan]]): offline, before the restart refuses it. */
+  case object RekeysOffline extends Decision("re-keys offline", ToolReport.Change)
   case object StartsEmpty extends Decision("starts empty", ToolReport.Nothing)
   case object Refused extends Decision("refused", ToolReport.Refused)
   /** An operator whose stores decide alone as the query restarts (joins on 3.5, session windows). */
@@ -60,13 +63,22 @@ object Rehearsal {
 
     /** Whether a deploy runs the offline migration before it starts the query. */
     def migratesOffline: Boolean = operators.exists(_.decision == MigratesOffline)
+
+    /** Whether a deploy changes a key offline (`change_key`'s appended batch) before it starts the query. */
+    def rekeysOffline: Boolean = operators.exists(_.decision == RekeysOffline)
   }
 
   /**
    * @param name the query's name (`queryName`), whose registrations apply to it too, or null
+   * @param keys, merge, previous a deploy's key change: what `change_key` is given (SQL of new key fields, the merge
+   *   of group states meeting under one key, the previous version's query or null), keys null for a restart as it
+   *   is. With them (the query stopped), where an operator is refused for its key, or keys or a merge are given, every
+   *   operator is decided as `change_key` decides it ([[KeyChangePlan]]): each whose key changes [[RekeysOffline]],
+   *   and any it refuses refused with its reason, since the deploy's key change is then refused whole
    */
-  def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
-      name: String): Rehearsed = {
+  def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_], name: String,
+      keys: java.util.Map[String, String], merge: java.util.Map[String, String],
+      previous: SparkClasses.Dataset[_]): Rehearsed = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val (qualified, registered) = registrations(spark, checkpoint, name)
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
@@ -74,20 +86,39 @@ object Rehearsal {
       .map(s => s.operator -> s.store.version).toMap
     val plan = NewQueryOperators.plan(query, StoppedCheckpoint.latestPinnedConfs(spark, qualified))
     val writers = NewQueryOperators.writers(plan)
+    // What the restart does to each operator that has state, and the version its stores load.
+    val restarts = writers.zipWithIndex.flatMap { case (writer, id) => loads.get(id).map { version =>
+      // A refusal is the decision's; a checkpoint file it cannot read refuses the restart too.
+      id -> (try registered.conflict.fold(PlannedOperatorDecision.operator(plan, writer, qualified, id, registered,
+        hadoopConf, version)._2)(OperatorDecision.Refused(_)) catch {
+        case e: StatesnapException => OperatorDecision.Refused(e)
+      }, version)
+    }}.toMap
+    val asked = Option(keys).map(k => KeyChangeAsked(k.asScala.toMap, Option(merge).fold(Map.empty[String,
+      String])(_.asScala.toMap), Option(previous)))
+    val rekeys = asked.filter(a => a.given || restarts.values.exists(_._1 match {
+      case OperatorDecision.Refused(_, ofKey) => ofKey
+      case _ => false
+    })).map(keyChanges(spark, qualified, query, _))
     val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
         OperatorOutcome(id, operator.describe, decision, lines.asJava, offline)
-      loads.get(id) match {
+      restarts.get(id) match {
         case None => outcome(StartsEmpty, Seq("the checkpoint holds no state of this operator"))
-        case Some(version) =>
-          // A refusal is the decision's; a checkpoint file it cannot read refuses the restart too.
-          val decision = try registered.conflict.fold(PlannedOperatorDecision.operator(plan, writer, qualified, id,
-            registered, hadoopConf, version)._2)(OperatorDecision.Refused) catch {
-            case e: StatesnapException => OperatorDecision.Refused(e)
+        case Some((restart, version)) =>
+          val decision = rekeys match {
+            case Some(Right(byId)) => byId.get(id).collect {
+              case refused: OperatorDecision.Refused => refused
+              case rekeyed: OperatorDecision.Rekeyed if !byId.values.exists(_.refusal.nonEmpty) => rekeyed
+            }.getOrElse(restart)
+            case _ => restart
           }
           decision match {
-            case OperatorDecision.Refused(e) => outcome(Refused, Seq(e.getMessage))
+            case OperatorDecision.Rekeyed(change) => outcome(RekeysOffline, change.says :+ RekeyAdvice)
+            case OperatorDecision.Refused(e, ofKey) => outcome(Refused, e.getMessage +: rekeys.collect {
+              case Left(why) if ofKey => s"a key change cannot make it: $why"
+            }.toSeq)
             case OperatorDecision.Unjudged =>
               outcome(NotRehearsed, Seq("its stores decide each of its states as the query restarts"))
             case decided: OperatorDecision.Decided if decided.migrating.isEmpty => outcome(AsIs, Nil)
@@ -141,10 +172,34 @@ object Rehearsal {
     qualified -> QueryRegistrations(qualified, registrations, errors)
   }
 
+  /** What a deploy is given to change keys with (`change_key`'s arguments); `given`: a key or a merge. */
+  private final case class KeyChangeAsked(keys: Map[String, String], merge: Map[String, String],
+      previous: Option[SparkClasses.Dataset[_]]) {
+    def given: Boolean = keys.nonEmpty || merge.nonEmpty
+  }
+
+  /**
+   * Every operator of the stopped query on `checkpoint` decided by `change_key`'s decision for the new version
+   * `query`, by id; Left the refusal of the key change as a whole (the queries' operators are not the checkpoint's, a
+   * provider `change_key` does not move), raised instead where a key or merge was given, which must not go unused.
+   */
+  private def keyChanges(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
+      asked: KeyChangeAsked): Either[String, Map[Int, OperatorDecision]] = try {
+    val stopped = StoppedCheckpoint(spark, checkpoint, "deploy")
+    Right(KeyChangePlan.decide(stopped, Move.KeyChanging.plan(stopped, None), query, asked.keys, asked.merge,
+      asked.previous).operators.map { case (o, decision) => o.id -> decision }.toMap)
+  } catch {
+    case refused: ToolRefusal if !asked.given => Left(refused.getMessage)
+  }
+
   /** A transformWithState on Spark 4.2+, whose state is Spark's provider's: it migrates offline, before the restart. */
   private def migratesOffline(operator: NewQueryOperators.NewOperator): Boolean =
     operator.isInstanceOf[NewQueryOperators.TransformWithState] &&
       !StatesnapSparkGlue.transformWithStateTakesCustomProviders
+
+  private val RekeyAdvice = "statesnap.deploy(checkpoint, query, start, keys=..., merge=...) changes the key offline " +
+    "first, as change_key does (one appended batch, the query stopped), then starts the query; restarted without it, " +
+    "the query is refused"
 
   private val OfflineAdvice = "Spark's provider holds this state (Spark 4.2+), so it migrates offline, before the " +
     "restart: statesnap.deploy(checkpoint, query, start) runs that migration and starts the query (or `python -m " +

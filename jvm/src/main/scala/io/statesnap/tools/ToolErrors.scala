@@ -27,6 +27,11 @@ private[statesnap] object ToolErrors {
     new StatesnapException(InvalidArgument, s"no snapshot of state '$state' under $checkpoint (at its latest " +
       s"committed batch), and Spark's schema files name no such state$known")
 
+  // STATESNAP_INCOMPATIBLE_STATE_SCHEMA: a key change the one decision refuses (KeyChanges, KeyChangePlan), as a value:
+  // change_key words its reason as its refusal, a deploy raises it.
+
+  def keyChangeRefused(why: String): StatesnapException = new StatesnapException(IncompatibleStateSchema, why)
+
   // STATESNAP_MIGRATION_FAILED: the verb's own writes.
 
   /**

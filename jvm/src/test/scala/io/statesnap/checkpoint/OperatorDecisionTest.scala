@@ -12,12 +12,13 @@ import org.junit.Test
  * no later state decided), else decided, migrating where a state's entries are rewritten.
  */
 class OperatorDecisionTest {
-  private def record(name: String, valueDdl: String) = StateSnapshotRecord(name, StateKind.Value,
-    OperatorKind.TransformWithState, new RowSchemaSnapshot().configure(StructType.fromDDL("k STRING")),
+  private def record(name: String, valueDdl: String, keyDdl: String = "k STRING") = StateSnapshotRecord(name,
+    StateKind.Value, OperatorKind.TransformWithState, new RowSchemaSnapshot().configure(StructType.fromDDL(keyDdl)),
     new RowSchemaSnapshot().configure(StructType.fromDDL(valueDdl)), 3L, 1L)
 
-  private def step(name: String, was: String, now: String) = StateWalk.step(Some(record(name, was)),
-    Some(record(name, was)), record(name, now), StateEncoding.UnsafeRow, s"state '$name'", FixFormat.CommandLine())
+  private def step(name: String, was: String, now: String, keyWas: String = "k STRING",
+      keyNow: String = "k STRING") = StateWalk.step(Some(record(name, was, keyWas)), Some(record(name, was, keyWas)),
+    record(name, now, keyNow), StateEncoding.UnsafeRow, s"state '$name'", FixFormat.CommandLine())
 
   @Test def aStateThatMigratesMakesTheOperatorMigrateAndOneAsIsDoesNot(): Unit =
     OperatorDecision.of(Iterator(step("kept", "n INT", "n INT"), step("grown", "a INT", "a INT, b INT"))) match {
@@ -36,6 +37,18 @@ class OperatorDecisionTest {
     assertEquals(OperatorDecision.Refused(narrowed.refusal.get), decision)
     assertTrue(decision.refusal.get.getMessage, decision.refusal.get.getMessage.contains("state 'total'"))
     assertFalse("a state after the refused one is not read", later)
+  }
+
+  @Test def aRefusedKeyIsOneAKeyChangeMakesAndARefusedValueIsNot(): Unit = {
+    def ofKey(decision: OperatorDecision) = decision match {
+      case OperatorDecision.Refused(_, ofKey) => ofKey
+      case other => fail(s"expected refused, got $other"); false
+    }
+    assertTrue("a key of another layout", ofKey(OperatorDecision.of(Iterator(step("n", "n INT", "n INT",
+      keyNow = "k STRING, region STRING")))))
+    assertTrue("a key under other names", ofKey(OperatorDecision.of(Iterator(step("n", "n INT", "n INT",
+      keyWas = "user STRING", keyNow = "region STRING")))))
+    assertFalse("a value narrowed", ofKey(OperatorDecision.of(Iterator(step("n", "n BIGINT", "n INT")))))
   }
 
   @Test def anOperatorWithNoStateToDecideIsDecidedAsIs(): Unit =
