@@ -233,6 +233,27 @@ def test_a_deploy_given_the_key_change_makes_it_and_runs_on_as_a_control(spark, 
 
 
 @ONLY_ON_PINNED
+def test_a_deploy_rehearsal_says_why_no_key_change_makes_a_refused_key(spark, on_provider, tmp_path):
+    """A changed key on Spark's default provider, which change_key does not move: the rehearsal of the deploy refuses
+    the restart as the restart would, and says beside it why a key change cannot make it (adopt first)."""
+    v1, v2 = CASES["a grouping column removed"][:2]
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
+    write_input(source, rounds()[0])
+    on_provider("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+                lambda: run(spark, v1, source, checkpoint))
+    before = files(checkpoint)
+
+    rehearsal = tools.rehearse(checkpoint, v2(spark, source), keys={})
+
+    [operator] = rehearsal.details["operators"]
+    assert rehearsal.outcome == tools.Outcome.REFUSED and operator["decision"] == "refused", rehearsal.lines
+    assert operator["lines"][0] == rehearsal.details["refusal"], operator
+    assert operator["lines"][1].startswith("a key change cannot make it: cannot deploy ") and \
+        "python -m statesnap adopt" in operator["lines"][1], operator
+    assert files(checkpoint) == before
+
+
+@ONLY_ON_PINNED
 def test_a_dry_run_says_what_each_field_gets_and_writes_nothing(spark, tmp_path, cli, monkeypatch):
     source, checkpoint = str(tmp_path / "in"), str(tmp_path / "checkpoint")
     write_input(source, rounds()[0])

@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
 import statesnap
-from apps import INPUT_SCHEMA, StateSpec, _states_app_over, await_listeners, write_input
+from apps import INPUT_SCHEMA, STOCK_PROVIDER, StateSpec, _states_app_over, await_listeners, write_input
 from minors import MINOR, TWS_ONLINE
 from processes import run_to_exit
 from statesnap import tools
@@ -95,6 +96,36 @@ def test_a_rehearsal_says_per_operator_what_the_restart_then_does(spark, app_dir
     result = tools.rehearse(checkpoint, usage(spark, source, *v3), name="usage")
     assert result.outcome == tools.Outcome.REFUSED, result.lines
     assert "has a snapshot registered both for its checkpoint and for its name" in "\n".join(result.lines)
+
+
+@pytest.mark.skipif(MINOR not in ("4.1", "4.3"), reason="the same decision on every minor: the pinned and the newest "
+                    "(3.5 adopts an aggregation whose name it has not recorded without scanning it)")
+def test_a_change_on_sparks_provider_is_refused_until_the_checkpoint_is_adopted(spark, app_dirs, on_provider):
+    """A checkpoint that pins Spark's RocksDB provider restarts there, where statesnap migrates nothing: an aggregate
+    added is refused with the adopt that moves it to statesnap's provider (the restart alone fails on Spark's own
+    check, as rehearsed); adopted, it migrates, as rehearsed."""
+    source, checkpoint = app_dirs
+    write_input(source, [("a", 5, "set"), ("b", 3, "set")])
+    on_provider(STOCK_PROVIDER, lambda: run_to_end(usage(spark, source, F.sum("value").alias("total")), checkpoint,
+                                                   "update"))
+    write_input(source, [("a", 2, "set")])
+    v2 = (F.sum("value").alias("total"), F.count("*").alias("n"))
+
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
+    assert result.outcome == tools.Outcome.REFUSED and ops["aggregation"]["decision"] == "refused", result.lines
+    assert ops["dedup"]["decision"] == "as is", result.lines
+    said = ops["aggregation"]["lines"][0]
+    assert "pins Spark's provider" in said and f"python -m statesnap adopt '{os.path.abspath(checkpoint)}" in \
+        said.replace("file:", ""), said
+    restarted = shutil.copytree(checkpoint, f"{checkpoint}-restarted")  # a restart leaves its batch planned
+    with pytest.raises(StreamingQueryException, match="STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"):
+        run_to_end(usage(spark, source, *v2), restarted, "update")
+
+    assert tools.adopt(checkpoint).outcome == tools.Outcome.CHANGE
+    result, ops = rehearsed(checkpoint, usage(spark, source, *v2))
+    assert ops["aggregation"]["decision"] == "migrates", result.lines
+    rows = run_to_end(usage(spark, source, *v2), checkpoint, "update")
+    assert {r.id: (r.total, r.n) for r in rows} == {"a": (7, 1)}
 
 
 @pytest.mark.slow

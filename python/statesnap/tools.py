@@ -236,7 +236,9 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: O
     ``migrates`` (with the changes), ``refused`` (the message the restart would fail with, its fix included), or
     ``starts empty`` (an operator the checkpoint holds no state of); on Spark 4.2+ a transformWithState that changes
     ``migrates offline``, as ``migrate`` decides it (:func:`deploy` runs that step). A join on Spark 3.5 or a session
-    window is ``not rehearsed`` yet: its stores decide as the query restarts. Given what :func:`deploy` is given to
+    window is ``not rehearsed`` yet: its stores decide as the query restarts. On a checkpoint that pins Spark's own
+    provider, where statesnap migrates nothing, an operator whose state would migrate is ``refused``, naming the
+    ``adopt`` that moves it to statesnap's provider. Given what :func:`deploy` is given to
     change a key (``keys``, even ``{}``, ``merge``, ``previous``: :func:`change_key`'s arguments), it rehearses that
     deploy, the query stopped: an operator whose key changes ``re-keys offline`` (the key change :func:`change_key`
     makes, each field's value), or is refused with the key change's reason. ``details["operators"]`` holds each

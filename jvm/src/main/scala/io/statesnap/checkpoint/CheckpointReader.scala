@@ -159,13 +159,17 @@ object CheckpointReader {
     def store: Store = Store(operator, partition, storeName, batch + 1)
   }
 
-  /** Every store (operator, partition, store name) at the latest committed batch; none before a batch committed. */
+  /**
+   * Every store (operator, partition, store name) at the latest committed batch, of whichever provider wrote it (a
+   * RocksDB one's files, or Spark's default provider's: a rehearsal finds its state too); none before a batch
+   * committed.
+   */
   def storesAtLatestCommit(checkpoint: String, hadoopConf: Configuration): Seq[StoreAtCommit] = {
     val root = new Path(checkpoint)
     val fs = fileSystem(root, hadoopConf)
     val stateRoot = new Path(root, "state")
     latestCommit(fs, root).toSeq.flatMap { commit =>
-      stores(fs, stateRoot).map { case (operator, partition, name, _) =>
+      stores(fs, stateRoot, anyProvider = true).map { case (operator, partition, name, _) =>
         StoreAtCommit(fs, stateRoot, commit.batch, operator, partition, name)
       }
     }
@@ -203,11 +207,15 @@ object CheckpointReader {
     }
   }
 
-  /** Every store directory: a partition directory with state files, or a named store inside one. */
-  private def stores(fs: FileSystem, stateRoot: Path): Seq[(Int, Int, String, Path)] = {
+  /**
+   * Every store directory: a partition directory with state files, or a named store inside one; RocksDB's files only,
+   * which this reader loads, unless `anyProvider`.
+   */
+  private def stores(fs: FileSystem, stateRoot: Path, anyProvider: Boolean = false): Seq[(Int, Int, String, Path)] = {
     def hasStateFiles(dir: Path): Boolean = fs.listStatus(dir).exists { s =>
       val name = s.getPath.getName
-      s.isFile && (name.endsWith(".zip") || name.endsWith(".changelog"))
+      s.isFile && (StoppedCheckpoint.isVersionFile(name) ||
+        anyProvider && StoppedCheckpoint.isDefaultProviderVersionFile(name))
     }
     def numbered(dir: Path): Seq[(Int, Path)] = if (!fs.exists(dir)) Nil else fs.listStatus(dir).toSeq
       .filter(_.isDirectory).map(_.getPath).collect { case p if p.getName.forall(_.isDigit) => p.getName.toInt -> p }

@@ -1,6 +1,7 @@
 package io.statesnap.tools
 
 import io.statesnap.checkpoint.{OperatorDecision, StoppedCheckpoint}
+import io.statesnap.checkpoint.OperatorDecision.Refused
 import io.statesnap.{SparkClasses, StatesnapException}
 import io.statesnap.evolution.SqlSettings
 import io.statesnap.keys.{GroupStateMerge, KeyChange, KeyChanges, NewQueryOperators}
@@ -24,8 +25,11 @@ private[tools] object KeyChangePlan {
    */
   final case class Decided(operators: Seq[(RepartitionPlan.Operator, OperatorDecision)], notes: Seq[String]) {
     /** The first refused operator's refusal, if any. */
-    def refusal: Option[StatesnapException] = operators.collectFirst { case (_, OperatorDecision.Refused(e, _)) => e }
+    def refusal: Option[StatesnapException] = operators.collectFirst { case (_, Refused(e, _)) => e }
   }
+
+  /** An operator's key change refused for `why`: its key is what is refused. */
+  private def refused(why: String): Refused = Refused(ToolErrors.keyChangeRefused(why), ofKey = true)
 
   /** `plan` with the key change of each operator ([[decide]]); the first operator refused is the verb's refusal. */
   def apply(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
@@ -93,54 +97,54 @@ private[tools] object KeyChangePlan {
      * (AggregateMatch.replaced, which only a restart's registration routes); without it they are read by position, so
      * the aggregates must be the recorded ones.
      */
-    def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Either[String, Unit] = (for {
+    def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Either[Refused, Unit] = (for {
       now <- meant.lift(i).flatten
       was <- meantBefore.fold(recorded(old, i))(_.lift(i).flatten)
     } yield {
       val buffers = AggregateMatch(was.aggregates, now.aggregates)
-      if (buffers.replaced.nonEmpty) Left(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
-        buffers.replaced.map { case (k, o) => now.aggregates(k).describe -> was.aggregates(o).describe }))
-      else if (previous.isEmpty && !buffers.unchanged) Left(KeyChangeRefusals.aggregatesUnmatched(old.id,
-        old.describe, was.aggregates.map(_.describe).mkString(", "), now.aggregates.map(_.describe).mkString(", ")))
+      if (buffers.replaced.nonEmpty) Left(refused(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
+        buffers.replaced.map { case (k, o) => now.aggregates(k).describe -> was.aggregates(o).describe })))
+      else if (previous.isEmpty && !buffers.unchanged) Left(refused(KeyChangeRefusals.aggregatesUnmatched(old.id,
+        old.describe, was.aggregates.map(_.describe).mkString(", "), now.aggregates.map(_.describe).mkString(", "))))
       else Right(())
     }).getOrElse(Right(()))
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     def keyChange(old: RepartitionPlan.Operator, i: Int, oldKey: StructType, value: StructType,
-        to: Keyed): Either[String, Option[KeyChange]] = {
+        to: Keyed): Either[Refused, Option[KeyChange]] = {
       val fed = sources(old, i)
       KeyChanges.decide(s"operator ${old.id} (${old.describe})", oldKey, value, to, givenFor(old, oldKey, to, fed),
-        settings, before.map(_(i)).collect { case k: Keyed => k }, fed)
+        settings, before.map(_(i)).collect { case k: Keyed => k }, fed).left.map(refused)
     }
     val decided = plan.operators.zip(operators).zipWithIndex.map { case ((old, now), i) =>
-      val change: Either[String, Option[KeyChange]] = now match {
+      val change: Either[Refused, Option[KeyChange]] = now match {
         case tws: TransformWithState =>
           // Its grouping key, as every family placed by it holds it (RepartitionPlan checked that they agree).
           def grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
           if (old.describe != RepartitionPlan.TransformWithStateOperator)
-            Left(KeyChangeRefusals.anotherOperator(old.id, old.describe, tws.describe))
-          else grouping.toRight(KeyChangeRefusals.noGroupingKey(old.id, old.describe))
+            Left(refused(KeyChangeRefusals.anotherOperator(old.id, old.describe, tws.describe)))
+          else grouping.toRight(refused(KeyChangeRefusals.noGroupingKey(old.id, old.describe)))
             .flatMap(keyChange(old, i, _, new StructType(), tws))
         case keyed: Keyed =>
           for {
             layout <- old.stores match {
               case Seq(store) if !store.columnFamilies && store.families.size == 1 => Right(store.families.head.layout)
-              case _ => Left(KeyChangeRefusals.anotherOperator(old.id, old.describe, keyed.describe))
+              case _ => Left(refused(KeyChangeRefusals.anotherOperator(old.id, old.describe, keyed.describe)))
             }
             to <- keyed match {
               case groups: GroupState if merge.nonEmpty => GroupStateMerge.of(layout.valueSchema, merge, settings)
-                .map(m => groups.copy(merge = m)).left.map(KeyChangeRefusals.invalidMerge(old.id, old.describe, _))
+                .map(m => groups.copy(merge = m))
+                .left.map(why => refused(KeyChangeRefusals.invalidMerge(old.id, old.describe, why)))
               case other => Right(other)
             }
             _ <- aggregatesAsMeant(old, i)
             change <- keyChange(old, i, layout.keySchema, layout.valueSchema, to)
-            _ <- if (change.nonEmpty && old.keyless) Left(KeyChangeRefusals.keylessGainsAKey(old.id, old.describe))
-              else Right(())
+            _ <- if (change.nonEmpty && old.keyless)
+              Left(refused(KeyChangeRefusals.keylessGainsAKey(old.id, old.describe))) else Right(())
           } yield change
         case Other(_) => Right(None)
       }
-      old.copy(meaning = meant.lift(i).flatten) -> change.fold(
-        why => OperatorDecision.Refused(ToolErrors.keyChangeRefused(why), ofKey = true),
+      old.copy(meaning = meant.lift(i).flatten) -> change.fold[OperatorDecision](identity,
         _.fold[OperatorDecision](OperatorDecision.Decided(Nil))(OperatorDecision.Rekeyed))
     }
     val changes = decided.collect { case (_, OperatorDecision.Rekeyed(change)) => change }

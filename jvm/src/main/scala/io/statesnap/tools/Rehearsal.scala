@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.statesnap.checkpoint.{CheckpointReader, OperatorDecision, PlannedOperatorDecision, StoppedCheckpoint,
   ToolRefusal}
-import io.statesnap.{SparkClasses, StatesnapException}
+import io.statesnap.{ProviderClasses, SparkClasses, StatesnapException}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.provider.StateWalk
 import io.statesnap.registration.{QueryRegistrations, QueryStates, Registrations, SparkOperatorCheck}
@@ -84,7 +84,10 @@ object Rehearsal {
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
-    val plan = NewQueryOperators.plan(query, StoppedCheckpoint.latestPinnedConfs(spark, qualified))
+    val pinned = StoppedCheckpoint.latestPinnedConfs(spark, qualified)
+    val plan = NewQueryOperators.plan(query, pinned)
+    // The provider the restart runs on: statesnap serves the query only where its checkpoint pins statesnap's.
+    val provider = pinned.get(StoppedCheckpoint.ProviderConf).filter(_ != ProviderClasses.Statesnap)
     val writers = NewQueryOperators.writers(plan)
     // What the restart does to each operator that has state, and the version its stores load.
     val restarts = writers.zipWithIndex.flatMap { case (writer, id) => loads.get(id).map { version =>
@@ -117,7 +120,7 @@ object Rehearsal {
           decision match {
             case OperatorDecision.Rekeyed(change) => outcome(RekeysOffline, change.says :+ RekeyAdvice)
             case OperatorDecision.Refused(e, ofKey) => outcome(Refused, e.getMessage +: rekeys.collect {
-              case Left(why) if ofKey => s"a key change cannot make it: $why"
+              case Left(why) if ofKey => s"a key change cannot make it: ${why.getMessage}"
             }.toSeq)
             case OperatorDecision.Unjudged =>
               outcome(NotRehearsed, Seq("its stores decide each of its states as the query restarts"))
@@ -125,8 +128,10 @@ object Rehearsal {
             case decided: OperatorDecision.Decided =>
               val changes = decided.migrating.flatMap(state =>
                 state.decided.changes.map(c => s"state '${state.current.stateName}': $c"))
-              if (!migratesOffline(operator)) outcome(Migrates, changes)
-              else outcome(MigratesOffline, changes :+ OfflineAdvice, Some(OfflineStep(version, decided.migrating)))
+              if (migratesOffline(operator))
+                outcome(MigratesOffline, changes :+ OfflineAdvice, Some(OfflineStep(version, decided.migrating)))
+              else provider.fold(outcome(Migrates, changes))(other => outcome(Refused, Seq(ToolErrors.notServed(
+                s"operator $id (${operator.describe})", changes, qualified, other).getMessage)))
           }
       }
     }
@@ -184,12 +189,12 @@ object Rehearsal {
    * provider `change_key` does not move), raised instead where a key or merge was given, which must not go unused.
    */
   private def keyChanges(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
-      asked: KeyChangeAsked): Either[String, Map[Int, OperatorDecision]] = try {
+      asked: KeyChangeAsked): Either[ToolRefusal, Map[Int, OperatorDecision]] = try {
     val stopped = StoppedCheckpoint(spark, checkpoint, "deploy")
     Right(KeyChangePlan.decide(stopped, Move.KeyChanging.plan(stopped, None), query, asked.keys, asked.merge,
       asked.previous).operators.map { case (o, decision) => o.id -> decision }.toMap)
   } catch {
-    case refused: ToolRefusal if !asked.given => Left(refused.getMessage)
+    case refused: ToolRefusal if !asked.given => Left(refused)
   }
 
   /** A transformWithState on Spark 4.2+, whose state is Spark's provider's: it migrates offline, before the restart. */

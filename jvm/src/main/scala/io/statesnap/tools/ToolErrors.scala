@@ -32,6 +32,20 @@ private[statesnap] object ToolErrors {
 
   def keyChangeRefused(why: String): StatesnapException = new StatesnapException(IncompatibleStateSchema, why)
 
+  // STATESNAP_UNSUPPORTED_CONFIGURATION: what statesnap does not serve.
+
+  /**
+   * A rehearsal's operator whose state would migrate (`changes`), on a checkpoint that pins `provider`, not
+   * statesnap's: the restart runs on Spark's provider, which statesnap does not serve.
+   */
+  def notServed(operator: String, changes: Seq[String], checkpoint: String, provider: String): StatesnapException =
+    new StatesnapException(UnsupportedConfiguration, s"$operator would migrate (${changes.mkString("; ")}), and the " +
+      s"checkpoint $checkpoint pins Spark's provider $provider, which statesnap does not serve: restarted on it, " +
+      "Spark's own state schema check refuses the change, or reads the old bytes under the new layout where it " +
+      s"passes it. Fix: with the query stopped, move the checkpoint to statesnap's provider first, python -m " +
+      s"statesnap adopt '$checkpoint' (with the sink flag it needs, --file-sink <path> or --no-file-sink, where " +
+      "statesnap recorded no sink), then deploy again")
+
   // STATESNAP_MIGRATION_FAILED: the verb's own writes.
 
   /**
