@@ -309,22 +309,25 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     checkpoint = absolute_checkpoint(checkpoint)
     _require_stopped("deploy", checkpoint, query.sparkSession)
     rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous)
+    rekeyed = ""  # what the key change did, which a later refusal must not say was left undone
     if rehearsed.rekeysOffline():
         changed = _key_change_step(checkpoint, query, keys, merge, previous, file_sink, no_file_sink)
         if changed.outcome == Outcome.REFUSED:
             raise ToolError("statesnap deploy: the key change was refused, nothing was changed: " +
                             " ".join(changed.lines))
-        _log.info("statesnap deploy: %s", "; ".join(changed.lines))
+        rekeyed = "; ".join(changed.lines)
+        _log.info("statesnap deploy: %s", rekeyed)
         # The keys and merge given are in the state now: asked again, they would be for a key it no longer has.
         try:
             rehearsed = _deploy_rehearsal(checkpoint, query, name, {}, None, None)
-        except (StateSchemaError, ToolError) as e:  # its words assume nothing was changed: the key was
-            raise ToolError(f"statesnap deploy: the key change was made ({'; '.join(changed.lines)}), and the restart "
-                            f"is refused: {e}") from None
+        except (StateSchemaError, ToolError) as e:
+            raise ToolError(f"statesnap deploy: the key change was made ({rekeyed}), and the restart is refused: "
+                            f"{e}") from None
     if rehearsed.migratesOffline():
         migrated = _offline_step(checkpoint, query.sparkSession, rehearsed, file_sink, no_file_sink)
         if migrated.outcome == Outcome.REFUSED:
-            raise ToolError("statesnap deploy: the offline migration was refused, nothing was changed: " +
+            raise ToolError("statesnap deploy: the offline migration was refused, " +
+                            (f"after the key change ({rekeyed}): " if rekeyed else "nothing was changed: ") +
                             " ".join(migrated.lines))
         _log.info("statesnap deploy: %s", "; ".join(migrated.lines))
     return start(query)
