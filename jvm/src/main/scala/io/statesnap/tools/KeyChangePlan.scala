@@ -81,15 +81,16 @@ private[tools] object KeyChangePlan {
     val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))
     val meantBefore = previousPlan.map(p => NewQueryOperators.writers(p).map(PlannedMeaning.of(p, _)))
     val stateRoot = new Path(checkpoint.root, "state").toString
-    def recorded(old: RepartitionPlan.Operator, i: Int): Option[OperatorMeaning] = for {
+    val loaded = checkpoint.latestCommittedBatch + 1
+    // The meaning recorded with each operator's state, read once, where it is the operator the new plan puts there.
+    val recorded = plan.operators.zipWithIndex.map { case (old, i) => for {
       now <- meant.lift(i).flatten
-      (_, recorded) <- RecordedMeanings.inForce(stateRoot, old.id, checkpoint.latestCommittedBatch + 1,
-        checkpoint.hadoopConf)
-      if recorded.operator == now.operator
-    } yield recorded
-    def sources(old: RepartitionPlan.Operator, i: Int): Option[KeySources] = for {
+      (_, was) <- RecordedMeanings.inForce(stateRoot, old.id, loaded, checkpoint.hadoopConf)
+      if was.operator == now.operator
+    } yield was }
+    def sources(i: Int): Option[KeySources] = for {
       now <- meant.lift(i).flatten
-      was <- recorded(old, i)
+      was <- recorded(i)
     } yield KeySources(was.key, now.key)
     /*
      * The aggregates of operator `old` (the `i`th) as the state's meaning says, against the new version's: its buffers
@@ -99,7 +100,7 @@ private[tools] object KeyChangePlan {
      */
     def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Either[Refused, Unit] = (for {
       now <- meant.lift(i).flatten
-      was <- meantBefore.fold(recorded(old, i))(_.lift(i).flatten)
+      was <- meantBefore.fold(recorded(i))(_.lift(i).flatten)
     } yield {
       val buffers = AggregateMatch(was.aggregates, now.aggregates)
       if (buffers.replaced.nonEmpty) Left(refused(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
@@ -112,7 +113,7 @@ private[tools] object KeyChangePlan {
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
     def keyChange(old: RepartitionPlan.Operator, i: Int, oldKey: StructType, value: StructType,
         to: Keyed): Either[Refused, Option[KeyChange]] = {
-      val fed = sources(old, i)
+      val fed = sources(i)
       KeyChanges.decide(s"operator ${old.id} (${old.describe})", oldKey, value, to, givenFor(old, oldKey, to, fed),
         settings, before.map(_(i)).collect { case k: Keyed => k }, fed).left.map(refused)
     }
