@@ -2,7 +2,8 @@ package io.statesnap.checkpoint
 
 import io.statesnap.{JoinStateSchemas, SparkClasses, StatesnapException}
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
-import io.statesnap.meaning.{MeaningDecision, PlannedMeaning, RecordedMeanings}
+import io.statesnap.meaning.{MeaningDecision, MeaningErrors, OperatorMatch, OperatorMatching, OperatorMeaning,
+  PlannedMeaning, RecordedMeanings}
 import io.statesnap.provider.{GuardedFamily, OperatorStateGuard, StateEncoding, StateWalk,
   TransformWithStateDecision}
 import io.statesnap.registration.QueryRegistrations
@@ -130,6 +131,39 @@ object PlannedOperatorDecision {
     if (moved.isEmpty) None
     else Some(moved.flatMap { case (a, b) => Seq(a, b) }.toSet ->
       MeaningDecision.movedStatesRefusal(checkpoint, moved, recorded, planned))
+  }
+
+  /**
+   * The refusal of a plan that adds stateful operators to a query whose checkpoint keeps state: each of `operators`
+   * (its writer in `plan`, its id, the version its stores load) whose stores would load a version past 0 at an id the
+   * checkpoint keeps no state for (Spark's providers fail to load a version no batch wrote), with the ids it names;
+   * None where there is none. An operator added at the place of another's state is the moved states' refusal, or
+   * Spark's check's.
+   */
+  def addedOperators(plan: SparkPlan, operators: Seq[(SparkClasses.StateStoreWriter, Long, Long)],
+      checkpoint: String, hadoopConf: Configuration): Option[(Set[Long], StatesnapException)] = {
+    val root = new Path(stateRoot(checkpoint))
+    val fs = root.getFileSystem(hadoopConf)
+    val added = operators.filter { case (_, id, version) => version > 0 && !fs.exists(new Path(root, s"$id/0")) }
+    if (added.isEmpty) None
+    else Some(added.map(_._2).toSet -> MeaningErrors.operatorsAdded(checkpoint, added.head._3, added.map {
+      case (w, id, _) => s"operator $id (${PlannedMeaning.of(plan, w).fold(NewQueryOperators.operator(w).describe)(
+        _.describe)})"
+    }))
+  }
+
+  /**
+   * The new plan's stateful operators (`writers`, each at its id) matched with the states of `checkpoint` (`loads`: each
+   * operator id it keeps state for, and the version its stores load) by what each computes ([[OperatorMatching]]), with
+   * the meaning recorded for each state.
+   */
+  def matched(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter], loads: Map[Int, Long], checkpoint: String,
+      hadoopConf: Configuration): (Seq[OperatorMatch], Map[Long, OperatorMeaning]) = {
+    val recorded = loads.map { case (id, version) =>
+      id.toLong -> RecordedMeanings.inForce(stateRoot(checkpoint), id, version, hadoopConf).map(_._2)
+    }
+    val planned = writers.zipWithIndex.map { case (w, id) => id.toLong -> PlannedMeaning.of(plan, w) }.toMap
+    OperatorMatching(recorded, planned) -> recorded.collect { case (id, Some(m)) => id -> m }
   }
 
   private def withStarts(plan: SparkPlan, writer: SparkClasses.StateStoreWriter, operatorId: Long,

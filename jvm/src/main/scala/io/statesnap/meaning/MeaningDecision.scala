@@ -88,20 +88,16 @@ object MeaningDecision {
   }
 
   /**
-   * The states the new plan would read at another operator's place: each (id, other) where the operator the meaning
-   * recorded at `id` says computed its state is not the one the plan puts at `id` (`planned`, by id), but is the one
-   * at `other`, the same kind, key columns, aggregates and input ([[OperatorMeaning.computesAs]]). Spark finds an
-   * operator's state by its place in the plan, and its checks compare names and schemas only: two windowed counts of
-   * a union swapped pass them, and each reads the other's counts. An operator whose input alone changed (a filter
-   * added) is still itself: only another operator's match moves a state. A meaning recorded without its input (an
-   * earlier statesnap) matches none.
+   * The states the new plan would read at another operator's place: each (id, other) where the state recorded at `id`
+   * is the one the planned operator at `other` computes ([[OperatorMatching]]: the same kind, key columns, aggregates
+   * and input). Spark finds an operator's state by its place in the plan, and its checks compare names and schemas
+   * only: two windowed counts of a union swapped pass them, and each reads the other's counts. An operator whose input
+   * alone changed (a filter added) is still itself: only another operator's match moves a state. A meaning recorded
+   * without its input (an earlier statesnap) matches none at another place.
    */
   def movedStates(recorded: Map[Long, OperatorMeaning], planned: Map[Long, OperatorMeaning]): Seq[(Long, Long)] =
-    recorded.toSeq.sortBy(_._1).flatMap { case (id, meant) =>
-      if (meant.input.isEmpty || planned.get(id).exists(_.computesAs(meant))) None
-      else planned.toSeq.sortBy(_._1).collectFirst { case (other, now) if other != id && now.computesAs(meant) =>
-        id -> other }
-    }
+    OperatorMatching(recorded.map { case (id, m) => id -> Some(m) }, planned.map { case (id, m) => id -> Some(m) })
+      .collect { case kept: OperatorMatch.Kept if kept.moved => kept.recorded -> kept.planned }.sortBy(_._1)
 
   /** The refusal of a restart whose plan reads the states `moved` ([[movedStates]]) at other operators' places. */
   def movedStatesRefusal(checkpoint: String, moved: Seq[(Long, Long)], recorded: Map[Long, OperatorMeaning],

@@ -22,6 +22,18 @@ private[statesnap] object MeaningErrors {
       s"branches as they were); or $AsANewQuery.")
 
   /**
+   * @param version the version every operator's stores load as the query restarts
+   * @param added each operator of the new version that computes no state the checkpoint keeps, as the plan describes it
+   */
+  def operatorsAdded(checkpoint: String, version: Long, added: Seq[String]): StatesnapException =
+    new StatesnapException(StatefulOperatorsChanged, s"the new version adds stateful operators to a query whose " +
+      s"checkpoint $checkpoint keeps state: ${added.mkString(", ")} computes no state the checkpoint keeps. Spark " +
+      s"loads every stateful operator's stores at the version the restart reads ($version), which no batch wrote for " +
+      "an operator added, so the restart would fail in its tasks. Nothing was started or written. Fix: keep the " +
+      "stateful operators of the running version (a dropDuplicates, aggregation, join or transformWithState added, " +
+      s"removed or reordered changes them), and deploy the rest of the change; or $AsANewQuery.")
+
+  /**
    * @param call the `change_key` call that gives every entry its new key
    * @param derivesKeys whether the call derives new key fields (a dedup's only from the old key)
    * @param dedup whether the operator is a dedup, whose value says nothing of its rows

@@ -5,7 +5,9 @@ import scala.jdk.CollectionConverters._
 import io.statesnap.checkpoint.{CheckpointReader, OperatorDecision, PlannedOperatorDecision, StoppedCheckpoint,
   ToolRefusal}
 import io.statesnap.{ProviderClasses, SparkClasses, StatesnapException}
+import io.statesnap.ScalaCompat._
 import io.statesnap.keys.NewQueryOperators
+import io.statesnap.meaning.{OperatorMatch, OperatorMatching, OperatorMeaning}
 import io.statesnap.provider.StateWalk
 import io.statesnap.registration.{QueryRegistrations, QueryStates, Registrations, SparkOperatorCheck}
 import org.apache.hadoop.conf.Configuration
@@ -31,6 +33,11 @@ object Rehearsal {
   case object RekeysOffline extends Decision("re-keys offline", ToolReport.Change)
   case object StartsEmpty extends Decision("starts empty", ToolReport.Nothing)
   case object Refused extends Decision("refused", ToolReport.Refused)
+  /**
+   * A state of the checkpoint no operator of the new version computes ([[OperatorMatch.Removed]]), where no check
+   * refuses the restart (Spark 3.5 has none of operators): the restart leaves it unread.
+   */
+  case object LeftUnread extends Decision("left unread", ToolReport.Change)
   /** An operator whose stores decide alone as the query restarts (joins on 3.5, session windows). */
   case object NotRehearsed extends Decision("not rehearsed", ToolReport.Nothing)
 
@@ -137,9 +144,51 @@ object Rehearsal {
     }
     val moved = PlannedOperatorDecision.movedStates(plan, writers.zipWithIndex.flatMap { case (w, id) =>
       loads.get(id).map(version => (w, id.toLong, version)) }, qualified, hadoopConf)
-    val placed = moved.fold(decided) { case (ids, refusal) => refusing(decided, ids, refusal.getMessage) }
-    Rehearsed(withSparksCheck(placed, writers, qualified, hadoopConf), qualified, registered)
+    // Every operator's stores load the version the latest commit wrote, those of an operator added too.
+    val added = loads.values.maxOption.flatMap(version => PlannedOperatorDecision.addedOperators(plan,
+      writers.zipWithIndex.collect { case (w, id) if !loads.contains(id) => (w, id.toLong, version) }, qualified,
+      hadoopConf))
+    val placed = (moved ++ added).foldLeft(decided) { case (o, (ids, refusal)) => refusing(o, ids, refusal.getMessage) }
+    val (matches, recorded) = PlannedOperatorDecision.matched(plan, writers, loads, qualified, hadoopConf)
+    Rehearsed(withMatch(withSparksCheck(placed, writers, qualified, hadoopConf), matches, recorded), qualified,
+      registered)
   }
+
+  /**
+   * `outcomes` with what matching the operators by what each computes says of each whose state is not at its own
+   * place ([[OperatorMatching]]): its state kept at another place, added beside the checkpoint's, or not to be told
+   * from another's; and each state of the checkpoint that no operator of the new version computes, on the outcome of
+   * its id where that is the checkpoint's operator, else on one of its own: unread by the restart, where no check
+   * refuses it. Nothing where every state is at its place.
+   */
+  private def withMatch(outcomes: Seq[OperatorOutcome], matches: Seq[OperatorMatch],
+      recorded: Map[Long, OperatorMeaning]): Seq[OperatorOutcome] = {
+    def state(id: Long) = s"operator $id${recorded.get(id).fold("")(m => s" (${m.describe})")}"
+    val said: Map[Long, String] = matches.collect {
+      case kept: OperatorMatch.Kept if kept.moved =>
+        kept.planned -> s"its state is the one the checkpoint keeps at ${state(kept.recorded)}"
+      case OperatorMatch.Added(id) if recorded.nonEmpty => id -> "the checkpoint keeps no state it computes (an operator added)"
+      case OperatorMatch.Ambiguous(id, candidates) => id -> (s"it computes what each of ${candidates.map(state)
+        .mkString(" and ")} recorded, at none of their places: which state is its cannot be told")
+    }.toMap
+    val removed = matches.collect { case OperatorMatch.Removed(id) => id }
+    if (said.isEmpty && removed.isEmpty) return outcomes
+    def unread(id: Long) = s"no operator of the new version computes the state of ${state(id)} (an operator " +
+      "removed): the restart leaves it unread"
+    val annotated = outcomes.map { o =>
+      val id = o.operator.toLong
+      val gone = o.describe.endsWith(InCheckpointOnly) && removed.contains(id)
+      val lines = said.get(id).map("matched by what it computes: " + _).toSeq ++ (if (gone) Seq(unread(id)) else Nil)
+      if (lines.isEmpty) o else o.copy(lines = (o.lines.asScala ++ lines).asJava,
+        describe = recorded.get(id).filter(_ => gone).fold(o.describe)(_.describe + InCheckpointOnly))
+    }
+    annotated ++ removed.filterNot(id => annotated.exists(o => o.operator == id && o.describe.endsWith(
+      InCheckpointOnly))).map(id => OperatorOutcome(id.toInt, s"${recorded.get(id).fold(s"operator $id")(_.describe)}" +
+      InCheckpointOnly, LeftUnread, Seq(unread(id)).asJava))
+  }
+
+  /** How an outcome describes a state of the checkpoint that the new version has no operator for. */
+  private val InCheckpointOnly = " (in the checkpoint, not in the new version)"
 
   /**
    * The outcomes `decided`, with each operator id at which Spark's own check of the restart refuses it
@@ -155,7 +204,7 @@ object Rehearsal {
     else {
       val refusal = SparkOperatorCheck.refusal(checkpoint, recorded, planned)
       refusing(decided, differing.toSet, refusal) ++ differing.filterNot(planned.contains).map(id =>
-        OperatorOutcome(id.toInt, s"${recorded(id)} (in the checkpoint, not in the new version)", Refused,
+        OperatorOutcome(id.toInt, recorded(id) + InCheckpointOnly, Refused,
           Seq(refusal).asJava))
     }
   }

@@ -1,0 +1,86 @@
+package io.statesnap.meaning
+
+/**
+ * How one stateful operator of a restarted query's plan, or of its checkpoint, stands to the other side, decided by
+ * what each computes ([[OperatorMatching]]), not by its place alone.
+ */
+sealed trait OperatorMatch
+
+object OperatorMatch {
+  /** The state the checkpoint keeps at `recorded` is the one the planned operator at `planned` computes. */
+  final case class Kept(recorded: Long, planned: Long) extends OperatorMatch {
+    def moved: Boolean = recorded != planned
+  }
+
+  /** The planned operator at `planned` computes no state the checkpoint keeps: its state would start empty. */
+  final case class Added(planned: Long) extends OperatorMatch
+
+  /** The checkpoint's state at `recorded` is computed by no planned operator. */
+  final case class Removed(recorded: Long) extends OperatorMatch
+
+  /**
+   * The planned operator at `planned` computes what each of `candidates` (ids of the checkpoint) recorded, none at its
+   * own place: what each computes cannot tell which state is its.
+   */
+  final case class Ambiguous(planned: Long, candidates: Seq[Long]) extends OperatorMatch
+}
+
+/**
+ * The new plan's stateful operators matched with the checkpoint's by what each computes ([[OperatorMeaning]]): Spark
+ * finds an operator's state by its place in the plan (operator ids, top first), so a stateful operator added, removed
+ * or reordered moves every state after it, and two operators of the same schemas swapped (a union's branches) read
+ * each other's. Matched in this order, each pair the only candidate of the other among the operators not matched yet:
+ *  1. the same operator, key columns (under any names), aggregates and input ([[OperatorMeaning.computesAs]]), at any
+ *     place (an operator recorded without its input, by an earlier statesnap, is matched at its own place only);
+ *  2. at the same place, the same operator, key columns and aggregates, its input alone changed (a filter added, a
+ *     stateful operator inserted below it): still itself;
+ *  3. at the same place, the same kind of operator, or one whose meaning is not recorded: its key and values are then
+ *     decided as a restart in place decides them (a key fed by other columns refused, aggregates added migrated).
+ * Anything else is added or removed: the same computation fed another way at another place is never taken for a move,
+ * since the input is what tells a union's branches apart.
+ */
+object OperatorMatching {
+  /**
+   * @param recorded each operator id the checkpoint keeps state for, with the meaning recorded for it, if any
+   * @param planned each operator id of the new plan, with what its state means, if the plan says
+   * @return one match per planned operator, in id order, then each recorded state no planned operator computes (nor
+   *   may: an [[OperatorMatch.Ambiguous]] operator's candidates are named there only)
+   */
+  def apply(recorded: Map[Long, Option[OperatorMeaning]], planned: Map[Long, Option[OperatorMeaning]])
+      : Seq[OperatorMatch] = {
+    var kept = Map.empty[Long, Long] // planned -> recorded
+    var ambiguous = Map.empty[Long, Seq[Long]]
+    def free(candidates: Seq[Long]) = candidates.filterNot(kept.values.toSet)
+    def matchAll(candidatesOf: (Long, OperatorMeaning) => Seq[Long]): Unit = {
+      val open = planned.toSeq.sortBy(_._1).collect { case (id, Some(m)) if !kept.contains(id) => id -> m }
+      val offered = open.map { case (id, m) => id -> free(candidatesOf(id, m)) }
+      val claims = offered.flatMap(_._2).groupBy(identity).map { case (r, all) => r -> all.size }
+      offered.foreach {
+        case (id, Seq(only)) if claims(only) == 1 => kept += id -> only; ambiguous -= id
+        case (id, several) if several.size > 1 => ambiguous += id -> several
+        case _ =>
+      }
+    }
+    val known = recorded.collect { case (id, Some(m)) => id -> m }
+    matchAll((_, now) => known.toSeq.sortBy(_._1).collect {
+      case (id, was) if was.input.nonEmpty && now.computesAs(was) => id
+    })
+    matchAll((at, now) => known.get(at).filter(sameButInput(_, now)).map(_ => at).toSeq)
+    matchAll((at, now) => recorded.get(at).filter(_.forall(_.operator == now.operator)).map(_ => at).toSeq)
+    // A planned operator the plan says nothing of keeps the state at its place, as Spark reads it.
+    planned.keys.filter(id => planned(id).isEmpty && recorded.contains(id) && !kept.values.toSet(id))
+      .foreach(id => kept += id -> id)
+    val matched = kept.values.toSet
+    val ofPlanned = planned.keys.toSeq.sorted.map { id =>
+      kept.get(id).map(OperatorMatch.Kept(_, id)).orElse(ambiguous.get(id).map(_.filterNot(matched))
+        .filter(_.size > 1).map(OperatorMatch.Ambiguous(id, _))).getOrElse(OperatorMatch.Added(id))
+    }
+    // A state an ambiguous operator may compute is said there, not as removed too.
+    val claimed = matched ++ ofPlanned.collect { case a: OperatorMatch.Ambiguous => a.candidates }.flatten
+    ofPlanned ++ recorded.keys.toSeq.sorted.filterNot(claimed).map(OperatorMatch.Removed)
+  }
+
+  /** The same operator, key columns and aggregates, fed another way. */
+  private def sameButInput(was: OperatorMeaning, now: OperatorMeaning): Boolean =
+    now.computesAs(was.copy(input = now.input))
+}
