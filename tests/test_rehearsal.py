@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import re
 import shutil
@@ -291,14 +292,15 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
 @pytest.mark.skipif(MINOR == "4.0", reason="4.0 checks as 4.1 does (CI time)")
 @pytest.mark.parametrize("change", ["dedup added", "dedup removed"])
 def test_a_stateful_operator_added_or_removed_is_matched_and_refused_before_anything_starts(spark, app_dirs,
-                                                                                          registrations, change):
+                                                                                          registrations, change,
+                                                                                          caplog):
     """Spark finds an operator's state by its place in the plan. Spark 4 refuses a restart whose operators differ
     from its metadata at the first batch, with two stack traces; Spark 3.5 checks nothing, and an operator added
     fails in its tasks on stores no batch wrote. The rehearsal matches the operators by what each computes and says
     which is added or removed; where the restart would fail it is refused (exit 4 on the command line), the deploy
     raises it before starting anything, and a plain restart's refusal is statesnap's, its batch recorded as refused:
     the version that ran before restarts as it was. On 3.5 a dedup removed is no failure: its state is left unread,
-    as the rehearsal says, and the aggregation above it keeps its counts."""
+    as the rehearsal says and the deploy warns, and the aggregation above it keeps its counts."""
     source, checkpoint = app_dirs
     counts = lambda df: df.groupBy("id").agg(F.count("*").alias("n"))  # noqa: E731
     stream = lambda: spark.readStream.schema(INPUT_SCHEMA).json(source)  # noqa: E731
@@ -325,8 +327,19 @@ def test_a_stateful_operator_added_or_removed_is_matched_and_refused_before_anyt
             "(an operator added)", result.lines
     if MINOR == "3.5" and change == "dedup removed":
         assert result.outcome == tools.Outcome.CHANGE and operators[1]["decision"] == "left unread", result.lines
-        again = {r.id: r.n for r in run_to_end(v2, checkpoint, "update")}
-        assert again == {"a": first["a"] + 1, "b": 2}, (first, again)
+        rows: list = []
+        with caplog.at_level(logging.WARNING, logger="statesnap"):
+            query = statesnap.deploy(checkpoint, v2, lambda df: df.writeStream.outputMode("update").foreachBatch(
+                lambda batch, _: rows.extend(batch.collect())).option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True).start(), no_file_sink=True)
+            try:
+                query.awaitTermination()
+            finally:
+                query.stop()
+                await_listeners(query)
+        assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == \
+            [f"statesnap deploy: {operators[1]['lines'][-1]}"], caplog.records
+        assert {r.id: r.n for r in rows} == {"a": first["a"] + 1, "b": 2}, (first, rows)
         return
     assert result.outcome == tools.Outcome.REFUSED, result.lines
     refusal = result.details["refusal"]
