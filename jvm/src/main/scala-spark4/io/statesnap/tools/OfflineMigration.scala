@@ -260,42 +260,25 @@ private[tools] object OfflineMigration {
     }
   }
 
-  /**
-   * One Spark task per store; a line on stderr as each finishes (a migration can take a while). A task that fails
-   * returns its error rather than failing the job: every task has ended, committed or not, when this returns or
-   * throws, so a rollback after it cannot race a commit.
-   */
+  /** One Spark task per store, each reported as it ends ([[StoreProgress]]). */
   private def runJob(spark: SparkSession, job: PartitionRewrite.Job, tasks: Seq[PartitionRewrite.Task])
       : (Long, Map[(Int, Int), Option[String]]) = {
-    val started = System.nanoTime()
-    var done = 0
+    val progress = new StoreProgress(Migrating.name, tasks.size)
     var rewritten = 0L
     val committedIds = Map.newBuilder[(Int, Int), Option[String]]
-    val failures = Seq.newBuilder[Throwable]
     spark.sparkContext.setJobDescription("statesnap migrate")
-    def reported(t: PartitionRewrite.Task, r: Either[Throwable, PartitionRewrite.Committed]): Unit = {
-      done += 1
-      r.foreach(c => committedIds += (t.operator.toInt, t.partition) -> c.id)
-      val outcome = r match {
-        case Right(_) if t.carried => "committed as it was"
-        case Right(c) =>
-          rewritten += c.rewritten
-          s"committed, ${c.rewritten} entries rewritten"
-        case Left(e) =>
-          failures += e
-          "failed"
-      }
-      val elapsedMs = (System.nanoTime() - started) / 1000000
-      val left = if (done == tasks.size) "" else s", about ${elapsedMs * (tasks.size - done) / done / 1000 + 1} s left"
-      // On stderr: stdout carries the result (text, or --json for a caller that parses it).
-      System.err.println(s"statesnap migrate: operator ${t.operator} partition ${t.partition} $outcome ($done of " +
-        s"${tasks.size} stores, $elapsedMs ms$left)")
-    }
     spark.sparkContext.runJob(spark.sparkContext.parallelize(tasks, tasks.size),
       (it: Iterator[PartitionRewrite.Task]) => it.map(t => (t, Try(PartitionRewrite.run(job, t)).toEither)).toList,
       (_: Int, results: List[(PartitionRewrite.Task, Either[Throwable, PartitionRewrite.Committed])]) =>
-        results.foreach { case (t, r) => reported(t, r) })
-    failures.result().headOption.foreach(e => throw e)
+        results.foreach { case (t, r) =>
+          r.foreach { c =>
+            committedIds += (t.operator.toInt, t.partition) -> c.id
+            rewritten += c.rewritten
+          }
+          progress.ended(s"operator ${t.operator} partition ${t.partition}", r)(c =>
+            if (t.carried) "committed as it was" else s"committed, ${c.rewritten} entries rewritten")
+        })
+    progress.rethrow()
     (rewritten, committedIds.result())
   }
 }

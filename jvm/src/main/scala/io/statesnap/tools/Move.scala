@@ -206,7 +206,7 @@ private[tools] object Move {
   }
 
   /**
-   * Runs the job, a line on stderr as each store is written.
+   * Runs the job, each store reported as it is written ([[StoreProgress]]).
    * @return entries written, and under checkpoint format v2 the id of each store version committed
    */
   private def runJob(spark: SparkSession, checkpoint: StoppedCheckpoint, verb: Move, plan: RepartitionPlan)
@@ -215,29 +215,18 @@ private[tools] object Move {
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) ++ JobConfs),
       new SerializableConfiguration(checkpoint.hadoopConf), MigrationProbe.fromConfs(spark.conf.getAll),
       plan.readsDefault, plan.writesDefault, plan.from)
-    val stores = plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum
-    val started = System.nanoTime()
-    var done = 0
+    val progress = new StoreProgress(verb.name, plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum)
     var in = 0L
     val ids = Map.newBuilder[(Int, Int, String), String]
-    val failures = Seq.newBuilder[Throwable]
-    RepartitionJob.run(spark, plan, settings, { result =>
-      done += 1
-      val elapsedMs = (System.nanoTime() - started) / 1000000
-      val said = result match {
-        case Right(w) =>
-          in += w.entries
-          w.id.foreach(id => ids += (w.target.operator, w.target.partition, w.target.store.name) -> id)
-          s"operator ${w.target.operator} partition ${w.target.partition} store '${w.target.store.name}' committed, " +
-            s"${w.entries} entries"
-        case Left(e) =>
-          failures += e
-          s"a store failed: $e"
+    RepartitionJob.run(spark, plan, settings, { (target, result) =>
+      result.foreach { w =>
+        in += w.entries
+        w.id.foreach(id => ids += (target.operator, target.partition, target.store.name) -> id)
       }
-      // On stderr: stdout carries the result (text, or --json for a caller that parses it).
-      System.err.println(s"statesnap ${verb.name}: $said ($done of $stores stores, $elapsedMs ms)")
+      progress.ended(s"operator ${target.operator} partition ${target.partition} store '${target.store.name}'",
+        result)(w => s"committed, ${w.entries} entries")
     })
-    failures.result().headOption.foreach(e => throw e)
+    progress.rethrow()
     (in, ids.result())
   }
 

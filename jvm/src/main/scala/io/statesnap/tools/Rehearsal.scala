@@ -106,7 +106,7 @@ object Rehearsal {
     }}.toMap
     val asked = Option(keys).map(k => KeyChangeAsked(k.asScala.toMap, Option(merge).fold(Map.empty[String,
       String])(_.asScala.toMap), Option(previous)))
-    val rekeys = asked.filter(a => a.given || restarts.values.exists(_._1 match {
+    val rekeys = asked.filter(a => a.anyGiven || restarts.values.exists(_._1 match {
       case OperatorDecision.Refused(_, ofKey) => ofKey
       case _ => false
     })).map(keyChanges(spark, qualified, query, _))
@@ -226,10 +226,10 @@ object Rehearsal {
     qualified -> QueryRegistrations(qualified, registrations, errors)
   }
 
-  /** What a deploy is given to change keys with (`change_key`'s arguments); `given`: a key or a merge. */
+  /** What a deploy is given to change keys with (`change_key`'s arguments); `anyGiven`: a key or a merge. */
   private final case class KeyChangeAsked(keys: Map[String, String], merge: Map[String, String],
       previous: Option[SparkClasses.Dataset[_]]) {
-    def given: Boolean = keys.nonEmpty || merge.nonEmpty
+    def anyGiven: Boolean = keys.nonEmpty || merge.nonEmpty
   }
 
   /**
@@ -243,7 +243,7 @@ object Rehearsal {
     Right(KeyChangePlan.decide(stopped, Move.KeyChanging.plan(stopped, None), query, asked.keys, asked.merge,
       asked.previous).operators.map { case (o, decision) => o.id -> decision }.toMap)
   } catch {
-    case refused: ToolRefusal if !asked.given => Left(refused)
+    case refused: ToolRefusal if !asked.anyGiven => Left(refused)
   }
 
   /** A transformWithState on Spark 4.2+, whose state is Spark's provider's: it migrates offline, before the restart. */

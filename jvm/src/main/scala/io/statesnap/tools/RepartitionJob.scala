@@ -45,7 +45,7 @@ private[tools] object RepartitionJob {
   final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, keyChange: Option[KeyChange])
 
   /** What one target's task did: the entries it wrote, and under checkpoint format v2 the id of the version. */
-  final case class Written(target: Target, entries: Long, id: Option[String])
+  final case class Written(entries: Long, id: Option[String])
 
   /**
    * The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]);
@@ -71,7 +71,7 @@ private[tools] object RepartitionJob {
    * task, not thrown there.
    */
   def run(spark: SparkSession, plan: RepartitionPlan, settings: Settings,
-      reported: Either[Throwable, Written] => Unit): Unit = {
+      reported: (Target, Either[Throwable, Written]) => Unit): Unit = {
     val targets = plan.operators.flatMap(o => o.stores.flatMap { s =>
       val written = o.keyChange.fold(s)(RepartitionPlan.rekeyed(s, _))
       o.targets(plan.to).map(Target(o.id, _, written, o.keyChange))
@@ -101,7 +101,7 @@ private[tools] object RepartitionJob {
     sc.runJob(moves, (it: Iterator[Moved]) => {
       val target = targets(TaskContext.getPartitionId())
       Try(write(settings, target, it.map { case ((_, family, key), value) => Entry(family, key, value) })).toEither
-    }, (_: Int, result: Either[Throwable, Written]) => reported(result))
+    }, (index: Int, result: Either[Throwable, Written]) => reported(targets(index), result))
   }
 
   /**
@@ -214,7 +214,7 @@ private[tools] object RepartitionJob {
       }(writeMerging(opened, target, entries, _))
       opened.commit()
       settings.probe.foreach(_.offlineStep("store"))
-      Written(target, written, opened.checkpointId)
+      Written(written, opened.checkpointId)
     } finally opened.close()
   }
 
