@@ -291,14 +291,14 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
 
 @pytest.mark.skipif(MINOR == "4.0", reason="4.0 checks as 4.1 does (CI time)")
 @pytest.mark.parametrize("change", ["dedup added", "dedup removed"])
-def test_a_stateful_operator_added_or_removed_is_matched_and_refused_before_anything_starts(spark, app_dirs,
-                                                                                          registrations, change,
-                                                                                          caplog):
+def test_a_stateful_operator_added_or_removed_is_matched_and_a_restart_without_the_deploy_refused(
+        spark, app_dirs, registrations, change, caplog):
     """Spark finds an operator's state by its place in the plan. Spark 4 refuses a restart whose operators differ
     from its metadata at the first batch, with two stack traces; Spark 3.5 checks nothing, and an operator added
     fails in its tasks on stores no batch wrote. The rehearsal matches the operators by what each computes and says
-    which is added or removed; where the restart would fail it is refused (exit 4 on the command line), the deploy
-    raises it before starting anything, and a plain restart's refusal is statesnap's, its batch recorded as refused:
+    which is added or removed: one added starts empty, added offline by the deploy (test_change_shape); one removed
+    is refused (exit 4 on the command line) and the deploy raises it before starting anything. A plain restart's
+    refusal is statesnap's, naming the deploy where it adds what the restart lacks, its batch recorded as refused:
     the version that ran before restarts as it was. On 3.5 a dedup removed is no failure: its state is left unread,
     as the rehearsal says and the deploy warns, and the aggregation above it keeps its counts."""
     source, checkpoint = app_dirs
@@ -322,9 +322,6 @@ def test_a_stateful_operator_added_or_removed_is_matched_and_refused_before_anyt
             "version)", result.lines
         assert operators[1]["lines"][-1] == f"no operator of the new version computes the state of {dedup} (an " \
             "operator removed): the restart leaves it unread", result.lines
-    else:
-        assert operators[1]["lines"][-1] == "matched by what it computes: the checkpoint keeps no state it computes " \
-            "(an operator added)", result.lines
     if MINOR == "3.5" and change == "dedup removed":
         assert result.outcome == tools.Outcome.CHANGE and operators[1]["decision"] == "left unread", result.lines
         rows: list = []
@@ -341,28 +338,40 @@ def test_a_stateful_operator_added_or_removed_is_matched_and_refused_before_anyt
             [f"statesnap deploy: {operators[1]['lines'][-1]}"], caplog.records
         assert {r.id: r.n for r in rows} == {"a": first["a"] + 1, "b": 2}, (first, rows)
         return
-    assert result.outcome == tools.Outcome.REFUSED, result.lines
-    refusal = result.details["refusal"]
-    if MINOR == "3.5":
-        assert refusal.startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new version adds stateful operators to "
-                                  f"a query whose checkpoint file:{checkpoint} keeps state: {dedup} computes no state "
-                                  "the checkpoint keeps."), refusal
+    if change == "dedup added":
+        # What a deploy does (test_change_shape), and the restart without it refuses, naming that deploy.
+        assert result.outcome == tools.Outcome.CHANGE and operators[1]["decision"] == "starts empty, added " \
+            "offline", result.lines
+        assert operators[1]["lines"] == ["the checkpoint keeps no state it computes (an operator added): statesnap." \
+            "deploy(checkpoint, query, start) starts it with empty stores offline first (one appended batch, the " \
+            "query stopped), then starts the query; restarted without it, the query is refused"], result.lines
+        refusal = None
     else:
+        assert result.outcome == tools.Outcome.REFUSED, result.lines
+        refusal = result.details["refusal"]
         assert refusal.startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new version's stateful operators are "
                                   "not the ones the state of checkpoint"), refusal
-        assert "operator ids 1 (none -> dedupe) differ" in refusal if change == "dedup added" else \
-            "operator ids 1 (dedupe -> none) differ" in refusal, refusal
-
-    started: list = []
-    with pytest.raises(statesnap.StateSchemaError) as refused:
-        statesnap.deploy(checkpoint, v2, lambda df: started.append(df), no_file_sink=True)
-    assert refused.value.error_class == "STATESNAP_STATEFUL_OPERATORS_CHANGED", str(refused.value)
-    assert started == [] and files(checkpoint) == before and spark.streams.active == []
+        assert "operator ids 1 (dedupe -> none) differ" in refusal and "statesnap.deploy" not in refusal, refusal
+        started: list = []
+        with pytest.raises(statesnap.StateSchemaError) as refused:
+            statesnap.deploy(checkpoint, v2, lambda df: started.append(df), no_file_sink=True)
+        assert refused.value.error_class == "STATESNAP_STATEFUL_OPERATORS_CHANGED", str(refused.value)
+        assert started == [] and files(checkpoint) == before and spark.streams.active == []
 
     with pytest.raises(statesnap.StateSchemaError) as restarted:
         with statesnap.refusals():
             run_to_end(v2, checkpoint, "update")
-    assert str(restarted.value) == refusal, str(restarted.value)
+    if refusal is not None:
+        assert str(restarted.value) == refusal, str(restarted.value)
+    elif MINOR == "3.5":
+        assert str(restarted.value).startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new version adds stateful "
+                                               f"operators to a query whose checkpoint file:{checkpoint} keeps state: "
+                                               f"{dedup} computes no state the checkpoint keeps."), str(restarted.value)
+    else:
+        assert "operator ids 1 (none -> dedupe) differ" in str(restarted.value), str(restarted.value)
+    if refusal is None:
+        assert "Fix: with the query stopped, statesnap.deploy(checkpoint, query, start) starts an aggregation, dedup " \
+            "or group state added with empty stores first" in str(restarted.value), str(restarted.value)
     assert Path(checkpoint, "_statesnap", "refused-plans", "1").is_file()
     # The version that ran restarts as it was, over the input the refused restart left.
     again = {r.id: r.n for r in run_to_end(v1, checkpoint, "update")}

@@ -294,7 +294,9 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     """Deploys the new version of the query on ``checkpoint`` in one call, on every Spark minor, and returns the
     started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
-    written, changes the key of each operator whose key the new version changes (:func:`change_key`'s appended batch,
+    written, starts each stateful operator the new version adds beside the checkpoint's (an aggregation, a dedup or
+    group state, matched by what each computes, not by its place: one appended batch, its stores empty, every other
+    operator kept), changes the key of each operator whose key the new version changes (:func:`change_key`'s appended batch,
     given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the
     offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's
     provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the
@@ -308,28 +310,40 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     .option("checkpointLocation", "/checkpoints/orders").start(), keys={"region": "'eu'"}, no_file_sink=True)``."""
     checkpoint = absolute_checkpoint(checkpoint)
     _require_stopped("deploy", checkpoint, query.sparkSession)
+    made: list[str] = []  # what each offline step did, which a later refusal must not say was left undone
+    # A batch of an earlier deploy that did not finish (a crash in it) is put right first: rehearsed over, it would
+    # read as stores of no committed batch.
+    recovered = _recover_step(checkpoint, query.sparkSession, file_sink, no_file_sink)
+    if recovered.lines:
+        made.append("; ".join(recovered.lines))
+        _log.info("statesnap deploy: %s", made[-1])
     rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous)
-    rekeyed = ""  # what the key change did, which a later refusal must not say was left undone
-    if rehearsed.rekeysOffline():
-        changed = _key_change_step(checkpoint, query, keys, merge, previous, file_sink, no_file_sink)
-        if changed.outcome == Outcome.REFUSED:
-            raise ToolError("statesnap deploy: the key change was refused, nothing was changed: " +
-                            " ".join(changed.lines))
-        rekeyed = "; ".join(changed.lines)
-        _log.info("statesnap deploy: %s", rekeyed)
-        # The keys and merge given are in the state now: asked again, they would be for a key it no longer has.
+
+    def step(what: str, result: ToolResult) -> None:
+        if result.outcome == Outcome.REFUSED:
+            raise ToolError(f"statesnap deploy: {what} was refused, " + (
+                f"after {'; '.join(made)}: " if made else "nothing was changed: ") + " ".join(result.lines))
+        made.append(f"{what} ({'; '.join(result.lines)})")
+        _log.info("statesnap deploy: %s", made[-1])
+
+    def rehearse_again(keys_left: Optional[Mapping[str, str]], merge_left: Optional[Mapping[str, str]],
+                       previous_left: Any) -> Any:
         try:
-            rehearsed = _deploy_rehearsal(checkpoint, query, name, {}, None, None)
+            return _deploy_rehearsal(checkpoint, query, name, keys_left, merge_left, previous_left)
         except (StateSchemaError, ToolError) as e:
-            raise ToolError(f"statesnap deploy: the key change was made ({rekeyed}), and the restart is refused: "
-                            f"{e}") from None
+            raise ToolError(f"statesnap deploy: {'; '.join(made)} made, and the restart is refused: {e}") from None
+
+    if rehearsed.addsOffline():
+        step("starting the stateful operators the new version adds",
+             _reshape_step(checkpoint, query, file_sink, no_file_sink))
+        rehearsed = rehearse_again(keys, merge, previous)
+    if rehearsed.rekeysOffline():
+        step("the key change", _key_change_step(checkpoint, query, keys, merge, previous, file_sink, no_file_sink))
+        # The keys and merge given are in the state now: asked again, they would be for a key it no longer has.
+        rehearsed = rehearse_again({}, None, None)
     if rehearsed.migratesOffline():
-        migrated = _offline_step(checkpoint, query.sparkSession, rehearsed, file_sink, no_file_sink)
-        if migrated.outcome == Outcome.REFUSED:
-            raise ToolError("statesnap deploy: the offline migration was refused, " +
-                            (f"after the key change ({rekeyed}): " if rekeyed else "nothing was changed: ") +
-                            " ".join(migrated.lines))
-        _log.info("statesnap deploy: %s", "; ".join(migrated.lines))
+        step("the offline migration", _offline_step(checkpoint, query.sparkSession, rehearsed, file_sink,
+                                                    no_file_sink))
     return start(query)
 
 
@@ -372,6 +386,23 @@ def _offline_step(checkpoint: str, spark: Any, rehearsed: Any, file_sink: Option
     decision its rehearsal made on ``checkpoint`` (named first, as every tool's boundary takes it)."""
     return _report("deploy", statesnap_jvm(spark).tools.Deploy.run(
         spark._jsparkSession, rehearsed, file_sink, no_file_sink))
+
+
+@_boundary("deploy")
+def _recover_step(checkpoint: str, spark: Any, file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
+    """What :func:`deploy` puts right first of an earlier deploy's batch that did not finish (``checkpoint`` named
+    first, as every tool's boundary takes it)."""
+    return _report("deploy", statesnap_jvm(spark).tools.Reshape.recover(
+        spark._jsparkSession, checkpoint, file_sink, no_file_sink))
+
+
+@_boundary("deploy")
+def _reshape_step(checkpoint: str, query: Any, file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
+    """The operators :func:`deploy` adds, started with empty stores in one appended batch, in the query's own session
+    (``checkpoint`` named first, as every tool's boundary takes it)."""
+    spark = query.sparkSession
+    return _report("deploy", statesnap_jvm(spark).tools.Reshape.run(
+        spark._jsparkSession, checkpoint, query._jdf, file_sink, no_file_sink, False))
 
 
 @_boundary("deploy")

@@ -16,8 +16,8 @@ private[statesnap] object CheckpointRefusals {
     s"not a new one) until it commits that batch, stop it, then $verb"
 
   def interruptedBy(batch: Long, tool: String, verb: String): String = s"its latest batch $batch was appended by " +
-    s"`python -m statesnap $tool`, which did not finish: run that $tool again (it finishes or rolls back the batch), " +
-    s"then $verb"
+    s"`${if (tool == "deploy") "statesnap.deploy" else s"python -m statesnap $tool"}`, which did not finish: run " +
+    s"that $tool again (it finishes or rolls back the batch), then $verb"
 
   def noProvider(batch: Long): String = s"offsets/$batch pins no state store provider"
 

@@ -188,7 +188,8 @@ object StoppedCheckpoint {
     "repartition" -> "statesnap.repartition.interrupted.RunStatesnapRepartitionAgain",
     "adopt" -> "statesnap.adopt.interrupted.RunStatesnapAdoptAgain",
     "release --provider hdfs" -> "statesnap.release.interrupted.RunStatesnapReleaseProviderHdfsAgain",
-    "change-key" -> "statesnap.changekey.interrupted.RunStatesnapChangeKeyAgain")
+    "change-key" -> "statesnap.changekey.interrupted.RunStatesnapChangeKeyAgain",
+    "deploy" -> "statesnap.deploy.interrupted.RunStatesnapDeployAgain")
 
   /**
    * Whether `name` is a RocksDB store's file of one of `versions` (none: of any): `<version>.zip` under checkpoint

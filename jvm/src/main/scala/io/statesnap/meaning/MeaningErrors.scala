@@ -29,9 +29,10 @@ private[statesnap] object MeaningErrors {
     new StatesnapException(StatefulOperatorsChanged, s"the new version adds stateful operators to a query whose " +
       s"checkpoint $checkpoint keeps state: ${added.mkString(", ")} computes no state the checkpoint keeps. Spark " +
       s"loads every stateful operator's stores at the version the restart reads ($version), which no batch wrote for " +
-      "an operator added, so the restart would fail in its tasks. Nothing was started or written. Fix: keep the " +
-      "stateful operators of the running version (a dropDuplicates, aggregation, join or transformWithState added, " +
-      s"removed or reordered changes them), and deploy the rest of the change; or $AsANewQuery.")
+      "an operator added, so the restart would fail in its tasks. Nothing was started or written. Fix: with the " +
+      "query stopped, statesnap.deploy(checkpoint, query, start) starts an aggregation, dedup or group state added " +
+      "with empty stores first (tools.rehearse says what it does); or keep the stateful operators of the running " +
+      s"version; or $AsANewQuery.")
 
   /**
    * @param call the `change_key` call that gives every entry its new key

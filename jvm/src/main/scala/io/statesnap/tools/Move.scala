@@ -63,6 +63,9 @@ private[tools] object Move {
   /** `change_key`: every entry under its new key ([[KeyChangePlan]]), on its provider. */
   case object KeyChanging extends Move("change-key")
 
+  /** A deploy's change of the query's stateful operators ([[Reshape]]): one added starts with empty stores. */
+  case object Reshaping extends Move("deploy")
+
   /** `adopt` of a checkpoint of Spark's default provider: every store into statesnap's. */
   case object Adopting extends Move("adopt") {
     override def plan(checkpoint: StoppedCheckpoint, partitions: Option[Int]): RepartitionPlan =
@@ -121,7 +124,9 @@ private[tools] object Move {
     sink.requireAt(plan.batch, checkpoint.refuse)
     if (verb == Move.KeyChanging && !plan.rekeyed) return ToolReport(recovered.lines ++ plan.notes :+ "the new " +
       s"version's query keeps the key of every stateful operator of $location: nothing to do", unchanged)
-    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed) return ToolReport(recovered.lines :+ "the query's " +
+    if (verb == Move.Reshaping && !plan.reshaped) return ToolReport(recovered.lines :+ "the new version's query " +
+      s"adds no stateful operator to $location: nothing to do", unchanged)
+    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed && !plan.reshaped) return ToolReport(recovered.lines :+ "the query's " +
       s"state already has ${plan.to} partitions (offsets/${plan.batch}): nothing to do", unchanged)
     val next = plan.batch + 1
     val pins = (if (plan.from == plan.to) Nil else Seq(s"${StoppedCheckpoint.ShufflePartitionsConf}=${plan.to} " +
@@ -144,6 +149,7 @@ private[tools] object Move {
     val in = AppendedBatch.run(spark, checkpoint, verb, sink, plan.batch, partitions, provider) { stepDone =>
       copyRecords(checkpoint, plan)
       recordNewKeys(checkpoint, plan)
+      describeAdded(checkpoint, plan)
       stepDone("records")
       val (entries, committed) = runJob(spark, checkpoint, verb, plan)
       stepDone("stores")
@@ -157,6 +163,8 @@ private[tools] object Move {
       s"the query: its state is in Spark's default provider, in ${plan.to} partitions (the provider is pinned in its " +
       "checkpoint; the session's is not read)")
     else if (plan.rekeyed) Seq(s"wrote $in entries, each under its new key", RestartRekeyed)
+    else if (plan.reshaped) Seq(s"wrote $in entries, each in its partition", "done: restart the query with its new " +
+      "version: each stateful operator it adds starts with empty state")
     else if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with " +
       s"statesnap (statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
     else Seq(s"wrote $in entries, each into the partition Spark reads it from now", s"done: restart the query: its " +
@@ -204,6 +212,30 @@ private[tools] object Move {
         RepartitionPlan.rekeyed(store, change).layouts.filter(_.name != RecordFamily.Name), checkpoint.hadoopConf)
     }
   }
+
+  /**
+   * For each operator the new version adds ([[RepartitionPlan.Operator.added]]), what a query writes in its first
+   * batch and a restart reads before it: partition 0's store described ([[SingleStateDescription]]: Spark's schema
+   * file, which statesnap's provider takes its first record from, and what the plan says the state means) as of the
+   * version the job writes, and on Spark 4 the operator metadata Spark's check of the restart compares the plan with
+   * (the version's, as Spark writes it: where the checkpoint's operators have it).
+   */
+  private def describeAdded(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
+    val stateRoot = new Path(checkpoint.root, "state")
+    val withMetadata = checkpoint.allOperators.exists(op => checkpoint.fs.exists(metadataV1(stateRoot, op)))
+    for (o <- plan.operators; sparkName <- o.added; store <- o.stores) {
+      val layout = store.families.head.layout
+      SingleStateDescription.write(StateStoreId(stateRoot.toString, o.id, 0, store.name), plan.batch + 2,
+        SingleStateDescription.Described(None, o.meaning, Some(layout.keySchema -> layout.valueSchema)),
+        checkpoint.hadoopConf)
+      if (withMetadata) checkpoint.write(metadataV1(stateRoot, o.id), ("v1\n" + JsonMethods.compact(JObject(
+        "operatorInfo" -> JObject("operatorId" -> JInt(o.id), "operatorName" -> JString(sparkName)),
+        "stateStoreInfo" -> JArray(List(JObject("storeName" -> JString(store.name), "numColsPrefixKey" -> JInt(0),
+          "numPartitions" -> JInt(o.targets(plan.to).size))))))).getBytes(UTF_8))
+    }
+  }
+
+  private def metadataV1(stateRoot: Path, op: Int): Path = new Path(stateRoot, s"$op/_metadata/metadata")
 
   /**
    * Runs the job, each store reported as it is written ([[StoreProgress]]).
@@ -300,7 +332,13 @@ private[tools] object Move {
       else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isRocksDBFile
       else StoppedCheckpoint.isVersionFile(_, batch + 1)
     val transforms = checkpoint.transformWithStateOperators
-    checkpoint.allOperators.foreach { op =>
+    // An operator the batch added ([[Reshaping]]) has no store version but the one it wrote: it goes whole.
+    val (added, kept) = checkpoint.allOperators.partition(op => checkpoint.partitions(op).forall(p =>
+      checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).map(_.getPath.getName).forall(name =>
+        !StoppedCheckpoint.isVersionFile(name) && !StoppedCheckpoint.isDefaultProviderVersionFile(name) ||
+          StoppedCheckpoint.isVersionFile(name, batch + 1))))
+    added.foreach(op => checkpoint.fs.delete(new Path(stateRoot, op.toString), true))
+    kept.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       checkpoint.partitions(op).foreach { p =>
         val partitionDir = new Path(operatorDir, p.toString)

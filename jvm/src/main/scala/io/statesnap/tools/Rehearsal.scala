@@ -32,6 +32,11 @@ object Rehearsal {
   /** Its key changes (a deploy given the key change: [[KeyChangePlan]]): offline, before the restart refuses it. */
   case object RekeysOffline extends Decision("re-keys offline", ToolReport.Change)
   case object StartsEmpty extends Decision("starts empty", ToolReport.Nothing)
+  /**
+   * An operator the new version adds to a query with state ([[Reshape]]): a deploy starts it with empty stores offline,
+   * before the restart, which Spark (or, on 3.5, statesnap) refuses without it.
+   */
+  case object AddedOffline extends Decision("starts empty, added offline", ToolReport.Change)
   case object Refused extends Decision("refused", ToolReport.Refused)
   /**
    * A state of the checkpoint no operator of the new version computes ([[OperatorMatch.Removed]]), where no check
@@ -73,6 +78,9 @@ object Rehearsal {
 
     /** Whether a deploy changes a key offline (`change_key`'s appended batch) before it starts the query. */
     def rekeysOffline: Boolean = operators.exists(_.decision == RekeysOffline)
+
+    /** Whether a deploy adds operators offline ([[Reshape]]'s appended batch) before it starts the query. */
+    def addsOffline: Boolean = operators.exists(_.decision == AddedOffline)
   }
 
   /**
@@ -150,7 +158,11 @@ object Rehearsal {
       hadoopConf))
     val placed = (moved ++ added).foldLeft(decided) { case (o, (ids, refusal)) => refusing(o, ids, refusal.getMessage) }
     val (matches, recorded) = PlannedOperatorDecision.matched(plan, writers, loads, qualified, hadoopConf)
-    Rehearsed(withMatch(withSparksCheck(placed, writers, qualified, hadoopConf), matches, recorded), qualified,
+    val matched = withMatch(withSparksCheck(placed, writers, qualified, hadoopConf), matches, recorded)
+    // Operators added beside the checkpoint's state, and nothing else moved: what a deploy starts offline.
+    val additions = if (loads.isEmpty) Nil else Reshape.additions(plan, writers, matches, recorded).getOrElse(Nil)
+    Rehearsed(matched.map(o => additions.find(_.id == o.operator).fold(o)(a => o.copy(decision = AddedOffline,
+      lines = Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice").asJava))), qualified,
       registered)
   }
 
@@ -254,6 +266,9 @@ object Rehearsal {
   private val RekeyAdvice = "statesnap.deploy(checkpoint, query, start, keys=..., merge=...) changes the key offline " +
     "first, as change_key does (one appended batch, the query stopped), then starts the query; restarted without it, " +
     "the query is refused"
+
+  private val AddAdvice = "statesnap.deploy(checkpoint, query, start) starts it with empty stores offline first (one " +
+    "appended batch, the query stopped), then starts the query; restarted without it, the query is refused"
 
   private val OfflineAdvice = "Spark's provider holds this state (Spark 4.2+), so it migrates offline, before the " +
     "restart: statesnap.deploy(checkpoint, query, start) runs that migration and starts the query (or `python -m " +

@@ -34,6 +34,8 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
   def rebuilt: Boolean = readsDefault || writesDefault
   /** An operator's key changes ([[Operator.keyChange]]): its entries are moved even where the count stays. */
   def rekeyed: Boolean = operators.exists(_.keyChange.nonEmpty)
+  /** The new version adds an operator ([[Operator.added]]): every store is written, where the count stays too. */
+  def reshaped: Boolean = operators.exists(_.added.nonEmpty)
 
   /** Under checkpoint format v2, the id by which `commits/N` names the version of a store the job loads. */
   def loadId(operator: Int, partition: Int, store: String): Option[String] =
@@ -47,7 +49,10 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
     val stores = o.stores.map(_.name).mkString(", ")
-    if (o.keyChange.nonEmpty) s"give every entry of operator ${o.id} (${o.describe}) its new key " +
+    if (o.added.nonEmpty) s"start operator ${o.id} (${o.describe}), which the new version adds, with empty stores " +
+      s"in ${if (o.keyless) "partition 0" else s"partitions 0-${to - 1}"} as state version ${batch + 2}, and write " +
+      "its operator metadata and schema file"
+    else if (o.keyChange.nonEmpty) s"give every entry of operator ${o.id} (${o.describe}) its new key " +
       s"(${o.keyChange.get.says.mkString("; ")}), in the partition of $to where Spark's partitioning of the operator " +
       s"looks for it, written anew as state version ${batch + 2}"
     else if (rebuilt) s"write every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else
@@ -56,6 +61,8 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
       s"of $to where Spark's partitioning of the operator looks for it, committed as state version ${batch + 2}"
     else if (o.keyless) s"write the stores of operator ${o.id} (${o.describe}: no key, its state in partition 0, " +
       s"where it stays) anew as state version ${batch + 2}"
+    else if (from == to) s"write the stores of operator ${o.id} (${o.describe}) anew as state version ${batch + 2}, " +
+      "every entry in its partition"
     else s"move every entry of operator ${o.id} (${o.describe}; ${if (o.stores.size == 1) "store" else "stores"} " +
       s"$stores) from the partition of $from where it is to the one of $to where Spark's partitioning of the " +
       s"operator looks for it, writing partitions 0-${to - 1} anew as state version ${batch + 2}" +
@@ -124,6 +131,15 @@ object RepartitionPlan {
    */
   case object WithTheStore extends Placement
 
+  /**
+   * An operator the new version adds at `id`, with one store of the layout its plan gives (`key`, `value`), placed by
+   * its whole key: it has no entries yet.
+   */
+  def added(id: Int, describe: String, key: StructType, value: StructType, meaning: Option[OperatorMeaning],
+      sparkName: String): Operator = Operator(id, describe, Seq(singleFamily(StateStoreId.DEFAULT_STORE_NAME, key,
+    value, PartitionKey.WholeKey, prefixScan = false)), keyless = key.isEmpty, meaning = meaning,
+    added = Some(sparkName))
+
   /** A store without column families, placed by its key. */
   private def singleFamily(name: String, key: StructType, value: StructType, partitionKey: PartitionKey,
       prefixScan: Boolean): Store = Store(name, Seq(Family(StatesnapOfflineStore.Family(
@@ -138,12 +154,14 @@ object RepartitionPlan {
    */
   /**
    * @param keyChange how its key changes, if it does ([[KeyChangePlan]])
-   * @param meaning what the new version's plan says its state means, recorded with a key change's version
+   * @param meaning what the new version's plan says its state means, recorded with a key change's version (an
+   *   operator added: with its first version)
+   * @param added Spark's name of the operator, where the new version adds it ([[Reshape]]): it has no state yet
    */
   final case class Operator(id: Int, describe: String, stores: Seq[Store], keyless: Boolean,
-      keyChange: Option[KeyChange] = None, meaning: Option[OperatorMeaning] = None) {
+      keyChange: Option[KeyChange] = None, meaning: Option[OperatorMeaning] = None, added: Option[String] = None) {
     /** The partitions whose stores hold state now, and those that will. */
-    def sources(from: Int): Seq[Int] = if (keyless) Seq(0) else 0 until from
+    def sources(from: Int): Seq[Int] = if (added.nonEmpty) Nil else if (keyless) Seq(0) else 0 until from
     def targets(to: Int): Seq[Int] = if (keyless) Seq(0) else 0 until to
   }
 
