@@ -136,3 +136,28 @@ def test_a_crash_while_an_operator_is_added_rolls_back_or_finishes(spark, app_di
 
     second = counted(deployed(checkpoint, v2), first)
     assert (second, dedup_seen(checkpoint)) == model(2)
+
+
+def test_an_operator_added_where_another_moves_is_refused_naming_both(spark, app_dirs):
+    """A dedup inserted above the counts takes operator id 0, so the counts' state would be read at id 1: statesnap
+    adds operators only where every other keeps its place, and says so beside the one added; the deploy refuses it
+    before anything is written or started."""
+    source, checkpoint = app_dirs
+    write_input(source, [(i, v, "set") for i, v in ROUNDS[0]])
+    v1, _ = queries(spark, source)
+    run_to_end(v1, checkpoint, "update")
+    above = queries(spark, source)[0].dropDuplicates(["id"])
+
+    before = files(checkpoint)
+    operators = {o["operator"]: o for o in tools.rehearse(checkpoint, above).details["operators"]}
+    assert operators[0]["decision"] == "refused" and operators[0]["lines"][-1] == "a deploy cannot start it: the new " \
+        "version changes the query's stateful operators otherwise than by adding some: the state of operator 0 " \
+        "(streaming aggregation by `id`, aggregates count(1)) is computed at operator 1. statesnap adds an operator " \
+        "(its state starts empty) and keeps every other at its place; it does not move, drop or tell apart " \
+        "operators' states yet. Fix: keep the stateful operators of the running version in their order, adding new " \
+        "ones only; or run the new version as a new query (a new checkpoint, and a new output path for a file " \
+        "sink)", operators
+    started: list = []
+    with pytest.raises(statesnap.StateSchemaError, match="STATESNAP_STATEFUL_OPERATORS_CHANGED"):
+        statesnap.deploy(checkpoint, above, lambda df: started.append(df), no_file_sink=True)
+    assert started == [] and files(checkpoint) == before

@@ -150,20 +150,26 @@ object Rehearsal {
           }
       }
     }
-    val moved = PlannedOperatorDecision.movedStates(plan, writers.zipWithIndex.flatMap { case (w, id) =>
-      loads.get(id).map(version => (w, id.toLong, version)) }, qualified, hadoopConf)
-    // Every operator's stores load the version the latest commit wrote, those of an operator added too.
-    val added = loads.values.maxOption.flatMap(version => PlannedOperatorDecision.addedOperators(plan,
-      writers.zipWithIndex.collect { case (w, id) if !loads.contains(id) => (w, id.toLong, version) }, qualified,
-      hadoopConf))
+    // Every operator's stores load the version the latest commit wrote, those of an operator added too: each is
+    // asked as the driver asks it (a state moved to an operator the checkpoint has none of, one added).
+    val restarting = loads.values.maxOption.toSeq.flatMap(version => writers.zipWithIndex.map { case (w, id) =>
+      (w, id.toLong, loads.getOrElse(id, version)) })
+    val moved = PlannedOperatorDecision.movedStates(plan, restarting, qualified, hadoopConf)
+    val added = PlannedOperatorDecision.addedOperators(plan, restarting, qualified, hadoopConf)
     val placed = (moved ++ added).foldLeft(decided) { case (o, (ids, refusal)) => refusing(o, ids, refusal.getMessage) }
     val (matches, recorded) = PlannedOperatorDecision.matched(plan, writers, loads, qualified, hadoopConf)
     val matched = withMatch(withSparksCheck(placed, writers, qualified, hadoopConf), matches, recorded)
-    // Operators added beside the checkpoint's state, and nothing else moved: what a deploy starts offline.
-    val additions = if (loads.isEmpty) Nil else Reshape.additions(plan, writers, matches, recorded).getOrElse(Nil)
-    Rehearsed(matched.map(o => additions.find(_.id == o.operator).fold(o)(a => o.copy(decision = AddedOffline,
-      lines = Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice").asJava))), qualified,
-      registered)
+    // Operators added beside the checkpoint's state, and nothing else moved: what a deploy starts offline; else why
+    // it does not, beside each operator added.
+    val addedIds = matches.collect { case OperatorMatch.Added(id) => id.toInt }.toSet
+    val additions = if (loads.isEmpty || addedIds.isEmpty) Right(Nil)
+      else Reshape.additions(plan, writers, matches, recorded)
+    Rehearsed(matched.map(o => additions.fold(
+      why => if (addedIds(o.operator) && !o.describe.endsWith(InCheckpointOnly)) o.copy(lines = (o.lines.asScala :+ s"a deploy cannot start it: ${why.reason}")
+        .asJava) else o,
+      _.find(_.id == o.operator).fold(o)(a => o.copy(decision = AddedOffline,
+        lines = Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice").asJava)))),
+      qualified, registered)
   }
 
   /**

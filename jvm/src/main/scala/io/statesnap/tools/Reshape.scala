@@ -44,7 +44,7 @@ object Reshape {
     val writers = NewQueryOperators.writers(planned)
     val (matches, recorded) = PlannedOperatorDecision.matched(planned, writers,
       plan.operators.map(_.id -> (plan.batch + 1)).toMap, checkpoint.location, checkpoint.hadoopConf)
-    additions(planned, writers, matches, recorded).fold(checkpoint.refuse, identity)
+    additions(planned, writers, matches, recorded).fold(r => checkpoint.refuse(r.reason), identity)
   }
 
   /**
@@ -54,7 +54,8 @@ object Reshape {
    * Asked by the deploy's batch and by its rehearsal, which says what the deploy then does.
    */
   private[tools] def additions(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter],
-      matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning]): Either[String, Seq[RepartitionPlan.Operator]] = {
+      matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning])
+      : Either[ShapeRefusal, Seq[RepartitionPlan.Operator]] = {
     def state(id: Long) = recorded.get(id).fold(s"operator $id")(m => s"operator $id (${m.describe})")
     val otherwise = matches.collect {
       case OperatorMatch.Kept(r, p) if r != p => s"the state of ${state(r)} is computed at operator $p"
@@ -62,14 +63,14 @@ object Reshape {
       case OperatorMatch.Ambiguous(p, candidates) => s"operator $p computes what each of " +
         s"${candidates.map(state).mkString(" and ")} recorded"
     }
-    if (otherwise.nonEmpty) return Left(ShapeRefusals.notAdded(otherwise))
+    if (otherwise.nonEmpty) return Left(ShapeRefusal.NotAdded(otherwise))
     val added = matches.collect { case OperatorMatch.Added(id) => id.toInt }.map { id =>
       val writer = writers(id)
       val describe = NewQueryOperators.operator(writer).describe
       val sparkName = NewQueryOperators.sparkName(writer)
       NewQueryOperators.storeSchemas(writer).filter(_.keySet == Set(StateStoreId.DEFAULT_STORE_NAME))
         .filter(_ => SparkOperator.named(sparkName) != SparkOperator.SessionWindow)
-        .map(_(StateStoreId.DEFAULT_STORE_NAME)).toRight(ShapeRefusals.notOneStore(id, describe))
+        .map(_(StateStoreId.DEFAULT_STORE_NAME)).toRight(ShapeRefusal.NotOneStore(id, describe))
         .map { case (key, value) => RepartitionPlan.added(id, describe, key, value, PlannedMeaning.of(plan, writer),
           sparkName) }
     }
