@@ -76,8 +76,8 @@ SUITES: dict[str, tuple[str, ...]] = {
 }
 # The pinned minor's suites run as two parts of about the same length (`make test` keeps both of its slots busy to
 # the end): `pytest tests --part second` these modules, `--part first` every other one.
-SECOND_PART = ("test_repartition", "test_change_grouping_key", "test_avro_state", "test_change_key", "test_change_shape",
-               "test_format_properties", "test_map_user_key", "test_key_placement", "test_spark_minor",
+SECOND_PART = ("test_repartition", "test_change_grouping_key", "test_avro_state", "test_change_key",
+               "test_change_shape", "test_format_properties", "test_map_user_key", "test_key_placement", "test_spark_minor",
                "test_compatibility_modes", "test_two_layouts")
 
 

@@ -296,8 +296,8 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
     written, starts each stateful operator the new version adds beside the checkpoint's (an aggregation, a dedup or
     group state, matched by what each computes, not by its place: one appended batch, its stores empty, every other
-    operator kept), changes the key of each operator whose key the new version changes (:func:`change_key`'s appended batch,
-    given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the
+    operator kept), changes the key of each operator whose key the new version changes (:func:`change_key`'s
+    appended batch, given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the
     offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's
     provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the
     plan and the registrations), each batch into the sink statesnap recorded, or the one ``file_sink`` /

@@ -153,8 +153,8 @@ object PlannedOperatorDecision {
   }
 
   /**
-   * The new plan's stateful operators (`writers`, each at its id) matched with the states of `checkpoint` (`loads`: each
-   * operator id it keeps state for, and the version its stores load) by what each computes ([[OperatorMatching]]), with
+   * The new plan's stateful operators (`writers`, each at its id) matched with the states of `checkpoint` (`loads`:
+   * each operator id it keeps state for, and the version its stores load) by what each computes ([[OperatorMatching]]), with
    * the meaning recorded for each state.
    */
   def matched(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter], loads: Map[Int, Long], checkpoint: String,

@@ -126,8 +126,8 @@ private[tools] object Move {
       s"version's query keeps the key of every stateful operator of $location: nothing to do", unchanged)
     if (verb == Move.Reshaping && !plan.reshaped) return ToolReport(recovered.lines :+ "the new version's query " +
       s"adds no stateful operator to $location: nothing to do", unchanged)
-    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed && !plan.reshaped) return ToolReport(recovered.lines :+ "the query's " +
-      s"state already has ${plan.to} partitions (offsets/${plan.batch}): nothing to do", unchanged)
+    if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed && !plan.reshaped) return ToolReport(recovered.lines :+
+      s"the query's state already has ${plan.to} partitions (offsets/${plan.batch}): nothing to do", unchanged)
     val next = plan.batch + 1
     val pins = (if (plan.from == plan.to) Nil else Seq(s"${StoppedCheckpoint.ShufflePartitionsConf}=${plan.to} " +
       s"instead of ${plan.from}")) ++ verb.pins(plan)

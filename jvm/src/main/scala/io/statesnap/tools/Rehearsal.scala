@@ -165,8 +165,8 @@ object Rehearsal {
     val additions = if (loads.isEmpty || addedIds.isEmpty) Right(Nil)
       else Reshape.additions(plan, writers, matches, recorded)
     Rehearsed(matched.map(o => additions.fold(
-      why => if (addedIds(o.operator) && !o.describe.endsWith(InCheckpointOnly)) o.copy(lines = (o.lines.asScala :+ s"a deploy cannot start it: ${why.reason}")
-        .asJava) else o,
+      why => if (!addedIds(o.operator) || o.describe.endsWith(InCheckpointOnly)) o
+        else o.copy(lines = (o.lines.asScala :+ s"a deploy cannot start it: ${why.reason}").asJava),
       _.find(_.id == o.operator).fold(o)(a => o.copy(decision = AddedOffline,
         lines = Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice").asJava)))),
       qualified, registered)
@@ -185,7 +185,8 @@ object Rehearsal {
     val said: Map[Long, String] = matches.collect {
       case kept: OperatorMatch.Kept if kept.moved =>
         kept.planned -> s"its state is the one the checkpoint keeps at ${state(kept.recorded)}"
-      case OperatorMatch.Added(id) if recorded.nonEmpty => id -> "the checkpoint keeps no state it computes (an operator added)"
+      case OperatorMatch.Added(id) if recorded.nonEmpty =>
+        id -> "the checkpoint keeps no state it computes (an operator added)"
       case OperatorMatch.Ambiguous(id, candidates) => id -> (s"it computes what each of ${candidates.map(state)
         .mkString(" and ")} recorded, at none of their places: which state is its cannot be told")
     }.toMap
