@@ -1,7 +1,8 @@
-"""A query's shape changed: a stateful operator the new version adds beside the checkpoint's, matched by what each
-operator computes, started with empty stores by ``statesnap.deploy`` in one appended batch, every other operator's
-state kept. Spark finds an operator's state by its place in the plan and loads every operator's stores at the version
-the restart reads, which no batch wrote for one added: without the deploy the restart is refused (test_rehearsal)."""
+"""A query's shape changed: stateful operators added, reordered or removed, matched by what each computes, and
+``statesnap.deploy`` changes them in one appended batch: a state kept at another id moved to the operator that computes
+it, one added started with empty stores, one removed dropped where the user names it, every other operator's state
+kept. Spark finds an operator's state by its place in the plan and loads every operator's stores at the version the
+restart reads: without the deploy the restart is refused (test_rehearsal)."""
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ import faults
 import statesnap
 from apps import INPUT_SCHEMA, STOCK_PROVIDER, await_listeners, write_input
 from committed_state import decode_row, partitions, read_store, state_row
-from minors import MINOR, PINNED
+from minors import MINOR, PINNED, SPARK_STATE_READER
 from processes import run_to_exit
 from statesnap import tools
 from test_change_key import files
@@ -108,20 +109,124 @@ def test_a_dedup_inserted_below_an_aggregation_starts_empty_and_the_counts_go_on
     assert (third, dedup_seen(checkpoint)) == model(3)
 
 
-CRASH_STEPS = ["poisoned", "stores", "commit"]
+# Rounds of (id, value) rows for a query whose dedup moves: v1 counts the distinct (id, value) rows by id; v2 inserts
+# a dedup by value between them (from the deploy on, a row counts if its value is new too), which takes operator id 1
+# and moves the first dedup's state from id 1 to 2; v3 removes both dedups (every row counts), their states dropped.
+SHAPES = [[("a", 1), ("a", 1), ("b", 2)],
+          [("a", 1), ("a", 3), ("c", 3), ("b", 2), ("c", 4)],
+          [("a", 3), ("b", 5), ("d", 4), ("a", 1)],
+          [("a", 1), ("a", 1), ("e", 9)],
+          [("b", 2), ("e", 9)]]
+
+
+def shapes_model(rounds: int) -> tuple[dict[str, int], set[tuple[str, int]], set[int]]:
+    """The counts after `rounds` rounds (v1 for the first, v2 for two, v3 after), the rows the first dedup has seen and
+    the values the second has, computed from the rows alone."""
+    counts: Counter = Counter()
+    rows_seen: set[tuple[str, int]] = set()
+    values_seen: set[int] = set()
+    for r, rows in enumerate(SHAPES[:rounds]):
+        for row in rows:
+            if r < 3:
+                if row in rows_seen:
+                    continue
+                rows_seen.add(row)
+                if r > 0:
+                    if row[1] in values_seen:
+                        continue
+                    values_seen.add(row[1])
+            counts[row[0]] += 1
+    return dict(counts), rows_seen, values_seen
+
+
+def versions(spark, source: str):
+    """v1, v2 and v3 of the query whose dedups SHAPES describes."""
+    stream = lambda: spark.readStream.schema(INPUT_SCHEMA).json(source)  # noqa: E731
+    counts = lambda df: df.groupBy("id").agg(F.count("*").alias("n"))  # noqa: E731
+    rows = lambda: stream().dropDuplicates(["id", "value"])  # noqa: E731
+    return counts(rows()), counts(rows().dropDuplicates(["value"])), counts(stream())
+
+
+def kept(checkpoint: str, operator: int, schema: str) -> set[tuple]:
+    """The keys a dedup at `operator` keeps, as its committed stores hold them, read without Spark or statesnap."""
+    return {decode_row(state_row(key), schema)
+            for p in partitions(checkpoint, operator) for key in read_store(checkpoint, operator, p).get("default", {})}
+
+
+def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_dropped_when_named(spark, app_dirs):
+    """v2 inserts a dedup above another: the rehearsal says the first dedup's state moves from operator 1 to 2 and the
+    new one starts empty at 1; the deploy moves it in one batch; the counts and both dedups' committed keys (read
+    from the store files, and on Spark 4 by Spark's own state reader at the new id) are the model's, after the deploy
+    and a plain restart. v3 removes both dedups: a restart and a deploy without `drop` are refused (the deploy before
+    anything is written); the deploy given `drop=[1, 2]` retires their states, and the counts go on."""
+    source, checkpoint = app_dirs
+    write_input(source, [(i, v, "set") for i, v in SHAPES[0]])
+    v1, v2, v3 = versions(spark, source)
+    counts = counted(run_to_end(v1, checkpoint, "update"), {})
+    assert counts == shapes_model(1)[0]
+    write_input(source, [(i, v, "set") for i, v in SHAPES[1]])
+
+    before = files(checkpoint)
+    result = tools.rehearse(checkpoint, v2)
+    assert files(checkpoint) == before
+    operators = {o["operator"]: o for o in result.details["operators"]}
+    assert [(o["operator"], o["decision"]) for o in result.details["operators"]] == [
+        (0, "as is"), (1, "starts empty, added offline"), (2, "moved offline")], result.lines
+    assert "a deploy moves its state from operator 1 to operator 2 offline first" in " ".join(operators[2]["lines"])
+
+    for r in (2, 3):
+        counts = counted(deployed(checkpoint, v2) if r == 2 else run_to_end(v2, checkpoint, "update"), counts)
+        expected, rows_seen, values_seen = shapes_model(r)
+        assert (counts, kept(checkpoint, 2, "id string, value bigint"), kept(checkpoint, 1, "value bigint")) == \
+            (expected, rows_seen, {(v,) for v in values_seen}), r
+        if SPARK_STATE_READER:
+            read = spark.read.format("statestore").option("operatorId", 2).load(checkpoint).collect()
+            assert {(row.key.id, row.key.value) for row in read} == rows_seen
+        write_input(source, [(i, v, "set") for i, v in SHAPES[r]])
+
+    before = files(checkpoint)
+    operators = {(o["operator"], o["describe"].endswith("(in the checkpoint, not in the new version)")): o
+                 for o in tools.rehearse(checkpoint, v3).details["operators"]}
+    assert [operators[(i, True)]["decision"] for i in (1, 2)] == ["refused", "refused"], operators
+    assert "drop=[1, 2]" in operators[(1, True)]["lines"][-1], operators
+    started: list = []
+    with pytest.raises(statesnap.StateSchemaError, match=r"STATESNAP_STATEFUL_OPERATORS_CHANGED.*drop=\[1, 2\]"):
+        statesnap.deploy(checkpoint, v3, lambda df: started.append(df), no_file_sink=True)
+    assert started == [] and files(checkpoint) == before
+    # Refused at its first batch: by statesnap on 3.5, by Spark's check of the operators on 4.x.
+    with pytest.raises(Exception, match="STATESNAP_STATEFUL_OPERATORS_CHANGED|STREAMING_STATEFUL_OPERATOR_NOT_MATCH"):
+        run_to_end(v3, checkpoint, "update")
+
+    assert [o["decision"] for o in tools.rehearse(checkpoint, v3, drop=[1, 2]).details["operators"]] == [
+        "as is", "dropped offline", "dropped offline"]
+    rows: list = []
+    started = statesnap.deploy(checkpoint, v3, collecting(checkpoint, rows), drop=[1, 2], no_file_sink=True)
+    try:
+        started.awaitTermination()
+    finally:
+        started.stop()
+        await_listeners(started)
+    counts = counted(rows, counts)
+    assert counts == shapes_model(4)[0]
+    assert sorted(os.listdir(Path(checkpoint, "state"))) == ["0"]
+    write_input(source, [(i, v, "set") for i, v in SHAPES[4]])
+    assert counted(run_to_end(v3, checkpoint, "update"), counts) == shapes_model(5)[0]
+
+
+CRASH_STEPS = ["stores", "commit", "reshaped"]
 
 
 @pytest.mark.skipif(not PINNED, reason="the appended batch's protocol is the same code on every minor (CI time)")
 @pytest.mark.parametrize("step", CRASH_STEPS)
-def test_a_crash_while_an_operator_is_added_rolls_back_or_finishes(spark, app_dirs, step):
-    """The deploy's batch halted after `step` as a crash would (its own process): no query restarts on the checkpoint
-    (the batch pins no provider), and the deploy run again rolls it back or finishes it, then starts the query, whose
-    counts are the model's."""
+def test_a_crash_while_a_state_moves_rolls_back_or_finishes(spark, app_dirs, step):
+    """The deploy's batch that moves a dedup's state and adds one, halted after `step` as a crash would (its own
+    process): no query restarts on the checkpoint (the batch pins no provider), and the deploy run again rolls it back
+    or finishes it, then starts the query, whose counts and dedups are the model's."""
     source, checkpoint = app_dirs
-    write_input(source, [(i, v, "set") for i, v in ROUNDS[0]])
-    v1, v2 = queries(spark, source)
-    first = counted(run_to_end(v1, checkpoint, "update"), {})
-    write_input(source, [(i, v, "set") for i, v in ROUNDS[1]])
+    write_input(source, [(i, v, "set") for i, v in SHAPES[0]])
+    v1, v2, _ = versions(spark, source)
+    counts = counted(run_to_end(v1, checkpoint, "update"), {})
+    write_input(source, [(i, v, "set") for i, v in SHAPES[1]])
 
     crashed = run_to_exit([sys.executable, str(Path(__file__).with_name("shape_deploy.py")), source, checkpoint,
                            "--conf", f"spark.driver.extraClassPath={faults.classpath()}",
@@ -130,34 +235,11 @@ def test_a_crash_while_an_operator_is_added_rolls_back_or_finishes(spark, app_di
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     assert Path(checkpoint, "offsets", "1").is_file(), "the crash came before the batch was appended"
     # Refused before any state is read or written: on the interrupted batch's provider class, or where the crash came
-    # before the added operator's metadata, on Spark's check of the operators.
+    # before the operators' metadata was put in place, on Spark's check of the operators.
     with pytest.raises(Exception, match="RunStatesnapDeployAgain|STREAMING_STATEFUL_OPERATOR_NOT_MATCH"):
         run_to_end(v2, checkpoint, "update")
 
-    second = counted(deployed(checkpoint, v2), first)
-    assert (second, dedup_seen(checkpoint)) == model(2)
-
-
-def test_an_operator_added_where_another_moves_is_refused_naming_both(spark, app_dirs):
-    """A dedup inserted above the counts takes operator id 0, so the counts' state would be read at id 1: statesnap
-    adds operators only where every other keeps its place, and says so beside the one added; the deploy refuses it
-    before anything is written or started."""
-    source, checkpoint = app_dirs
-    write_input(source, [(i, v, "set") for i, v in ROUNDS[0]])
-    v1, _ = queries(spark, source)
-    run_to_end(v1, checkpoint, "update")
-    above = queries(spark, source)[0].dropDuplicates(["id"])
-
-    before = files(checkpoint)
-    operators = {o["operator"]: o for o in tools.rehearse(checkpoint, above).details["operators"]}
-    assert operators[0]["decision"] == "refused" and operators[0]["lines"][-1] == "a deploy cannot start it: the new " \
-        "version changes the query's stateful operators otherwise than by adding some: the state of operator 0 " \
-        "(streaming aggregation by `id`, aggregates count(1)) is computed at operator 1. statesnap adds an operator " \
-        "(its state starts empty) and keeps every other at its place; it does not move, drop or tell apart " \
-        "operators' states yet. Fix: keep the stateful operators of the running version in their order, adding new " \
-        "ones only; or run the new version as a new query (a new checkpoint, and a new output path for a file " \
-        "sink)", operators
-    started: list = []
-    with pytest.raises(statesnap.StateSchemaError, match="STATESNAP_STATEFUL_OPERATORS_CHANGED"):
-        statesnap.deploy(checkpoint, above, lambda df: started.append(df), no_file_sink=True)
-    assert started == [] and files(checkpoint) == before
+    counts = counted(deployed(checkpoint, v2), counts)
+    expected, rows_seen, values_seen = shapes_model(2)
+    assert (counts, kept(checkpoint, 2, "id string, value bigint"), kept(checkpoint, 1, "value bigint")) == \
+        (expected, rows_seen, {(v,) for v in values_seen})

@@ -16,10 +16,11 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
-from apps import INPUT_SCHEMA, write_input
+from apps import INPUT_SCHEMA, await_listeners, write_input
 from committed_state import latest_committed_version, read_state
 from migration_evidence import assert_migrated
 from minors import MINOR
+import statesnap
 from statesnap import tools
 from test_committed_state import tree_hash
 from test_other_operators import run_to_end
@@ -205,44 +206,75 @@ def windowed_counts(spark, source: str, kind: str, also: str = None):
             .select(F.lit(kind).alias("kind"), "id", F.col("window.start").alias("start"), "count"))
 
 
-# name: the branches of version 1, of version 2, the (recorded, now) operator ids the refusal names
+# name: the branches of version 1, of version 2, the (recorded, now) operator ids the refusal names, the states dropped
 BRANCH_CASES = {
-    "branches swapped": (("click", "view"), ("view", "click"), [(0, 1), (1, 0)]),
-    "the first branch removed, another appended": (("click", "view"), ("view", "purchase"), [(1, 0)]),
+    "branches swapped": (("click", "view"), ("view", "click"), [(0, 1), (1, 0)], []),
+    "the first branch removed, another appended": (("click", "view"), ("view", "purchase"), [(1, 0)], [0]),
 }
+# The rounds of the union's input: the first under version 1, the others under version 2, the third moving the
+# watermark (0 seconds) past every window of the first two, which the fourth's batch closes.
+BRANCH_ROUNDS = [[("u1", 1, "click"), ("u1", 2, "click"), ("u1", 3, "view")],
+                 [("u1", 4, "click"), ("u1", 5, "view"), ("u1", 6, "purchase")],
+                 [("u1", 31, "click"), ("u1", 32, "view"), ("u1", 33, "purchase")],
+                 [("u2", 40, "tap")]]
 
 
 @pytest.mark.parametrize("name", list(BRANCH_CASES))
 def test_an_operator_never_reads_another_operators_state(spark, tmp_path, name):
     """Two windowed counts in a union, told apart by what they count alone: Spark's checks compare operator names and
     schemas, which a swap keeps, and each branch read the other's counts (click u1 = 1 where 2 is right). The plan
-    says what feeds each operator, recorded with its state: the restart is refused before any task, naming both, and
-    the rehearsal says so first. A filter that alone changes leaves an operator itself."""
-    before, after, moved = BRANCH_CASES[name]
+    says what feeds each operator, recorded with its state: the restart is refused before any task, naming both. The
+    rehearsal says what the deploy does instead: each state moved to the operator that computes it (a state no
+    operator computes dropped only where `drop` names it); the deploy does it, and the windows close with the counts
+    of a control that ran the new version from the start. A filter that alone changes leaves an operator itself."""
+    before, after, moved, drop = BRANCH_CASES[name]
     version = lambda kinds: lambda s, i: windowed_counts(s, i, kinds[0]).union(  # noqa: E731
         windowed_counts(s, i, kinds[1]))
     source, checkpoint = str(tmp_path / "input"), str(tmp_path / "checkpoint")
-    run_rounds(spark, version(before), source, checkpoint, [[("u1", 1, "click"), ("u1", 2, "click"),
-                                                            ("u1", 3, "view")]], mode="append")
+    run_rounds(spark, version(before), source, checkpoint, BRANCH_ROUNDS[:1], mode="append")
     inputs = [m["input"] for m in (meanings(checkpoint, 0)[-1], meanings(checkpoint, 1)[-1])]
     assert all(f"(op = '{kind}')" in i for i, kind in zip(inputs, before)), inputs
-    write_input(source, [("u1", 4, "click"), ("u1", 5, "view"), ("u1", 6, "purchase")])
+    write_input(source, BRANCH_ROUNDS[1])
     tree = tree_hash(os.path.join(checkpoint, "state"))
-
-    rehearsal = tools.rehearse(checkpoint, version(after)(spark, source))
-    assert rehearsal.outcome == tools.Outcome.REFUSED, rehearsal.lines
-    refusal = rehearsal.details["refusal"]
-    for recorded, now in moved:
-        assert f"the state of operator {recorded} (streaming aggregation by `window`, `id`, aggregates count(1), " \
-               "fed by " in refusal, refusal
-        assert f"(op = '{before[recorded]}'))) is computed by the new version's operator {now}" in refusal, refusal
 
     with pytest.raises(StreamingQueryException) as restarted:
         run_to_end(version(after)(spark, source), checkpoint, "append")
-    assert refusal in str(restarted.value), str(restarted.value)
+    for recorded, now in moved:
+        assert f"the state of operator {recorded} (streaming aggregation by `window`, `id`, aggregates count(1), " \
+               "fed by " in str(restarted.value), str(restarted.value)
+        assert f"(op = '{before[recorded]}'))) is computed by the new version's operator {now}" in \
+            str(restarted.value), str(restarted.value)
     assert tree_hash(os.path.join(checkpoint, "state")) == tree
     assert os.path.exists(os.path.join(checkpoint, "_statesnap", "refused-plans", "1"))
 
+    if drop:
+        refused = tools.rehearse(checkpoint, version(after)(spark, source))
+        assert refused.outcome == tools.Outcome.REFUSED and f"drop=[{drop[0]}]" in refused.details["refusal"], \
+            refused.lines
+    rehearsal = tools.rehearse(checkpoint, version(after)(spark, source), drop=drop)
+    decisions = {o["operator"]: o["decision"] for o in rehearsal.details["operators"]
+                 if not o["describe"].endswith("(in the checkpoint, not in the new version)")}
+    assert rehearsal.outcome == tools.Outcome.CHANGE and [decisions[now] for _, now in moved] == \
+        ["moved offline"] * len(moved), rehearsal.lines
+    rows = []
+    query = statesnap.deploy(checkpoint, version(after)(spark, source), lambda df: df.writeStream.outputMode("append")
+                             .foreachBatch(lambda batch, _: rows.extend(batch.collect()))
+                             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start(),
+                             drop=drop, no_file_sink=True)
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+        await_listeners(query)
+    for r in BRANCH_ROUNDS[2:]:
+        rows += run_rounds(spark, version(after), source, checkpoint, [r], mode="append")
+    control_source, control = str(tmp_path / "control-input"), str(tmp_path / "control")
+    expected = []
+    for r in BRANCH_ROUNDS:
+        expected += run_rounds(spark, version(after), control_source, control, [r], mode="append")
+    assert sorted(map(tuple, rows)) == sorted(map(tuple, expected)) and ("click" in after) == any(
+        r.kind == "click" and r.id == "u1" and r["count"] == 3 for r in rows), (rows, expected)
+
     # A filter that alone changes (the second branch counting taps too) leaves the operator itself.
-    widened = windowed_counts(spark, source, before[0]).union(windowed_counts(spark, source, before[1], also="tap"))
+    widened = windowed_counts(spark, source, after[0]).union(windowed_counts(spark, source, after[1], also="tap"))
     assert tools.rehearse(checkpoint, widened).outcome == tools.Outcome.NOTHING

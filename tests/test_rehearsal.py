@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import json
-import logging
 import os
 import re
 import shutil
@@ -292,15 +291,14 @@ def test_a_deploy_is_one_call_on_every_minor(spark, app_dirs, registrations):
 @pytest.mark.skipif(MINOR == "4.0", reason="4.0 checks as 4.1 does (CI time)")
 @pytest.mark.parametrize("change", ["dedup added", "dedup removed"])
 def test_a_stateful_operator_added_or_removed_is_matched_and_a_restart_without_the_deploy_refused(
-        spark, app_dirs, registrations, change, caplog):
+        spark, app_dirs, registrations, change):
     """Spark finds an operator's state by its place in the plan. Spark 4 refuses a restart whose operators differ
-    from its metadata at the first batch, with two stack traces; Spark 3.5 checks nothing, and an operator added
-    fails in its tasks on stores no batch wrote. The rehearsal matches the operators by what each computes and says
-    which is added or removed: one added starts empty, added offline by the deploy (test_change_shape); one removed
-    is refused (exit 4 on the command line) and the deploy raises it before starting anything. A plain restart's
-    refusal is statesnap's, naming the deploy where it adds what the restart lacks, its batch recorded as refused:
-    the version that ran before restarts as it was. On 3.5 a dedup removed is no failure: its state is left unread,
-    as the rehearsal says and the deploy warns, and the aggregation above it keeps its counts."""
+    from its metadata at the first batch, with two stack traces; Spark 3.5 checks nothing: an operator added fails in
+    its tasks on stores no batch wrote, one removed leaves its state unread. The rehearsal matches the operators by
+    what each computes and says which is added or removed: one added starts empty, added offline by the deploy
+    (test_change_shape); one removed is refused, as the restart is, and the deploy raises its own refusal, naming the
+    `drop` that retires it, before starting anything. A plain restart's refusal is statesnap's on every minor, naming
+    the deploy, its batch recorded as refused: the version that ran before restarts as it was."""
     source, checkpoint = app_dirs
     counts = lambda df: df.groupBy("id").agg(F.count("*").alias("n"))  # noqa: E731
     stream = lambda: spark.readStream.schema(INPUT_SCHEMA).json(source)  # noqa: E731
@@ -317,27 +315,6 @@ def test_a_stateful_operator_added_or_removed_is_matched_and_a_restart_without_t
     assert operators[0]["describe"].startswith("streaming aggregation"), result.lines
     assert not any("matched by" in line for line in operators[0]["lines"]), result.lines
     dedup = "operator 1 (dropDuplicates by `id`, `value`)"
-    if change == "dedup removed":
-        assert operators[1]["describe"] == "dropDuplicates by `id`, `value` (in the checkpoint, not in the new " \
-            "version)", result.lines
-        assert operators[1]["lines"][-1] == f"no operator of the new version computes the state of {dedup} (an " \
-            "operator removed): the restart leaves it unread", result.lines
-    if MINOR == "3.5" and change == "dedup removed":
-        assert result.outcome == tools.Outcome.CHANGE and operators[1]["decision"] == "left unread", result.lines
-        rows: list = []
-        with caplog.at_level(logging.WARNING, logger="statesnap"):
-            query = statesnap.deploy(checkpoint, v2, lambda df: df.writeStream.outputMode("update").foreachBatch(
-                lambda batch, _: rows.extend(batch.collect())).option("checkpointLocation", checkpoint)
-                .trigger(availableNow=True).start(), no_file_sink=True)
-            try:
-                query.awaitTermination()
-            finally:
-                query.stop()
-                await_listeners(query)
-        assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == \
-            [f"statesnap deploy: {operators[1]['lines'][-1]}"], caplog.records
-        assert {r.id: r.n for r in rows} == {"a": first["a"] + 1, "b": 2}, (first, rows)
-        return
     if change == "dedup added":
         # What a deploy does (test_change_shape), and the restart without it refuses, naming that deploy.
         assert result.outcome == tools.Outcome.CHANGE and operators[1]["decision"] == "starts empty, added " \
@@ -345,33 +322,43 @@ def test_a_stateful_operator_added_or_removed_is_matched_and_a_restart_without_t
         assert operators[1]["lines"] == ["the checkpoint keeps no state it computes (an operator added): statesnap." \
             "deploy(checkpoint, query, start) starts it with empty stores offline first (one appended batch, the " \
             "query stopped), then starts the query; restarted without it, the query is refused"], result.lines
-        refusal = None
     else:
+        assert operators[1]["describe"] == "dropDuplicates by `id`, `value` (in the checkpoint, not in the new " \
+            "version)", result.lines
+        assert operators[1]["decision"] == "refused" and operators[1]["lines"][1:] == [
+            f"no operator of the new version computes the state of {dedup} (an operator removed)",
+            "a deploy cannot make this change: no stateful operator of the new version computes the state of "
+            f"{dedup} (an operator removed): a deploy drops a state only where it is told to, since its values are "
+            "then lost. Fix: to drop it, statesnap.deploy(checkpoint, query, start, drop=[1]) "
+            "(tools.rehearse(checkpoint, query, drop=[1]) says what it then does); or keep the operator in the new "
+            "version"], result.lines
         assert result.outcome == tools.Outcome.REFUSED, result.lines
         refusal = result.details["refusal"]
-        assert refusal.startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new version's stateful operators are "
-                                  "not the ones the state of checkpoint"), refusal
-        assert "operator ids 1 (dedupe -> none) differ" in refusal and "statesnap.deploy" not in refusal, refusal
+        assert refusal.startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] a deploy does not change the stateful "
+                                  f"operators of the query on checkpoint file:{checkpoint} as the new version asks: "
+                                  "no stateful operator"), refusal
         started: list = []
         with pytest.raises(statesnap.StateSchemaError) as refused:
             statesnap.deploy(checkpoint, v2, lambda df: started.append(df), no_file_sink=True)
-        assert refused.value.error_class == "STATESNAP_STATEFUL_OPERATORS_CHANGED", str(refused.value)
+        assert str(refused.value) == refusal, str(refused.value)
         assert started == [] and files(checkpoint) == before and spark.streams.active == []
 
     with pytest.raises(statesnap.StateSchemaError) as restarted:
         with statesnap.refusals():
             run_to_end(v2, checkpoint, "update")
-    if refusal is not None:
-        assert str(restarted.value) == refusal, str(restarted.value)
+    if change == "dedup removed":
+        # The rehearsal says the restart's refusal.
+        assert str(restarted.value) == operators[1]["lines"][0], (str(restarted.value), result.lines)
+        assert ("operator ids 1 (dedupe -> none) differ" if MINOR != "3.5" else f"no stateful operator of the new "
+                f"version computes the state checkpoint file:{checkpoint} keeps at {dedup}") in str(restarted.value)
     elif MINOR == "3.5":
         assert str(restarted.value).startswith("[STATESNAP_STATEFUL_OPERATORS_CHANGED] the new version adds stateful "
                                                f"operators to a query whose checkpoint file:{checkpoint} keeps state: "
                                                f"{dedup} computes no state the checkpoint keeps."), str(restarted.value)
     else:
         assert "operator ids 1 (none -> dedupe) differ" in str(restarted.value), str(restarted.value)
-    if refusal is None:
-        assert "Fix: with the query stopped, statesnap.deploy(checkpoint, query, start) starts an aggregation, dedup " \
-            "or group state added with empty stores first" in str(restarted.value), str(restarted.value)
+    assert "Fix: with the query stopped, statesnap.deploy(checkpoint, query, start" in str(restarted.value), \
+        str(restarted.value)
     assert Path(checkpoint, "_statesnap", "refused-plans", "1").is_file()
     # The version that ran restarts as it was, over the input the refused restart left.
     again = {r.id: r.n for r in run_to_end(v1, checkpoint, "update")}

@@ -226,7 +226,7 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
 
 @_boundary("rehearse")
 def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: Optional[Mapping[str, str]] = None,
-             merge: Optional[Mapping[str, str]] = None, previous: Any = None) -> ToolResult:
+             merge: Optional[Mapping[str, str]] = None, previous: Any = None, drop: Sequence[int] = ()) -> ToolResult:
     """What restarting the query on ``checkpoint`` as ``query`` would do to the state of each of its stateful operators,
     writing nothing: ``query`` is the new version's streaming DataFrame (before ``writeStream``), in a session that
     has what the new version registers (``register_snapshot``, for the checkpoint, or for the query's ``name``).
@@ -244,16 +244,20 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: O
     makes, each field's value), or is refused with the key change's reason. ``details["operators"]`` holds each
     operator's id, description, decision and lines; ``details["refusal"]`` the first refused operator's message (or
     None), ``details["migrates_offline"]`` and ``details["rekeys_offline"]`` whether :func:`deploy` runs the offline
-    migration or key change. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates or
-    re-keys, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed`` decides all three). Read-only: without a key change's
-    arguments it may run beside the live query.
+    migration or key change. Where the new version's stateful operators are not the checkpoint's at their places
+    (matched by what each computes: one added, removed or reordered), it rehearses the deploy that changes them: a
+    state kept at another id ``moved offline`` (or its values' decision, after the move), an operator added ``starts
+    empty, added offline``, a state no operator computes ``dropped offline`` where ``drop`` (the checkpoint's operator
+    ids) names it, else refused. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any
+    migrates, re-keys or moves, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed`` decides all three). Read-only:
+    without a key change's arguments it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
-    return _rehearsal_result(_rehearsed(checkpoint, query, name, keys, merge, previous))
+    return _rehearsal_result(_rehearsed(checkpoint, query, name, keys, merge, previous, drop))
 
 
 def _rehearsed(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]] = None,
-               merge: Optional[Mapping[str, str]] = None, previous: Any = None) -> Any:
+               merge: Optional[Mapping[str, str]] = None, previous: Any = None, drop: Sequence[int] = ()) -> Any:
     """The JVM's ``Rehearsal.Rehearsed`` of ``query`` on ``checkpoint``: every operator decided once, which
     :func:`deploy`'s offline step migrates by; a deploy's key change decided where ``keys``, ``merge`` or ``previous``
     is given."""
@@ -263,7 +267,15 @@ def _rehearsed(checkpoint: str, query: Any, name: Optional[str], keys: Optional[
     asked = keys is not None or merge is not None or previous is not None
     return statesnap_jvm(spark).tools.Rehearsal.run(
         spark._jsparkSession, checkpoint, query._jdf, name, dict(keys or {}) if asked else None, dict(merge or {}),
-        previous._jdf if previous is not None else None)
+        previous._jdf if previous is not None else None, _operator_ids("drop", drop))
+
+
+def _operator_ids(argument: str, ids: Sequence[int]) -> list[int]:
+    """``ids`` as a list of operator ids, or a ToolError naming ``argument``."""
+    if isinstance(ids, (str, bytes)) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
+                                                 for i in ids):
+        raise ToolError(f"{argument} takes the checkpoint's operator ids (tools.rehearse names them), not {ids!r}")
+    return list(ids)
 
 
 def _require_streaming(command: str, query: Any, previous: Any = None) -> None:
@@ -290,13 +302,14 @@ def _rehearsal_result(rehearsed: Any) -> ToolResult:
 
 def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Optional[str] = None,
            keys: Optional[Mapping[str, str]] = None, merge: Optional[Mapping[str, str]] = None, previous: Any = None,
-           file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
+           drop: Sequence[int] = (), file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
     """Deploys the new version of the query on ``checkpoint`` in one call, on every Spark minor, and returns the
     started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
-    written, starts each stateful operator the new version adds beside the checkpoint's (an aggregation, a dedup or
-    group state, matched by what each computes, not by its place: one appended batch, its stores empty, every other
-    operator kept), changes the key of each operator whose key the new version changes (:func:`change_key`'s
+    written, changes the stateful operators where the new version's are not the checkpoint's at their places (matched
+    by what each computes, not by its place: one appended batch moves each state to the id of the operator that
+    computes it, starts an aggregation, dedup or group state added with empty stores, and retires each state no
+    operator computes that ``drop`` names by its id in the checkpoint: never one it does not name), changes the key of each operator whose key the new version changes (:func:`change_key`'s
     appended batch, given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the
     offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's
     provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the
@@ -317,7 +330,7 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     if recovered.lines:
         made.append("; ".join(recovered.lines))
         _log.info("statesnap deploy: %s", made[-1])
-    rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous)
+    rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous, drop)
 
     def step(what: str, result: ToolResult) -> None:
         if result.outcome == Outcome.REFUSED:
@@ -329,13 +342,12 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     def rehearse_again(keys_left: Optional[Mapping[str, str]], merge_left: Optional[Mapping[str, str]],
                        previous_left: Any) -> Any:
         try:
-            return _deploy_rehearsal(checkpoint, query, name, keys_left, merge_left, previous_left)
+            return _deploy_rehearsal(checkpoint, query, name, keys_left, merge_left, previous_left, ())
         except (StateSchemaError, ToolError) as e:
             raise ToolError(f"statesnap deploy: {'; '.join(made)} made, and the restart is refused: {e}") from None
 
-    if rehearsed.addsOffline():
-        step("starting the stateful operators the new version adds",
-             _reshape_step(checkpoint, query, file_sink, no_file_sink))
+    if rehearsed.reshapesOffline():
+        step("changing the stateful operators", _reshape_step(checkpoint, query, drop, file_sink, no_file_sink))
         rehearsed = rehearse_again(keys, merge, previous)
     if rehearsed.rekeysOffline():
         step("the key change", _key_change_step(checkpoint, query, keys, merge, previous, file_sink, no_file_sink))
@@ -348,18 +360,16 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
 
 
 def _deploy_rehearsal(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]],
-                      merge: Optional[Mapping[str, str]], previous: Any) -> Any:
-    """The rehearsal of :func:`deploy` (with its key change), logged; a refusal raised as a StateSchemaError."""
-    rehearsed = _raising_jvm_errors(lambda: _rehearsed(checkpoint, query, name, dict(keys or {}), merge, previous))
+                      merge: Optional[Mapping[str, str]], previous: Any, drop: Sequence[int]) -> Any:
+    """The rehearsal of :func:`deploy` (with its key change and drops), logged; a refusal raised as a
+    StateSchemaError."""
+    rehearsed = _raising_jvm_errors(lambda: _rehearsed(checkpoint, query, name, dict(keys or {}), merge, previous,
+                                                       drop))
     rehearsal = _rehearsal_result(rehearsed)
     if rehearsal.outcome == Outcome.REFUSED:
         text = rehearsal.details["refusal"]
         raise refusal_in(Exception(text)) or StateSchemaError("STATESNAP_INCOMPATIBLE_STATE_SCHEMA", text)
     _log.info("statesnap deploy: %s", "; ".join(rehearsal.lines))
-    # A state no operator of the new version computes (Spark 3.5 checks none): never dropped without a word.
-    for o in rehearsal.details["operators"]:
-        if o["decision"] == "left unread":
-            _log.warning("statesnap deploy: %s", o["lines"][-1])
     return rehearsed
 
 
@@ -397,12 +407,14 @@ def _recover_step(checkpoint: str, spark: Any, file_sink: Optional[str], no_file
 
 
 @_boundary("deploy")
-def _reshape_step(checkpoint: str, query: Any, file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
-    """The operators :func:`deploy` adds, started with empty stores in one appended batch, in the query's own session
-    (``checkpoint`` named first, as every tool's boundary takes it)."""
+def _reshape_step(checkpoint: str, query: Any, drop: Sequence[int], file_sink: Optional[str],
+                  no_file_sink: bool) -> ToolResult:
+    """The change of the stateful operators :func:`deploy` makes in one appended batch (states moved, operators added
+    with empty stores, the states ``drop`` names retired), in the query's own session (``checkpoint`` named first, as
+    every tool's boundary takes it)."""
     spark = query.sparkSession
     return _report("deploy", statesnap_jvm(spark).tools.Reshape.run(
-        spark._jsparkSession, checkpoint, query._jdf, file_sink, no_file_sink, False))
+        spark._jsparkSession, checkpoint, query._jdf, _operator_ids("drop", drop), file_sink, no_file_sink, False))
 
 
 @_boundary("deploy")

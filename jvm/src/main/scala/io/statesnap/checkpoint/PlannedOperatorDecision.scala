@@ -1,6 +1,7 @@
 package io.statesnap.checkpoint
 
 import io.statesnap.{JoinStateSchemas, SparkClasses, StatesnapException}
+import io.statesnap.ScalaCompat._
 import io.statesnap.keys.{AggregateMerge, NewQueryOperators}
 import io.statesnap.meaning.{MeaningDecision, MeaningErrors, OperatorMatch, OperatorMatching, OperatorMeaning,
   PlannedMeaning, RecordedMeanings}
@@ -151,6 +152,27 @@ object PlannedOperatorDecision {
         _.describe)})"
     }))
   }
+
+  /**
+   * The refusal of a plan (its `operators`: each writer of `plan`, its id, the version its stores load) that leaves a
+   * state of `checkpoint` unread: one no planned operator computes ([[OperatorMatching]]: an operator removed), with
+   * its id; None where every state is computed, or the restart reads no version past 0. Spark 4's check refuses it
+   * first; on 3.5 the restart would run, the state lost without a word.
+   */
+  def removedOperators(plan: SparkPlan, operators: Seq[(SparkClasses.StateStoreWriter, Long, Long)],
+      checkpoint: String, hadoopConf: Configuration): Option[(Set[Long], StatesnapException)] =
+    operators.map(_._3).maxOption.filter(_ > 0).flatMap { version =>
+      val root = new Path(stateRoot(checkpoint))
+      val fs = root.getFileSystem(hadoopConf)
+      val kept = if (!fs.exists(root)) Nil else fs.listStatus(root).toSeq.flatMap(_.getPath.getName.toIntOption)
+        .filter(id => fs.exists(new Path(root, s"$id/0")))
+      val recorded = kept.map(id => id.toLong -> RecordedMeanings.inForce(root.toString, id, version, hadoopConf)
+        .map(_._2)).toMap
+      val planned = operators.map { case (w, id, _) => id -> PlannedMeaning.of(plan, w) }.toMap
+      val removed = OperatorMatching(recorded, planned).collect { case OperatorMatch.Removed(id) => id }
+      Option.when(removed.nonEmpty)(removed.toSet -> MeaningErrors.operatorsRemoved(checkpoint, version,
+        removed.map(id => id -> recorded(id).fold("its meaning not recorded")(_.describe))))
+    }
 
   /**
    * The new plan's stateful operators (`writers`, each at its id) matched with the states of `checkpoint` (`loads`:

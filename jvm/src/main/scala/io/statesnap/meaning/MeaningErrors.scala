@@ -18,8 +18,23 @@ private[statesnap] object MeaningErrors {
     new StatesnapException(StatefulOperatorsChanged, s"the new version's stateful operators are not in the places " +
       s"their states are in checkpoint $checkpoint: ${each.mkString("; ")}. Spark finds an operator's state by its " +
       "place in the plan, and its own checks compare operator names and schemas only: each operator would read " +
-      "another's state. Nothing was read or written. Fix: keep the stateful operators in their order (a union's " +
-      s"branches as they were); or $AsANewQuery.")
+      "another's state. Nothing was read or written. Fix: with the query stopped, statesnap.deploy(checkpoint, query, " +
+      "start) moves each state to the operator that computes it first (tools.rehearse says what it does); or keep " +
+      s"the stateful operators in their order (a union's branches as they were); or $AsANewQuery.")
+
+  /**
+   * @param version the version every operator's stores load as the query restarts
+   * @param removed each state of the checkpoint no operator of the new version computes, described, with its id
+   */
+  def operatorsRemoved(checkpoint: String, version: Long, removed: Seq[(Long, String)]): StatesnapException = {
+    val ids = removed.map(_._1).mkString(", ")
+    new StatesnapException(StatefulOperatorsChanged, s"no stateful operator of the new version computes the state " +
+      s"checkpoint $checkpoint keeps at ${removed.map { case (id, d) => s"operator $id ($d)" }.mkString(" and ")} " +
+      s"(an operator removed): the restart would leave it unread at version $version, its values lost without a " +
+      "word. Nothing was started or written. Fix: with the query stopped, statesnap.deploy(checkpoint, query, start, " +
+      s"drop=[$ids]) retires it first, its values dropped (tools.rehearse(checkpoint, query, drop=[$ids]) says what " +
+      s"it does); or keep the operator in the new version; or $AsANewQuery.")
+  }
 
   /**
    * @param version the version every operator's stores load as the query restarts
@@ -31,7 +46,8 @@ private[statesnap] object MeaningErrors {
       s"loads every stateful operator's stores at the version the restart reads ($version), which no batch wrote for " +
       "an operator added, so the restart would fail in its tasks. Nothing was started or written. Fix: with the " +
       "query stopped, statesnap.deploy(checkpoint, query, start) starts an aggregation, dedup or group state added " +
-      "with empty stores first (tools.rehearse says what it does); or keep the stateful operators of the running " +
+      "with empty stores first, each state moved to the operator that computes it (tools.rehearse says what it " +
+      "does); or keep the stateful operators of the running " +
       s"version; or $AsANewQuery.")
 
   /**

@@ -59,10 +59,11 @@ private[query] final class DriverDecision(session: SparkSession) extends Columna
         undecided.map(_._2).find(_.storeVersion > 0).foreach(info => QueryStates.verify(
           query.registrations.states.keySet, stateRoot, query.runId, info.storeVersion, hadoopConf, query.checkpoint))
         // A state its place holds for another operator of the plan (a union's branches swapped) is refused first, then
-        // an operator added to a query with state, whose stores Spark cannot load.
+        // an operator added to a query with state, whose stores Spark cannot load, then a state no operator computes.
         val operators = undecided.map { case (w, info) => (w, info.operatorId, info.storeVersion) }
         PlannedOperatorDecision.movedStates(plan, operators, query.checkpoint, hadoopConf)
           .orElse(PlannedOperatorDecision.addedOperators(plan, operators, query.checkpoint, hadoopConf))
+          .orElse(PlannedOperatorDecision.removedOperators(plan, operators, query.checkpoint, hadoopConf))
           .foreach { case (_, refusal) => throw refusal }
         // Each operator decided in turn, what its state means first, then each state; what the plan tells the stores
         // (what each state means, how a streaming aggregation's aggregates start) goes in the conf their RDDs take from

@@ -36,9 +36,10 @@ object SparkOperatorCheck {
       s"${operators(recorded)}; the new version's: ${operators(planned)}). Spark finds an operator's state by its " +
       "place in the plan, so a stateful operator added, removed or moved changes which state every operator after it " +
       s"reads, and Spark's own check refuses the restart at its first batch ($SparksErrorClass). Nothing was started " +
-      "or written. Fix: " + (if (differing(recorded, planned).forall(id => !recorded.contains(id))) "with the query " +
-      "stopped, statesnap.deploy(checkpoint, query, start) starts an aggregation, dedup or group state added with " +
-      "empty stores first (tools.rehearse says what it does); or " else "") + "keep the stateful operators of the " +
+      "or written. Fix: with the query stopped, statesnap.deploy(checkpoint, query, start) first starts an " +
+      "aggregation, dedup or group state added with empty stores and moves each state to the operator that computes " +
+      "it (drop=[ids] names the states no operator computes any more, which it then retires; tools.rehearse says " +
+      "what it does); or keep the stateful operators of the " +
       "running version, in the same order (a dropDuplicates, aggregation, join or transformWithState added, removed " +
       s"or reordered changes them), and deploy the rest of the change; or ${MeaningDecision.AsANewQuery}."
   }

@@ -63,8 +63,23 @@ private[tools] object Move {
   /** `change_key`: every entry under its new key ([[KeyChangePlan]]), on its provider. */
   case object KeyChanging extends Move("change-key")
 
-  /** A deploy's change of the query's stateful operators ([[Reshape]]): one added starts with empty stores. */
-  case object Reshaping extends Move("deploy")
+  /**
+   * A deploy's change of the query's stateful operators ([[Reshape]]): states moved to the ids that compute them,
+   * operators added with empty stores, states dropped.
+   */
+  case object Reshaping extends Move("deploy") {
+    override def finishWritten(checkpoint: StoppedCheckpoint, batch: Long, stepDone: String => Unit): Unit = {
+      Reshape.finish(checkpoint, batch)
+      stepDone("reshaped")
+      super.finishWritten(checkpoint, batch, stepDone)
+    }
+    override def rollBackWritten(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+      Reshape.unstage(checkpoint, batch)
+      super.rollBackWritten(checkpoint, batch)
+    }
+    override def finishedSays(batch: Long): String = "put each operator's state at the id that computes it, " +
+      s"retired the states it drops, and offsets/$batch pins the query's provider"
+  }
 
   /** `adopt` of a checkpoint of Spark's default provider: every store into statesnap's. */
   case object Adopting extends Move("adopt") {
@@ -125,7 +140,7 @@ private[tools] object Move {
     if (verb == Move.KeyChanging && !plan.rekeyed) return ToolReport(recovered.lines ++ plan.notes :+ "the new " +
       s"version's query keeps the key of every stateful operator of $location: nothing to do", unchanged)
     if (verb == Move.Reshaping && !plan.reshaped) return ToolReport(recovered.lines :+ "the new version's query " +
-      s"adds no stateful operator to $location: nothing to do", unchanged)
+      s"keeps the stateful operators of $location, each at its place: nothing to do", unchanged)
     if (plan.from == plan.to && !plan.rebuilt && !plan.rekeyed && !plan.reshaped) return ToolReport(recovered.lines :+
       s"the query's state already has ${plan.to} partitions (offsets/${plan.batch}): nothing to do", unchanged)
     val next = plan.batch + 1
@@ -149,7 +164,7 @@ private[tools] object Move {
     val in = AppendedBatch.run(spark, checkpoint, verb, sink, plan.batch, partitions, provider) { stepDone =>
       copyRecords(checkpoint, plan)
       recordNewKeys(checkpoint, plan)
-      describeAdded(checkpoint, plan)
+      Reshape.stage(checkpoint, plan)
       stepDone("records")
       val (entries, committed) = runJob(spark, checkpoint, verb, plan)
       stepDone("stores")
@@ -164,7 +179,7 @@ private[tools] object Move {
       "checkpoint; the session's is not read)")
     else if (plan.rekeyed) Seq(s"wrote $in entries, each under its new key", RestartRekeyed)
     else if (plan.reshaped) Seq(s"wrote $in entries, each in its partition", "done: restart the query with its new " +
-      "version: each stateful operator it adds starts with empty state")
+      "version: each operator's state is at the id that computes it, and each stateful operator it adds starts empty")
     else if (plan.rebuilt) Seq(s"wrote $in entries into statesnap's stores", s"done: restart the query with " +
       s"statesnap (statesnap.configure): its state is in statesnap's provider, in ${plan.to} partitions")
     else Seq(s"wrote $in entries, each into the partition Spark reads it from now", s"done: restart the query: its " +
@@ -177,7 +192,7 @@ private[tools] object Move {
    * reads its state's record from them (a checkpoint of Spark's provider has none).
    */
   private def copyRecords(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit =
-    for (o <- plan.operators if !o.keyless; store <- o.stores; p <- plan.from until plan.to) {
+    for (o <- plan.operators if !o.keyless && !o.staged; store <- o.stores; p <- plan.from until plan.to) {
       val root = OperatorRecordFiles.root(new Path(checkpoint.root, "state").toString, o.id)
       Seq(OperatorRecordFiles.dir(root, 0, store.name) -> OperatorRecordFiles.dir(root, p, store.name),
         OperatorRecordFiles.legacy(root, 0, store.name) -> OperatorRecordFiles.legacy(root, p, store.name)).foreach {
@@ -214,30 +229,6 @@ private[tools] object Move {
   }
 
   /**
-   * For each operator the new version adds ([[RepartitionPlan.Operator.added]]), what a query writes in its first
-   * batch and a restart reads before it: partition 0's store described ([[SingleStateDescription]]: Spark's schema
-   * file, which statesnap's provider takes its first record from, and what the plan says the state means) as of the
-   * version the job writes, and on Spark 4 the operator metadata Spark's check of the restart compares the plan with
-   * (the version's, as Spark writes it: where the checkpoint's operators have it).
-   */
-  private def describeAdded(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
-    val stateRoot = new Path(checkpoint.root, "state")
-    val withMetadata = checkpoint.allOperators.exists(op => checkpoint.fs.exists(metadataV1(stateRoot, op)))
-    for (o <- plan.operators; sparkName <- o.added; store <- o.stores) {
-      val layout = store.families.head.layout
-      SingleStateDescription.write(StateStoreId(stateRoot.toString, o.id, 0, store.name), plan.batch + 2,
-        SingleStateDescription.Described(None, o.meaning, Some(layout.keySchema -> layout.valueSchema)),
-        checkpoint.hadoopConf)
-      if (withMetadata) checkpoint.write(metadataV1(stateRoot, o.id), ("v1\n" + JsonMethods.compact(JObject(
-        "operatorInfo" -> JObject("operatorId" -> JInt(o.id), "operatorName" -> JString(sparkName)),
-        "stateStoreInfo" -> JArray(List(JObject("storeName" -> JString(store.name), "numColsPrefixKey" -> JInt(0),
-          "numPartitions" -> JInt(o.targets(plan.to).size))))))).getBytes(UTF_8))
-    }
-  }
-
-  private def metadataV1(stateRoot: Path, op: Int): Path = new Path(stateRoot, s"$op/_metadata/metadata")
-
-  /**
    * Runs the job, each store reported as it is written ([[StoreProgress]]).
    * @return entries written, and under checkpoint format v2 the id of each store version committed
    */
@@ -246,7 +237,7 @@ private[tools] object Move {
     val settings = RepartitionJob.Settings(new Path(checkpoint.root, "state").toString, plan.batch + 1,
       AppendedBatch.storeConf(spark, checkpoint.pinnedConfs(plan.batch) ++ JobConfs),
       new SerializableConfiguration(checkpoint.hadoopConf), MigrationProbe.fromConfs(spark.conf.getAll),
-      plan.readsDefault, plan.writesDefault, plan.from)
+      plan.readsDefault, plan.writesDefault, plan.from, Reshape.stagedStateRoot(checkpoint, plan.batch + 1).toString)
     val progress = new StoreProgress(verb.name, plan.operators.map(o => o.stores.size * o.targets(plan.to).size).sum)
     var in = 0L
     val ids = Map.newBuilder[(Int, Int, String), String]
@@ -332,13 +323,7 @@ private[tools] object Move {
       else if (source == ProviderClasses.SparkDefault) StoppedCheckpoint.isRocksDBFile
       else StoppedCheckpoint.isVersionFile(_, batch + 1)
     val transforms = checkpoint.transformWithStateOperators
-    // An operator the batch added ([[Reshaping]]) has no store version but the one it wrote: it goes whole.
-    val (added, kept) = checkpoint.allOperators.partition(op => checkpoint.partitions(op).forall(p =>
-      checkpoint.fs.listStatus(new Path(stateRoot, s"$op/$p")).map(_.getPath.getName).forall(name =>
-        !StoppedCheckpoint.isVersionFile(name) && !StoppedCheckpoint.isDefaultProviderVersionFile(name) ||
-          StoppedCheckpoint.isVersionFile(name, batch + 1))))
-    added.foreach(op => checkpoint.fs.delete(new Path(stateRoot, op.toString), true))
-    kept.foreach { op =>
+    checkpoint.allOperators.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       checkpoint.partitions(op).foreach { p =>
         val partitionDir = new Path(operatorDir, p.toString)

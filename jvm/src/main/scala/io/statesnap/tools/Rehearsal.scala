@@ -37,12 +37,11 @@ object Rehearsal {
    * before the restart, which Spark (or, on 3.5, statesnap) refuses without it.
    */
   case object AddedOffline extends Decision("starts empty, added offline", ToolReport.Change)
+  /** A state kept at another id of the checkpoint, as is: a deploy moves it to the operator's id offline ([[Reshape]]). */
+  case object MovedOffline extends Decision("moved offline", ToolReport.Change)
+  /** A state no operator of the new version computes that the user drops: a deploy retires it ([[Reshape]]). */
+  case object DroppedOffline extends Decision("dropped offline", ToolReport.Change)
   case object Refused extends Decision("refused", ToolReport.Refused)
-  /**
-   * A state of the checkpoint no operator of the new version computes ([[OperatorMatch.Removed]]), where no check
-   * refuses the restart (Spark 3.5 has none of operators): the restart leaves it unread.
-   */
-  case object LeftUnread extends Decision("left unread", ToolReport.Change)
   /** An operator whose stores decide alone as the query restarts (joins on 3.5, session windows). */
   case object NotRehearsed extends Decision("not rehearsed", ToolReport.Nothing)
 
@@ -63,15 +62,19 @@ object Rehearsal {
    * qualified, and the registrations the decision took.
    */
   final case class Rehearsed(operators: Seq[OperatorOutcome], private[statesnap] val checkpoint: String,
-      private[statesnap] val registered: QueryRegistrations) {
+      private[statesnap] val registered: QueryRegistrations, private val reshapes: Boolean,
+      private val shapeRefusal: Option[String]) {
     def operatorList: java.util.List[OperatorOutcome] = operators.asJava
 
     /** Refused if an operator is, else a change if one migrates, else nothing. */
     def outcome: ToolReport.Outcome = Seq(ToolReport.Refused, ToolReport.Change)
       .find(o => operators.exists(_.decision.outcome == o)).getOrElse(ToolReport.Nothing)
 
-    /** The refusal a deploy raises: the first refused operator's message, or null. */
-    def refusal: String = operators.find(_.decision == Refused).map(_.lines.get(0)).orNull
+    /**
+     * The refusal a deploy raises, or null: where an operator is refused, why the deploy does not change the operators
+     * as the new version asks, if it does not (its fix is the deploy's), else the first refused operator's message.
+     */
+    def refusal: String = operators.find(_.decision == Refused).map(o => shapeRefusal.getOrElse(o.lines.get(0))).orNull
 
     /** Whether a deploy runs the offline migration before it starts the query. */
     def migratesOffline: Boolean = operators.exists(_.decision == MigratesOffline)
@@ -79,8 +82,11 @@ object Rehearsal {
     /** Whether a deploy changes a key offline (`change_key`'s appended batch) before it starts the query. */
     def rekeysOffline: Boolean = operators.exists(_.decision == RekeysOffline)
 
-    /** Whether a deploy adds operators offline ([[Reshape]]'s appended batch) before it starts the query. */
-    def addsOffline: Boolean = operators.exists(_.decision == AddedOffline)
+    /**
+     * Whether a deploy changes the operators offline ([[Reshape]]'s appended batch: states moved, operators added,
+     * states dropped) before it starts the query.
+     */
+    def reshapesOffline: Boolean = reshapes
   }
 
   /**
@@ -90,10 +96,14 @@ object Rehearsal {
    *   is. With them (the query stopped), where an operator is refused for its key, or keys or a merge are given, every
    *   operator is decided as `change_key` decides it ([[KeyChangePlan]]): each whose key changes [[RekeysOffline]],
    *   and any it refuses refused with its reason, since the deploy's key change is then refused whole
+   * @param drops the ids of the checkpoint's states a deploy drops (`drop=`), none for a restart as it is. Where the
+   *   operators of the new version are not the checkpoint's at their places (matched by what each computes) and a
+   *   deploy makes the change ([[Reshape]]), each operator is decided as the restart after it decides it: a state
+   *   moved by the state it is kept as, an operator added [[AddedOffline]], a state dropped [[DroppedOffline]]
    */
   def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_], name: String,
       keys: java.util.Map[String, String], merge: java.util.Map[String, String],
-      previous: SparkClasses.Dataset[_]): Rehearsed = {
+      previous: SparkClasses.Dataset[_], drops: java.util.List[Integer]): Rehearsed = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val (qualified, registered) = registrations(spark, checkpoint, name)
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
@@ -104,25 +114,38 @@ object Rehearsal {
     // The provider the restart runs on: statesnap serves the query only where its checkpoint pins statesnap's.
     val provider = pinned.get(StoppedCheckpoint.ProviderConf).filter(_ != ProviderClasses.Statesnap)
     val writers = NewQueryOperators.writers(plan)
+    val (matches, recorded) = PlannedOperatorDecision.matched(plan, writers, loads, qualified, hadoopConf)
+    // A shape change a deploy makes: each operator decided as the restart after the deploy's batch decides it.
+    val shape = if (loads.isEmpty) Right(Reshape.Shape(Map.empty, Nil, Nil))
+      else Reshape.changes(plan, writers, matches, recorded, drops.asScala.map(_.longValue).toSet)
+    val reshaping = shape.toOption.filter(_.changes)
+    val movedFrom = reshaping.fold(Map.empty[Long, Long])(_.moved.map(_.swap))
+    val added = reshaping.fold(Seq.empty[Long])(_.added)
+    def source(id: Int): Int = movedFrom.get(id).fold(id)(_.toInt)
     // What the restart does to each operator that has state, and the version its stores load.
-    val restarts = writers.zipWithIndex.flatMap { case (writer, id) => loads.get(id).map { version =>
-      // A refusal is the decision's; a checkpoint file it cannot read refuses the restart too.
-      id -> (try registered.conflict.fold(PlannedOperatorDecision.operator(plan, writer, qualified, id, registered,
-        hadoopConf, version)._2)(OperatorDecision.Refused(_)) catch {
-        case e: StatesnapException => OperatorDecision.Refused(e)
-      }, version)
-    }}.toMap
+    val restarts = writers.zipWithIndex.filterNot(w => added.contains(w._2.toLong)).flatMap { case (writer, id) =>
+      loads.get(source(id)).map { version =>
+        // A refusal is the decision's; a checkpoint file it cannot read refuses the restart too.
+        id -> (try registered.conflict.fold(PlannedOperatorDecision.operator(plan, writer, qualified, source(id),
+          registered, hadoopConf, version)._2)(OperatorDecision.Refused(_)) catch {
+          case e: StatesnapException => OperatorDecision.Refused(e)
+        }, version)
+      }
+    }.toMap
     val asked = Option(keys).map(k => KeyChangeAsked(k.asScala.toMap, Option(merge).fold(Map.empty[String,
       String])(_.asScala.toMap), Option(previous)))
-    val rekeys = asked.filter(a => a.anyGiven || restarts.values.exists(_._1 match {
+    // A key change is planned on the operators at their places: a deploy's shape change comes first.
+    val rekeys = asked.filter(a => reshaping.isEmpty && (a.anyGiven || restarts.values.exists(_._1 match {
       case OperatorDecision.Refused(_, ofKey) => ofKey
       case _ => false
-    })).map(keyChanges(spark, qualified, query, _))
+    }))).map(keyChanges(spark, qualified, query, _))
     val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
         OperatorOutcome(id, operator.describe, decision, lines.asJava, offline)
       restarts.get(id) match {
+        case None if added.contains(id.toLong) =>
+          outcome(AddedOffline, Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice"))
         case None => outcome(StartsEmpty, Seq("the checkpoint holds no state of this operator"))
         case Some((restart, version)) =>
           val decision = rekeys match {
@@ -132,7 +155,7 @@ object Rehearsal {
             }.getOrElse(restart)
             case _ => restart
           }
-          decision match {
+          val decidedOutcome = decision match {
             case OperatorDecision.Rekeyed(change) => outcome(RekeysOffline, change.says :+ RekeyAdvice)
             case OperatorDecision.Refused(e, ofKey) => outcome(Refused, e.getMessage +: rekeys.collect {
               case Left(why) if ofKey => s"a key change cannot make it: ${why.getMessage}"
@@ -148,62 +171,79 @@ object Rehearsal {
               else provider.fold(outcome(Migrates, changes))(other => outcome(Refused, Seq(ToolErrors.notServed(
                 s"operator $id (${operator.describe})", changes, qualified, other).getMessage)))
           }
+          movedFrom.get(id.toLong).fold(decidedOutcome) { r =>
+            val moved = if (decidedOutcome.decision == AsIs) decidedOutcome.copy(decision = MovedOffline)
+              else decidedOutcome
+            moved.copy(lines = (moved.lines.asScala :+ s"a deploy moves its state from operator $r to operator $id " +
+              s"offline first: $MoveAdvice").asJava)
+          }
       }
     }
     // Every operator's stores load the version the latest commit wrote, those of an operator added too: each is
-    // asked as the driver asks it (a state moved to an operator the checkpoint has none of, one added).
+    // asked as the driver asks it (a state moved to an operator the checkpoint has none of, one added, one removed).
+    // A shape change a deploy makes is the deploy's, not refused.
     val restarting = loads.values.maxOption.toSeq.flatMap(version => writers.zipWithIndex.map { case (w, id) =>
       (w, id.toLong, loads.getOrElse(id, version)) })
-    val moved = PlannedOperatorDecision.movedStates(plan, restarting, qualified, hadoopConf)
-    val added = PlannedOperatorDecision.addedOperators(plan, restarting, qualified, hadoopConf)
-    val placed = (moved ++ added).foldLeft(decided) { case (o, (ids, refusal)) => refusing(o, ids, refusal.getMessage) }
-    val (matches, recorded) = PlannedOperatorDecision.matched(plan, writers, loads, qualified, hadoopConf)
-    val matched = withMatch(withSparksCheck(placed, writers, qualified, hadoopConf), matches, recorded)
-    // Operators added beside the checkpoint's state, and nothing else moved: what a deploy starts offline; else why
-    // it does not, beside each operator added.
-    val addedIds = matches.collect { case OperatorMatch.Added(id) => id.toInt }.toSet
-    val additions = if (loads.isEmpty || addedIds.isEmpty) Right(Nil)
-      else Reshape.additions(plan, writers, matches, recorded)
-    Rehearsed(matched.map(o => additions.fold(
-      why => if (!addedIds(o.operator) || o.describe.endsWith(InCheckpointOnly)) o
-        else o.copy(lines = (o.lines.asScala :+ s"a deploy cannot start it: ${why.reason}").asJava),
-      _.find(_.id == o.operator).fold(o)(a => o.copy(decision = AddedOffline,
-        lines = Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice").asJava)))),
-      qualified, registered)
+    val placed = if (reshaping.nonEmpty) decided else Seq(PlannedOperatorDecision.movedStates _,
+      PlannedOperatorDecision.addedOperators _).flatMap(_(plan, restarting, qualified, hadoopConf))
+      .foldLeft(decided) { case (o, (ids, refusal)) => refusing(o, ids, refusal.getMessage) }
+    val checked = if (reshaping.nonEmpty) placed else withSparksCheck(placed, writers, qualified, hadoopConf)
+    val removal = if (reshaping.nonEmpty) None
+      else PlannedOperatorDecision.removedOperators(plan, restarting, qualified, hadoopConf).map(_._2.getMessage)
+    val matched = withMatch(checked, matches, recorded, reshaping.nonEmpty, removal)
+    // Why a deploy does not make the shape change, beside each operator it concerns: of the new version, or a state
+    // of the checkpoint only.
+    val ofPlanned = matches.collect {
+      case OperatorMatch.Added(id) => id
+      case kept: OperatorMatch.Kept if kept.moved => kept.planned
+      case OperatorMatch.Ambiguous(id, _) => id
+    }.toSet
+    val ofCheckpoint = matches.collect { case OperatorMatch.Removed(id) => id }.toSet
+    def concerns(o: OperatorOutcome) =
+      (if (o.describe.endsWith(InCheckpointOnly)) ofCheckpoint else ofPlanned).contains(o.operator.toLong)
+    Rehearsed(shape.fold(why => matched.map(o => if (!concerns(o)) o
+      else o.copy(lines = (o.lines.asScala :+ s"a deploy cannot make this change: ${why.reason}").asJava)),
+      _ => matched), qualified, registered, reshaping.nonEmpty,
+      shape.left.toOption.filter(_ => matched.exists(concerns)).map(ToolErrors.shapeNotDeployed(qualified, _).getMessage))
   }
 
   /**
    * `outcomes` with what matching the operators by what each computes says of each whose state is not at its own
    * place ([[OperatorMatching]]): its state kept at another place, added beside the checkpoint's, or not to be told
    * from another's; and each state of the checkpoint that no operator of the new version computes, on the outcome of
-   * its id where that is the checkpoint's operator, else on one of its own: unread by the restart, where no check
-   * refuses it. Nothing where every state is at its place.
+   * its id where that is the checkpoint's operator (Spark's check refuses it), else on one of its own: dropped offline
+   * where a deploy drops it (`dropping`), else refused (`removal`: the restart's refusal). Nothing where every state
+   * is at its place.
    */
   private def withMatch(outcomes: Seq[OperatorOutcome], matches: Seq[OperatorMatch],
-      recorded: Map[Long, OperatorMeaning]): Seq[OperatorOutcome] = {
+      recorded: Map[Long, OperatorMeaning], dropping: Boolean, removal: Option[String]): Seq[OperatorOutcome] = {
     def state(id: Long) = s"operator $id${recorded.get(id).fold("")(m => s" (${m.describe})")}"
     val said: Map[Long, String] = matches.collect {
       case kept: OperatorMatch.Kept if kept.moved =>
         kept.planned -> s"its state is the one the checkpoint keeps at ${state(kept.recorded)}"
-      case OperatorMatch.Added(id) if recorded.nonEmpty =>
-        id -> "the checkpoint keeps no state it computes (an operator added)"
+      // An operator a deploy adds says it in its outcome already.
+      case OperatorMatch.Added(id) if recorded.nonEmpty && !outcomes.exists(o => o.operator == id &&
+          o.decision == AddedOffline) => id -> "the checkpoint keeps no state it computes (an operator added)"
       case OperatorMatch.Ambiguous(id, candidates) => id -> (s"it computes what each of ${candidates.map(state)
         .mkString(" and ")} recorded, at none of their places: which state is its cannot be told")
     }.toMap
     val removed = matches.collect { case OperatorMatch.Removed(id) => id }
     if (said.isEmpty && removed.isEmpty) return outcomes
-    def unread(id: Long) = s"no operator of the new version computes the state of ${state(id)} (an operator " +
-      "removed): the restart leaves it unread"
+    def gone(id: Long) = s"no operator of the new version computes the state of ${state(id)} (an operator removed)" +
+      (if (dropping) ": drop names it, and a deploy retires it offline first, its values gone" else "")
     val annotated = outcomes.map { o =>
       val id = o.operator.toLong
-      val gone = o.describe.endsWith(InCheckpointOnly) && removed.contains(id)
-      val lines = said.get(id).map("matched by what it computes: " + _).toSeq ++ (if (gone) Seq(unread(id)) else Nil)
+      val ofRemoved = o.describe.endsWith(InCheckpointOnly) && removed.contains(id)
+      val lines = said.get(id).map("matched by what it computes: " + _).toSeq ++ (if (ofRemoved) Seq(gone(id)) else Nil)
       if (lines.isEmpty) o else o.copy(lines = (o.lines.asScala ++ lines).asJava,
-        describe = recorded.get(id).filter(_ => gone).fold(o.describe)(_.describe + InCheckpointOnly))
+        describe = recorded.get(id).filter(_ => ofRemoved).fold(o.describe)(_.describe + InCheckpointOnly))
     }
     annotated ++ removed.filterNot(id => annotated.exists(o => o.operator == id && o.describe.endsWith(
-      InCheckpointOnly))).map(id => OperatorOutcome(id.toInt, s"${recorded.get(id).fold(s"operator $id")(_.describe)}" +
-      InCheckpointOnly, LeftUnread, Seq(unread(id)).asJava))
+      InCheckpointOnly))).map { id =>
+      val describe = recorded.get(id).fold(s"operator $id")(_.describe) + InCheckpointOnly
+      if (dropping) OperatorOutcome(id.toInt, describe, DroppedOffline, Seq(gone(id)).asJava)
+      else OperatorOutcome(id.toInt, describe, Refused, (removal.toSeq :+ gone(id)).asJava)
+    }
   }
 
   /** How an outcome describes a state of the checkpoint that the new version has no operator for. */
@@ -276,6 +316,9 @@ object Rehearsal {
 
   private val AddAdvice = "statesnap.deploy(checkpoint, query, start) starts it with empty stores offline first (one " +
     "appended batch, the query stopped), then starts the query; restarted without it, the query is refused"
+
+  private val MoveAdvice = "statesnap.deploy(checkpoint, query, start) does it in one appended batch, the query " +
+    "stopped, then starts the query; restarted without it, the query is refused"
 
   private val OfflineAdvice = "Spark's provider holds this state (Spark 4.2+), so it migrates offline, before the " +
     "restart: statesnap.deploy(checkpoint, query, start) runs that migration and starts the query (or `python -m " +

@@ -39,10 +39,12 @@ import org.apache.spark.util.SerializableConfiguration
  */
 private[tools] object RepartitionJob {
   /**
-   * A store the job writes: the new layout's partition `partition` of an operator's store `store`, and the change of
-   * the operator's key, if any, whose merge it applies to entries meeting under one key.
+   * A store the job writes: the new layout's partition `partition` of the store `store` of the operator written at
+   * id `operator`, apart where it is `staged` ([[RepartitionPlan.Operator.staged]]), and the change of the operator's
+   * key, if any, whose merge it applies to entries meeting under one key.
    */
-  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, keyChange: Option[KeyChange])
+  final case class Target(operator: Int, partition: Int, store: RepartitionPlan.Store, keyChange: Option[KeyChange],
+      staged: Boolean)
 
   /** What one target's task did: the entries it wrote, and under checkpoint format v2 the id of the version. */
   final case class Written(entries: Long, id: Option[String])
@@ -50,11 +52,12 @@ private[tools] object RepartitionJob {
   /**
    * The job's settings, shipped to every task; `probe`: the tests' view of the job ([[MigrationProbe]]);
    * `readsDefault`, `writesDefault`: the state leaves, or enters, Spark's default provider's files; `sources`: the
-   * partitions each store is read from, each read in RocksDB's key order unless `readsDefault`.
+   * partitions each store is read from, each read in RocksDB's key order unless `readsDefault`; `stagedStateRoot`:
+   * where a staged target is written.
    */
   final case class Settings(stateRoot: String, version: Long, storeConf: StateStoreConf,
       hadoopConf: SerializableConfiguration, probe: Option[MigrationProbe], readsDefault: Boolean,
-      writesDefault: Boolean, sources: Int)
+      writesDefault: Boolean, sources: Int, stagedStateRoot: String)
 
   /** An entry in the shuffle: (its target's index, its family's index in its store, its key), its value. */
   private type Moved = (EntrySerializer.Key, Array[Byte])
@@ -74,7 +77,7 @@ private[tools] object RepartitionJob {
       reported: (Target, Either[Throwable, Written]) => Unit): Unit = {
     val targets = plan.operators.flatMap(o => o.stores.flatMap { s =>
       val written = o.keyChange.fold(s)(RepartitionPlan.rekeyed(s, _))
-      o.targets(plan.to).map(Target(o.id, _, written, o.keyChange))
+      o.targets(plan.to).map(Target(o.writtenAt, _, written, o.keyChange, o.staged))
     })
     val index = targets.zipWithIndex.map { case (t, i) => (t.operator, t.store.name, t.partition) -> i }.toMap
     val sources = plan.operators.flatMap(o => o.stores.flatMap(s => o.sources(plan.from).map(p =>
@@ -90,7 +93,7 @@ private[tools] object RepartitionJob {
           case Some(change) => rekeyed(o, store, p, from, to, change, settings.version + 1)
         }
         // The index of the target of each partition of `to`, looked up once per store, not once per entry.
-        val target = (0 until to).map(partition => index.getOrElse((o.id, store.name, partition), -1)).toArray
+        val target = (0 until to).map(partition => index.getOrElse((o.writtenAt, store.name, partition), -1)).toArray
         read(settings, o.id, p, store, loadId).flatMap { entry =>
           placed(entry).map { case (partition, e) => (target(partition), e.family, e.key) -> e.value }
         }
@@ -199,7 +202,8 @@ private[tools] object RepartitionJob {
    * meet under one key merged ([[writeMerging]]).
    */
   private def write(settings: Settings, target: Target, entries: Iterator[Entry]): Written = {
-    val id = StateStoreId(settings.stateRoot, target.operator, target.partition, target.store.name)
+    val id = StateStoreId(if (target.staged) settings.stagedStateRoot else settings.stateRoot, target.operator,
+      target.partition, target.store.name)
     val store = target.store
     val opened = if (settings.writesDefault) StatesnapDefaultProviderStore.write(id, store.layouts.head,
         settings.storeConf, settings.hadoopConf.value, settings.version + 1)

@@ -27,15 +27,19 @@ import org.apache.spark.sql.types.{NullType, StructType, TimestampType}
  * @param notes what the verb says it leaves as it is of what it was asked (a key value for a field the key has)
  */
 final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq[RepartitionPlan.Operator],
-    provider: String, target: String, loadIds: Option[CommitStateIds.Ids], notes: Seq[String] = Nil) {
+    provider: String, target: String, loadIds: Option[CommitStateIds.Ids], notes: Seq[String] = Nil,
+    dropped: Seq[RepartitionPlan.Operator] = Nil) {
   def readsDefault: Boolean = provider == ProviderClasses.SparkDefault
   def writesDefault: Boolean = target == ProviderClasses.SparkDefault
   /** The state leaves or enters Spark's default provider's files: moved even where its partitions stay as many. */
   def rebuilt: Boolean = readsDefault || writesDefault
   /** An operator's key changes ([[Operator.keyChange]]): its entries are moved even where the count stays. */
   def rekeyed: Boolean = operators.exists(_.keyChange.nonEmpty)
-  /** The new version adds an operator ([[Operator.added]]): every store is written, where the count stays too. */
-  def reshaped: Boolean = operators.exists(_.added.nonEmpty)
+  /**
+   * The new version adds, moves or drops an operator ([[Operator.added]], [[Operator.movedTo]], [[dropped]]: the
+   * checkpoint's operators whose state it drops): every store is written, where the count stays too.
+   */
+  def reshaped: Boolean = operators.exists(o => o.added.nonEmpty || o.movedTo.nonEmpty) || dropped.nonEmpty
 
   /** Under checkpoint format v2, the id by which `commits/N` names the version of a store the job loads. */
   def loadId(operator: Int, partition: Int, store: String): Option[String] =
@@ -43,13 +47,16 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
 
   /** Under checkpoint format v2, what `commits/N+1` names: by operator, the new partitions' ids in store order. */
   def committedIds(committed: Map[(Int, Int, String), String]): Option[CommitStateIds.Ids] =
-    loadIds.map(_ => operators.map(o => o.id -> o.targets(to).map(p =>
+    loadIds.map(_ => operators.map(o => o.writtenAt -> o.targets(to).map(p =>
       o.stores.sortBy(s => RepartitionPlan.storeIndex(s.name)).map(s => committed((o.id, p, s.name))))).toMap)
 
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
     val stores = o.stores.map(_.name).mkString(", ")
-    if (o.added.nonEmpty) s"start operator ${o.id} (${o.describe}), which the new version adds, with empty stores " +
+    if (o.movedTo.nonEmpty) s"move the state of operator ${o.id} (${o.describe}) to operator ${o.writtenAt}, which " +
+      s"computes it in the new version: its stores written there anew as state version ${batch + 2}, every entry in " +
+      "its partition, with its records, schema file and operator metadata"
+    else if (o.added.nonEmpty) s"start operator ${o.id} (${o.describe}), which the new version adds, with empty stores " +
       s"in ${if (o.keyless) "partition 0" else s"partitions 0-${to - 1}"} as state version ${batch + 2}, and write " +
       "its operator metadata and schema file"
     else if (o.keyChange.nonEmpty) s"give every entry of operator ${o.id} (${o.describe}) its new key " +
@@ -67,7 +74,9 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
       s"$stores) from the partition of $from where it is to the one of $to where Spark's partitioning of the " +
       s"operator looks for it, writing partitions 0-${to - 1} anew as state version ${batch + 2}" +
       (if (to < from) s"; partitions $to-${from - 1} are retired" else "")
-  }
+  } ++ dropped.map(o => s"drop the state of operator ${o.id} (${o.describe}), which no operator of the new version " +
+    "computes: " + (if (operators.exists(_.writtenAt == o.id)) s"another operator's is written at ${o.id}, its " +
+      "versions before kept as history" else s"state/${o.id} is retired into _statesnap/retired/batch-${batch + 1}"))
 }
 
 object RepartitionPlan {
@@ -157,9 +166,17 @@ object RepartitionPlan {
    * @param meaning what the new version's plan says its state means, recorded with a key change's version (an
    *   operator added: with its first version)
    * @param added Spark's name of the operator, where the new version adds it ([[Reshape]]): it has no state yet
+   * @param movedTo the id at which the new version computes the operator's state, where that is another
+   *   ([[Reshape]]): its stores are read at `id` and written there
    */
   final case class Operator(id: Int, describe: String, stores: Seq[Store], keyless: Boolean,
-      keyChange: Option[KeyChange] = None, meaning: Option[OperatorMeaning] = None, added: Option[String] = None) {
+      keyChange: Option[KeyChange] = None, meaning: Option[OperatorMeaning] = None, added: Option[String] = None,
+      movedTo: Option[Int] = None) {
+    /** The id whose stores the job writes. */
+    def writtenAt: Int = movedTo.getOrElse(id)
+    /** Written at an id whose directory is not its own state's: apart, until the batch finishes ([[Reshape]]). */
+    def staged: Boolean = added.nonEmpty || movedTo.nonEmpty
+
     /** The partitions whose stores hold state now, and those that will. */
     def sources(from: Int): Seq[Int] = if (added.nonEmpty) Nil else if (keyless) Seq(0) else 0 until from
     def targets(to: Int): Seq[Int] = if (keyless) Seq(0) else 0 until to

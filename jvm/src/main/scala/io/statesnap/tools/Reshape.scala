@@ -1,27 +1,97 @@
 package io.statesnap.tools
 
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.jdk.CollectionConverters._
+
 import io.statesnap.SparkClasses
 import io.statesnap.checkpoint.{PlannedOperatorDecision, StoppedCheckpoint}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.meaning.{OperatorMatch, OperatorMeaning, PlannedMeaning}
+import io.statesnap.provider.{OperatorRecordFiles, SingleStateDescription}
 import io.statesnap.registration.SparkOperator
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.json4s._
+import org.json4s.jackson.JsonMethods
 
 /**
- * A deploy's change of the stopped query's stateful operators (`statesnap.deploy`): each operator the new version
- * adds, matched by what it computes ([[io.statesnap.meaning.OperatorMatching]]), started with empty stores in batch
- * N+1 ([[Move.Reshaping]]: every other store written anew there as it is), with the operator metadata and schema file
- * a restart reads before its first batch: Spark finds an operator's state by its place in the plan, and loads every
- * operator's stores at the version the restart reads, which no batch wrote for one added.
+ * A deploy's change of the stopped query's stateful operators (`statesnap.deploy`), matched by what each computes
+ * ([[io.statesnap.meaning.OperatorMatching]]): Spark finds an operator's state by its place in the plan and loads every
+ * operator's stores at the version the restart reads, so a stateful operator added, removed or reordered moves every
+ * state after it. One batch N+1 ([[Move.Reshaping]]) writes every store anew as version N+2: each state kept at its
+ * place in place; each state moved to the id that computes it now, and each operator added (its stores empty), into
+ * a directory of their own ([[stagedStateRoot]]) with their records, meaning, Spark's schema file and operator
+ * metadata, which the batch's finish puts at their ids, the directories there before retired (an id's files are one
+ * operator's, its history included); each state the user drops (and no operator computes) retired.
  */
 object Reshape {
-  /** @param query the new version's streaming DataFrame */
-  def run(spark: SparkSession, location: String, query: SparkClasses.Dataset[_], fileSink: String,
-      noFileSink: Boolean, dryRun: Boolean): ToolReport =
+  /**
+   * What a deploy changes of the operators: `moved` each state kept at another id (the checkpoint's id -> the new
+   * one), `added` the new version's operators that start empty, `dropped` the checkpoint's states no operator computes
+   * that the user drops.
+   */
+  final case class Shape(moved: Map[Long, Long], added: Seq[Long], dropped: Seq[Long]) {
+    def changes: Boolean = moved.nonEmpty || added.nonEmpty || dropped.nonEmpty
+  }
+
+  /**
+   * The shape change `matches` asks (how the new plan's operators match the checkpoint's), given the ids of the
+   * checkpoint's states the user `drops`, or why a deploy does not make it; `state` describes a checkpoint's id.
+   */
+  def shape(matches: Seq[OperatorMatch], drops: Set[Long], state: Long => String): Either[ShapeRefusal, Shape] = {
+    val ambiguous = matches.collect { case OperatorMatch.Ambiguous(p, candidates) =>
+      s"operator $p computes what each of ${candidates.map(state).mkString(" and ")} recorded" }
+    val removed = matches.collect { case OperatorMatch.Removed(r) => r }
+    val kept = matches.collect { case OperatorMatch.Kept(r, p) => r -> p }.toMap
+    if (ambiguous.nonEmpty) Left(ShapeRefusal.Ambiguous(ambiguous))
+    else if (drops.exists(!removed.contains(_))) Left(ShapeRefusal.NotRemoved(drops.filterNot(removed.contains)
+      .toSeq.sorted.map(r => kept.get(r).fold(s"the checkpoint keeps no state at operator $r")(p =>
+        s"the new version's operator $p computes the state of ${state(r)}"))))
+    else if (removed.exists(!drops(_))) Left(ShapeRefusal.NotDropped(removed.filterNot(drops), state))
+    else Right(Shape(kept.filter { case (r, p) => r != p }, matches.collect { case OperatorMatch.Added(p) => p },
+      removed))
+  }
+
+  /**
+   * The shape change of the new version's `plan` (its stateful `writers`, by id) that a deploy makes, given how they
+   * match the checkpoint's (`matches`, from the meanings `recorded` of its states) and the states the user `drops`;
+   * Left why it does not make it: also an operator added whose state is not one store of one layout, or one moved
+   * whose stores' layouts the plan does not give (transformWithState, a join of column families). Asked by the
+   * deploy's batch and by its rehearsal, which says what the deploy then does.
+   */
+  private[tools] def changes(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter],
+      matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning], drops: Set[Long])
+      : Either[ShapeRefusal, Shape] = {
+    def state(id: Long) = recorded.get(id).fold(s"operator $id")(m => s"operator $id (${m.describe})")
+    shape(matches, drops, state).flatMap { shape =>
+      def describe(id: Long) = PlannedMeaning.of(plan, writers(id.toInt))
+        .fold(NewQueryOperators.operator(writers(id.toInt)).describe)(_.describe)
+      shape.added.find(id => addedStore(writers(id.toInt)).isEmpty)
+        .map(id => Left(ShapeRefusal.NotOneStore(id, describe(id))))
+        .orElse(shape.moved.values.toSeq.sorted.find(p => NewQueryOperators.storeSchemas(writers(p.toInt)).isEmpty)
+          .map(p => Left(ShapeRefusal.NotMovable(p, describe(p)))))
+        .getOrElse(Right(shape))
+    }
+  }
+
+  /** The one store (its key and value schemas) of an operator a deploy adds, if its state is one store of one layout. */
+  private def addedStore(writer: SparkClasses.StateStoreWriter): Option[(org.apache.spark.sql.types.StructType,
+      org.apache.spark.sql.types.StructType)] =
+    NewQueryOperators.storeSchemas(writer).filter(_.keySet == Set(StateStoreId.DEFAULT_STORE_NAME))
+      .filter(_ => SparkOperator.named(NewQueryOperators.sparkName(writer)) != SparkOperator.SessionWindow)
+      .map(_(StateStoreId.DEFAULT_STORE_NAME))
+
+  /**
+   * @param query the new version's streaming DataFrame
+   * @param drops the ids of the checkpoint's states the user drops (`deploy(drop=...)`)
+   */
+  def run(spark: SparkSession, location: String, query: SparkClasses.Dataset[_], drops: java.util.List[Integer],
+      fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport =
     Move.run(spark, location, Move.Reshaping, None, fileSink, noFileSink, dryRun, (checkpoint, plan) =>
-      plan.copy(operators = (plan.operators ++ added(checkpoint, plan, query)).sortBy(_.id)))
+      reshaped(checkpoint, plan, query, drops.asScala.map(_.longValue).toSet))
 
   /**
    * Puts right a deploy's batch of [[Move.Reshaping]] that did not finish (a crash in it, or a restart planned on it):
@@ -37,43 +107,104 @@ object Reshape {
       .fold(identity, { case (_, recovered) => ToolReport(recovered.lines, ToolReport.Change) })
   }
 
-  /** The operators `query` adds to the stopped query's `plan`, or a refusal of a change it does not make. */
-  private def added(checkpoint: StoppedCheckpoint, plan: RepartitionPlan,
-      query: SparkClasses.Dataset[_]): Seq[RepartitionPlan.Operator] = {
+  /** The stopped query's `plan` as the new version `query` reshapes it, or a refusal of a change it does not make. */
+  private def reshaped(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
+      drops: Set[Long]): RepartitionPlan = {
     val planned = NewQueryOperators.plan(query, checkpoint.pinnedConfs(plan.batch))
     val writers = NewQueryOperators.writers(planned)
     val (matches, recorded) = PlannedOperatorDecision.matched(planned, writers,
       plan.operators.map(_.id -> (plan.batch + 1)).toMap, checkpoint.location, checkpoint.hadoopConf)
-    additions(planned, writers, matches, recorded).fold(r => checkpoint.refuse(r.reason), identity)
+    val shape = changes(planned, writers, matches, recorded, drops).fold(r => checkpoint.refuse(r.reason), identity)
+    plan.operators.find(o => shape.moved.contains(o.id) && o.stores.exists(_.columnFamilies)).foreach(o =>
+      checkpoint.refuse(ShapeRefusal.NotMovable(shape.moved(o.id), o.describe).reason))
+    val kept = plan.operators.filterNot(o => shape.dropped.contains(o.id)).map(o => shape.moved.get(o.id).fold(o)(p =>
+      o.copy(movedTo = Some(p.toInt), meaning = PlannedMeaning.of(planned, writers(p.toInt)))))
+    val added = shape.added.map { id =>
+      val writer = writers(id.toInt)
+      val (key, value) = addedStore(writer).get
+      RepartitionPlan.added(id.toInt, NewQueryOperators.operator(writer).describe, key, value,
+        PlannedMeaning.of(planned, writer), NewQueryOperators.sparkName(writer))
+    }
+    plan.copy(operators = (kept ++ added).sortBy(_.writtenAt),
+      dropped = plan.operators.filter(o => shape.dropped.contains(o.id)))
+  }
+
+  /** Where the batch `batch` writes the operators it puts at a new id until it finishes (a state root, as `state/`). */
+  private[tools] def stagedStateRoot(checkpoint: StoppedCheckpoint, batch: Long): Path =
+    new Path(staged(checkpoint, batch), "state")
+
+  private def staged(checkpoint: StoppedCheckpoint, batch: Long): Path =
+    new Path(checkpoint.root, s"_statesnap/reshape/batch-$batch")
+
+  /**
+   * Before the job of `plan`'s batch, what describes each operator it writes at a new id ([[stagedStateRoot]]): each
+   * partition's store described as of the version the job writes ([[SingleStateDescription]]: statesnap's record in
+   * force, copied from the state's own partition (a partition added: partition 0's), what the plan says it means,
+   * Spark's schema file); on Spark 4 the operator metadata Spark's check of the restart compares the plan with (the
+   * state's own, its id the new one; an operator added's as Spark writes it); and each dropped state no operator is
+   * written at, to retire.
+   */
+  private[tools] def stage(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
+    val (fs, batch, version) = (checkpoint.fs, plan.batch + 1, plan.batch + 2)
+    val stateRoot = new Path(checkpoint.root, "state")
+    val into = stagedStateRoot(checkpoint, batch)
+    val withMetadata = checkpoint.allOperators.exists(op => fs.exists(metadataV1(stateRoot, op)))
+    for (o <- plan.operators if o.staged; store <- o.stores) {
+      val layout = store.families.head.layout
+      val records = OperatorRecordFiles.root(stateRoot.toString, o.id)
+      o.targets(plan.to).foreach { p =>
+        val source = if (p < plan.from) p else 0
+        val record = if (o.added.nonEmpty) None else OperatorRecordFiles.inForce(fs, OperatorRecordFiles.dir(records,
+          source, store.name), OperatorRecordFiles.legacy(records, source, store.name), version - 1)
+          .map(OperatorRecordFiles.read(fs, _))
+        SingleStateDescription.write(StateStoreId(into.toString, o.writtenAt, p, store.name), version,
+          SingleStateDescription.Described(record, o.meaning, Some(layout.keySchema -> layout.valueSchema)),
+          checkpoint.hadoopConf)
+      }
+    }
+    // A state moved keeps its own (none where Spark wrote none for it: where a 3.5 query ran on Spark 4).
+    if (withMetadata) for (o <- plan.operators if o.staged && (o.added.nonEmpty ||
+        fs.exists(metadataV1(stateRoot, o.id)))) {
+      val info = o.added.fold(JsonMethods.parse(new String(checkpoint.read(metadataV1(stateRoot, o.id)), UTF_8)
+        .split("\n", -1)(1)).transformField { case ("operatorId", JInt(_)) => "operatorId" -> JInt(o.writtenAt) })(
+        sparkName => JObject("operatorInfo" -> JObject("operatorId" -> JInt(o.id), "operatorName" ->
+          JString(sparkName)), "stateStoreInfo" -> JArray(o.stores.toList.map(s => JObject("storeName" ->
+          JString(s.name), "numColsPrefixKey" -> JInt(0), "numPartitions" -> JInt(o.targets(plan.to).size))))))
+      checkpoint.write(metadataV1(into, o.writtenAt), ("v1\n" + JsonMethods.compact(info)).getBytes(UTF_8))
+    }
+    plan.dropped.filterNot(d => plan.operators.exists(_.writtenAt == d.id))
+      .foreach(d => checkpoint.write(new Path(staged(checkpoint, batch), s"retire/${d.id}"), Array.emptyByteArray))
   }
 
   /**
-   * The operators of the new version's `plan` (its `writers`, by id) that it adds, as a deploy starts them, given how
-   * they match the checkpoint's (`matches`, from the meanings `recorded` of its states); Left why a deploy does not
-   * change the operators so: one moved, removed or not to be told apart, or one added that keeps more than one store.
-   * Asked by the deploy's batch and by its rehearsal, which says what the deploy then does.
+   * Batch `batch`'s own steps of finishing ([[Move.Reshaping]]; idempotent): each operator written at a new id put
+   * there, the directory it replaces (another operator's state, and history) retired first, then each dropped state
+   * retired, into `_statesnap/retired/batch-<batch>/`.
    */
-  private[tools] def additions(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter],
-      matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning])
-      : Either[ShapeRefusal, Seq[RepartitionPlan.Operator]] = {
-    def state(id: Long) = recorded.get(id).fold(s"operator $id")(m => s"operator $id (${m.describe})")
-    val otherwise = matches.collect {
-      case OperatorMatch.Kept(r, p) if r != p => s"the state of ${state(r)} is computed at operator $p"
-      case OperatorMatch.Removed(r) => s"no operator computes the state of ${state(r)}"
-      case OperatorMatch.Ambiguous(p, candidates) => s"operator $p computes what each of " +
-        s"${candidates.map(state).mkString(" and ")} recorded"
+  private[tools] def finish(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
+    val fs = checkpoint.fs
+    val (stateRoot, into) = (new Path(checkpoint.root, "state"), stagedStateRoot(checkpoint, batch))
+    val retired = new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
+    def retire(op: String): Unit = {
+      val dir = new Path(stateRoot, op)
+      if (fs.exists(dir)) move(dir, new Path(retired, op))
     }
-    if (otherwise.nonEmpty) return Left(ShapeRefusal.NotAdded(otherwise))
-    val added = matches.collect { case OperatorMatch.Added(id) => id.toInt }.map { id =>
-      val writer = writers(id)
-      val describe = NewQueryOperators.operator(writer).describe
-      val sparkName = NewQueryOperators.sparkName(writer)
-      NewQueryOperators.storeSchemas(writer).filter(_.keySet == Set(StateStoreId.DEFAULT_STORE_NAME))
-        .filter(_ => SparkOperator.named(sparkName) != SparkOperator.SessionWindow)
-        .map(_(StateStoreId.DEFAULT_STORE_NAME)).toRight(ShapeRefusal.NotOneStore(id, describe))
-        .map { case (key, value) => RepartitionPlan.added(id, describe, key, value, PlannedMeaning.of(plan, writer),
-          sparkName) }
+    def move(from: Path, to: Path): Unit = {
+      fs.mkdirs(to.getParent)
+      if (!fs.rename(from, to)) throw ToolErrors.couldNotMove(from, to)
     }
-    added.collectFirst { case Left(why) => why }.toLeft(added.collect { case Right(o) => o })
+    def names(dir: Path) = if (fs.exists(dir)) fs.listStatus(dir).toSeq.map(_.getPath.getName) else Nil
+    names(into).foreach { op =>
+      retire(op)
+      move(new Path(into, op), new Path(stateRoot, op))
+    }
+    names(new Path(staged(checkpoint, batch), "retire")).foreach(retire)
+    fs.delete(staged(checkpoint, batch), true)
   }
+
+  /** Removes what [[stage]] and the job wrote apart for batch `batch`, never committed. */
+  private[tools] def unstage(checkpoint: StoppedCheckpoint, batch: Long): Unit =
+    checkpoint.fs.delete(staged(checkpoint, batch), true)
+
+  private def metadataV1(stateRoot: Path, op: Int): Path = new Path(stateRoot, s"$op/_metadata/metadata")
 }

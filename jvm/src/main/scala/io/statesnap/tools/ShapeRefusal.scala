@@ -1,5 +1,7 @@
 package io.statesnap.tools
 
+import io.statesnap.meaning.MeaningDecision.AsANewQuery
+
 /**
  * Why a deploy does not change a stopped query's stateful operators as the new version asks ([[Reshape]]), each a
  * value the rehearsal and the deploy both take, worded once, here. The refusal around each
@@ -10,13 +12,28 @@ private[tools] sealed trait ShapeRefusal {
 }
 
 private[tools] object ShapeRefusal {
-  /** @param each how each operator that is not kept at its place or added stands, as the rehearsal says it */
-  final case class NotAdded(each: Seq[String]) extends ShapeRefusal {
-    def reason: String = s"the new version changes the query's stateful operators otherwise than by adding some: " +
-      s"${each.mkString("; ")}. statesnap adds an operator (its state starts empty) and keeps every other at its " +
-      "place; it does not move, drop or tell apart operators' states yet. Fix: keep the stateful operators of the " +
-      "running version in their order, adding new ones only; or run the new version as a new query (a new " +
-      "checkpoint, and a new output path for a file sink)"
+  private val Deploy = "statesnap.deploy(checkpoint, query, start"
+
+  /** @param each each operator of the new version that computes what several states of the checkpoint recorded */
+  final case class Ambiguous(each: Seq[String]) extends ShapeRefusal {
+    def reason: String = s"the new version's stateful operators cannot all be matched with the checkpoint's states " +
+      s"by what each computes: ${each.mkString("; ")}, at none of their places. Fix: keep those operators at their " +
+      s"places (a union's branches in their order); or $AsANewQuery"
+  }
+
+  /** @param ids the checkpoint's states no operator of the new version computes; @param state describes one */
+  final case class NotDropped(ids: Seq[Long], state: Long => String) extends ShapeRefusal {
+    def reason: String = s"no stateful operator of the new version computes the state of ${ids.map(state)
+      .mkString(" or ")} (an operator removed): a deploy drops a state only where it is told to, since its values are " +
+      s"then lost. Fix: to drop it, $Deploy, drop=[${ids.mkString(", ")}]) (tools.rehearse(checkpoint, query, " +
+      s"drop=[${ids.mkString(", ")}]) says what it then does); or keep the operator in the new version"
+  }
+
+  /** @param each why each id the user drops is not a state no operator computes */
+  final case class NotRemoved(each: Seq[String]) extends ShapeRefusal {
+    def reason: String = s"drop names states a deploy does not drop: ${each.mkString("; ")}. A deploy drops only a " +
+      "state no operator of the new version computes (tools.rehearse says which: 'in the checkpoint, not in the new " +
+      "version'). Fix: leave those ids out of drop"
   }
 
   /** An operator added whose state is not one store of one layout. */
@@ -24,5 +41,14 @@ private[tools] object ShapeRefusal {
     def reason: String = s"operator $id ($describe), which the new version adds, keeps its state in several stores " +
       "or column families (a join, transformWithState) or by a session's key: statesnap adds an aggregation, a dedup " +
       "or group state only yet"
+  }
+
+  /** An operator of the new version computing a state kept at another id, that statesnap does not move. */
+  final case class NotMovable(id: Long, describe: String) extends ShapeRefusal {
+    def reason: String = s"operator $id ($describe) of the new version computes a state the checkpoint keeps at " +
+      "another id, and " +
+      "statesnap moves the state of an aggregation, a dedup, group state or a join of state format 1 or 2 only yet. " +
+      "Fix: keep the stateful operators of the running version in their order, adding or removing operators after " +
+      s"it only; or $AsANewQuery"
   }
 }
