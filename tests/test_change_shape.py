@@ -213,7 +213,9 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     assert counted(run_to_end(v3, checkpoint, "update"), counts) == shapes_model(5)[0]
 
 
-CRASH_STEPS = ["stores", "commit", "reshaped"]
+# Rolled back (the stores written apart) and finished (the states put at their new ids); the steps around them are
+# the appended batch's protocol, which every move shares (test_repartition runs each).
+CRASH_STEPS = ["stores", "commit"]
 
 
 @pytest.mark.skipif(not PINNED, reason="the appended batch's protocol is the same code on every minor (CI time)")

@@ -80,6 +80,10 @@ object OperatorMatching {
     ofPlanned ++ recorded.keys.toSeq.sorted.filterNot(claimed).map(OperatorMatch.Removed)
   }
 
+  /** How a state of the checkpoint at `id` is named to a user: its id, and what it computes where that is recorded. */
+  def stateAt(id: Long, recorded: Map[Long, OperatorMeaning]): String =
+    recorded.get(id).fold(s"operator $id")(m => s"operator $id (${m.describe})")
+
   /** The same operator, key columns and aggregates, fed another way. */
   private def sameButInput(was: OperatorMeaning, now: OperatorMeaning): Boolean =
     now.computesAs(was.copy(input = now.input))

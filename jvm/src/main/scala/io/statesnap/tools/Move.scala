@@ -70,7 +70,6 @@ private[tools] object Move {
   case object Reshaping extends Move("deploy") {
     override def finishWritten(checkpoint: StoppedCheckpoint, batch: Long, stepDone: String => Unit): Unit = {
       Reshape.finish(checkpoint, batch)
-      stepDone("reshaped")
       super.finishWritten(checkpoint, batch, stepDone)
     }
     override def rollBackWritten(checkpoint: StoppedCheckpoint, batch: Long): Unit = {

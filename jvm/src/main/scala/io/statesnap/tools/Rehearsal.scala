@@ -217,7 +217,7 @@ object Rehearsal {
    */
   private def withMatch(outcomes: Seq[OperatorOutcome], matches: Seq[OperatorMatch],
       recorded: Map[Long, OperatorMeaning], dropping: Boolean, removal: Option[String]): Seq[OperatorOutcome] = {
-    def state(id: Long) = s"operator $id${recorded.get(id).fold("")(m => s" (${m.describe})")}"
+    def state(id: Long) = OperatorMatching.stateAt(id, recorded)
     val said: Map[Long, String] = matches.collect {
       case kept: OperatorMatch.Kept if kept.moved =>
         kept.planned -> s"its state is the one the checkpoint keeps at ${state(kept.recorded)}"

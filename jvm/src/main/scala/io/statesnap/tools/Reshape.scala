@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import io.statesnap.SparkClasses
 import io.statesnap.checkpoint.{PlannedOperatorDecision, StoppedCheckpoint}
 import io.statesnap.keys.NewQueryOperators
-import io.statesnap.meaning.{OperatorMatch, OperatorMeaning, PlannedMeaning}
+import io.statesnap.meaning.{OperatorMatch, OperatorMatching, OperatorMeaning, PlannedMeaning}
 import io.statesnap.provider.{OperatorRecordFiles, SingleStateDescription}
 import io.statesnap.registration.SparkOperator
 import org.apache.hadoop.fs.Path
@@ -65,8 +65,7 @@ object Reshape {
   private[tools] def changes(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter],
       matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning], drops: Set[Long])
       : Either[ShapeRefusal, Shape] = {
-    def state(id: Long) = recorded.get(id).fold(s"operator $id")(m => s"operator $id (${m.describe})")
-    shape(matches, drops, state).flatMap { shape =>
+    shape(matches, drops, OperatorMatching.stateAt(_, recorded)).flatMap { shape =>
       def describe(id: Long) = PlannedMeaning.of(plan, writers(id.toInt))
         .fold(NewQueryOperators.operator(writers(id.toInt)).describe)(_.describe)
       shape.added.find(id => addedStore(writers(id.toInt)).isEmpty)
