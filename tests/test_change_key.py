@@ -571,7 +571,7 @@ def by_user_and_op(spark):
 
 @pytest.mark.slow
 @ONLY_ON_PINNED
-@pytest.mark.parametrize("step", ["records", "commit"])  # rolled back, finished; every step: test_repartition.py
+@pytest.mark.parametrize("step", ["records", "commit"])  # rolled back, finished; the others: test_repartition.py
 def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(spark, tmp_path, cli, monkeypatch,
                                                                               shared_control, step):
     """Killed after `step`: before the commit, the next run rolls the batch back, every file as it was (statesnap's

@@ -27,9 +27,9 @@ UNREADABLE_FILE = "STATESNAP_UNREADABLE_CHECKPOINT_FILE"
 # The records are read by statesnap's shared code, which JUnit's RecordBytesPropertyTest also damages 3000 ways on
 # every minor: here a sample of a real record's damage, that reaches the reader through the checkpoint's own files.
 # Spark's files are read by each minor's own readers: the pinned minor tries 200 damaged copies of each (400 took 105 s
-# of CI for the five files), every other minor a sample that still reaches each reader (CI's time on them goes to the
-# differential suite, tests/test_differential.py).
-RECORD_EXAMPLES, FILE_EXAMPLES = 200, (200 if PINNED else 120)
+# of CI for the five files), every other minor a sample of 60 that still reaches each reader (CI's time on them goes to
+# the differential suite, tests/test_differential.py).
+RECORD_EXAMPLES, FILE_EXAMPLES = 200, (200 if PINNED else 60)
 SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
