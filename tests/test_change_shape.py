@@ -153,7 +153,23 @@ def kept(checkpoint: str, operator: int, schema: str) -> set[tuple]:
             for p in partitions(checkpoint, operator) for key in read_store(checkpoint, operator, p).get("default", {})}
 
 
-def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_dropped_when_named(spark, app_dirs):
+def without_dedups(spark):
+    """v3 of `versions`, for ``--app`` (its input: STATESNAP_TEST_SOURCE)."""
+    return versions(spark, os.environ["STATESNAP_TEST_SOURCE"])[2]
+
+
+@pytest.fixture
+def checkpoint_format(spark):
+    """Checkpoint format 2 on the newest minor (each store version named by an id the commit log carries, which names
+    a moved state's at its new id), 1 elsewhere."""
+    version = "2" if MINOR == "4.3" else "1"
+    spark.conf.set("spark.sql.streaming.stateStore.checkpointFormatVersion", version)
+    yield version
+    spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")
+
+
+def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_dropped_when_named(
+        spark, app_dirs, cli, monkeypatch, checkpoint_format):
     """v2 inserts a dedup above another: the rehearsal says the first dedup's state moves from operator 1 to 2 and the
     new one starts empty at 1; the deploy moves it in one batch; the counts and both dedups' committed keys (read
     from the store files, and on Spark 4 by Spark's own state reader at the new id) are the model's, after the deploy
@@ -173,6 +189,11 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     assert [(o["operator"], o["decision"]) for o in result.details["operators"]] == [
         (0, "as is"), (1, "starts empty, added offline"), (2, "moved offline")], result.lines
     assert "a deploy moves its state from operator 1 to operator 2 offline first" in " ".join(operators[2]["lines"])
+    # A drop of a state an operator computes is refused, not ignored.
+    refused = tools.rehearse(checkpoint, v2, drop=[1])
+    assert refused.outcome == tools.Outcome.REFUSED and "drop names states a deploy does not drop: the new version's " \
+        "operator 2 computes the state of operator 1 (dropDuplicates by `id`, `value`)" in refused.details["refusal"], \
+        refused.details["refusal"]
 
     for r in (2, 3):
         counts = counted(deployed(checkpoint, v2) if r == 2 else run_to_end(v2, checkpoint, "update"), counts)
@@ -197,8 +218,11 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     with pytest.raises(Exception, match="STATESNAP_STATEFUL_OPERATORS_CHANGED|STREAMING_STATEFUL_OPERATOR_NOT_MATCH"):
         run_to_end(v3, checkpoint, "update")
 
-    assert [o["decision"] for o in tools.rehearse(checkpoint, v3, drop=[1, 2]).details["operators"]] == [
-        "as is", "dropped offline", "dropped offline"]
+    # The rehearsal of the deploy with the drop, from the command line.
+    monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
+    code, said = cli("check", checkpoint, "--app", "test_change_shape:without_dedups", "--drop", "1", "--drop", "2")
+    assert code == 3 and [line.split(": ")[-1] for line in said.splitlines() if line.startswith("operator ")] == [
+        "as is", "dropped offline", "dropped offline"], said
     rows: list = []
     started = statesnap.deploy(checkpoint, v3, collecting(checkpoint, rows), drop=[1, 2], no_file_sink=True)
     try:

@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "check" and args.app:
         from statesnap.checkpoint import spark_session
         with spark_session(session["conf"], session["master"]) as spark:
-            return tools.rehearse(args.checkpoint, _app(args.app)(spark), name=args.query_name)
+            return tools.rehearse(args.checkpoint, _app(args.app)(spark), name=args.query_name, drop=args.drop or ())
     if args.command == "check":
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
@@ -153,6 +153,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="the new version's query: a function that takes a SparkSession, registers what the new "
                             "version registers, and returns its streaming DataFrame (before writeStream)")
     check.add_argument("--query-name", help="with --app: the query's name (queryName), whose registrations apply too")
+    check.add_argument("--drop", action="append", type=int, metavar="OPERATOR",
+                       help="with --app: the operator id of a state of the checkpoint that no operator of the new "
+                            "version computes, which the deploy drops (repeatable): rehearses statesnap.deploy(..., "
+                            "drop=[...])")
     check.add_argument("--state", help="the state variable's name")
     check.add_argument("--schema", help="the value schema the new version declares (DDL)")
     check.add_argument("--kind", choices=["value", "list", "map"], help="the kind it declares (default: as recorded)")
@@ -343,6 +347,8 @@ def _refuse_contradictions(args: argparse.Namespace) -> None:
                                   f"{', '.join(given)} check one state: give --app, or --state and --schema")
         if not args.app and args.query_name:
             raise tools.ToolError("--query-name names the query of --app, whose registrations apply too: give --app")
+        if not args.app and args.drop:
+            raise tools.ToolError("--drop names the states a deploy of the query of --app drops: give --app")
         if not args.app and not (args.state and args.schema):
             raise tools.ToolError("check takes --app (the new version's query), or one state's --state and --schema")
 

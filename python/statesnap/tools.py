@@ -309,11 +309,12 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     written, changes the stateful operators where the new version's are not the checkpoint's at their places (matched
     by what each computes, not by its place: one appended batch moves each state to the id of the operator that
     computes it, starts an aggregation, dedup or group state added with empty stores, and retires each state no
-    operator computes that ``drop`` names by its id in the checkpoint: never one it does not name), changes the key of each operator whose key the new version changes (:func:`change_key`'s
-    appended batch, given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the
-    offline migration the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's
-    provider's: :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the
-    plan and the registrations), each batch into the sink statesnap recorded, or the one ``file_sink`` /
+    operator computes that ``drop`` names by its id in the checkpoint: never one it does not name), changes the key
+    of each operator whose key the new version changes (:func:`change_key`'s appended batch, given ``keys``,
+    ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the offline migration
+    the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's provider's:
+    :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the plan and the
+    registrations), each batch into the sink statesnap recorded, or the one ``file_sink`` /
     ``no_file_sink=True`` names, and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
     .option("checkpointLocation", checkpoint).start()``). Elsewhere every state migrates online, in the restart's
     first batch. The query must be stopped: a ToolError names the one that runs on the checkpoint (in this process,

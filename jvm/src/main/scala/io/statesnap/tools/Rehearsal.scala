@@ -37,7 +37,7 @@ object Rehearsal {
    * before the restart, which Spark (or, on 3.5, statesnap) refuses without it.
    */
   case object AddedOffline extends Decision("starts empty, added offline", ToolReport.Change)
-  /** A state kept at another id of the checkpoint, as is: a deploy moves it to the operator's id offline ([[Reshape]]). */
+  /** A state kept at another id of the checkpoint, as is: a deploy moves it to its operator's id ([[Reshape]]). */
   case object MovedOffline extends Decision("moved offline", ToolReport.Change)
   /** A state no operator of the new version computes that the user drops: a deploy retires it ([[Reshape]]). */
   case object DroppedOffline extends Decision("dropped offline", ToolReport.Change)
@@ -66,15 +66,16 @@ object Rehearsal {
       private val shapeRefusal: Option[String]) {
     def operatorList: java.util.List[OperatorOutcome] = operators.asJava
 
-    /** Refused if an operator is, else a change if one migrates, else nothing. */
-    def outcome: ToolReport.Outcome = Seq(ToolReport.Refused, ToolReport.Change)
-      .find(o => operators.exists(_.decision.outcome == o)).getOrElse(ToolReport.Nothing)
+    /** Refused if an operator or the deploy's change of operators is; else a change if one migrates; else nothing. */
+    def outcome: ToolReport.Outcome = if (shapeRefusal.nonEmpty) ToolReport.Refused else Seq(ToolReport.Refused,
+      ToolReport.Change).find(o => operators.exists(_.decision.outcome == o)).getOrElse(ToolReport.Nothing)
 
     /**
-     * The refusal a deploy raises, or null: where an operator is refused, why the deploy does not change the operators
-     * as the new version asks, if it does not (its fix is the deploy's), else the first refused operator's message.
+     * The refusal a deploy raises, or null: why the deploy does not change the operators as the new version (and its
+     * `drop`) asks, if it does not (its fix is the deploy's), else the first refused operator's message.
      */
-    def refusal: String = operators.find(_.decision == Refused).map(o => shapeRefusal.getOrElse(o.lines.get(0))).orNull
+    def refusal: String =
+      shapeRefusal.orElse(operators.find(_.decision == Refused).map(_.lines.get(0))).orNull
 
     /** Whether a deploy runs the offline migration before it starts the query. */
     def migratesOffline: Boolean = operators.exists(_.decision == MigratesOffline)
@@ -204,7 +205,7 @@ object Rehearsal {
     Rehearsed(shape.fold(why => matched.map(o => if (!concerns(o)) o
       else o.copy(lines = (o.lines.asScala :+ s"a deploy cannot make this change: ${why.reason}").asJava)),
       _ => matched), qualified, registered, reshaping.nonEmpty,
-      shape.left.toOption.filter(_ => matched.exists(concerns)).map(ToolErrors.shapeNotDeployed(qualified, _).getMessage))
+      shape.left.toOption.map(ToolErrors.shapeNotDeployed(qualified, _).getMessage))
   }
 
   /**

@@ -48,7 +48,7 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
   /** Under checkpoint format v2, what `commits/N+1` names: by operator, the new partitions' ids in store order. */
   def committedIds(committed: Map[(Int, Int, String), String]): Option[CommitStateIds.Ids] =
     loadIds.map(_ => operators.map(o => o.writtenAt -> o.targets(to).map(p =>
-      o.stores.sortBy(s => RepartitionPlan.storeIndex(s.name)).map(s => committed((o.id, p, s.name))))).toMap)
+      o.stores.sortBy(s => RepartitionPlan.storeIndex(s.name)).map(s => committed((o.writtenAt, p, s.name))))).toMap)
 
   /** What the job does, one line per operator, worded after "would " or "done: ". */
   def says: Seq[String] = operators.map { o =>
@@ -56,7 +56,8 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
     if (o.movedTo.nonEmpty) s"move the state of operator ${o.id} (${o.describe}) to operator ${o.writtenAt}, which " +
       s"computes it in the new version: its stores written there anew as state version ${batch + 2}, every entry in " +
       "its partition, with its records, schema file and operator metadata"
-    else if (o.added.nonEmpty) s"start operator ${o.id} (${o.describe}), which the new version adds, with empty stores " +
+    else if (o.added.nonEmpty) s"start operator ${o.id} (${o.describe}), which the new version adds, with empty " +
+      "stores " +
       s"in ${if (o.keyless) "partition 0" else s"partitions 0-${to - 1}"} as state version ${batch + 2}, and write " +
       "its operator metadata and schema file"
     else if (o.keyChange.nonEmpty) s"give every entry of operator ${o.id} (${o.describe}) its new key " +

@@ -76,7 +76,7 @@ object Reshape {
     }
   }
 
-  /** The one store (its key and value schemas) of an operator a deploy adds, if its state is one store of one layout. */
+  /** The one store (key and value schemas) of an operator a deploy adds, if its state is one store of one layout. */
   private def addedStore(writer: SparkClasses.StateStoreWriter): Option[(org.apache.spark.sql.types.StructType,
       org.apache.spark.sql.types.StructType)] =
     NewQueryOperators.storeSchemas(writer).filter(_.keySet == Set(StateStoreId.DEFAULT_STORE_NAME))

@@ -24,8 +24,8 @@ private[tools] object ShapeRefusal {
   /** @param ids the checkpoint's states no operator of the new version computes; @param state describes one */
   final case class NotDropped(ids: Seq[Long], state: Long => String) extends ShapeRefusal {
     def reason: String = s"no stateful operator of the new version computes the state of ${ids.map(state)
-      .mkString(" or ")} (an operator removed): a deploy drops a state only where it is told to, since its values are " +
-      s"then lost. Fix: to drop it, $Deploy, drop=[${ids.mkString(", ")}]) (tools.rehearse(checkpoint, query, " +
+      .mkString(" or ")} (an operator removed): a deploy drops a state only where it is told to, since its values " +
+      s"are then lost. Fix: to drop it, $Deploy, drop=[${ids.mkString(", ")}]) (tools.rehearse(checkpoint, query, " +
       s"drop=[${ids.mkString(", ")}]) says what it then does); or keep the operator in the new version"
   }
 

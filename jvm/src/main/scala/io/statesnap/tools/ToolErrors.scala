@@ -36,8 +36,8 @@ private[statesnap] object ToolErrors {
 
   /** A deploy's refusal of the shape change the new version asks ([[ShapeRefusal]]), before anything is written. */
   def shapeNotDeployed(checkpoint: String, why: ShapeRefusal): StatesnapException =
-    new StatesnapException(StatefulOperatorsChanged, s"a deploy does not change the stateful operators of the query on " +
-      s"checkpoint $checkpoint as the new version asks: ${why.reason}. Nothing was started or written.")
+    new StatesnapException(StatefulOperatorsChanged, s"a deploy does not change the stateful operators of the query " +
+      s"on checkpoint $checkpoint as the new version asks: ${why.reason}. Nothing was started or written.")
 
   /**
    * A rehearsal's operator whose state would migrate (`changes`), on a checkpoint that pins `provider`, not
