@@ -137,8 +137,11 @@ private[statesnap] object QueryStates {
 
   private def recordedNameFile(operatorDir: Path): Path = new Path(operatorDir, "_statesnap/operator")
 
+  /** Spark 4's operator metadata (v1) in an operator's state directory `operatorDir`. */
+  private[statesnap] def metadataV1File(operatorDir: Path): Path = new Path(operatorDir, "_metadata/metadata")
+
   private def sparkOperatorName(fs: FileSystem, operatorDir: Path): Option[String] = {
-    val file = new Path(operatorDir, "_metadata/metadata")
+    val file = metadataV1File(operatorDir)
     if (!fs.exists(file)) None
     else (metadataJson(fs, file) \ "operatorInfo" \ "operatorName") match {
       case JString(name) => Some(name)

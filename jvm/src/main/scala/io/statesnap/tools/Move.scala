@@ -7,6 +7,7 @@ import io.statesnap.checkpoint.{CheckpointRecords, QuerySink, StoppedCheckpoint,
 import io.statesnap.{CommitStateIds, ProviderClasses}
 import io.statesnap.ScalaCompat._
 import io.statesnap.provider.{MigrationProbe, OperatorRecordFiles, RecordWriter, SingleStateDescription}
+import io.statesnap.registration.QueryStates
 import io.statesnap.snapshot.RecordFamily
 import org.apache.hadoop.fs.{FileUtil, Path}
 import org.apache.spark.sql.SparkSession
@@ -267,7 +268,7 @@ private[tools] object Move {
       else if (provider == ProviderClasses.SparkDefault) Some(StoppedCheckpoint.isRocksDBFile)
       else None
     val stateRoot = new Path(checkpoint.root, "state")
-    val retired = new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
+    val retired = retiredRoot(checkpoint, batch)
     checkpoint.allOperators.foreach { op =>
       val operatorDir = new Path(stateRoot, op.toString)
       val records = OperatorRecordFiles.root(stateRoot.toString, op)
@@ -278,29 +279,39 @@ private[tools] object Move {
         if isLeft(file.getName)) yield file -> new Path(retired, s"$op/$p/$store/${file.getName}")
       (dropped.map(p => new Path(operatorDir, p.toString) -> new Path(retired, s"$op/$p")) ++
         droppedRecords.map(r => r -> new Path(retired, s"$op/_statesnap/${r.getName}")) ++ left).foreach {
-        case (from, into) =>
-          checkpoint.fs.mkdirs(into.getParent)
-          if (!checkpoint.fs.rename(from, into)) throw ToolErrors.couldNotMove(from, into)
+        case (from, into) => moveAside(checkpoint, from, into)
       }
-      val v1 = new Path(operatorDir, "_metadata/metadata")
-      rewriteOperatorMetadata(checkpoint, v1, v1, to)
+      val v1 = QueryStates.metadataV1File(operatorDir)
+      val partitionsTo: PartialFunction[JField, JField] = {
+        case ("numPartitions", JInt(_)) => "numPartitions" -> JInt(to)
+      }
+      rewriteOperatorMetadata(checkpoint, v1, v1)(partitionsTo)
       checkpoint.operatorMetadataV2(op, batch).foreach(rewriteOperatorMetadata(checkpoint, _,
-        new Path(operatorDir, s"_metadata/v2/$batch"), to))
+        new Path(operatorDir, s"_metadata/v2/$batch"))(partitionsTo))
     }
   }
 
+  /** Where batch `batch`'s finish moves what the query no longer reads (kept, never deleted). */
+  private[tools] def retiredRoot(checkpoint: StoppedCheckpoint, batch: Long): Path =
+    new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
+
+  /** Moves `from` (a file or directory) to `into`, its parents made. */
+  private[tools] def moveAside(checkpoint: StoppedCheckpoint, from: Path, into: Path): Unit = {
+    checkpoint.fs.mkdirs(into.getParent)
+    if (!checkpoint.fs.rename(from, into)) throw ToolErrors.couldNotMove(from, into)
+  }
+
   /**
-   * Spark 4's operator metadata `file` (v1 or v2: a version line, then JSON) written as `into` with every store's
-   * `numPartitions` set to `to`: Spark writes it in a run's first batch (v2: as `_metadata/v2/<batch>`, which the
-   * appended batch gets, so that the newest says the new count) and does not check it on restart, but its state
-   * reader reads it.
+   * Spark 4's operator metadata `file` (v1 or v2: a version line, then JSON) written as `into` with the fields `set`
+   * changes: Spark writes it in a run's first batch (v2: as `_metadata/v2/<batch>`, which the appended batch gets, so
+   * that the newest says what changed) and checks its operator ids, names and stores on restart; its state reader
+   * reads the partition count.
    */
-  private def rewriteOperatorMetadata(checkpoint: StoppedCheckpoint, file: Path, into: Path, to: Int): Unit =
+  private[tools] def rewriteOperatorMetadata(checkpoint: StoppedCheckpoint, file: Path, into: Path)(
+      set: PartialFunction[JField, JField]): Unit =
     if (checkpoint.fs.exists(file)) {
       val lines = new String(checkpoint.read(file), UTF_8).split("\n", -1).toSeq
-      val json = JsonMethods.parse(lines(1)).transformField {
-        case ("numPartitions", JInt(_)) => "numPartitions" -> JInt(to)
-      }
+      val json = JsonMethods.parse(lines(1)).transformField(set)
       checkpoint.write(into, (lines.head +: JsonMethods.compact(json) +: lines.drop(2)).mkString("\n").getBytes(UTF_8))
     }
 

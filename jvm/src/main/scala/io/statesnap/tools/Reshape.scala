@@ -9,7 +9,7 @@ import io.statesnap.checkpoint.{PlannedOperatorDecision, StoppedCheckpoint}
 import io.statesnap.keys.NewQueryOperators
 import io.statesnap.meaning.{OperatorMatch, OperatorMatching, OperatorMeaning, PlannedMeaning}
 import io.statesnap.provider.{OperatorRecordFiles, SingleStateDescription}
-import io.statesnap.registration.SparkOperator
+import io.statesnap.registration.{QueryStates, SparkOperator}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
@@ -162,14 +162,16 @@ object Reshape {
       }
     }
     // A state moved keeps its own (none where Spark wrote none for it: where a 3.5 query ran on Spark 4).
-    if (withMetadata) for (o <- plan.operators if o.staged && (o.added.nonEmpty ||
-        fs.exists(metadataV1(stateRoot, o.id)))) {
-      val info = o.added.fold(JsonMethods.parse(new String(checkpoint.read(metadataV1(stateRoot, o.id)), UTF_8)
-        .split("\n", -1)(1)).transformField { case ("operatorId", JInt(_)) => "operatorId" -> JInt(o.writtenAt) })(
-        sparkName => JObject("operatorInfo" -> JObject("operatorId" -> JInt(o.id), "operatorName" ->
-          JString(sparkName)), "stateStoreInfo" -> JArray(o.stores.toList.map(s => JObject("storeName" ->
-          JString(s.name), "numColsPrefixKey" -> JInt(0), "numPartitions" -> JInt(o.targets(plan.to).size))))))
-      checkpoint.write(metadataV1(into, o.writtenAt), ("v1\n" + JsonMethods.compact(info)).getBytes(UTF_8))
+    if (withMetadata) for (o <- plan.operators if o.staged) o.added match {
+      case None =>
+        Move.rewriteOperatorMetadata(checkpoint, metadataV1(stateRoot, o.id), metadataV1(into, o.writtenAt)) {
+          case ("operatorId", JInt(_)) => "operatorId" -> JInt(o.writtenAt)
+        }
+      case Some(sparkName) =>
+        val info = JObject("operatorInfo" -> JObject("operatorId" -> JInt(o.id), "operatorName" -> JString(sparkName)),
+          "stateStoreInfo" -> JArray(o.stores.toList.map(s => JObject("storeName" -> JString(s.name),
+            "numColsPrefixKey" -> JInt(0), "numPartitions" -> JInt(o.targets(plan.to).size)))))
+        checkpoint.write(metadataV1(into, o.writtenAt), ("v1\n" + JsonMethods.compact(info)).getBytes(UTF_8))
     }
     plan.dropped.filterNot(d => plan.operators.exists(_.writtenAt == d.id))
       .foreach(d => checkpoint.write(new Path(staged(checkpoint, batch), s"retire/${d.id}"), Array.emptyByteArray))
@@ -183,19 +185,14 @@ object Reshape {
   private[tools] def finish(checkpoint: StoppedCheckpoint, batch: Long): Unit = {
     val fs = checkpoint.fs
     val (stateRoot, into) = (new Path(checkpoint.root, "state"), stagedStateRoot(checkpoint, batch))
-    val retired = new Path(checkpoint.root, s"_statesnap/retired/batch-$batch")
     def retire(op: String): Unit = {
       val dir = new Path(stateRoot, op)
-      if (fs.exists(dir)) move(dir, new Path(retired, op))
-    }
-    def move(from: Path, to: Path): Unit = {
-      fs.mkdirs(to.getParent)
-      if (!fs.rename(from, to)) throw ToolErrors.couldNotMove(from, to)
+      if (fs.exists(dir)) Move.moveAside(checkpoint, dir, new Path(Move.retiredRoot(checkpoint, batch), op))
     }
     def names(dir: Path) = if (fs.exists(dir)) fs.listStatus(dir).toSeq.map(_.getPath.getName) else Nil
     names(into).foreach { op =>
       retire(op)
-      move(new Path(into, op), new Path(stateRoot, op))
+      Move.moveAside(checkpoint, new Path(into, op), new Path(stateRoot, op))
     }
     names(new Path(staged(checkpoint, batch), "retire")).foreach(retire)
     fs.delete(staged(checkpoint, batch), true)
@@ -205,5 +202,5 @@ object Reshape {
   private[tools] def unstage(checkpoint: StoppedCheckpoint, batch: Long): Unit =
     checkpoint.fs.delete(staged(checkpoint, batch), true)
 
-  private def metadataV1(stateRoot: Path, op: Int): Path = new Path(stateRoot, s"$op/_metadata/metadata")
+  private def metadataV1(stateRoot: Path, op: Int): Path = QueryStates.metadataV1File(new Path(stateRoot, op.toString))
 }
