@@ -131,6 +131,10 @@ def keys_by_partition(checkpoint: str) -> dict[int, set[bytes]]:
     return {p: set(kept) for p, kept in stores(checkpoint).items()}
 
 
+def latest_batch(checkpoint: str) -> int:
+    return max(int(name) for name in os.listdir(Path(checkpoint, "offsets")) if name.isdigit())
+
+
 def files(checkpoint: str) -> dict[str, bytes]:
     return {str(p.relative_to(checkpoint)): p.read_bytes() for p in Path(checkpoint).rglob("*") if p.is_file()}
 
@@ -145,9 +149,10 @@ def test_a_changed_key_restarts_equal_to_a_control_that_grouped_by_it_from_the_s
                                                  "append" if name in APPENDS else "update"))
 
 
-def before_the_change(spark, tmp_path, v1, v2, mode: str = "update") -> tuple[str, str, str, str, list]:
-    """Version 1 run over the first two rounds, the control (version 2) over the same: (input, control's input,
-    checkpoint, control's checkpoint, the rounds after)."""
+def before_the_change(spark, tmp_path, v1, v2, mode: str = "update", control_partitions: int = 2
+                      ) -> tuple[str, str, str, str, list]:
+    """Version 1 run over the first two rounds, the control (version 2, its state in `control_partitions`
+    partitions) over the same: (input, control's input, checkpoint, control's checkpoint, the rounds after)."""
     source, control_source = str(tmp_path / "in"), str(tmp_path / "control-in")
     changed, control = str(tmp_path / "changed"), str(tmp_path / "control")
     first, second, *after = rounds()
@@ -155,7 +160,11 @@ def before_the_change(spark, tmp_path, v1, v2, mode: str = "update") -> tuple[st
         write_input(source, batch)
         write_input(control_source, batch)
         run(spark, v1, source, changed, mode)
-        run(spark, v2, control_source, control, mode)
+        spark.conf.set("spark.sql.shuffle.partitions", str(control_partitions))  # pinned by the control's first run
+        try:
+            run(spark, v2, control_source, control, mode)
+        finally:
+            spark.conf.set("spark.sql.shuffle.partitions", "2")
     return source, control_source, changed, control, after
 
 
@@ -176,14 +185,15 @@ def changed_equal_to_control(spark, tmp_path, v1, v2, keys, exact, mode) -> None
     assert not exact or stores(changed) == stores(control)
 
 
-# name: (version 1, version 2, what deploy is given, what its refusal without it says, a line its rehearsal says).
+# name: (version 1, version 2, what deploy is given, what its refusal without it says, a line its rehearsal says,
+# the partitions the deploy gives the state: the key change's batch moves every entry to its partition at that count).
 DEPLOYS = {
     "a grouping column added, given its value": (
         *CASES["a grouping column added, a constant"][:2], {"keys": {"region": "'eu'"}},
-        ("key field `region` STRING is new", "keys={'region': "), "key field `region` STRING: from `'eu'`"),
+        ("key field `region` STRING is new", "keys={'region': "), "key field `region` STRING: from `'eu'`", 3),
     "group states meeting under one key, merged as given": (
         lambda s, i: counted(s, i, "id", "op"), lambda s, i: counted(s, i, "id"), {"merge": {"n": "a.n + b.n"}},
-        ("their values have no merge of Spark's own", "merge={'<field>'"), "key field `op` dropped"),
+        ("their values have no merge of Spark's own", "merge={'<field>'"), "key field `op` dropped", 2),
 }
 
 
@@ -195,9 +205,11 @@ def test_a_deploy_given_the_key_change_makes_it_and_runs_on_as_a_control(spark, 
     """deploy(keys=..., merge=...) makes change_key's key change and starts the query, in one call: its rehearsal says
     which operator re-keys and what each key field gets (the restart alone is refused); without what the change needs
     it is refused naming it, nothing written, nothing started. The deployed query runs on equal to a control that
-    grouped by the new key from the start, its store byte for byte the control's."""
-    v1, v2, given, (refusal, fix), says = DEPLOYS[name]
-    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2)
+    grouped by the new key from the start, its store byte for byte the control's; given `partitions=3`, in the
+    partitions of a control that ran with 3 from the start, moved by the key change's one batch."""
+    v1, v2, given, (refusal, fix), says, count = DEPLOYS[name]
+    source, control_source, changed, control, after = before_the_change(spark, tmp_path, v1, v2,
+                                                                        control_partitions=count)
     before = files(changed)
 
     assert tools.rehearse(changed, v2(spark, source)).outcome == tools.Outcome.REFUSED
@@ -219,13 +231,16 @@ def test_a_deploy_given_the_key_change_makes_it_and_runs_on_as_a_control(spark, 
 
     write_input(source, after[0])
     write_input(control_source, after[0])
-    query = statesnap.deploy(changed, v2(spark, source), start, no_file_sink=True, **given)
+    last = latest_batch(changed)
+    query = statesnap.deploy(changed, v2(spark, source), start, partitions=count, no_file_sink=True, **given)
     try:
         query.awaitTermination()
     finally:
         query.stop()
         await_listeners(query)
+    assert latest_batch(changed) == last + 2  # the key change's batch, and the query's
     assert sorted(str(tuple(r)) for r in rows) == run(spark, v2, control_source, control)
+    assert partitions(changed) == list(range(count))
     write_input(source, after[1])
     write_input(control_source, after[1])
     assert run(spark, v2, source, changed) == run(spark, v2, control_source, control)

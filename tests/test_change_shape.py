@@ -67,10 +67,10 @@ def collecting(checkpoint: str, rows: list):
                        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
 
 
-def deployed(checkpoint: str, query) -> list:
-    """`statesnap.deploy` of `query`, run to the end of its input: its rows."""
+def deployed(checkpoint: str, query, **given) -> list:
+    """`statesnap.deploy` of `query` (given `given`), run to the end of its input: its rows."""
     rows: list = []
-    started = statesnap.deploy(checkpoint, query, collecting(checkpoint, rows), no_file_sink=True)
+    started = statesnap.deploy(checkpoint, query, collecting(checkpoint, rows), no_file_sink=True, **given)
     try:
         started.awaitTermination()
     finally:
@@ -171,10 +171,12 @@ def checkpoint_format(spark):
 def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_dropped_when_named(
         spark, app_dirs, cli, monkeypatch, checkpoint_format):
     """v2 inserts a dedup above another: the rehearsal says the first dedup's state moves from operator 1 to 2 and the
-    new one starts empty at 1; the deploy moves it in one batch; the counts and both dedups' committed keys (read
-    from the store files, and on Spark 4 by Spark's own state reader at the new id) are the model's, after the deploy
-    and a plain restart. v3 removes both dedups: a restart and a deploy without `drop` are refused (the deploy before
-    anything is written); the deploy given `drop=[1, 2]` retires their states, and the counts go on."""
+    new one starts empty at 1; the deploy moves it, and every state into 3 partitions (`partitions=3`), in one batch;
+    the counts and both dedups' committed keys (read from the store files, and on Spark 4 by Spark's own state reader
+    at the new id) are the model's, after the deploy and a plain restart, which find each key where Spark looks for it.
+    v3 removes both dedups: a restart and a deploy without `drop` are refused (the deploy before anything is written);
+    the deploy given `drop=[1, 2]` and `partitions=1` retires their states in the batch that moves the counts into one
+    partition, and the counts go on; a deploy that changes only the partition count repartitions."""
     source, checkpoint = app_dirs
     write_input(source, [(i, v, "set") for i, v in SHAPES[0]])
     v1, v2, v3 = versions(spark, source)
@@ -196,7 +198,9 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
         refused.details["refusal"]
 
     for r in (2, 3):
-        counts = counted(deployed(checkpoint, v2) if r == 2 else run_to_end(v2, checkpoint, "update"), counts)
+        counts = counted(deployed(checkpoint, v2, partitions=3) if r == 2 else run_to_end(v2, checkpoint, "update"),
+                         counts)
+        assert [partitions(checkpoint, op) for op in (0, 1, 2)] == [[0, 1, 2]] * 3
         expected, rows_seen, values_seen = shapes_model(r)
         assert (counts, kept(checkpoint, 2, "id string, value bigint"), kept(checkpoint, 1, "value bigint")) == \
             (expected, rows_seen, {(v,) for v in values_seen}), r
@@ -224,17 +228,80 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     assert code == 3 and [line.split(": ")[-1] for line in said.splitlines() if line.startswith("operator ")] == [
         "as is", "dropped offline", "dropped offline"], said
     rows: list = []
-    started = statesnap.deploy(checkpoint, v3, collecting(checkpoint, rows), drop=[1, 2], no_file_sink=True)
-    try:
-        started.awaitTermination()
-    finally:
-        started.stop()
-        await_listeners(started)
-    counts = counted(rows, counts)
+    counts = counted(deployed(checkpoint, v3, drop=[1, 2], partitions=1), counts)
     assert counts == shapes_model(4)[0]
-    assert sorted(os.listdir(Path(checkpoint, "state"))) == ["0"]
+    assert sorted(os.listdir(Path(checkpoint, "state"))) == ["0"] and partitions(checkpoint, 0) == [0]
     write_input(source, [(i, v, "set") for i, v in SHAPES[4]])
-    assert counted(run_to_end(v3, checkpoint, "update"), counts) == shapes_model(5)[0]
+    assert counted(deployed(checkpoint, v3, partitions=2), counts) == shapes_model(5)[0]
+    assert partitions(checkpoint, 0) == [0, 1]
+
+
+# Rounds of (id, op) rows for a query whose dedup changes its column: v1 counts each id once (a dedup by id); v2
+# dedups by op instead, a column the dedup has seen no value of: its state is started anew by the deploy, and from then
+# on a row counts for its id where its op is new.
+ANEW = [[("a", "view"), ("b", "view"), ("a", "click")],
+        [("a", "view"), ("c", "view"), ("b", "buy")],
+        [("c", "buy"), ("d", "share"), ("a", "like")]]
+
+
+def anew_model(rounds: int) -> tuple[dict[str, int], set[tuple[str]]]:
+    """The counts after `rounds` rounds (v1 for the first) and the ops the new dedup has seen."""
+    counts: Counter = Counter()
+    ids: set[str] = set()
+    ops: set[tuple[str]] = set()
+    for r, rows in enumerate(ANEW[:rounds]):
+        for i, op in rows:
+            if (i in ids) if r == 0 else ((op,) in ops):
+                continue
+            ids.add(i) if r == 0 else ops.add((op,))
+            counts[i] += 1
+    return dict(counts), ops
+
+
+def deduped_by_op(spark):
+    """v2 of the query ANEW describes, for ``--app`` (its input: STATESNAP_TEST_SOURCE)."""
+    stream = spark.readStream.schema(INPUT_SCHEMA).json(os.environ["STATESNAP_TEST_SOURCE"])
+    return stream.dropDuplicates(["op"]).groupBy("id").agg(F.count("*").alias("n"))
+
+
+def test_a_dedup_on_another_column_is_started_anew_where_the_user_names_it(spark, app_dirs, cli, monkeypatch):
+    """A dedup that changes its column (its key the same layout, fed by another column): the restart and the rehearsal
+    are refused, the fix naming anew=[1]; the rehearsal given it (from the command line) says the dedup is started
+    anew; the deploy retires its state and starts it empty in one batch, and the counts go on as the model says, the
+    dedup's committed keys (read from the store files, and on Spark 4 by Spark's own state reader) the ops it has seen
+    since, after the deploy and a plain restart."""
+    source, checkpoint = app_dirs
+    monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
+    write_input(source, [(i, 1, op) for i, op in ANEW[0]])
+    stream = spark.readStream.schema(INPUT_SCHEMA).json(source)
+    v1 = stream.dropDuplicates(["id"]).groupBy("id").agg(F.count("*").alias("n"))
+    v2 = deduped_by_op(spark)
+    counts = counted(run_to_end(v1, checkpoint, "update"), {})
+    assert counts == anew_model(1)[0]
+    write_input(source, [(i, 1, op) for i, op in ANEW[1]])
+
+    before = files(checkpoint)
+    refused = tools.rehearse(checkpoint, v2)
+    assert refused.outcome == tools.Outcome.REFUSED and "statesnap.deploy(checkpoint, query, start, anew=[1])" in         refused.details["refusal"], refused.lines
+    with pytest.raises(Exception, match=r"is another key.*anew=\[1\]"):
+        run_to_end(v2, checkpoint, "update")
+    state = lambda: {f: b for f, b in files(checkpoint).items() if f.startswith("state/")}  # noqa: E731
+    assert state() == {f: b for f, b in before.items() if f.startswith("state/")}
+    code, said = cli("check", checkpoint, "--app", "test_change_shape:deduped_by_op", "--anew", "1")
+    assert code == 3 and [line.split(": ")[-1] for line in said.splitlines() if line.startswith("operator ")] == [
+        "as is", "started anew offline"], said
+
+    for r in (2, 3):
+        counts = counted(deployed(checkpoint, v2, anew=[1]) if r == 2 else run_to_end(v2, checkpoint, "update"),
+                         counts)
+        expected, ops = anew_model(r)
+        assert (counts, kept(checkpoint, 1, "op string")) == (expected, ops), r
+        if SPARK_STATE_READER:
+            read = spark.read.format("statestore").option("operatorId", 1).load(checkpoint).collect()
+            assert {(row.key.op,) for row in read} == ops
+        if r == 2:
+            write_input(source, [(i, 1, op) for i, op in ANEW[2]])
+    assert Path(checkpoint, "_statesnap", "retired", "batch-1", "1").is_dir()
 
 
 # Rolled back (the stores written apart) and finished (the states put at their new ids); the steps around them are

@@ -121,8 +121,9 @@ def test_a_key_fed_by_other_columns_is_refused_then_changed_by_the_printed_call(
     assert all(f"'{field}': '<SQL over the old key and value>'" in said for field in keys), said
     if name.startswith("deduplicated"):  # the routes that fit a dedup, whose value says nothing of its rows
         assert "where the new columns are computed from the old ones, stop the query" in said and \
-            "else the dedup has seen none of the new columns' values: keep its columns as they were, or run the " \
-            "new version as a new query" in said, said
+            "else the dedup has seen none of the new columns' values: keep its columns as they were, start its " \
+            "state anew, its values dropped: statesnap.deploy(checkpoint, query, start, anew=[0]), the query " \
+            "stopped, or run the new version as a new query" in said, said
     assert tree_hash(os.path.join(checkpoint, "state")) == state
     assert not glob.glob(os.path.join(checkpoint, "commits", str(FIRST_RUNS + 1)))
     # The printed call, its placeholders filled in, makes it; the new version then runs as one that ran from the

@@ -39,7 +39,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
     if args.command == "check" and args.app:
         from statesnap.checkpoint import spark_session
         with spark_session(session["conf"], session["master"]) as spark:
-            return tools.rehearse(args.checkpoint, _app(args.app)(spark), name=args.query_name, drop=args.drop or ())
+            return tools.rehearse(args.checkpoint, _app(args.app)(spark), name=args.query_name, drop=args.drop or (),
+                                  anew=args.anew or ())
     if args.command == "check":
         return tools.check(args.checkpoint, args.state, args.schema, kind=args.kind, key=args.key,
                            user_key=args.user_key, snapshot=_snapshot(args.snapshot),
@@ -157,6 +158,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="with --app: the operator id of a state of the checkpoint that no operator of the new "
                             "version computes, which the deploy drops (repeatable): rehearses statesnap.deploy(..., "
                             "drop=[...])")
+    check.add_argument("--anew", action="append", type=int, metavar="OPERATOR",
+                       help="with --app: the operator id of a state of the checkpoint that an operator of the new "
+                            "version computes, which the deploy starts anew, its values dropped (repeatable): "
+                            "rehearses statesnap.deploy(..., anew=[...])")
     check.add_argument("--state", help="the state variable's name")
     check.add_argument("--schema", help="the value schema the new version declares (DDL)")
     check.add_argument("--kind", choices=["value", "list", "map"], help="the kind it declares (default: as recorded)")
@@ -349,6 +354,8 @@ def _refuse_contradictions(args: argparse.Namespace) -> None:
             raise tools.ToolError("--query-name names the query of --app, whose registrations apply too: give --app")
         if not args.app and args.drop:
             raise tools.ToolError("--drop names the states a deploy of the query of --app drops: give --app")
+        if not args.app and args.anew:
+            raise tools.ToolError("--anew names the states a deploy of the query of --app starts anew: give --app")
         if not args.app and not (args.state and args.schema):
             raise tools.ToolError("check takes --app (the new version's query), or one state's --state and --schema")
 

@@ -226,7 +226,8 @@ def check(checkpoint: str, state: str, schema: str, *, kind: Optional[str] = Non
 
 @_boundary("rehearse")
 def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: Optional[Mapping[str, str]] = None,
-             merge: Optional[Mapping[str, str]] = None, previous: Any = None, drop: Sequence[int] = ()) -> ToolResult:
+             merge: Optional[Mapping[str, str]] = None, previous: Any = None, drop: Sequence[int] = (),
+             anew: Sequence[int] = ()) -> ToolResult:
     """What restarting the query on ``checkpoint`` as ``query`` would do to the state of each of its stateful operators,
     writing nothing: ``query`` is the new version's streaming DataFrame (before ``writeStream``), in a session that
     has what the new version registers (``register_snapshot``, for the checkpoint, or for the query's ``name``).
@@ -248,16 +249,18 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: O
     (matched by what each computes: one added, removed or reordered), it rehearses the deploy that changes them: a
     state kept at another id ``moved offline`` (or its values' decision, after the move), an operator added ``starts
     empty, added offline``, a state no operator computes ``dropped offline`` where ``drop`` (the checkpoint's operator
-    ids) names it, else refused. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any
+    ids) names it, else refused; an operator whose state ``anew`` names (the checkpoint's id of a state it computes: a
+    dedup on other columns, whose old values say nothing of the new ones) ``started anew offline``. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any
     migrates, re-keys or moves, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed`` decides all three). Read-only:
     without a key change's arguments it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""
-    return _rehearsal_result(_rehearsed(checkpoint, query, name, keys, merge, previous, drop))
+    return _rehearsal_result(_rehearsed(checkpoint, query, name, keys, merge, previous, drop, anew))
 
 
 def _rehearsed(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]] = None,
-               merge: Optional[Mapping[str, str]] = None, previous: Any = None, drop: Sequence[int] = ()) -> Any:
+               merge: Optional[Mapping[str, str]] = None, previous: Any = None, drop: Sequence[int] = (),
+               anew: Sequence[int] = ()) -> Any:
     """The JVM's ``Rehearsal.Rehearsed`` of ``query`` on ``checkpoint``: every operator decided once, which
     :func:`deploy`'s offline step migrates by; a deploy's key change decided where ``keys``, ``merge`` or ``previous``
     is given."""
@@ -267,7 +270,7 @@ def _rehearsed(checkpoint: str, query: Any, name: Optional[str], keys: Optional[
     asked = keys is not None or merge is not None or previous is not None
     return statesnap_jvm(spark).tools.Rehearsal.run(
         spark._jsparkSession, checkpoint, query._jdf, name, dict(keys or {}) if asked else None, dict(merge or {}),
-        previous._jdf if previous is not None else None, _operator_ids("drop", drop))
+        previous._jdf if previous is not None else None, _operator_ids("drop", drop), _operator_ids("anew", anew))
 
 
 def _operator_ids(argument: str, ids: Sequence[int]) -> list[int]:
@@ -302,19 +305,22 @@ def _rehearsal_result(rehearsed: Any) -> ToolResult:
 
 def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Optional[str] = None,
            keys: Optional[Mapping[str, str]] = None, merge: Optional[Mapping[str, str]] = None, previous: Any = None,
-           drop: Sequence[int] = (), file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
+           drop: Sequence[int] = (), anew: Sequence[int] = (), partitions: Optional[int] = None,
+           file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
     """Deploys the new version of the query on ``checkpoint`` in one call, on every Spark minor, and returns the
     started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
     what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
     written, changes the stateful operators where the new version's are not the checkpoint's at their places (matched
     by what each computes, not by its place: one appended batch moves each state to the id of the operator that
     computes it, starts an aggregation, dedup or group state added with empty stores, and retires each state no
-    operator computes that ``drop`` names by its id in the checkpoint: never one it does not name), changes the key
+    operator computes that ``drop`` names by its id in the checkpoint, never one it does not name, and starts anew,
+    with empty stores, each operator whose state ``anew`` names: a dedup on other columns), changes the key
     of each operator whose key the new version changes (:func:`change_key`'s appended batch, given ``keys``,
     ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the offline migration
     the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's provider's:
     :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the plan and the
-    registrations), each batch into the sink statesnap recorded, or the one ``file_sink`` /
+    registrations), gives the state ``partitions`` partitions where given (in the first of those batches, or
+    :func:`repartition`'s where it makes none), each batch into the sink statesnap recorded, or the one ``file_sink`` /
     ``no_file_sink=True`` names, and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
     .option("checkpointLocation", checkpoint).start()``). Elsewhere every state migrates online, in the restart's
     first batch. The query must be stopped: a ToolError names the one that runs on the checkpoint (in this process,
@@ -323,6 +329,7 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     Example: ``deploy("/checkpoints/orders", orders_v2(spark), lambda df: df.writeStream.foreachBatch(sink)
     .option("checkpointLocation", "/checkpoints/orders").start(), keys={"region": "'eu'"}, no_file_sink=True)``."""
     checkpoint = absolute_checkpoint(checkpoint)
+    _require_partitions(partitions)
     _require_stopped("deploy", checkpoint, query.sparkSession)
     made: list[str] = []  # what each offline step did, which a later refusal must not say was left undone
     # A batch of an earlier deploy that did not finish (a crash in it) is put right first: rehearsed over, it would
@@ -331,7 +338,7 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     if recovered.lines:
         made.append("; ".join(recovered.lines))
         _log.info("statesnap deploy: %s", made[-1])
-    rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous, drop)
+    rehearsed = _deploy_rehearsal(checkpoint, query, name, keys, merge, previous, drop, anew)
 
     def step(what: str, result: ToolResult) -> None:
         if result.outcome == Outcome.REFUSED:
@@ -343,29 +350,36 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     def rehearse_again(keys_left: Optional[Mapping[str, str]], merge_left: Optional[Mapping[str, str]],
                        previous_left: Any) -> Any:
         try:
-            return _deploy_rehearsal(checkpoint, query, name, keys_left, merge_left, previous_left, ())
+            return _deploy_rehearsal(checkpoint, query, name, keys_left, merge_left, previous_left, (), ())
         except (StateSchemaError, ToolError) as e:
             raise ToolError(f"statesnap deploy: {'; '.join(made)} made, and the restart is refused: {e}") from None
 
+    # The partition count rides in the first batch that moves every store (a move or a key change).
     if rehearsed.reshapesOffline():
-        step("changing the stateful operators", _reshape_step(checkpoint, query, drop, file_sink, no_file_sink))
-        rehearsed = rehearse_again(keys, merge, previous)
+        step("changing the stateful operators", _reshape_step(checkpoint, query, drop, anew, partitions, file_sink,
+                                                              no_file_sink))
+        rehearsed, partitions = rehearse_again(keys, merge, previous), None
     if rehearsed.rekeysOffline():
-        step("the key change", _key_change_step(checkpoint, query, keys, merge, previous, file_sink, no_file_sink))
+        step("the key change", _key_change_step(checkpoint, query, keys, merge, previous, partitions, file_sink,
+                                                no_file_sink))
         # The keys and merge given are in the state now: asked again, they would be for a key it no longer has.
-        rehearsed = rehearse_again({}, None, None)
+        rehearsed, partitions = rehearse_again({}, None, None), None
     if rehearsed.migratesOffline():
         step("the offline migration", _offline_step(checkpoint, query.sparkSession, rehearsed, file_sink,
                                                     no_file_sink))
+    if partitions is not None:
+        step("the repartition", _repartition_step(checkpoint, query.sparkSession, partitions, file_sink,
+                                                  no_file_sink))
     return start(query)
 
 
 def _deploy_rehearsal(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]],
-                      merge: Optional[Mapping[str, str]], previous: Any, drop: Sequence[int]) -> Any:
-    """The rehearsal of :func:`deploy` (with its key change and drops), logged; a refusal raised as a
-    StateSchemaError."""
+                      merge: Optional[Mapping[str, str]], previous: Any, drop: Sequence[int],
+                      anew: Sequence[int]) -> Any:
+    """The rehearsal of :func:`deploy` (with its key change, drops and states started anew), logged; a refusal raised
+    as a StateSchemaError."""
     rehearsed = _raising_jvm_errors(lambda: _rehearsed(checkpoint, query, name, dict(keys or {}), merge, previous,
-                                                       drop))
+                                                       drop, anew))
     rehearsal = _rehearsal_result(rehearsed)
     if rehearsal.outcome == Outcome.REFUSED:
         text = rehearsal.details["refusal"]
@@ -408,26 +422,37 @@ def _recover_step(checkpoint: str, spark: Any, file_sink: Optional[str], no_file
 
 
 @_boundary("deploy")
-def _reshape_step(checkpoint: str, query: Any, drop: Sequence[int], file_sink: Optional[str],
-                  no_file_sink: bool) -> ToolResult:
+def _reshape_step(checkpoint: str, query: Any, drop: Sequence[int], anew: Sequence[int], partitions: Optional[int],
+                  file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
     """The change of the stateful operators :func:`deploy` makes in one appended batch (states moved, operators added
-    with empty stores, the states ``drop`` names retired), in the query's own session (``checkpoint`` named first, as
-    every tool's boundary takes it)."""
+    with empty stores, the states ``drop`` names retired, those ``anew`` names retired and their operators started
+    empty, every state in ``partitions`` partitions where given), in the query's own session (``checkpoint`` named
+    first, as every tool's boundary takes it)."""
     spark = query.sparkSession
     return _report("deploy", statesnap_jvm(spark).tools.Reshape.run(
-        spark._jsparkSession, checkpoint, query._jdf, _operator_ids("drop", drop), file_sink, no_file_sink, False))
+        spark._jsparkSession, checkpoint, query._jdf, _operator_ids("drop", drop), _operator_ids("anew", anew),
+        partitions, file_sink, no_file_sink, False))
 
 
 @_boundary("deploy")
 def _key_change_step(checkpoint: str, query: Any, keys: Optional[Mapping[str, str]],
-                     merge: Optional[Mapping[str, str]], previous: Any, file_sink: Optional[str],
-                     no_file_sink: bool) -> ToolResult:
-    """The key change of :func:`deploy`: :func:`change_key`'s, in the query's own session (``checkpoint`` named
-    first, as every tool's boundary takes it)."""
+                     merge: Optional[Mapping[str, str]], previous: Any, partitions: Optional[int],
+                     file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
+    """The key change of :func:`deploy`: :func:`change_key`'s (every state in ``partitions`` partitions where given),
+    in the query's own session (``checkpoint`` named first, as every tool's boundary takes it)."""
     spark = query.sparkSession
     return _report("deploy", statesnap_jvm(spark).tools.ChangeKey.run(
         spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
-        previous._jdf if previous is not None else None, file_sink, no_file_sink, False))
+        previous._jdf if previous is not None else None, partitions, file_sink, no_file_sink, False))
+
+
+@_boundary("deploy")
+def _repartition_step(checkpoint: str, spark: Any, partitions: int, file_sink: Optional[str],
+                      no_file_sink: bool) -> ToolResult:
+    """The partition count of :func:`deploy` where no other batch of it moves the stores: :func:`repartition`'s
+    batch, in the query's own session (``checkpoint`` named first, as every tool's boundary takes it)."""
+    return _report("deploy", statesnap_jvm(spark).tools.Repartition.run(
+        spark._jsparkSession, checkpoint, partitions, file_sink, no_file_sink, False))
 
 
 @_boundary("adopt")
@@ -553,7 +578,7 @@ def change_key(checkpoint: str, query: Any, *, keys: Optional[Mapping[str, str]]
     spark = query.sparkSession
     return _report("change-key", statesnap_jvm(spark).tools.ChangeKey.run(
         spark._jsparkSession, checkpoint, query._jdf, dict(keys or {}), dict(merge or {}),
-        previous._jdf if previous is not None else None, file_sink, no_file_sink, dry_run))
+        previous._jdf if previous is not None else None, None, file_sink, no_file_sink, dry_run))
 
 
 @_boundary("repair-sink")

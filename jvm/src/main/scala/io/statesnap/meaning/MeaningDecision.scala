@@ -55,12 +55,12 @@ object MeaningDecision {
    */
   def decide(stateRoot: String, operatorId: Long, version: Long, now: OperatorMeaning, hadoopConf: Configuration,
       describe: String, checkpoint: String): Either[StatesnapException, PlannedOperator] =
-    judge(RecordedMeanings.inForce(stateRoot, operatorId, version, hadoopConf).map(_._2), now, version, describe,
-      checkpoint)
+    judge(RecordedMeanings.inForce(stateRoot, operatorId, version, hadoopConf).map(_._2), now, operatorId, version,
+      describe, checkpoint)
 
   /**
    * The meaning clause of an operator's decision: its state, which the planned query means as `now`, recorded as
-   * meaning `recorded` (None: nothing recorded) as its stores load `version`.
+   * meaning `recorded` (None: nothing recorded) at operator `operatorId` as its stores load `version`.
    * @param describe the operator, as the refusal names it
    * @param checkpoint the query's checkpoint, in the fix the refusal prints
    * @return what the stores are told; Left the refusal of a key of the same layout now fed by other columns, or by the
@@ -69,8 +69,8 @@ object MeaningDecision {
    *   function: its buffers are decided by their names as without a recorded meaning, where a start for what is new
    *   can be registered.
    */
-  def judge(recorded: Option[OperatorMeaning], now: OperatorMeaning, version: Long, describe: String,
-      checkpoint: String): Either[StatesnapException, PlannedOperator] = recorded match {
+  def judge(recorded: Option[OperatorMeaning], now: OperatorMeaning, operatorId: Long, version: Long,
+      describe: String, checkpoint: String): Either[StatesnapException, PlannedOperator] = recorded match {
     case None => Right(PlannedOperator(version, now, record = true, sameKey = false, buffers = None))
     case Some(recorded) if recorded.operator != now.operator =>
       // Another operator at this id: Spark's own checks and the stores say so.
@@ -80,7 +80,7 @@ object MeaningDecision {
         case None => Right(true)
         // A key of another layout: Spark's own check and the stores refuse it, naming both keys and change_key.
         case Some(_) if recorded.key.map(_.dataType) != now.key.map(_.dataType) => Right(false)
-        case Some(why) => Left(refusal(describe, recorded, now, why, checkpoint))
+        case Some(why) => Left(refusal(describe, recorded, now, why, operatorId, checkpoint))
       }
       val buffers = Some(AggregateMatch(recorded.aggregates, now.aggregates)).filterNot(m => m.unchanged ||
         m.retyped.nonEmpty)
@@ -139,11 +139,11 @@ object MeaningDecision {
     }
 
   private def refusal(describe: String, recorded: OperatorMeaning, now: OperatorMeaning, why: String,
-      checkpoint: String): StatesnapException = {
+      operatorId: Long, checkpoint: String): StatesnapException = {
     val fix = SameKey.changeKeyFix(KeySources(recorded.key, now.key))
     val call = FixFormat.Application(None, Some(checkpoint)).changeKey(fix)
     // A dedup's value says nothing of its rows: a key change only fits columns computed from the old ones.
     val dedup = recorded.operator.startsWith("dropDuplicates")
-    MeaningErrors.anotherKey(describe, why, call, derivesKeys = fix.keys.nonEmpty, dedup)
+    MeaningErrors.anotherKey(describe, why, call, derivesKeys = fix.keys.nonEmpty, dedup, operatorId)
   }
 }

@@ -55,8 +55,10 @@ private[statesnap] object MeaningErrors {
    * @param derivesKeys whether the call derives new key fields (a dedup's only from the old key)
    * @param dedup whether the operator is a dedup, whose value says nothing of its rows
    */
-  def anotherKey(describe: String, why: String, call: String, derivesKeys: Boolean,
-      dedup: Boolean): StatesnapException =
+  def anotherKey(describe: String, why: String, call: String, derivesKeys: Boolean, dedup: Boolean,
+      operatorId: Long): StatesnapException = {
+    val anew = s"start its state anew, its values dropped: statesnap.deploy(checkpoint, query, start, " +
+      s"anew=[$operatorId]), the query stopped"
     new StatesnapException(IncompatibleStateSchema, s"the key of $describe is another key: $why. Spark compares " +
       "keys by type and position and would read every old key as the new one; the query's plan says which columns " +
       "feed each key field, and statesnap decides by it. Nothing was read or rewritten. Fix: " +
@@ -64,5 +66,7 @@ private[statesnap] object MeaningErrors {
       s"stop the query and give every entry its new key, $call" + (if (!derivesKeys) "" else
       s", each value derived from the old key${if (dedup) "" else " and value"}") +
       " (docs/tools.md, \"Change a key\"); " + (if (dedup) "else the dedup has seen none of the new columns' values: " +
-      s"keep its columns as they were, or $AsANewQuery." else "or keep the key's columns as they were."))
+      s"keep its columns as they were, $anew, or $AsANewQuery."
+      else s"or keep the key's columns as they were; or $anew."))
+  }
 }

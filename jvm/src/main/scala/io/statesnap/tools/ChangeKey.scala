@@ -19,12 +19,14 @@ object ChangeKey {
    *   aggregation merges by its own functions)
    * @param previous the previous version's streaming DataFrame, whose aggregate functions a changed aggregation's
    *   buffers are matched by, or null
+   * @param partitions the number of partitions the state has after the batch (a deploy's `partitions=`), or null: as
+   *   many as it has
    */
   def run(spark: SparkSession, location: String, query: SparkClasses.Dataset[_],
       keys: java.util.Map[String, String], merge: java.util.Map[String, String], previous: SparkClasses.Dataset[_],
-      fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
+      partitions: Integer, fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
     def scala(m: java.util.Map[String, String]) = Option(m).fold(Map.empty[String, String])(_.asScala.toMap)
-    Move.run(spark, location, Move.KeyChanging, None, fileSink, noFileSink, dryRun,
+    Move.run(spark, location, Move.KeyChanging, Option(partitions).map(_.intValue), fileSink, noFileSink, dryRun,
       KeyChangePlan(_, _, query, scala(keys), scala(merge), Option(previous)))
   }
 }

@@ -41,6 +41,11 @@ object Rehearsal {
   case object MovedOffline extends Decision("moved offline", ToolReport.Change)
   /** A state no operator of the new version computes that the user drops: a deploy retires it ([[Reshape]]). */
   case object DroppedOffline extends Decision("dropped offline", ToolReport.Change)
+  /**
+   * A state an operator of the new version computes that the user starts anew: a deploy retires it and starts the
+   * operator with empty stores ([[Reshape]]).
+   */
+  case object StartedAnewOffline extends Decision("started anew offline", ToolReport.Change)
   case object Refused extends Decision("refused", ToolReport.Refused)
   /** An operator whose stores decide alone as the query restarts (joins on 3.5, session windows). */
   case object NotRehearsed extends Decision("not rehearsed", ToolReport.Nothing)
@@ -101,10 +106,12 @@ object Rehearsal {
    *   operators of the new version are not the checkpoint's at their places (matched by what each computes) and a
    *   deploy makes the change ([[Reshape]]), each operator is decided as the restart after it decides it: a state
    *   moved by the state it is kept as, an operator added [[AddedOffline]], a state dropped [[DroppedOffline]]
+   * @param anew the ids of the checkpoint's states a deploy starts anew (`anew=`): each operator that computes one
+   *   [[StartedAnewOffline]], not decided against the state it drops
    */
   def run(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_], name: String,
       keys: java.util.Map[String, String], merge: java.util.Map[String, String],
-      previous: SparkClasses.Dataset[_], drops: java.util.List[Integer]): Rehearsed = {
+      previous: SparkClasses.Dataset[_], drops: java.util.List[Integer], anew: java.util.List[Integer]): Rehearsed = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val (qualified, registered) = registrations(spark, checkpoint, name)
     // The version each store of an operator loads as the query restarts: the one its latest committed batch wrote.
@@ -118,10 +125,11 @@ object Rehearsal {
     val (matches, recorded) = PlannedOperatorDecision.matched(plan, writers, loads, qualified, hadoopConf)
     // A shape change a deploy makes: each operator decided as the restart after the deploy's batch decides it.
     val shape = if (loads.isEmpty) Right(Reshape.Shape(Map.empty, Nil, Nil))
-      else Reshape.changes(plan, writers, matches, recorded, drops.asScala.map(_.longValue).toSet)
+      else Reshape.changes(plan, writers, matches, recorded, Reshape.ids(drops), Reshape.ids(anew))
     val reshaping = shape.toOption.filter(_.changes)
     val movedFrom = reshaping.fold(Map.empty[Long, Long])(_.moved.map(_.swap))
-    val added = reshaping.fold(Seq.empty[Long])(_.added)
+    val added = reshaping.fold(Seq.empty[Long])(_.empty)
+    val startedAnew = reshaping.fold(Map.empty[Long, Long])(_.anew.map(_.swap))
     def source(id: Int): Int = movedFrom.get(id).fold(id)(_.toInt)
     // What the restart does to each operator that has state, and the version its stores load.
     val restarts = writers.zipWithIndex.filterNot(w => added.contains(w._2.toLong)).flatMap { case (writer, id) =>
@@ -145,6 +153,8 @@ object Rehearsal {
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
         OperatorOutcome(id, operator.describe, decision, lines.asJava, offline)
       restarts.get(id) match {
+        case None if startedAnew.contains(id.toLong) => outcome(StartedAnewOffline, Seq(s"anew names the state it " +
+          s"computes, ${OperatorMatching.stateAt(startedAnew(id.toLong), recorded)}: $AnewAdvice"))
         case None if added.contains(id.toLong) =>
           outcome(AddedOffline, Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice"))
         case None => outcome(StartsEmpty, Seq("the checkpoint holds no state of this operator"))
@@ -317,6 +327,10 @@ object Rehearsal {
 
   private val AddAdvice = "statesnap.deploy(checkpoint, query, start) starts it with empty stores offline first (one " +
     "appended batch, the query stopped), then starts the query; restarted without it, the query is refused"
+
+  private val AnewAdvice = "statesnap.deploy(checkpoint, query, start, anew=[...]) retires that state, its values " +
+    "gone, and starts the operator with empty stores offline first (one appended batch, the query stopped), then " +
+    "starts the query"
 
   private val MoveAdvice = "statesnap.deploy(checkpoint, query, start) does it in one appended batch, the query " +
     "stopped, then starts the query; restarted without it, the query is refused"

@@ -31,17 +31,25 @@ object Reshape {
   /**
    * What a deploy changes of the operators: `moved` each state kept at another id (the checkpoint's id -> the new
    * one), `added` the new version's operators that start empty, `dropped` the checkpoint's states no operator computes
-   * that the user drops.
+   * that the user drops, `anew` the states the user starts anew (the checkpoint's id -> the operator that computes it,
+   * which starts empty, the state's values dropped).
    */
-  final case class Shape(moved: Map[Long, Long], added: Seq[Long], dropped: Seq[Long]) {
-    def changes: Boolean = moved.nonEmpty || added.nonEmpty || dropped.nonEmpty
+  final case class Shape(moved: Map[Long, Long], added: Seq[Long], dropped: Seq[Long],
+      anew: Map[Long, Long] = Map.empty) {
+    def changes: Boolean = moved.nonEmpty || added.nonEmpty || dropped.nonEmpty || anew.nonEmpty
+    /** The new version's operators whose stores a deploy writes empty. */
+    def empty: Seq[Long] = (added ++ anew.values).sorted
+    /** The checkpoint's states a deploy retires. */
+    def retired: Seq[Long] = (dropped ++ anew.keys).sorted
   }
 
   /**
    * The shape change `matches` asks (how the new plan's operators match the checkpoint's), given the ids of the
-   * checkpoint's states the user `drops`, or why a deploy does not make it; `state` describes a checkpoint's id.
+   * checkpoint's states the user `drops` and those the user starts `anew`, or why a deploy does not make it; `state`
+   * describes a checkpoint's id.
    */
-  def shape(matches: Seq[OperatorMatch], drops: Set[Long], state: Long => String): Either[ShapeRefusal, Shape] = {
+  def shape(matches: Seq[OperatorMatch], drops: Set[Long], anew: Set[Long], state: Long => String)
+      : Either[ShapeRefusal, Shape] = {
     val ambiguous = matches.collect { case OperatorMatch.Ambiguous(p, candidates) =>
       s"operator $p computes what each of ${candidates.map(state).mkString(" and ")} recorded" }
     val removed = matches.collect { case OperatorMatch.Removed(r) => r }
@@ -49,26 +57,29 @@ object Reshape {
     if (ambiguous.nonEmpty) Left(ShapeRefusal.Ambiguous(ambiguous))
     else if (drops.exists(!removed.contains(_))) Left(ShapeRefusal.NotRemoved(drops.filterNot(removed.contains)
       .toSeq.sorted.map(r => kept.get(r).fold(s"the checkpoint keeps no state at operator $r")(p =>
-        s"the new version's operator $p computes the state of ${state(r)}"))))
+        s"the new version's operator $p computes the state of ${state(r)}: to start it anew, anew=[$r]"))))
+    else if (anew.exists(!kept.contains(_))) Left(ShapeRefusal.NotKept(anew.filterNot(kept.contains).toSeq.sorted
+      .map(r => if (removed.contains(r)) s"${state(r)} is computed by no operator of the new version: to drop it, " +
+        s"drop=[$r]" else s"the checkpoint keeps no state at operator $r")))
     else if (removed.exists(!drops(_))) Left(ShapeRefusal.NotDropped(removed.filterNot(drops), state))
-    else Right(Shape(kept.filter { case (r, p) => r != p }, matches.collect { case OperatorMatch.Added(p) => p },
-      removed))
+    else Right(Shape(kept.filter { case (r, p) => r != p && !anew(r) },
+      matches.collect { case OperatorMatch.Added(p) => p }, removed, kept.filter { case (r, _) => anew(r) }))
   }
 
   /**
    * The shape change of the new version's `plan` (its stateful `writers`, by id) that a deploy makes, given how they
-   * match the checkpoint's (`matches`, from the meanings `recorded` of its states) and the states the user `drops`;
-   * Left why it does not make it: also an operator added whose state is not one store of one layout, or one moved
-   * whose stores' layouts the plan does not give (transformWithState, a join of column families). Asked by the
-   * deploy's batch and by its rehearsal, which says what the deploy then does.
+   * match the checkpoint's (`matches`, from the meanings `recorded` of its states) and the states the user `drops` and
+   * starts `anew`; Left why it does not make it: also an operator added or started anew whose state is not one store
+   * of one layout, or one moved whose stores' layouts the plan does not give (transformWithState, a join of column
+   * families). Asked by the deploy's batch and by its rehearsal, which says what the deploy then does.
    */
   private[tools] def changes(plan: SparkPlan, writers: Seq[SparkClasses.StateStoreWriter],
-      matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning], drops: Set[Long])
+      matches: Seq[OperatorMatch], recorded: Map[Long, OperatorMeaning], drops: Set[Long], anew: Set[Long])
       : Either[ShapeRefusal, Shape] = {
-    shape(matches, drops, OperatorMatching.stateAt(_, recorded)).flatMap { shape =>
+    shape(matches, drops, anew, OperatorMatching.stateAt(_, recorded)).flatMap { shape =>
       def describe(id: Long) = PlannedMeaning.of(plan, writers(id.toInt))
         .fold(NewQueryOperators.operator(writers(id.toInt)).describe)(_.describe)
-      shape.added.find(id => addedStore(writers(id.toInt)).isEmpty)
+      shape.empty.find(id => addedStore(writers(id.toInt)).isEmpty)
         .map(id => Left(ShapeRefusal.NotOneStore(id, describe(id))))
         .orElse(shape.moved.values.toSeq.sorted.find(p => NewQueryOperators.storeSchemas(writers(p.toInt)).isEmpty)
           .map(p => Left(ShapeRefusal.NotMovable(p, describe(p)))))
@@ -86,11 +97,18 @@ object Reshape {
   /**
    * @param query the new version's streaming DataFrame
    * @param drops the ids of the checkpoint's states the user drops (`deploy(drop=...)`)
+   * @param anew the ids of the checkpoint's states the user starts anew (`deploy(anew=...)`)
+   * @param partitions the number of partitions every state has after the batch (`deploy(partitions=...)`), or null:
+   *   as many as it has
    */
   def run(spark: SparkSession, location: String, query: SparkClasses.Dataset[_], drops: java.util.List[Integer],
-      fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport =
-    Move.run(spark, location, Move.Reshaping, None, fileSink, noFileSink, dryRun, (checkpoint, plan) =>
-      reshaped(checkpoint, plan, query, drops.asScala.map(_.longValue).toSet))
+      anew: java.util.List[Integer], partitions: Integer, fileSink: String, noFileSink: Boolean,
+      dryRun: Boolean): ToolReport =
+    Move.run(spark, location, Move.Reshaping, Option(partitions).map(_.intValue), fileSink, noFileSink, dryRun,
+      (checkpoint, plan) => reshaped(checkpoint, plan, query, ids(drops), ids(anew)))
+
+  /** The operator ids a Python caller gives. */
+  private[tools] def ids(given: java.util.List[Integer]): Set[Long] = given.asScala.map(_.longValue).toSet
 
   /**
    * Puts right a deploy's batch of [[Move.Reshaping]] that did not finish (a crash in it, or a restart planned on it):
@@ -108,24 +126,25 @@ object Reshape {
 
   /** The stopped query's `plan` as the new version `query` reshapes it, or a refusal of a change it does not make. */
   private def reshaped(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
-      drops: Set[Long]): RepartitionPlan = {
+      drops: Set[Long], anew: Set[Long]): RepartitionPlan = {
     val planned = NewQueryOperators.plan(query, checkpoint.pinnedConfs(plan.batch))
     val writers = NewQueryOperators.writers(planned)
     val (matches, recorded) = PlannedOperatorDecision.matched(planned, writers,
       plan.operators.map(_.id -> (plan.batch + 1)).toMap, checkpoint.location, checkpoint.hadoopConf)
-    val shape = changes(planned, writers, matches, recorded, drops).fold(r => checkpoint.refuse(r.reason), identity)
+    val shape = changes(planned, writers, matches, recorded, drops, anew)
+      .fold(r => checkpoint.refuse(r.reason), identity)
     plan.operators.find(o => shape.moved.contains(o.id) && o.stores.exists(_.columnFamilies)).foreach(o =>
       checkpoint.refuse(ShapeRefusal.NotMovable(shape.moved(o.id), o.describe).reason))
-    val kept = plan.operators.filterNot(o => shape.dropped.contains(o.id)).map(o => shape.moved.get(o.id).fold(o)(p =>
+    val kept = plan.operators.filterNot(o => shape.retired.contains(o.id)).map(o => shape.moved.get(o.id).fold(o)(p =>
       o.copy(movedTo = Some(p.toInt), meaning = PlannedMeaning.of(planned, writers(p.toInt)))))
-    val added = shape.added.map { id =>
+    val empty = shape.empty.map { id =>
       val writer = writers(id.toInt)
       val (key, value) = addedStore(writer).get
       RepartitionPlan.added(id.toInt, NewQueryOperators.operator(writer).describe, key, value,
         PlannedMeaning.of(planned, writer), NewQueryOperators.sparkName(writer))
     }
-    plan.copy(operators = (kept ++ added).sortBy(_.writtenAt),
-      dropped = plan.operators.filter(o => shape.dropped.contains(o.id)))
+    plan.copy(operators = (kept ++ empty).sortBy(_.writtenAt),
+      dropped = plan.operators.filter(o => shape.retired.contains(o.id)))
   }
 
   /** Where the batch `batch` writes the operators it puts at a new id until it finishes (a state root, as `state/`). */

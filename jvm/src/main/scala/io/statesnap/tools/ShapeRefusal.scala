@@ -36,11 +36,18 @@ private[tools] object ShapeRefusal {
       "version'). Fix: leave those ids out of drop"
   }
 
-  /** An operator added whose state is not one store of one layout. */
+  /** @param each why each id the user starts anew is not a state an operator of the new version computes */
+  final case class NotKept(each: Seq[String]) extends ShapeRefusal {
+    def reason: String = s"anew names states no operator of the new version computes: ${each.mkString("; ")}. A " +
+      "deploy starts anew a state an operator still computes (tools.rehearse names each operator's). Fix: leave " +
+      "those ids out of anew (drop=[...] drops a state no operator computes)"
+  }
+
+  /** An operator added, or started anew, whose state is not one store of one layout. */
   final case class NotOneStore(id: Long, describe: String) extends ShapeRefusal {
-    def reason: String = s"operator $id ($describe), which the new version adds, keeps its state in several stores " +
-      "or column families (a join, transformWithState) or by a session's key: statesnap adds an aggregation, a dedup " +
-      "or group state only yet"
+    def reason: String = s"operator $id ($describe), which the new version adds or starts anew, keeps its state in " +
+      "several stores or column families (a join, transformWithState) or by a session's key: statesnap adds (or " +
+      "starts anew) an aggregation, a dedup or group state only yet"
   }
 
   /** An operator of the new version computing a state kept at another id, that statesnap does not move. */

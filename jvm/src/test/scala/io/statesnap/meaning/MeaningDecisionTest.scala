@@ -48,15 +48,17 @@ class MeaningDecisionTest {
 
   @Test def aKeyFedByOtherColumnsIsARefusalValueAndAKeyRenamedIsTheSameKey(): Unit = {
     val recorded = OperatorMeaning("streaming aggregation", key("user" -> "user"), Seq(count))
-    def judged(now: OperatorMeaning) = MeaningDecision.judge(Some(recorded), now, 3L, "operator 0", "file:/ck")
+    def judged(now: OperatorMeaning) = MeaningDecision.judge(Some(recorded), now, 0L, 3L, "operator 0", "file:/ck")
     val refusal = judged(recorded.copy(key = key("user" -> "region"))).swap.toOption.get
     assertTrue(refusal.getMessage, refusal.getMessage.startsWith("[STATESNAP_INCOMPATIBLE_STATE_SCHEMA] the key of " +
       "operator 0 is another key: `user` is now fed by region, not user."))
     assertTrue(refusal.getMessage, refusal.getMessage.contains("change_key"))
+    assertTrue(refusal.getMessage, refusal.getMessage.endsWith("or keep the key's columns as they were; or start its " +
+      "state anew, its values dropped: statesnap.deploy(checkpoint, query, start, anew=[0]), the query stopped."))
     val renamed = judged(recorded.copy(key = key("uid" -> "user"))).toOption.get
     assertTrue("the stores read the recorded key under the new name", renamed.sameKey)
     assertEquals(3L, renamed.atVersion)
-    val unrecorded = MeaningDecision.judge(None, recorded, 3L, "operator 0", "file:/ck").toOption.get
+    val unrecorded = MeaningDecision.judge(None, recorded, 0L, 3L, "operator 0", "file:/ck").toOption.get
     assertTrue("a meaning first seen is recorded", unrecorded.record && !unrecorded.sameKey)
   }
 
