@@ -175,7 +175,8 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     the counts and both dedups' committed keys (read from the store files, and on Spark 4 by Spark's own state reader
     at the new id) are the model's, after the deploy and a plain restart, which find each key where Spark looks for it.
     v3 removes both dedups: a restart and a deploy without `drop` are refused (the deploy before anything is written);
-    the deploy given `drop=[1, 2]` and `partitions=1` retires their states in the batch that moves the counts into one
+    the deploy given `drop=[1, 2]` and `partitions=1` (from the command line: `deploy --drop 1 --drop 2 --partitions
+    1`, the query then started as a plain restart) retires their states in the batch that moves the counts into one
     partition, and the counts go on; a deploy that changes only the partition count repartitions."""
     source, checkpoint = app_dirs
     write_input(source, [(i, v, "set") for i, v in SHAPES[0]])
@@ -228,9 +229,13 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     assert code == 3 and [line.split(": ")[-1] for line in said.splitlines() if line.startswith("operator ")] == [
         "as is", "dropped offline", "dropped offline"], said
     rows: list = []
-    counts = counted(deployed(checkpoint, v3, drop=[1, 2], partitions=1), counts)
-    assert counts == shapes_model(4)[0]
+    # The deploy from the command line: its offline batch, then the query started by the user.
+    code, said = cli("deploy", checkpoint, "--app", "test_change_shape:without_dedups", "--drop", "1", "--drop", "2",
+                     "--partitions", "1", "--no-file-sink")
+    assert code == 3 and said.splitlines()[-1].startswith("done: start the query with its new version"), said
     assert sorted(os.listdir(Path(checkpoint, "state"))) == ["0"] and partitions(checkpoint, 0) == [0]
+    counts = counted(run_to_end(v3, checkpoint, "update"), counts)
+    assert counts == shapes_model(4)[0]
     write_input(source, [(i, v, "set") for i, v in SHAPES[4]])
     assert counted(deployed(checkpoint, v3, partitions=2), counts) == shapes_model(5)[0]
     assert partitions(checkpoint, 0) == [0, 1]

@@ -1,4 +1,4 @@
-"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition|change-key|repair-sink
+"""Command line: ``python -m statesnap inspect|check|adopt|release|migrate|repartition|change-key|deploy|repair-sink
 <checkpoint> ...``.
 
 ``inspect`` and ``check`` read the checkpoint's latest committed version (snapshots and changelogs, either
@@ -9,9 +9,11 @@ moves a checkpoint of Spark's default provider entry by entry, in one appended b
 ``migrate`` migrates one transformWithState state of a stopped query on Spark's provider offline (Spark 4.2+).
 ``repartition`` changes the number of state partitions of a stopped query, moving every entry where Spark looks for it.
 ``change-key`` gives a stopped query's operators the key the new version's query (``--app module:function``) groups by.
+``deploy`` does everything ``statesnap.deploy`` does before it starts the new version (``--app module:function``).
 ``repair-sink`` adds to a file sink's log the batches an offline step appended without it.
 
-Every command runs the Python API of the same name (``statesnap.tools``; ``check --app``: ``rehearse``) and exits with its outcome, the same for
+Every command runs the Python API of the same name (``statesnap.tools``; ``check --app``: ``rehearse``; ``deploy``:
+``deploy_offline``) and exits with its outcome, the same for
 every command: 0 nothing to change, 3 the checkpoint changes (or would, on a dry run), 4 refused before any change,
 2 error (one line on stderr). ``--json`` prints the result as one JSON object instead of text.
 """
@@ -65,6 +67,18 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
             return tools.change_key(args.checkpoint, _app(args.app)(spark), keys=dict(args.key),
                                     merge=dict(args.merge), previous=previous, file_sink=args.file_sink,
                                     no_file_sink=args.no_file_sink, dry_run=args.dry_run)
+    if args.command == "deploy":
+        from statesnap import StateSchemaError
+        from statesnap.checkpoint import spark_session
+        with spark_session(session["conf"], session["master"]) as spark:
+            previous = _app(args.previous_app, "--previous-app")(spark) if args.previous_app else None
+            try:
+                return tools.deploy_offline(args.checkpoint, _app(args.app)(spark), name=args.query_name,
+                                            keys=dict(args.key), merge=dict(args.merge), previous=previous, drop=args.drop or (), anew=args.anew or (),
+                                            partitions=args.partitions, file_sink=args.file_sink,
+                                            no_file_sink=args.no_file_sink)
+            except StateSchemaError as e:  # the rehearsal's refusal: nothing was written
+                return tools.ToolResult("deploy", tools.Outcome.REFUSED, [str(e)])
     changes = {}
     for group in args.states:
         if "schema" not in group:
@@ -281,6 +295,33 @@ def _parser() -> argparse.ArgumentParser:
                                  "each keeps its buffer, or a new one starts at the deploy")
     _sink_arguments(change_key)
     change_key.add_argument("--dry-run", action="store_true", help="decide and show what would change; change nothing")
+    deploy = commands.add_parser(
+        "deploy", parents=[common],
+        help="make every offline change a stopped query's new version needs, then start it yourself",
+        description="What statesnap.deploy does before it starts the query: rehearses the new version (check --app), "
+                    "refuses before anything is written, then in appended batches (with no rows: name its sink) moves "
+                    "each state to the operator that computes it, starts added operators empty, retires the states "
+                    "--drop names and starts anew those --anew names, changes keys (--key, --merge, --previous-app, "
+                    "as change-key), migrates transformWithState offline (Spark 4.2+) and gives the state "
+                    "--partitions. Exit code: 0 nothing to do offline, 3 changed, 4 refused, 2 error.")
+    deploy.add_argument("--app", required=True, metavar="MODULE:FUNCTION",
+                        help="the function that registers what the new version registers and builds its streaming "
+                             "DataFrame from a SparkSession (importable: on PYTHONPATH)")
+    deploy.add_argument("--query-name", help="the query's name (queryName), whose registrations apply too")
+    deploy.add_argument("--drop", action="append", type=int, metavar="OPERATOR",
+                        help="the operator id of a state of the checkpoint that no operator of the new version "
+                             "computes, to drop (repeatable)")
+    deploy.add_argument("--anew", action="append", type=int, metavar="OPERATOR",
+                        help="the operator id of a state of the checkpoint that an operator of the new version "
+                             "computes, to start anew, its values dropped (repeatable)")
+    deploy.add_argument("--key", action="append", default=[], metavar="FIELD=SQL", type=_conf,
+                        help="as change-key's: the value of a new key field for the old entries (repeatable)")
+    deploy.add_argument("--merge", action="append", default=[], metavar="FIELD=SQL", type=_conf,
+                        help="as change-key's: a field of the merged state of group states that meet (repeatable)")
+    deploy.add_argument("--previous-app", metavar="MODULE:FUNCTION",
+                        help="as change-key's: the previous version's streaming DataFrame")
+    deploy.add_argument("--partitions", type=int, metavar="N", help="the number of state partitions after the deploy")
+    _sink_arguments(deploy)
     return parser
 
 

@@ -40,8 +40,8 @@ from statesnap._snapshots import RowSnapshot, _schema_json
 from statesnap.checkpoint import CheckpointJvm, checkpoint_jvm, meanings, spark_session
 from statesnap.records import StateSnapshotRecord, parse_record, read_records
 
-__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy", "inspect",
-           "migrate", "rehearse", "release", "repair_sink", "repartition"]
+__all__ = ["Outcome", "StateChange", "ToolError", "ToolResult", "adopt", "change_key", "check", "deploy",
+           "deploy_offline", "inspect", "migrate", "rehearse", "release", "repair_sink", "repartition"]
 
 _REFUSAL = "io.statesnap.checkpoint.ToolRefusal"
 _log = logging.getLogger("statesnap")
@@ -308,26 +308,41 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
            drop: Sequence[int] = (), anew: Sequence[int] = (), partitions: Optional[int] = None,
            file_sink: Optional[str] = None, no_file_sink: bool = False) -> Any:
     """Deploys the new version of the query on ``checkpoint`` in one call, on every Spark minor, and returns the
-    started query: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with
-    what the new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is
-    written, changes the stateful operators where the new version's are not the checkpoint's at their places (matched
-    by what each computes, not by its place: one appended batch moves each state to the id of the operator that
-    computes it, starts an aggregation, dedup or group state added with empty stores, and retires each state no
-    operator computes that ``drop`` names by its id in the checkpoint, never one it does not name, and starts anew,
-    with empty stores, each operator whose state ``anew`` names: a dedup on other columns), changes the key
-    of each operator whose key the new version changes (:func:`change_key`'s appended batch, given ``keys``,
-    ``merge`` and ``previous`` as :func:`change_key` takes them, then rehearses again), runs the offline migration
-    the rehearsal says a transformWithState needs on Spark 4.2+ (where its state is Spark's provider's:
-    :func:`migrate`'s appended batch, each state migrated by the decision the rehearsal made, from the plan and the
-    registrations), gives the state ``partitions`` partitions where given (in the first of those batches, or
-    :func:`repartition`'s where it makes none), each batch into the sink statesnap recorded, or the one ``file_sink`` /
-    ``no_file_sink=True`` names, and then calls ``start(query)``, which starts it (``lambda df: df.writeStream ...
-    .option("checkpointLocation", checkpoint).start()``). Elsewhere every state migrates online, in the restart's
-    first batch. The query must be stopped: a ToolError names the one that runs on the checkpoint (in this process,
-    or holding statesnap's lease on it), before anything is written or started.
+    started query: :func:`deploy_offline` (given the same arguments), then ``start(query)``, which starts it
+    (``lambda df: df.writeStream ... .option("checkpointLocation", checkpoint).start()``). A refusal is raised as
+    :class:`statesnap.StateSchemaError` before anything is written or started.
 
     Example: ``deploy("/checkpoints/orders", orders_v2(spark), lambda df: df.writeStream.foreachBatch(sink)
     .option("checkpointLocation", "/checkpoints/orders").start(), keys={"region": "'eu'"}, no_file_sink=True)``."""
+    deploy_offline(checkpoint, query, name=name, keys=keys, merge=merge, previous=previous, drop=drop, anew=anew,
+                   partitions=partitions, file_sink=file_sink, no_file_sink=no_file_sink)
+    return start(query)
+
+
+def deploy_offline(checkpoint: str, query: Any, *, name: Optional[str] = None,
+                   keys: Optional[Mapping[str, str]] = None, merge: Optional[Mapping[str, str]] = None,
+                   previous: Any = None, drop: Sequence[int] = (), anew: Sequence[int] = (),
+                   partitions: Optional[int] = None, file_sink: Optional[str] = None,
+                   no_file_sink: bool = False) -> ToolResult:
+    """Everything :func:`deploy` does before it starts the query (``python -m statesnap deploy``), on every Spark
+    minor: it rehearses ``query`` (:func:`rehearse`: the new version's streaming DataFrame, in a session with what the
+    new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is written,
+    changes the stateful operators where the new version's are not the checkpoint's at their places (matched by what
+    each computes, not by its place: one appended batch moves each state to the id of the operator that computes it,
+    starts an aggregation, dedup or group state added with empty stores, and retires each state no operator computes
+    that ``drop`` names by its id in the checkpoint, never one it does not name, and starts anew, with empty stores,
+    each operator whose state ``anew`` names: a dedup on other columns), changes the key of each operator whose key
+    the new version changes (:func:`change_key`'s appended batch, given ``keys``, ``merge`` and ``previous`` as
+    :func:`change_key` takes them, then rehearses again), runs the offline migration the rehearsal says a
+    transformWithState needs on Spark 4.2+ (where its state is Spark's provider's: :func:`migrate`'s appended batch,
+    each state migrated by the decision the rehearsal made, from the plan and the registrations), gives the state
+    ``partitions`` partitions where given (in the first of those batches, or :func:`repartition`'s where it makes
+    none), each batch into the sink statesnap recorded, or the one ``file_sink`` / ``no_file_sink=True`` names.
+    Elsewhere every state migrates online, in the restart's first batch. The query must be stopped: a ToolError names
+    the one that runs on the checkpoint (in this process, or holding statesnap's lease on it), before anything is
+    written. Returns what each batch did (``CHANGE``), or ``NOTHING`` where the restart needs none.
+
+    Example: ``deploy_offline("/checkpoints/orders", orders_v2(spark), drop=[1], no_file_sink=True)``."""
     checkpoint = absolute_checkpoint(checkpoint)
     _require_partitions(partitions)
     _require_stopped("deploy", checkpoint, query.sparkSession)
@@ -344,8 +359,9 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
         if result.outcome == Outcome.REFUSED:
             raise ToolError(f"statesnap deploy: {what} was refused, " + (
                 f"after {'; '.join(made)}: " if made else "nothing was changed: ") + " ".join(result.lines))
-        made.append(f"{what} ({'; '.join(result.lines)})")
-        _log.info("statesnap deploy: %s", made[-1])
+        _log.info("statesnap deploy: %s (%s)", what, "; ".join(result.lines))
+        if result.outcome == Outcome.CHANGE:
+            made.append(f"{what} ({'; '.join(result.lines)})")
 
     def rehearse_again(keys_left: Optional[Mapping[str, str]], merge_left: Optional[Mapping[str, str]],
                        previous_left: Any) -> Any:
@@ -370,7 +386,11 @@ def deploy(checkpoint: str, query: Any, start: Callable[[Any], Any], *, name: Op
     if partitions is not None:
         step("the repartition", _repartition_step(checkpoint, query.sparkSession, partitions, file_sink,
                                                   no_file_sink))
-    return start(query)
+    if not made:
+        return ToolResult("deploy", Outcome.NOTHING, ["the restart needs no offline step: start the query with its "
+                                                      "new version"])
+    return ToolResult("deploy", Outcome.CHANGE, [f"done: {m}" for m in made] + [
+        "done: start the query with its new version: its checkpoint holds what it reads"])
 
 
 def _deploy_rehearsal(checkpoint: str, query: Any, name: Optional[str], keys: Optional[Mapping[str, str]],
