@@ -287,10 +287,15 @@ def test_a_dedup_on_another_column_is_started_anew_where_the_user_names_it(spark
 
     before = files(checkpoint)
     refused = tools.rehearse(checkpoint, v2)
-    assert refused.outcome == tools.Outcome.REFUSED and "statesnap.deploy(checkpoint, query, start, anew=[1])" in         refused.details["refusal"], refused.lines
+    assert refused.outcome == tools.Outcome.REFUSED and \
+        "statesnap.deploy(checkpoint, query, start, anew=[1])" in refused.details["refusal"], refused.lines
     with pytest.raises(Exception, match=r"is another key.*anew=\[1\]"):
         run_to_end(v2, checkpoint, "update")
     state = lambda: {f: b for f, b in files(checkpoint).items() if f.startswith("state/")}  # noqa: E731
+    assert state() == {f: b for f, b in before.items() if f.startswith("state/")}
+    # The deploy from the command line without it: refused (exit 4), nothing written.
+    code, said = cli("deploy", checkpoint, "--app", "test_change_shape:deduped_by_op", "--no-file-sink")
+    assert code == 4 and "anew=[1]" in said, said
     assert state() == {f: b for f, b in before.items() if f.startswith("state/")}
     code, said = cli("check", checkpoint, "--app", "test_change_shape:deduped_by_op", "--anew", "1")
     assert code == 3 and [line.split(": ")[-1] for line in said.splitlines() if line.startswith("operator ")] == [
@@ -309,24 +314,27 @@ def test_a_dedup_on_another_column_is_started_anew_where_the_user_names_it(spark
     assert Path(checkpoint, "_statesnap", "retired", "batch-1", "1").is_dir()
 
 
-# Rolled back (the stores written apart) and finished (the states put at their new ids); the steps around them are
-# the appended batch's protocol, which every move shares (test_repartition runs each).
-CRASH_STEPS = ["stores", "commit"]
+# (step, version, partitions): rolled back (the stores written apart) and finished (the states put at their new ids);
+# the steps around them are the appended batch's protocol, which every move shares (test_repartition runs each). And
+# a deploy whose one batch is a repartition's (the query's shape kept), finished: run again, the deploy puts right
+# whichever of its batches a crash left, not only a shape change's.
+CRASHES = [("stores", 2, None), ("commit", 2, None), ("commit", 1, 3)]
 
 
 @pytest.mark.skipif(not PINNED, reason="the appended batch's protocol is the same code on every minor (CI time)")
-@pytest.mark.parametrize("step", CRASH_STEPS)
-def test_a_crash_while_a_state_moves_rolls_back_or_finishes(spark, app_dirs, step):
-    """The deploy's batch that moves a dedup's state and adds one, halted after `step` as a crash would (its own
-    process): no query restarts on the checkpoint (the batch pins no provider), and the deploy run again rolls it back
-    or finishes it, then starts the query, whose counts and dedups are the model's."""
+@pytest.mark.parametrize("step, version, count", CRASHES)
+def test_a_crash_while_a_deploy_moves_state_rolls_back_or_finishes(spark, app_dirs, step, version, count):
+    """The deploy's batch that moves a dedup's state and adds one (or only repartitions), halted after `step` as a
+    crash would (its own process): no query restarts on the checkpoint (the batch pins no provider), and the deploy
+    run again rolls it back or finishes it, then starts the query, whose counts and dedups are the model's."""
     source, checkpoint = app_dirs
     write_input(source, [(i, v, "set") for i, v in SHAPES[0]])
-    v1, v2, _ = versions(spark, source)
-    counts = counted(run_to_end(v1, checkpoint, "update"), {})
+    queries = versions(spark, source)
+    counts = counted(run_to_end(queries[0], checkpoint, "update"), {})
     write_input(source, [(i, v, "set") for i, v in SHAPES[1]])
 
     crashed = run_to_exit([sys.executable, str(Path(__file__).with_name("shape_deploy.py")), source, checkpoint,
+                           str(version), str(count or "-"),
                            "--conf", f"spark.driver.extraClassPath={faults.classpath()}",
                            *[arg for key, value in faults.TEST_CONF.items() for arg in ("--conf", f"{key}={value}")]],
                           env={**os.environ, "STATESNAP_TEST_CRASH_MIGRATE_AT": step}, timeout=600)
@@ -334,10 +342,15 @@ def test_a_crash_while_a_state_moves_rolls_back_or_finishes(spark, app_dirs, ste
     assert Path(checkpoint, "offsets", "1").is_file(), "the crash came before the batch was appended"
     # Refused before any state is read or written: on the interrupted batch's provider class, or where the crash came
     # before the operators' metadata was put in place, on Spark's check of the operators.
-    with pytest.raises(Exception, match="RunStatesnapDeployAgain|STREAMING_STATEFUL_OPERATOR_NOT_MATCH"):
-        run_to_end(v2, checkpoint, "update")
+    with pytest.raises(Exception, match="RunStatesnap(Deploy|Repartition)Again|STREAMING_STATEFUL_OPERATOR_NOT_MATCH"):
+        run_to_end(queries[version - 1], checkpoint, "update")
 
-    counts = counted(deployed(checkpoint, v2), counts)
+    counts = counted(deployed(checkpoint, queries[version - 1], partitions=count), counts)
+    if version == 1:  # v1 counts the distinct rows by id
+        rows = set(SHAPES[0]) | set(SHAPES[1])
+        assert (counts, kept(checkpoint, 1, "id string, value bigint")) == (dict(Counter(i for i, _ in rows)), rows)
+        assert partitions(checkpoint, 0) == list(range(count)) and partitions(checkpoint, 1) == list(range(count))
+        return
     expected, rows_seen, values_seen = shapes_model(2)
     assert (counts, kept(checkpoint, 2, "id string, value bigint"), kept(checkpoint, 1, "value bigint")) == \
         (expected, rows_seen, {(v,) for v in values_seen})
