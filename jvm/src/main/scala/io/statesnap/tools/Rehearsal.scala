@@ -128,11 +128,12 @@ object Rehearsal {
       else Reshape.changes(plan, writers, matches, recorded, Reshape.ids(drops), Reshape.ids(anew))
     val reshaping = shape.toOption.filter(_.changes)
     val movedFrom = reshaping.fold(Map.empty[Long, Long])(_.moved.map(_.swap))
-    val added = reshaping.fold(Seq.empty[Long])(_.empty)
+    val writtenEmpty = reshaping.fold(Seq.empty[Long])(_.empty)
     val startedAnew = reshaping.fold(Map.empty[Long, Long])(_.anew.map(_.swap))
     def source(id: Int): Int = movedFrom.get(id).fold(id)(_.toInt)
     // What the restart does to each operator that has state, and the version its stores load.
-    val restarts = writers.zipWithIndex.filterNot(w => added.contains(w._2.toLong)).flatMap { case (writer, id) =>
+    val withState = writers.zipWithIndex.filterNot { case (_, id) => writtenEmpty.contains(id.toLong) }
+    val restarts = withState.flatMap { case (writer, id) =>
       loads.get(source(id)).map { version =>
         // A refusal is the decision's; a checkpoint file it cannot read refuses the restart too.
         id -> (try registered.conflict.fold(PlannedOperatorDecision.operator(plan, writer, qualified, source(id),
@@ -155,7 +156,7 @@ object Rehearsal {
       restarts.get(id) match {
         case None if startedAnew.contains(id.toLong) => outcome(StartedAnewOffline, Seq(s"anew names the state it " +
           s"computes, ${OperatorMatching.stateAt(startedAnew(id.toLong), recorded)}: $AnewAdvice"))
-        case None if added.contains(id.toLong) =>
+        case None if writtenEmpty.contains(id.toLong) =>
           outcome(AddedOffline, Seq(s"the checkpoint keeps no state it computes (an operator added): $AddAdvice"))
         case None => outcome(StartsEmpty, Seq("the checkpoint holds no state of this operator"))
         case Some((restart, version)) =>
