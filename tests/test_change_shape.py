@@ -61,16 +61,16 @@ def dedup_seen(checkpoint: str) -> set[tuple[str, int]]:
             for p in partitions(checkpoint, 1) for key in read_store(checkpoint, 1, p).get("default", {})}
 
 
-def collecting(checkpoint: str, rows: list):
-    """The deploy's `start`: the query to the end of its input, its rows collected."""
-    return lambda df: (df.writeStream.outputMode("update").foreachBatch(lambda batch, _: rows.extend(batch.collect()))
+def collecting(checkpoint: str, rows: list, mode: str = "update"):
+    """The deploy's `start`: the query to the end of its input (in output `mode`), its rows collected."""
+    return lambda df: (df.writeStream.outputMode(mode).foreachBatch(lambda batch, _: rows.extend(batch.collect()))
                        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
 
 
-def deployed(checkpoint: str, query, **given) -> list:
-    """`statesnap.deploy` of `query` (given `given`), run to the end of its input: its rows."""
+def deployed(checkpoint: str, query, mode: str = "update", **given) -> list:
+    """`statesnap.deploy` of `query` (given `given`), run to the end of its input in output `mode`: its rows."""
     rows: list = []
-    started = statesnap.deploy(checkpoint, query, collecting(checkpoint, rows), no_file_sink=True, **given)
+    started = statesnap.deploy(checkpoint, query, collecting(checkpoint, rows, mode), no_file_sink=True, **given)
     try:
         started.awaitTermination()
     finally:
@@ -239,6 +239,59 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     write_input(source, [(i, v, "set") for i, v in SHAPES[4]])
     assert counted(deployed(checkpoint, v3, partitions=2), counts) == shapes_model(5)[0]
     assert partitions(checkpoint, 0) == [0, 1]
+
+
+# Rounds of (left, right) input rows, (id, value) each, of a stream-stream join (no watermark: it keeps every row); v2
+# dedups the left input by (id, value) below the join, a stateful operator added beside it from the deploy on.
+JOIN_ROUNDS = [([("a", 1), ("a", 1), ("b", 2)], [("a", 10), ("c", 30)]),
+               ([("a", 1), ("b", 2), ("b", 2), ("c", 3)], [("b", 20), ("a", 11)]),
+               ([("c", 3), ("a", 1), ("d", 4)], [("c", 31), ("d", 40)])]
+
+
+def join_model(rounds: int, deployed_at: int = 1) -> tuple[Counter, set[tuple[str, int]]]:
+    """The join's output rows (id, value, r) over `rounds` rounds, each pair of a left row the query kept and a right
+    row once (v1's left rows all, v2's once each from the deploy on), and the left rows the dedup has seen."""
+    left, right, seen = [], [], set()
+    for r, (lefts, rights) in enumerate(JOIN_ROUNDS[:rounds]):
+        for row in lefts:
+            if r >= deployed_at:
+                if row in seen:
+                    continue
+                seen.add(row)
+            left.append(row)
+        right.extend(rights)
+    return Counter((i, v, w) for i, v in left for j, w in right if i == j), seen
+
+
+def test_a_dedup_added_below_a_stream_stream_join_starts_empty_and_the_join_keeps_its_rows(spark, tmp_path):
+    """v2 dedups a join's left input: the rehearsal says the dedup starts empty, added offline, the join as is; the
+    deploy writes the join's four stores anew in place and the dedup's empty in one batch; every pair of rows is
+    emitted once, new rows matched with the rows the join buffered before the deploy, as the model says, over two
+    rounds; the dedup's committed keys are the left rows it has seen since the deploy."""
+    left, right, checkpoint = str(tmp_path / "left"), str(tmp_path / "right"), str(tmp_path / "checkpoint")
+
+    def version(dedup: bool):
+        lhs = spark.readStream.schema(INPUT_SCHEMA).json(left).select("id", "value")
+        rhs = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id AS rid", "value AS r")
+        return (lhs.dropDuplicates(["id", "value"]) if dedup else lhs).join(rhs, F.expr("id = rid")) \
+            .select("id", "value", "r")
+
+    emitted: Counter = Counter()
+    for r in range(3):
+        lefts, rights = JOIN_ROUNDS[r]
+        write_input(left, [(i, v, "set") for i, v in lefts])
+        write_input(right, [(i, v, "set") for i, v in rights])
+        if r == 1:
+            decisions = {o["operator"]: o["decision"] for o in tools.rehearse(checkpoint, version(True))
+                         .details["operators"]}
+            assert decisions[1] == "starts empty, added offline" and decisions[0] in ("as is", "not rehearsed"), \
+                decisions
+        rows = deployed(checkpoint, version(True), "append") if r == 1 else run_to_end(version(r > 0), checkpoint)
+        emitted.update(tuple(row) for row in rows)
+        expected, seen = join_model(r + 1)
+        assert emitted == expected, r
+        if r > 0:
+            assert kept(checkpoint, 1, "id string, value bigint") == seen, r
 
 
 # Rounds of (id, op) rows for a query whose dedup changes its column: v1 counts each id once (a dedup by id); v2
