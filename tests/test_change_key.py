@@ -586,13 +586,15 @@ def by_user_and_op(spark):
 
 @pytest.mark.slow
 @ONLY_ON_PINNED
-@pytest.mark.parametrize("step", ["records", "commit"])  # rolled back, finished; the others: test_repartition.py
+# Rolled back, finished (the others: test_repartition.py); and the key change of a deploy from the command line,
+# finished by the deploy run again (its rehearsal must not read the batch the crash left).
+@pytest.mark.parametrize("tool, step", [("change-key", "records"), ("change-key", "commit"), ("deploy", "commit")])
 def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(spark, tmp_path, cli, monkeypatch,
-                                                                              shared_control, step):
+                                                                              shared_control, tool, step):
     """Killed after `step`: before the commit, the next run rolls the batch back, every file as it was (statesnap's
     records of the new key and Spark's schema file too), so version 1 may even be deployed again; after it, the next
-    run finishes the batch. Then the change runs to the end, equal to a control that grouped by the new key from the
-    start."""
+    run (of the tool that crashed) finishes the batch. Then the change runs to the end, equal to a control that
+    grouped by the new key from the start."""
     v1, v2, _, _ = CASES["a grouping column removed"]
     source, changed = str(tmp_path / "in"), str(tmp_path / "changed")
     first, second, *after = rounds()
@@ -602,7 +604,7 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
     before = files(changed)
     monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
 
-    crashed = faults.crash_tool("change-key", changed, step, "--app", "test_change_key:by_user")
+    crashed = faults.crash_tool(tool, changed, step, "--app", "test_change_key:by_user")
 
     assert crashed.returncode != 0, crashed.stdout + crashed.stderr
     write_input(source, after[0])
@@ -610,13 +612,17 @@ def test_a_crash_during_change_key_rolls_back_or_finishes_equal_to_a_clean_run(s
     # own check of the key Spark's schema file still says.
     with pytest.raises(Exception, match="RunStatesnapChangeKeyAgain|STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
         run(spark, v2, source, changed)
+    # The rehearsal says so too, naming the tool to run again, rather than approve a restart that fails.
+    rehearsed = tools.rehearse(changed, v2(spark, source))
+    assert rehearsed.outcome == tools.Outcome.REFUSED and "was appended by `python -m statesnap change-key`, which " \
+        "did not finish" in rehearsed.details["refusal"], rehearsed.lines
     if step in ("poisoned", "records", "store"):
         code, out = cli("change-key", changed, "--app", "test_change_key:by_user_and_op", "--no-file-sink")
         assert code == 3 and "rolled back batch 2" in out and "nothing to do" in out, out
         now = files(changed)
         assert {k: now.get(k) for k in before} == before
         assert not [k for k in now if "sparkSchemaFile" in k or k.endswith("/3.snapshot")], now.keys()
-    code, out = cli("change-key", changed, "--app", "test_change_key:by_user", "--no-file-sink")
+    code, out = cli(tool, changed, "--app", "test_change_key:by_user", "--no-file-sink")
     if step in ("commit", "retired"):
         assert code == 3 and "finished the change-key interrupted after committing batch 2" in out, out
     else:

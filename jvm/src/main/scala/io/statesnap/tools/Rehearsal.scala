@@ -68,19 +68,23 @@ object Rehearsal {
    */
   final case class Rehearsed(operators: Seq[OperatorOutcome], private[statesnap] val checkpoint: String,
       private[statesnap] val registered: QueryRegistrations, private val reshapes: Boolean,
-      private val shapeRefusal: Option[String]) {
+      private val refusedWhole: Option[String]) {
     def operatorList: java.util.List[OperatorOutcome] = operators.asJava
 
-    /** Refused if an operator or the deploy's change of operators is; else a change if one migrates; else nothing. */
-    def outcome: ToolReport.Outcome = if (shapeRefusal.nonEmpty) ToolReport.Refused else Seq(ToolReport.Refused,
+    /**
+     * Refused if an operator, the deploy's change of operators or the restart whole (a batch left unfinished) is; else
+     * a change if one migrates; else nothing.
+     */
+    def outcome: ToolReport.Outcome = if (refusedWhole.nonEmpty) ToolReport.Refused else Seq(ToolReport.Refused,
       ToolReport.Change).find(o => operators.exists(_.decision.outcome == o)).getOrElse(ToolReport.Nothing)
 
     /**
-     * The refusal a deploy raises, or null: why the deploy does not change the operators as the new version (and its
-     * `drop`) asks, if it does not (its fix is the deploy's), else the first refused operator's message.
+     * The refusal a deploy raises, or null: why no restart runs (a batch left unfinished), or why the deploy does not
+     * change the operators as the new version (and its `drop`) asks (its fix is the deploy's), else the first refused
+     * operator's message.
      */
     def refusal: String =
-      shapeRefusal.orElse(operators.find(_.decision == Refused).map(_.lines.get(0))).orNull
+      refusedWhole.orElse(operators.find(_.decision == Refused).map(_.lines.get(0))).orNull
 
     /** Whether a deploy runs the offline migration before it starts the query. */
     def migratesOffline: Boolean = operators.exists(_.decision == MigratesOffline)
@@ -118,6 +122,11 @@ object Rehearsal {
     val loads = CheckpointReader.storesAtLatestCommit(qualified, hadoopConf).filter(_.partition == 0)
       .map(s => s.operator -> s.store.version).toMap
     val pinned = StoppedCheckpoint.latestPinnedConfs(spark, qualified)
+    // A batch a tool appended and did not finish pins that tool's marker for a provider: no restart runs until it does.
+    val unfinished = StoppedCheckpoint.Interrupted.collectFirst {
+      case (tool, marker) if pinned.get(StoppedCheckpoint.ProviderConf).contains(marker) =>
+        ToolErrors.batchUnfinished(qualified, tool).getMessage
+    }
     val plan = NewQueryOperators.plan(query, pinned)
     // The provider the restart runs on: statesnap serves the query only where its checkpoint pins statesnap's.
     val provider = pinned.get(StoppedCheckpoint.ProviderConf).filter(_ != ProviderClasses.Statesnap)
@@ -216,7 +225,7 @@ object Rehearsal {
     Rehearsed(shape.fold(why => matched.map(o => if (!concerns(o)) o
       else o.copy(lines = (o.lines.asScala :+ s"a deploy cannot make this change: ${why.reason}").asJava)),
       _ => matched), qualified, registered, reshaping.nonEmpty,
-      shape.left.toOption.map(ToolErrors.shapeNotDeployed(qualified, _).getMessage))
+      unfinished.orElse(shape.left.toOption.map(ToolErrors.shapeNotDeployed(qualified, _).getMessage)))
   }
 
   /**

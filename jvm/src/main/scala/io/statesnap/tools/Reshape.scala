@@ -111,17 +111,21 @@ object Reshape {
   private[tools] def ids(given: java.util.List[Integer]): Set[Long] = given.asScala.map(_.longValue).toSet
 
   /**
-   * Puts right a deploy's batch of [[Move.Reshaping]] that did not finish (a crash in it, or a restart planned on it):
-   * rolled back before its commit, finished after ([[AppendedBatch.begin]]). A deploy does it first, so that its
-   * rehearsal reads the checkpoint as a finished batch left it. @return what it did; nothing where nothing was left
+   * Puts right a batch of a deploy's that did not finish (a crash in it, or a restart planned on it): its change of
+   * the operators ([[Move.Reshaping]]), its key change ([[Move.KeyChanging]]) or its partition count
+   * ([[Move.Repartitioning]]), rolled back before its commit, finished after ([[AppendedBatch.begin]]). A deploy does it
+   * first, so that its rehearsal reads the checkpoint as a finished batch left it. @return what it did; nothing where
+   * nothing was left
    */
   def recover(spark: SparkSession, location: String, fileSink: String, noFileSink: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, Move.Reshaping.name)
     val batch = checkpoint.latestBatch
-    if (!Seq(batch, batch - 1).exists(b => b >= 0 && Move.Reshaping.unfinishedAt(checkpoint, b)))
-      ToolReport(Nil, ToolReport.Nothing)
-    else AppendedBatch.begin(spark, checkpoint, Move.Reshaping, fileSink, noFileSink, dryRun = false)
-      .fold(identity, { case (_, recovered) => ToolReport(recovered.lines, ToolReport.Change) })
+    Seq(Move.Reshaping, Move.KeyChanging, Move.Repartitioning)
+      .find(verb => Seq(batch, batch - 1).exists(b => b >= 0 && verb.unfinishedAt(checkpoint, b)))
+      .fold(ToolReport(Nil, ToolReport.Nothing)) { verb =>
+        AppendedBatch.begin(spark, StoppedCheckpoint(spark, location, verb.name), verb, fileSink, noFileSink,
+          dryRun = false).fold(identity, { case (_, recovered) => ToolReport(recovered.lines, ToolReport.Change) })
+      }
   }
 
   /** The stopped query's `plan` as the new version `query` reshapes it, or a refusal of a change it does not make. */

@@ -34,6 +34,16 @@ private[statesnap] object ToolErrors {
 
   // STATESNAP_UNSUPPORTED_CONFIGURATION: what statesnap does not serve.
 
+  /**
+   * A rehearsal of a checkpoint whose latest batch `tool` appended and did not finish (a crash in it): the restart is
+   * refused until that tool runs again, whatever the new version is.
+   */
+  def batchUnfinished(checkpoint: String, tool: String): StatesnapException =
+    new StatesnapException(UnsupportedConfiguration, s"the latest batch of the query on checkpoint $checkpoint was " +
+      s"appended by `${if (tool == "deploy") "statesnap.deploy" else s"python -m statesnap $tool"}`, which did not " +
+      s"finish, and a restart is refused until it does. Nothing was started or written. Fix: run that $tool again " +
+      "(it finishes or rolls the batch back; statesnap.deploy does it for its own batches), then rehearse again.")
+
   /** A deploy's refusal of the shape change the new version asks ([[ShapeRefusal]]), before anything is written. */
   def shapeNotDeployed(checkpoint: String, why: ShapeRefusal): StatesnapException =
     new StatesnapException(StatefulOperatorsChanged, s"a deploy does not change the stateful operators of the query " +
