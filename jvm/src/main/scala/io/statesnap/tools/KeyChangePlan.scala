@@ -150,7 +150,8 @@ private[tools] object KeyChangePlan {
     }
     val changes = decided.collect { case (_, OperatorDecision.Rekeyed(change)) => change }
     if (!decided.exists(_._2.refusal.nonEmpty)) {
-      if (merge.nonEmpty && !changes.exists(_.merge.isInstanceOf[GroupStateMerge])) refuse(KeyChangeRefusals.mergeUnused)
+      if (merge.nonEmpty && !changes.exists(_.merge.isInstanceOf[GroupStateMerge]))
+        refuse(KeyChangeRefusals.mergeUnused)
       val unused = keys.keySet.filterNot(field => kept.result().exists(_._1 == field) ||
         changes.exists(_.newKey.fieldNames.contains(field)))
       if (unused.nonEmpty) refuse(KeyChangeRefusals.keysUnused(unused.toSeq.sorted))

@@ -113,9 +113,9 @@ object Reshape {
   /**
    * Puts right a batch of a deploy's that did not finish (a crash in it, or a restart planned on it): its change of
    * the operators ([[Move.Reshaping]]), its key change ([[Move.KeyChanging]]) or its partition count
-   * ([[Move.Repartitioning]]), rolled back before its commit, finished after ([[AppendedBatch.begin]]). A deploy does it
-   * first, so that its rehearsal reads the checkpoint as a finished batch left it. @return what it did; nothing where
-   * nothing was left
+   * ([[Move.Repartitioning]]), rolled back before its commit, finished after ([[AppendedBatch.begin]]). A deploy does
+   * it first, so that its rehearsal reads the checkpoint as a finished batch left it. @return what it did; nothing
+   * where nothing was left
    */
   def recover(spark: SparkSession, location: String, fileSink: String, noFileSink: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, Move.Reshaping.name)
