@@ -74,7 +74,8 @@ def _run(args: argparse.Namespace) -> tools.ToolResult:
             previous = _app(args.previous_app, "--previous-app")(spark) if args.previous_app else None
             try:
                 return tools.deploy_offline(args.checkpoint, _app(args.app)(spark), name=args.query_name,
-                                            keys=dict(args.key), merge=dict(args.merge), previous=previous, drop=args.drop or (), anew=args.anew or (),
+                                            keys=dict(args.key), merge=dict(args.merge),
+                                            previous=previous, drop=args.drop or (), anew=args.anew or (),
                                             partitions=args.partitions, file_sink=args.file_sink,
                                             no_file_sink=args.no_file_sink)
             except StateSchemaError as e:  # the rehearsal's refusal: nothing was written

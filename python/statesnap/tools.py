@@ -250,8 +250,9 @@ def rehearse(checkpoint: str, query: Any, *, name: Optional[str] = None, keys: O
     state kept at another id ``moved offline`` (or its values' decision, after the move), an operator added ``starts
     empty, added offline``, a state no operator computes ``dropped offline`` where ``drop`` (the checkpoint's operator
     ids) names it, else refused; an operator whose state ``anew`` names (the checkpoint's id of a state it computes: a
-    dedup on other columns, whose old values say nothing of the new ones) ``started anew offline``. The outcome is ``REFUSED`` if any operator is refused, else ``CHANGE`` if any
-    migrates, re-keys or moves, else ``NOTHING`` (the JVM's ``Rehearsal.Rehearsed`` decides all three). Read-only:
+    dedup on other columns, whose old values say nothing of the new ones) ``started anew offline``. The outcome is
+    ``REFUSED`` if any operator is refused, else ``CHANGE`` if any migrates, re-keys or moves, else ``NOTHING`` (the
+    JVM's ``Rehearsal.Rehearsed`` decides all three). Read-only:
     without a key change's arguments it may run beside the live query.
 
     Example: ``rehearse("/checkpoints/usage", usage_by_user(spark))``."""

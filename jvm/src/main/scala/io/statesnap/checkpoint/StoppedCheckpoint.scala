@@ -73,9 +73,8 @@ final class StoppedCheckpoint private (spark: SparkSession, val location: String
    */
   def refuseInterruptedByAnother(): Unit = {
     val batch = latestBatch
-    val pinned = pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf)
-    StoppedCheckpoint.Interrupted.find { case (tool, provider) => tool != verb && pinned.contains(provider) }
-      .foreach { case (tool, _) => refuse(CheckpointRefusals.interruptedBy(batch, tool, verb)) }
+    StoppedCheckpoint.unfinishedBy(pinnedConfs(batch)).filter(_ != verb)
+      .foreach(tool => refuse(CheckpointRefusals.interruptedBy(batch, tool, verb)))
   }
 
   /**
@@ -190,6 +189,10 @@ object StoppedCheckpoint {
     "release --provider hdfs" -> "statesnap.release.interrupted.RunStatesnapReleaseProviderHdfsAgain",
     "change-key" -> "statesnap.changekey.interrupted.RunStatesnapChangeKeyAgain",
     "deploy" -> "statesnap.deploy.interrupted.RunStatesnapDeployAgain")
+
+  /** The tool whose batch, not finished, pins `confs` (a batch's): its [[Interrupted]] marker for a provider. */
+  def unfinishedBy(confs: Map[String, String]): Option[String] =
+    Interrupted.collectFirst { case (tool, marker) if confs.get(ProviderConf).contains(marker) => tool }
 
   /**
    * Whether `name` is a RocksDB store's file of one of `versions` (none: of any): `<version>.zip` under checkpoint

@@ -22,7 +22,7 @@ private[tools] trait AppendedBatchVerb {
 
   /** Whether `batch` of `checkpoint` is one of this verb's, not finished (it pins [[interrupted]]). */
   final def unfinishedAt(checkpoint: StoppedCheckpoint, batch: Long): Boolean =
-    checkpoint.pinnedConfs(batch).get(StoppedCheckpoint.ProviderConf).contains(interrupted)
+    StoppedCheckpoint.unfinishedBy(checkpoint.pinnedConfs(batch)).contains(name)
 
   /** The provider the finished batch leaves the query on, from the one its batch N pins. */
   def finalProvider(source: String): String

@@ -123,10 +123,7 @@ object Rehearsal {
       .map(s => s.operator -> s.store.version).toMap
     val pinned = StoppedCheckpoint.latestPinnedConfs(spark, qualified)
     // A batch a tool appended and did not finish pins that tool's marker for a provider: no restart runs until it does.
-    val unfinished = StoppedCheckpoint.Interrupted.collectFirst {
-      case (tool, marker) if pinned.get(StoppedCheckpoint.ProviderConf).contains(marker) =>
-        ToolErrors.batchUnfinished(qualified, tool).getMessage
-    }
+    val unfinished = StoppedCheckpoint.unfinishedBy(pinned).map(ToolErrors.batchUnfinished(qualified, _).getMessage)
     val plan = NewQueryOperators.plan(query, pinned)
     // The provider the restart runs on: statesnap serves the query only where its checkpoint pins statesnap's.
     val provider = pinned.get(StoppedCheckpoint.ProviderConf).filter(_ != ProviderClasses.Statesnap)

@@ -30,9 +30,9 @@ class ReshapeTest {
   @Test def aDropOfAStateAnOperatorComputesOrTheCheckpointHasNotIsRefused(): Unit = {
     val refused = shape(1, 7)(Kept(0, 0), Kept(1, 2), Added(1)).left.map(_.reason)
     assertEquals(Left("drop names states a deploy does not drop: the new version's operator 2 computes the state of " +
-      "operator 1 (dropDuplicates by `id`): to start it anew, anew=[1]; the checkpoint keeps no state at operator 7. A deploy drops only a state " +
-      "no operator of the new version computes (tools.rehearse says which: 'in the checkpoint, not in the new " +
-      "version'). Fix: leave those ids out of drop"), refused)
+      "operator 1 (dropDuplicates by `id`): to start it anew, anew=[1]; the checkpoint keeps no state at operator 7. " +
+      "A deploy drops only a state no operator of the new version computes (tools.rehearse says which: 'in the " +
+      "checkpoint, not in the new version'). Fix: leave those ids out of drop"), refused)
   }
 
   @Test def operatorsNotToBeToldApartAreRefusedWhateverIsDropped(): Unit =
