@@ -21,7 +21,7 @@ from committed_state import decode_row, partitions, read_store, state_row
 from minors import MINOR, PINNED, SPARK_STATE_READER
 from processes import run_to_exit
 from statesnap import tools
-from test_change_key import files
+from test_change_key import files, latest_batch
 from test_other_operators import run_to_end
 
 # Rounds of (id, value) rows: the first under v1, which counts rows by id; the others under v2, which counts them
@@ -111,7 +111,8 @@ def test_a_dedup_inserted_below_an_aggregation_starts_empty_and_the_counts_go_on
 
 # Rounds of (id, value) rows for a query whose dedup moves: v1 counts the distinct (id, value) rows by id; v2 inserts
 # a dedup by value between them (from the deploy on, a row counts if its value is new too), which takes operator id 1
-# and moves the first dedup's state from id 1 to 2; v3 removes both dedups (every row counts), their states dropped.
+# and moves the first dedup's state from id 1 to 2, and counts by (id, region) (a key change: region is the id in
+# capitals, each old count's given by REGION); v3 removes both dedups (every row counts), their states dropped.
 SHAPES = [[("a", 1), ("a", 1), ("b", 2)],
           [("a", 1), ("a", 3), ("c", 3), ("b", 2), ("c", 4)],
           [("a", 3), ("b", 5), ("d", 4), ("a", 1)],
@@ -139,12 +140,17 @@ def shapes_model(rounds: int) -> tuple[dict[str, int], set[tuple[str, int]], set
     return dict(counts), rows_seen, values_seen
 
 
+REGION = {"region": "upper(id)"}
+
+
 def versions(spark, source: str):
     """v1, v2 and v3 of the query whose dedups SHAPES describes."""
     stream = lambda: spark.readStream.schema(INPUT_SCHEMA).json(source)  # noqa: E731
     counts = lambda df: df.groupBy("id").agg(F.count("*").alias("n"))  # noqa: E731
+    by_region = lambda df: df.withColumn("region", F.upper("id")).groupBy("id", "region").agg(  # noqa: E731
+        F.count("*").alias("n"))
     rows = lambda: stream().dropDuplicates(["id", "value"])  # noqa: E731
-    return counts(rows()), counts(rows().dropDuplicates(["value"])), counts(stream())
+    return counts(rows()), by_region(rows().dropDuplicates(["value"])), by_region(stream())
 
 
 def kept(checkpoint: str, operator: int, schema: str) -> set[tuple]:
@@ -170,10 +176,11 @@ def checkpoint_format(spark):
 
 def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_dropped_when_named(
         spark, app_dirs, cli, monkeypatch, checkpoint_format):
-    """v2 inserts a dedup above another: the rehearsal says the first dedup's state moves from operator 1 to 2 and the
-    new one starts empty at 1; the deploy moves it, and every state into 3 partitions (`partitions=3`), in one batch;
-    the counts and both dedups' committed keys (read from the store files, and on Spark 4 by Spark's own state reader
-    at the new id) are the model's, after the deploy and a plain restart, which find each key where Spark looks for it.
+    """v2 inserts a dedup above another and counts by another key: the rehearsal given the key change says the counts
+    re-key, the first dedup's state moves from operator 1 to 2 and the new one starts empty at 1; the deploy moves it,
+    gives every count its new key, and every state 3 partitions (`partitions=3`), in one batch; the counts and every
+    operator's committed keys (read from the store files, and on Spark 4 by Spark's own state reader at the new id) are
+    the model's, after the deploy and a plain restart, which find each key where Spark looks for it.
     v3 removes both dedups: a restart and a deploy without `drop` are refused (the deploy before anything is written);
     the deploy given `drop=[1, 2]` and `partitions=1` (from the command line: `deploy --drop 1 --drop 2 --partitions
     1`, the query then started as a plain restart) retires their states in the batch that moves the counts into one
@@ -186,25 +193,31 @@ def test_a_dedup_inserted_above_another_moves_its_state_and_dedups_removed_are_d
     write_input(source, [(i, v, "set") for i, v in SHAPES[1]])
 
     before = files(checkpoint)
-    result = tools.rehearse(checkpoint, v2)
+    assert tools.rehearse(checkpoint, v2).outcome == tools.Outcome.REFUSED  # the restart alone: the counts' new key
+    result = tools.rehearse(checkpoint, v2, keys=REGION)
     assert files(checkpoint) == before
     operators = {o["operator"]: o for o in result.details["operators"]}
     assert [(o["operator"], o["decision"]) for o in result.details["operators"]] == [
-        (0, "as is"), (1, "starts empty, added offline"), (2, "moved offline")], result.lines
+        (0, "re-keys offline"), (1, "starts empty, added offline"), (2, "moved offline")], result.lines
+    assert "key field `region` STRING: from `upper(id)`" in " ".join(operators[0]["lines"]), operators[0]
     assert "a deploy moves its state from operator 1 to operator 2 offline first" in " ".join(operators[2]["lines"])
     # A drop of a state an operator computes is refused, not ignored.
-    refused = tools.rehearse(checkpoint, v2, drop=[1])
+    refused = tools.rehearse(checkpoint, v2, keys=REGION, drop=[1])
     assert refused.outcome == tools.Outcome.REFUSED and "drop names states a deploy does not drop: the new version's " \
         "operator 2 computes the state of operator 1 (dropDuplicates by `id`, `value`)" in refused.details["refusal"], \
         refused.details["refusal"]
 
     for r in (2, 3):
-        counts = counted(deployed(checkpoint, v2, partitions=3) if r == 2 else run_to_end(v2, checkpoint, "update"),
-                         counts)
+        last = latest_batch(checkpoint)
+        counts = counted(deployed(checkpoint, v2, partitions=3, keys=REGION) if r == 2
+                         else run_to_end(v2, checkpoint, "update"), counts)
+        # The deploy's one batch (operators, key and count changed together), and the query's.
+        assert latest_batch(checkpoint) == last + (2 if r == 2 else 1)
         assert [partitions(checkpoint, op) for op in (0, 1, 2)] == [[0, 1, 2]] * 3
         expected, rows_seen, values_seen = shapes_model(r)
-        assert (counts, kept(checkpoint, 2, "id string, value bigint"), kept(checkpoint, 1, "value bigint")) == \
-            (expected, rows_seen, {(v,) for v in values_seen}), r
+        assert (counts, kept(checkpoint, 0, "id string, region string"), kept(checkpoint, 2, "id string, value bigint"),
+                kept(checkpoint, 1, "value bigint")) == \
+            (expected, {(i, i.upper()) for i in expected}, rows_seen, {(v,) for v in values_seen}), r
         if SPARK_STATE_READER:
             read = spark.read.format("statestore").option("operatorId", 2).load(checkpoint).collect()
             assert {(row.key.id, row.key.value) for row in read} == rows_seen
@@ -377,9 +390,10 @@ CRASHES = [("stores", 2, None), ("commit", 2, None), ("commit", 1, 3)]
 @pytest.mark.skipif(not PINNED, reason="the appended batch's protocol is the same code on every minor (CI time)")
 @pytest.mark.parametrize("step, version, count", CRASHES)
 def test_a_crash_while_a_deploy_moves_state_rolls_back_or_finishes(spark, app_dirs, step, version, count):
-    """The deploy's batch that moves a dedup's state and adds one (or only repartitions), halted after `step` as a
-    crash would (its own process): no query restarts on the checkpoint (the batch pins no provider), and the deploy
-    run again rolls it back or finishes it, then starts the query, whose counts and dedups are the model's."""
+    """The deploy's batch that moves a dedup's state, adds one and gives the counts another key (or only
+    repartitions), halted after `step` as a crash would (its own process): no query restarts on the checkpoint (the
+    batch pins no provider), and the deploy run again rolls it back or finishes it, then starts the query, whose
+    counts, keys and dedups are the model's."""
     source, checkpoint = app_dirs
     write_input(source, [(i, v, "set") for i, v in SHAPES[0]])
     queries = versions(spark, source)
@@ -398,12 +412,14 @@ def test_a_crash_while_a_deploy_moves_state_rolls_back_or_finishes(spark, app_di
     with pytest.raises(Exception, match="RunStatesnap(Deploy|Repartition)Again|STREAMING_STATEFUL_OPERATOR_NOT_MATCH"):
         run_to_end(queries[version - 1], checkpoint, "update")
 
-    counts = counted(deployed(checkpoint, queries[version - 1], partitions=count), counts)
+    counts = counted(deployed(checkpoint, queries[version - 1], partitions=count,
+                              keys=REGION if version == 2 else None), counts)
     if version == 1:  # v1 counts the distinct rows by id
         rows = set(SHAPES[0]) | set(SHAPES[1])
         assert (counts, kept(checkpoint, 1, "id string, value bigint")) == (dict(Counter(i for i, _ in rows)), rows)
         assert partitions(checkpoint, 0) == list(range(count)) and partitions(checkpoint, 1) == list(range(count))
         return
     expected, rows_seen, values_seen = shapes_model(2)
-    assert (counts, kept(checkpoint, 2, "id string, value bigint"), kept(checkpoint, 1, "value bigint")) == \
-        (expected, rows_seen, {(v,) for v in values_seen})
+    assert (counts, kept(checkpoint, 0, "id string, region string"), kept(checkpoint, 2, "id string, value bigint"),
+            kept(checkpoint, 1, "value bigint")) == \
+        (expected, {(i, i.upper()) for i in expected}, rows_seen, {(v,) for v in values_seen})

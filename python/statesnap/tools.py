@@ -333,8 +333,9 @@ def deploy_offline(checkpoint: str, query: Any, *, name: Optional[str] = None,
     starts an aggregation, dedup or group state added with empty stores, and retires each state no operator computes
     that ``drop`` names by its id in the checkpoint, never one it does not name, and starts anew, with empty stores,
     each operator whose state ``anew`` names: a dedup on other columns), changes the key of each operator whose key
-    the new version changes (:func:`change_key`'s appended batch, given ``keys``, ``merge`` and ``previous`` as
-    :func:`change_key` takes them, then rehearses again), runs the offline migration the rehearsal says a
+    the new version changes (in that batch, each state moved and given its new key by one job, else in
+    :func:`change_key`'s appended batch; given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them,
+    then rehearses again), runs the offline migration the rehearsal says a
     transformWithState needs on Spark 4.2+ (where its state is Spark's provider's: :func:`migrate`'s appended batch,
     each state migrated by the decision the rehearsal made, from the plan and the registrations), gives the state
     ``partitions`` partitions where given (in the first of those batches, or :func:`repartition`'s where it makes
@@ -371,11 +372,16 @@ def deploy_offline(checkpoint: str, query: Any, *, name: Optional[str] = None,
         except (StateSchemaError, ToolError) as e:
             raise ToolError(f"statesnap deploy: {'; '.join(made)} made, and the restart is refused: {e}") from None
 
-    # The partition count rides in the first batch that moves every store (a move or a key change).
+    # The partition count rides in the first batch that moves every store (a move or a key change); a key change in
+    # the shape change's batch, each state moved and given its new key by one job.
     if rehearsed.reshapesOffline():
-        step("changing the stateful operators", _reshape_step(checkpoint, query, drop, anew, partitions, file_sink,
-                                                              no_file_sink))
-        rehearsed, partitions = rehearse_again(keys, merge, previous), None
+        rekeys = rehearsed.rekeysOffline()
+        step("changing the stateful operators" + (" and their keys" if rekeys else ""),
+             _reshape_step(checkpoint, query, drop, anew, (keys, merge, previous) if rekeys else None, partitions,
+                           file_sink, no_file_sink))
+        # The keys given are in the state now, where the batch changed them.
+        rehearsed = rehearse_again({}, None, None) if rekeys else rehearse_again(keys, merge, previous)
+        partitions = None
     if rehearsed.rekeysOffline():
         step("the key change", _key_change_step(checkpoint, query, keys, merge, previous, partitions, file_sink,
                                                 no_file_sink))
@@ -443,16 +449,20 @@ def _recover_step(checkpoint: str, spark: Any, file_sink: Optional[str], no_file
 
 
 @_boundary("deploy")
-def _reshape_step(checkpoint: str, query: Any, drop: Sequence[int], anew: Sequence[int], partitions: Optional[int],
-                  file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
+def _reshape_step(checkpoint: str, query: Any, drop: Sequence[int], anew: Sequence[int],
+                  key_change: Optional[tuple[Optional[Mapping[str, str]], Optional[Mapping[str, str]], Any]],
+                  partitions: Optional[int], file_sink: Optional[str], no_file_sink: bool) -> ToolResult:
     """The change of the stateful operators :func:`deploy` makes in one appended batch (states moved, operators added
     with empty stores, the states ``drop`` names retired, those ``anew`` names retired and their operators started
-    empty, every state in ``partitions`` partitions where given), in the query's own session (``checkpoint`` named
-    first, as every tool's boundary takes it)."""
+    empty, the key change ``key_change`` gives where it is not None: its keys, merge and previous query, as
+    :func:`change_key` takes them; every state in ``partitions`` partitions where given), in the query's own session
+    (``checkpoint`` named first, as every tool's boundary takes it)."""
     spark = query.sparkSession
+    keys, merge, previous = key_change or (None, None, None)
     return _report("deploy", statesnap_jvm(spark).tools.Reshape.run(
         spark._jsparkSession, checkpoint, query._jdf, _operator_ids("drop", drop), _operator_ids("anew", anew),
-        partitions, file_sink, no_file_sink, False))
+        dict(keys or {}) if key_change else None, dict(merge or {}),
+        previous._jdf if previous is not None else None, partitions, file_sink, no_file_sink, False))
 
 
 @_boundary("deploy")

@@ -24,9 +24,11 @@ object ChangeKey {
    */
   def run(spark: SparkSession, location: String, query: SparkClasses.Dataset[_],
       keys: java.util.Map[String, String], merge: java.util.Map[String, String], previous: SparkClasses.Dataset[_],
-      partitions: Integer, fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport = {
-    def scala(m: java.util.Map[String, String]) = Option(m).fold(Map.empty[String, String])(_.asScala.toMap)
+      partitions: Integer, fileSink: String, noFileSink: Boolean, dryRun: Boolean): ToolReport =
     Move.run(spark, location, Move.KeyChanging, Option(partitions).map(_.intValue), fileSink, noFileSink, dryRun,
-      KeyChangePlan(_, _, query, scala(keys), scala(merge), Option(previous)))
-  }
+      KeyChangePlan(_, _, query, asMap(keys), asMap(merge), Option(previous)))
+
+  /** The keys or merge a Python caller gives (null: none). */
+  private[tools] def asMap(m: java.util.Map[String, String]): Map[String, String] =
+    Option(m).fold(Map.empty[String, String])(_.asScala.toMap)
 }

@@ -14,9 +14,11 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * The operators of a stopped checkpoint matched with those of the new version's query (by operator id, as Spark
- * matches them), each key change decided by [[KeyChanges]]: each operator's [[OperatorDecision]] ([[decide]]: re-keyed,
- * its key kept, or refused naming the field and the fix), for `change_key` the plan (the job's, at the count the
- * query pins) with the change of each operator whose key changes ([[apply]]), or a refusal, nothing written.
+ * matches them, or by the id a deploy's shape change moves each state to: [[RepartitionPlan.Operator.writtenAt]],
+ * an operator it adds decided as written empty), each key change decided by [[KeyChanges]]: each operator's
+ * [[OperatorDecision]] ([[decide]]: re-keyed, its key kept, or refused naming the field and the fix), for
+ * `change_key` the plan (the job's, at the count the query pins) with the change of each operator whose key changes
+ * ([[apply]]), or a refusal, nothing written.
  */
 private[tools] object KeyChangePlan {
   /**
@@ -55,10 +57,9 @@ private[tools] object KeyChangePlan {
   def decide(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
       keys: Map[String, String], merge: Map[String, String], previous: Option[SparkClasses.Dataset[_]]): Decided = {
     import checkpoint.refuse
-    def of(version: String, planned: SparkPlan) = {
+    def of(version: String, planned: SparkPlan, count: Int) = {
       val operators = NewQueryOperators.writers(planned).map(NewQueryOperators.operator)
-      if (operators.size != plan.operators.size)
-        refuse(KeyChangeRefusals.operatorCount(version, operators.map(_.describe), plan.operators.size))
+      if (operators.size != count) refuse(KeyChangeRefusals.operatorCount(version, operators.map(_.describe), count))
       operators
     }
     // A value given for a field an operator's key has already is not applied to it: said, and counted as used.
@@ -74,33 +75,33 @@ private[tools] object KeyChangePlan {
     }
     val pinned = checkpoint.pinnedConfs(checkpoint.latestBatch)
     val planned = NewQueryOperators.plan(query, pinned)
-    val operators = of("new version's", planned)
+    val operators = of("new version's", planned, plan.operators.size)
     val previousPlan = previous.map(NewQueryOperators.plan(_, pinned))
-    val before = previousPlan.map(of("previous version's", _))
+    val before = previousPlan.map(of("previous version's", _, plan.recordedOperators))
     // What each operator's state means: as recorded with it, and as the new version's plan says.
     val meant = NewQueryOperators.writers(planned).map(PlannedMeaning.of(planned, _))
     val meantBefore = previousPlan.map(p => NewQueryOperators.writers(p).map(PlannedMeaning.of(p, _)))
     val stateRoot = new Path(checkpoint.root, "state").toString
     val loaded = checkpoint.latestCommittedBatch + 1
     // The meaning recorded with each operator's state, read once, where it is the operator the new plan puts there.
-    val recorded = plan.operators.zipWithIndex.map { case (old, i) => for {
-      now <- meant.lift(i).flatten
+    val recorded = plan.operators.map { old => old.id -> (for {
+      now <- meant.lift(old.writtenAt).flatten if old.added.isEmpty
       (_, was) <- RecordedMeanings.inForce(stateRoot, old.id, loaded, checkpoint.hadoopConf)
       if was.operator == now.operator
-    } yield was }
-    def sources(i: Int): Option[KeySources] = for {
-      now <- meant.lift(i).flatten
-      was <- recorded(i)
+    } yield was) }.toMap
+    def sources(old: RepartitionPlan.Operator): Option[KeySources] = for {
+      now <- meant.lift(old.writtenAt).flatten
+      was <- recorded(old.id)
     } yield KeySources(was.key, now.key)
     /*
-     * The aggregates of operator `old` (the `i`th) as the state's meaning says, against the new version's: its buffers
-     * follow the previous version's query by function, where it is given, and none is replaced under its column
+     * The aggregates of operator `old` as the state's meaning says, against the new version's: its buffers follow
+     * the previous version's query by function, where it is given, and none is replaced under its column
      * (AggregateMatch.replaced, which only a restart's registration routes); without it they are read by position, so
      * the aggregates must be the recorded ones.
      */
-    def aggregatesAsMeant(old: RepartitionPlan.Operator, i: Int): Either[Refused, Unit] = (for {
-      now <- meant.lift(i).flatten
-      was <- meantBefore.fold(recorded(i))(_.lift(i).flatten)
+    def aggregatesAsMeant(old: RepartitionPlan.Operator): Either[Refused, Unit] = (for {
+      now <- meant.lift(old.writtenAt).flatten
+      was <- meantBefore.fold(recorded(old.id))(_.lift(old.id).flatten)
     } yield {
       val buffers = AggregateMatch(was.aggregates, now.aggregates)
       if (buffers.replaced.nonEmpty) Left(refused(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
@@ -111,21 +112,23 @@ private[tools] object KeyChangePlan {
     }).getOrElse(Right(()))
     val conf = query.sparkSession.sessionState.conf
     val settings = SqlSettings(conf.ansiEnabled, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis)
-    def keyChange(old: RepartitionPlan.Operator, i: Int, oldKey: StructType, value: StructType,
+    def keyChange(old: RepartitionPlan.Operator, oldKey: StructType, value: StructType,
         to: Keyed): Either[Refused, Option[KeyChange]] = {
-      val fed = sources(i)
+      val fed = sources(old)
       KeyChanges.decide(s"operator ${old.id} (${old.describe})", oldKey, value, to, givenFor(old, oldKey, to, fed),
-        settings, before.map(_(i)).collect { case k: Keyed => k }, fed).left.map(refused)
+        settings, before.map(_(old.id)).collect { case k: Keyed => k }, fed).left.map(refused)
     }
-    val decided = plan.operators.zip(operators).zipWithIndex.map { case ((old, now), i) =>
-      val change: Either[Refused, Option[KeyChange]] = now match {
+    // Each operator with the new version's operator that computes its state (at another id where a deploy moves it).
+    val decided = plan.operators.map { old =>
+      val change: Either[Refused, Option[KeyChange]] = operators(old.writtenAt) match {
+        case _ if old.added.nonEmpty => Right(None) // written empty, in the new version's layout
         case tws: TransformWithState =>
           // Its grouping key, as every family placed by it holds it (RepartitionPlan checked that they agree).
           def grouping = old.stores.flatMap(_.families).collectFirst { case Family(_, ByKey(key)) => key.hashed }
           if (old.describe != RepartitionPlan.TransformWithStateOperator)
             Left(refused(KeyChangeRefusals.anotherOperator(old.id, old.describe, tws.describe)))
           else grouping.toRight(refused(KeyChangeRefusals.noGroupingKey(old.id, old.describe)))
-            .flatMap(keyChange(old, i, _, new StructType(), tws))
+            .flatMap(keyChange(old, _, new StructType(), tws))
         case keyed: Keyed =>
           for {
             layout <- old.stores match {
@@ -138,14 +141,14 @@ private[tools] object KeyChangePlan {
                 .left.map(why => refused(KeyChangeRefusals.invalidMerge(old.id, old.describe, why)))
               case other => Right(other)
             }
-            _ <- aggregatesAsMeant(old, i)
-            change <- keyChange(old, i, layout.keySchema, layout.valueSchema, to)
+            _ <- aggregatesAsMeant(old)
+            change <- keyChange(old, layout.keySchema, layout.valueSchema, to)
             _ <- if (change.nonEmpty && old.keyless)
               Left(refused(KeyChangeRefusals.keylessGainsAKey(old.id, old.describe))) else Right(())
           } yield change
         case Other(_) => Right(None)
       }
-      old.copy(meaning = meant.lift(i).flatten) -> change.fold[OperatorDecision](identity,
+      old.copy(meaning = meant.lift(old.writtenAt).flatten) -> change.fold[OperatorDecision](identity,
         _.fold[OperatorDecision](OperatorDecision.Decided(Nil))(OperatorDecision.Rekeyed))
     }
     val changes = decided.collect { case (_, OperatorDecision.Rekeyed(change)) => change }

@@ -177,6 +177,9 @@ private[tools] object Move {
     if (plan.writesDefault) Seq(s"wrote $in entries into Spark's default provider's snapshots", "done: restart " +
       s"the query: its state is in Spark's default provider, in ${plan.to} partitions (the provider is pinned in its " +
       "checkpoint; the session's is not read)")
+    else if (plan.rekeyed && plan.reshaped) Seq(s"wrote $in entries, each under its new key", "done: restart the " +
+      "query with its new version: each operator's state is at the id that computes it, under its new key, and each " +
+      "stateful operator it adds starts empty")
     else if (plan.rekeyed) Seq(s"wrote $in entries, each under its new key", RestartRekeyed)
     else if (plan.reshaped) Seq(s"wrote $in entries, each in its partition", "done: restart the query with its new " +
       "version: each operator's state is at the id that computes it, and each stateful operator it adds starts empty")
@@ -207,21 +210,25 @@ private[tools] object Move {
    * job writes on: statesnap's record in force (where statesnap keeps one) and Spark's schema file say the new key
    * (and values), the old ones in force for the versions before it (in the record's history; Spark's file's old
    * content kept), and what the new version's plan says the state means; removed by [[removeWritten]] with the batch.
+   * An operator a deploy moves is described where the job writes it ([[Reshape.stage]]), its record read from the
+   * state's own partition (a partition added: partition 0's).
    */
   private def recordNewKeys(checkpoint: StoppedCheckpoint, plan: RepartitionPlan): Unit = {
     val stateRoot = new Path(checkpoint.root, "state").toString
+    val stagedRoot = Reshape.stagedStateRoot(checkpoint, plan.batch + 1).toString
     val version = plan.batch + 2
     for (o <- plan.operators; change <- o.keyChange; store <- o.stores) {
       val root = OperatorRecordFiles.root(stateRoot, o.id)
       o.targets(plan.to).foreach { p =>
-        val dir = OperatorRecordFiles.dir(root, p, store.name)
-        val record = OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, p, store.name),
-          version - 1).map(OperatorRecordFiles.read(checkpoint.fs, _)).map(RecordWriter.rekeyed(_, change.newKey,
-            Some(change.newValue).filter(_ => change.buffers.nonEmpty), version))
+        val source = if (o.staged && p >= plan.from) 0 else p
+        val dir = OperatorRecordFiles.dir(root, source, store.name)
+        val record = OperatorRecordFiles.inForce(checkpoint.fs, dir, OperatorRecordFiles.legacy(root, source,
+          store.name), version - 1).map(OperatorRecordFiles.read(checkpoint.fs, _)).map(RecordWriter.rekeyed(_,
+            change.newKey, Some(change.newValue).filter(_ => change.buffers.nonEmpty), version))
         // A transformWithState store's states are its families, Spark's files of them its operator metadata.
-        SingleStateDescription.write(StateStoreId(stateRoot, o.id, p, store.name), version,
-          SingleStateDescription.Described(record, o.meaning,
-            Some(change.newKey -> change.newValue).filter(_ => !store.columnFamilies)), checkpoint.hadoopConf)
+        val id = StateStoreId(if (o.staged) stagedRoot else stateRoot, o.writtenAt, p, store.name)
+        SingleStateDescription.write(id, version, SingleStateDescription.Described(record, o.meaning,
+          Some(change.newKey -> change.newValue).filter(_ => !store.columnFamilies)), checkpoint.hadoopConf)
       }
       if (store.columnFamilies) TransformWithStateRecords.appendBatch(stateRoot, o.id, plan.batch + 1,
         RepartitionPlan.rekeyed(store, change).layouts.filter(_.name != RecordFamily.Name), checkpoint.hadoopConf)

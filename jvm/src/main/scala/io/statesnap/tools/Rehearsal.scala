@@ -89,7 +89,10 @@ object Rehearsal {
     /** Whether a deploy runs the offline migration before it starts the query. */
     def migratesOffline: Boolean = operators.exists(_.decision == MigratesOffline)
 
-    /** Whether a deploy changes a key offline (`change_key`'s appended batch) before it starts the query. */
+    /**
+     * Whether a deploy changes a key offline before it starts the query: in its shape change's batch where it makes
+     * one ([[reshapesOffline]]), else in `change_key`'s appended batch.
+     */
     def rekeysOffline: Boolean = operators.exists(_.decision == RekeysOffline)
 
     /**
@@ -105,7 +108,8 @@ object Rehearsal {
    *   of group states meeting under one key, the previous version's query or null), keys null for a restart as it
    *   is. With them (the query stopped), where an operator is refused for its key, or keys or a merge are given, every
    *   operator is decided as `change_key` decides it ([[KeyChangePlan]]): each whose key changes [[RekeysOffline]],
-   *   and any it refuses refused with its reason, since the deploy's key change is then refused whole
+   *   and any it refuses refused with its reason, since the deploy's key change is then refused whole; with a shape
+   *   change, each state as the deploy's batch moves it, which changes its key too
    * @param drops the ids of the checkpoint's states a deploy drops (`drop=`), none for a restart as it is. Where the
    *   operators of the new version are not the checkpoint's at their places (matched by what each computes) and a
    *   deploy makes the change ([[Reshape]]), each operator is decided as the restart after it decides it: a state
@@ -150,11 +154,12 @@ object Rehearsal {
     }.toMap
     val asked = Option(keys).map(k => KeyChangeAsked(k.asScala.toMap, Option(merge).fold(Map.empty[String,
       String])(_.asScala.toMap), Option(previous)))
-    // A key change is planned on the operators at their places: a deploy's shape change comes first.
-    val rekeys = asked.filter(a => reshaping.isEmpty && (a.anyGiven || restarts.values.exists(_._1 match {
+    // A key change is planned on the states as a deploy's shape change puts them, made by the same batch (none where
+    // the deploy does not make the shape change: the rehearsal is refused whole).
+    val rekeys = asked.filter(a => shape.isRight && (a.anyGiven || restarts.values.exists(_._1 match {
       case OperatorDecision.Refused(_, ofKey) => ofKey
       case _ => false
-    }))).map(keyChanges(spark, qualified, query, _))
+    }))).map(keyChanges(spark, qualified, query, _, reshaping.map(_ => (Reshape.ids(drops), Reshape.ids(anew)))))
     val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
@@ -311,14 +316,20 @@ object Rehearsal {
 
   /**
    * Every operator of the stopped query on `checkpoint` decided by `change_key`'s decision for the new version
-   * `query`, by id; Left the refusal of the key change as a whole (the queries' operators are not the checkpoint's, a
-   * provider `change_key` does not move), raised instead where a key or merge was given, which must not go unused.
+   * `query`, by the id of the new version's operator; with a deploy's shape change (`reshape`: the states it drops
+   * and starts anew), on the states as its batch puts them ([[Reshape]]). Left the refusal of the key change as a
+   * whole (the queries' operators are not the checkpoint's, a provider `change_key` does not move), raised instead
+   * where a key or merge was given, which must not go unused.
    */
   private def keyChanges(spark: SparkClasses.SparkSession, checkpoint: String, query: SparkClasses.Dataset[_],
-      asked: KeyChangeAsked): Either[ToolRefusal, Map[Int, OperatorDecision]] = try {
+      asked: KeyChangeAsked, reshape: Option[(Set[Long], Set[Long])])
+      : Either[ToolRefusal, Map[Int, OperatorDecision]] = try {
     val stopped = StoppedCheckpoint(spark, checkpoint, "deploy")
-    Right(KeyChangePlan.decide(stopped, Move.KeyChanging.plan(stopped, None), query, asked.keys, asked.merge,
-      asked.previous).operators.map { case (o, decision) => o.id -> decision }.toMap)
+    val plan = Move.KeyChanging.plan(stopped, None)
+    val shaped = reshape.fold(plan) { case (drops, anew) => Reshape.reshaped(stopped, plan, query, drops, anew) }
+    Right(KeyChangePlan.decide(stopped, shaped, query, asked.keys, asked.merge, asked.previous).operators.map {
+      case (o, decision) => o.writtenAt -> decision
+    }.toMap)
   } catch {
     case refused: ToolRefusal if !asked.anyGiven => Left(refused)
   }

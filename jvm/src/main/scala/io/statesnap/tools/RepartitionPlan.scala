@@ -40,6 +40,8 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
    * checkpoint's operators whose state it drops): every store is written, where the count stays too.
    */
   def reshaped: Boolean = operators.exists(o => o.added.nonEmpty || o.movedTo.nonEmpty) || dropped.nonEmpty
+  /** How many operators the checkpoint keeps state for: those read (kept, maybe moved) and those dropped. */
+  def recordedOperators: Int = operators.count(_.added.isEmpty) + dropped.size
 
   /** Under checkpoint format v2, the id by which `commits/N` names the version of a store the job loads. */
   def loadId(operator: Int, partition: Int, store: String): Option[String] =
@@ -54,8 +56,9 @@ final case class RepartitionPlan(batch: Long, from: Int, to: Int, operators: Seq
   def says: Seq[String] = operators.map { o =>
     val stores = o.stores.map(_.name).mkString(", ")
     if (o.movedTo.nonEmpty) s"move the state of operator ${o.id} (${o.describe}) to operator ${o.writtenAt}, which " +
-      s"computes it in the new version: its stores written there anew as state version ${batch + 2}, every entry in " +
-      "its partition, with its records, schema file and operator metadata"
+      s"computes it in the new version: its stores written there anew as state version ${batch + 2}, every entry " +
+      o.keyChange.fold("in its partition")(c => s"under its new key (${c.says.mkString("; ")}), in the partition " +
+        "where Spark looks for it") + ", with its records, schema file and operator metadata"
     else if (o.added.nonEmpty) s"start operator ${o.id} (${o.describe}), which the new version adds, with empty " +
       "stores " +
       s"in ${if (o.keyless) "partition 0" else s"partitions 0-${to - 1}"} as state version ${batch + 2}, and write " +
@@ -161,8 +164,6 @@ object RepartitionPlan {
    * A stateful operator: its stores, and whether it has no key (a global aggregation, a streaming limit), which Spark
    * plans on one partition (AllTuples): its state stays in partition 0 whatever the count; and the change of its key
    * the new version of the query makes, if any (its one store gets every entry under its new key).
-   */
-  /**
    * @param keyChange how its key changes, if it does ([[KeyChangePlan]])
    * @param meaning what the new version's plan says its state means, recorded with a key change's version (an
    *   operator added: with its first version)

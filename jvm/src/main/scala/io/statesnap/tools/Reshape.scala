@@ -98,17 +98,27 @@ object Reshape {
    * @param query the new version's streaming DataFrame
    * @param drops the ids of the checkpoint's states the user drops (`deploy(drop=...)`)
    * @param anew the ids of the checkpoint's states the user starts anew (`deploy(anew=...)`)
+   * @param keys the deploy's key change where its rehearsal says a key changes (`keys`, `merge` and `previous` as
+   *   [[ChangeKey.run]] takes them), made by the same job: each state moved and given its new key at once; null where
+   *   no key changes
    * @param partitions the number of partitions every state has after the batch (`deploy(partitions=...)`), or null:
    *   as many as it has
    */
   def run(spark: SparkSession, location: String, query: SparkClasses.Dataset[_], drops: java.util.List[Integer],
-      anew: java.util.List[Integer], partitions: Integer, fileSink: String, noFileSink: Boolean,
+      anew: java.util.List[Integer], keys: java.util.Map[String, String], merge: java.util.Map[String, String],
+      previous: SparkClasses.Dataset[_], partitions: Integer, fileSink: String, noFileSink: Boolean,
       dryRun: Boolean): ToolReport =
     Move.run(spark, location, Move.Reshaping, Option(partitions).map(_.intValue), fileSink, noFileSink, dryRun,
-      (checkpoint, plan) => reshaped(checkpoint, plan, query, ids(drops), ids(anew)))
+      (checkpoint, plan) => {
+        val shaped = reshaped(checkpoint, plan, query, ids(drops), ids(anew))
+        // No key change where the batch changes no operator: a deploy run again after its batch, the keys given then
+        // in the state already.
+        if (keys == null || !shaped.reshaped) shaped
+        else KeyChangePlan(checkpoint, shaped, query, ChangeKey.asMap(keys), ChangeKey.asMap(merge), Option(previous))
+      })
 
   /** The operator ids a Python caller gives. */
-  private[tools] def ids(given: java.util.List[Integer]): Set[Long] = given.asScala.map(_.longValue).toSet
+  private[tools] def ids(ids: java.util.List[Integer]): Set[Long] = ids.asScala.map(_.longValue).toSet
 
   /**
    * Puts right a batch of a deploy's that did not finish (a crash in it, or a restart planned on it): its change of
@@ -129,7 +139,7 @@ object Reshape {
   }
 
   /** The stopped query's `plan` as the new version `query` reshapes it, or a refusal of a change it does not make. */
-  private def reshaped(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
+  private[tools] def reshaped(checkpoint: StoppedCheckpoint, plan: RepartitionPlan, query: SparkClasses.Dataset[_],
       drops: Set[Long], anew: Set[Long]): RepartitionPlan = {
     val planned = NewQueryOperators.plan(query, checkpoint.pinnedConfs(plan.batch))
     val writers = NewQueryOperators.writers(planned)
@@ -171,7 +181,8 @@ object Reshape {
     val stateRoot = new Path(checkpoint.root, "state")
     val into = stagedStateRoot(checkpoint, batch)
     val withMetadata = checkpoint.allOperators.exists(op => fs.exists(metadataV1(stateRoot, op)))
-    for (o <- plan.operators if o.staged; store <- o.stores) {
+    // An operator whose key changes too is described under its new key by the move's records of a key change.
+    for (o <- plan.operators if o.staged && o.keyChange.isEmpty; store <- o.stores) {
       val layout = store.families.head.layout
       val records = OperatorRecordFiles.root(stateRoot.toString, o.id)
       o.targets(plan.to).foreach { p =>
