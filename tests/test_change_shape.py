@@ -307,6 +307,73 @@ def test_a_dedup_added_below_a_stream_stream_join_starts_empty_and_the_join_keep
             assert kept(checkpoint, 1, "id string, value bigint") == seen, r
 
 
+# Rounds of (left, right) rows, (id, value) each, of a stream-stream join whose left rows happen at `value` seconds
+# (watermarked, no delay): v2 counts the pairs the join emits, and sums their values, by 10-second window of the left
+# row's time, an aggregation added above the join (operator 0), whose state moves from operator 0 to 1 (the sum reads
+# every column the join keeps: one it no longer read would change its rows' layout). Each round's pairs: the
+# first's under v1; then the new rows matched with those the join buffered before the deploy, then new ones (window
+# 20-30); the last two move the watermark past both windows (each emitted by the batch after the one that does).
+ABOVE_JOIN = [([("a", 1), ("b", 2)], [("a", 10), ("c", 30)]),
+              ([("a", 3), ("c", 5)], [("b", 20)]),
+              ([("d", 25)], [("d", 40)]),
+              ([("e", 60)], []),
+              ([("f", 100)], [])]
+
+
+def above_join_model() -> list[tuple[int, int, int]]:
+    """By the start of its window (seconds), how many pairs the aggregation counts and the sum of their values: the
+    pairs the join emits from the deploy (the second round) on, each of a left and a right row of one id once."""
+    left, right, windows = [], [], {}
+    for r, (lefts, rights) in enumerate(ABOVE_JOIN):
+        pairs = [(v, w) for i, v in lefts for j, w in right + rights if i == j] + \
+                [(v, w) for j, w in rights for i, v in left if i == j]
+        for v, w in pairs if r > 0 else ():
+            n, total = windows.get(v // 10 * 10, (0, 0))
+            windows[v // 10 * 10] = (n + 1, total + v + w)
+        left, right = left + lefts, right + rights
+    return sorted((start, n, total) for start, (n, total) in windows.items())
+
+
+@pytest.mark.skipif(MINOR == "3.5", reason="the same move on 3.5 as a dedup's; a join's four stores moved on 4.x")
+def test_an_aggregation_added_above_a_stream_stream_join_moves_the_joins_rows_and_counts_its_pairs(spark, tmp_path):
+    """v2 counts the pairs a join emits by window, in append mode: the rehearsal says the aggregation starts empty,
+    added offline, and the join's state moves from operator 0 to 1; the deploy moves the join's four stores and starts
+    the aggregation's in one batch; each window is emitted once, when the watermark passes it, counting each pair the
+    join emitted from the deploy on, new rows matched with the rows it buffered before, as the model says; Spark's own
+    state reader reads the join's left rows at operator 1."""
+    left, right, checkpoint = str(tmp_path / "left"), str(tmp_path / "right"), str(tmp_path / "checkpoint")
+
+    def version(counts: bool):
+        lhs = (spark.readStream.schema(INPUT_SCHEMA).json(left).select("id", "value")
+               .withColumn("at", F.timestamp_seconds("value")).withWatermark("at", "0 seconds"))
+        rhs = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id AS rid", "value AS r")
+        pairs = lhs.join(rhs, F.expr("id = rid")).select("id", "value", "r", "at")
+        return pairs.groupBy(F.window("at", "10 seconds")).agg(F.count("*").alias("n"), F.sum(F.col("value") + F.col(
+            "r")).alias("total")).select(F.unix_timestamp("window.start").alias("start"), "n", "total") \
+            if counts else pairs
+
+    windows: list[tuple[int, int, int]] = []
+    for r, (lefts, rights) in enumerate(ABOVE_JOIN):
+        write_input(left, [(i, v, "set") for i, v in lefts])
+        write_input(right, [(i, v, "set") for i, v in rights])
+        if r == 0:
+            assert sorted(tuple(row)[:3] for row in run_to_end(version(False), checkpoint)) == [("a", 1, 10)]
+            continue
+        if r == 1:
+            result = tools.rehearse(checkpoint, version(True))
+            operators = {o["operator"]: o for o in result.details["operators"]}
+            assert [(o["operator"], o["decision"]) for o in result.details["operators"]] == [
+                (0, "starts empty, added offline"), (1, "moved offline")], result.lines
+            assert "a deploy moves its state from operator 0 to operator 1 offline first" in \
+                " ".join(operators[1]["lines"]), operators[1]
+        rows = deployed(checkpoint, version(True), "append") if r == 1 else run_to_end(version(True), checkpoint)
+        windows.extend(tuple(row) for row in rows)
+    assert sorted(windows) == above_join_model()
+    read = spark.read.format("statestore").option("operatorId", 1).option("joinSide", "left").load(checkpoint)
+    assert sorted((row.key.field0, row.value.value) for row in read.collect()) == sorted(
+        (i, v) for lefts, _ in ABOVE_JOIN for i, v in lefts)
+
+
 # Rounds of (id, op) rows for a query whose dedup changes its column: v1 counts each id once (a dedup by id); v2
 # dedups by op instead, a column the dedup has seen no value of: its state is started anew by the deploy, and from then
 # on a row counts for its id where its op is new.

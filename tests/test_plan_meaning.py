@@ -140,6 +140,38 @@ def test_a_key_fed_by_other_columns_is_refused_then_changed_by_the_printed_call(
         sorted(map(tuple, run_to_end(v2(spark, control_source), control, mode)))
 
 
+def test_a_join_keyed_by_another_column_is_refused_before_any_task(spark, tmp_path):
+    """A stream-stream join buffers each side's rows under their join key: v2 joins on another column of the same
+    type (op instead of id), which Spark's checks (type and position) let through, every buffered row then matched by
+    its id as if it were an op. The plan says which columns feed each side's key, recorded with the state: the
+    rehearsal and the restart are refused before any task, naming the keys; the state is unchanged."""
+    left, right, checkpoint = str(tmp_path / "left"), str(tmp_path / "right"), str(tmp_path / "checkpoint")
+
+    def version(column: str):
+        lhs = stream(spark, left).selectExpr(f"{column} AS k", "value")
+        rhs = stream(spark, right).selectExpr(f"{column} AS rk", "value AS r")
+        return lhs.join(rhs, F.expr("k = rk"))
+
+    write_input(left, [("a", 1, "view"), ("b", 2, "click")])
+    write_input(right, [("a", 10, "view"), ("c", 30, "view")])
+    for _ in range(FIRST_RUNS):
+        run_to_end(version("id"), checkpoint)
+    assert meanings(checkpoint)[-1]["operator"] == "stream-stream inner join"
+    write_input(left, [("c", 3, "view")])
+    state = tree_hash(os.path.join(checkpoint, "state"))
+
+    rehearsed = tools.rehearse(checkpoint, version("op"))
+    assert rehearsed.outcome == tools.Outcome.REFUSED and "is another key" in rehearsed.details["refusal"], \
+        rehearsed.lines
+    with pytest.raises(StreamingQueryException, match="is another key") as refused:
+        run_to_end(version("op"), checkpoint)
+    said = str(refused.value)
+    assert "STATESNAP_INCOMPATIBLE_STATE_SCHEMA" in said and "operator 0 (stream-stream inner join" in said and \
+        "`left k` is now fed by op, not id" in said and "Fix: keep the join's keys fed by the columns that fed " \
+        "them" in said, said
+    assert tree_hash(os.path.join(checkpoint, "state")) == state
+
+
 # Each version's aggregates by output name: (function, the column expression it aggregates).
 AGGREGATES = {
     "n": lambda: F.count("*"), "total": lambda: F.sum("value"), "high": lambda: F.max("value"),
@@ -243,7 +275,8 @@ def test_an_operator_never_reads_another_operators_state(spark, tmp_path, name):
     for recorded, now in moved:
         assert f"the state of operator {recorded} (streaming aggregation by `window`, `id`, aggregates count(1), " \
                "fed by " in str(restarted.value), str(restarted.value)
-        assert f"(op = '{before[recorded]}'))) is computed by the new version's operator {now}" in \
+        # The window's null check, inferred by Spark's optimizer, says nothing of what feeds it.
+        assert f"fed by where (op = '{before[recorded]}')) is computed by the new version's operator {now}" in \
             str(restarted.value), str(restarted.value)
     assert tree_hash(os.path.join(checkpoint, "state")) == tree
     assert os.path.exists(os.path.join(checkpoint, "_statesnap", "refused-plans", "1"))

@@ -1,8 +1,11 @@
 package io.statesnap.meaning
 
+import java.util.Locale
+
 import io.statesnap.SparkClasses
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, ExprId, Expression, GetStructField, Literal,
-  NamedExpression, PrettyAttribute}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Cast, ExprId, Expression, GetStructField,
+  IsNotNull, Literal, NamedExpression, PrettyAttribute}
+import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.execution.{FilterExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
@@ -12,10 +15,13 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
  * sources, with the output columns the aggregation computes from it. A source follows every alias down to the
  * input's own column (`col("user").alias("uid")`, a `withColumnRenamed` upstream: `user`) and through casts, and
  * renders an expression over columns by its function (`upper(user)`, `from_json(value).user`): what the query
- * computes, whatever it names it. None for an operator whose state this does not read (a session window, a join, a
- * limit).
+ * computes, whatever it names it. A stream-stream join's key is each side's join keys (left's, then right's), its
+ * operator the join's type. None for an operator whose state this does not read (a session window, a limit).
  */
 object PlannedMeaning {
+  /** How a stream-stream join's meaning starts: `stream-stream inner join`, `stream-stream left outer join`, ... */
+  val StreamStreamJoin = "stream-stream"
+
   def of(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] = {
     val sources = new Sources(plan)
     def keyed(operator: String, key: Seq[Attribute], aggregates: Seq[MeantAggregate] = Nil) =
@@ -41,10 +47,25 @@ object PlannedMeaning {
       case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec => keyed("group state", groups.groupingAttributes)
       // Each minor's transformWithState operators keep their grouping attributes under that name.
       case tws if tws.nodeName.startsWith("TransformWithState") => keyed("transformWithState",
-        tws.getClass.getMethod("groupingAttributes").invoke(tws).asInstanceOf[Seq[Attribute]])
+        field[Seq[Attribute]](tws, "groupingAttributes"))
+      // Each minor's join, in its own package, under that name.
+      case join if join.nodeName == "StreamingSymmetricHashJoin" =>
+        val key = Seq("left" -> "leftKeys", "right" -> "rightKeys").flatMap { case (side, keys) =>
+          field[Seq[Expression]](join, keys).map(k => KeyColumn(s"$side ${k match {
+            case named: NamedExpression => named.name
+            case other => other.sql
+          }}", sources(k), k.dataType.catalogString))
+        }
+        val joinType = field[JoinType](join, "joinType").sql.toLowerCase(Locale.ROOT)
+        Some(OperatorMeaning(s"$StreamStreamJoin $joinType join", key, Nil,
+          Some(input(plan, writer.children, sources))))
       case _ => None
     }
   }
+
+  /** The field `name` of an operator whose class is each minor's own. */
+  private def field[T](operator: SparkPlan, name: String): T =
+    operator.getClass.getMethod(name).invoke(operator).asInstanceOf[T]
 
   /**
    * The result expressions of the aggregation above `save` in `plan` (Spark's last aggregation step, which computes
@@ -57,11 +78,18 @@ object PlannedMeaning {
    * What feeds an operator whose inputs are `children`: the filters, unions and stateful operators below it down to
    * its sources, each column named by its source (as a key's are), so that two branches of a union that differ only by
    * what they let through are told apart. What a micro-batch plans differently from a deploy's plan of the streaming
-   * DataFrame is left out: scans (a batch's names its files), exchanges, sorts, the operator's own aggregation steps.
+   * DataFrame is left out: scans (a batch's names its files), exchanges, sorts, the operator's own aggregation steps;
+   * and the null checks Spark's optimizer infers from what is above the operator and pushes below it (a join's keys, a
+   * window's time column): an aggregation added above a join would otherwise change what feeds the join.
    */
   private def input(plan: SparkPlan, children: Seq[SparkPlan], sources: Sources): String = {
+    def conjuncts(e: Expression): Seq[Expression] = e match {
+      case And(a, b) => conjuncts(a) ++ conjuncts(b)
+      case other => Seq(other)
+    }
     def walk(node: SparkPlan): Seq[String] = node match {
-      case f: FilterExec => s"where ${sources.sql(f.condition)}" +: walk(f.child)
+      case f: FilterExec => conjuncts(f.condition).filterNot(_.isInstanceOf[IsNotNull]).reduceOption(And)
+        .map(c => s"where ${sources.sql(c)}").toSeq ++ walk(f.child)
       case u: UnionExec => Seq(u.children.map(c => walk(c).mkString(" <- ")).mkString("union(", "; ", ")"))
       case w: SparkClasses.StateStoreWriter => of(plan, w).fold(w.nodeName)(m => m.copy(input = None).describe) +:
         w.children.flatMap(walk)

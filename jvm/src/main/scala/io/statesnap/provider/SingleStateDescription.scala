@@ -2,6 +2,7 @@ package io.statesnap.provider
 
 import io.statesnap.SparkClasses.CheckpointFileManager
 import io.statesnap.meaning.{OperatorMeaning, RecordedMeanings}
+import io.statesnap.registration.SparkOperator
 import io.statesnap.snapshot.StateSnapshotRecord
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -13,7 +14,8 @@ import org.apache.spark.sql.types.StructType
  * every path that changes it (the store as it commits, [[OperatorStateGuard]]; a key change offline, `tools.Move`)
  * and removed together with a version never committed: statesnap's record of each partition's store
  * ([[OperatorRecordFiles]]) and, once for the operator by partition 0, what its state means ([[RecordedMeanings]], by
- * its default store) and Spark's schema file of the store ([[SparkSchemaFileHistory]], its earlier content kept).
+ * its default store or a join's first) and Spark's schema file of the store ([[SparkSchemaFileHistory]], its earlier
+ * content kept).
  */
 private[statesnap] object SingleStateDescription {
   /** What a version describes anew, each part None where it stays as it was. */
@@ -56,9 +58,9 @@ private[statesnap] object SingleStateDescription {
   /** Partition 0's store describes what is one for the operator: its meaning, Spark's schema file. */
   private def describesOperator(id: StateStoreId): Boolean = id.partitionId == 0
 
-  /** Partition 0's default store describes what the operator's state means. */
-  private def describesMeaning(id: StateStoreId): Boolean =
-    describesOperator(id) && id.storeName == StateStoreId.DEFAULT_STORE_NAME
+  /** Partition 0's default store (a join of state format 1 or 2: its first) describes what the state means. */
+  private def describesMeaning(id: StateStoreId): Boolean = describesOperator(id) &&
+    (id.storeName == StateStoreId.DEFAULT_STORE_NAME || id.storeName == SparkOperator.StreamStreamJoin.stores.head)
 
   private def recordDir(id: StateStoreId): Path = OperatorRecordFiles.dir(
     OperatorRecordFiles.root(id.checkpointRootLocation, id.operatorId), id.partitionId, id.storeName)
