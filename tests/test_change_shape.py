@@ -374,6 +374,75 @@ def test_an_aggregation_added_above_a_stream_stream_join_moves_the_joins_rows_an
         (i, v) for lefts, _ in ABOVE_JOIN for i, v in lefts)
 
 
+# Rounds of (left, right) rows, (id, value) each: v1 dedups the left rows (by id and value) and passes the right rows
+# on beside them (a union: Spark restarts a query on its checkpoint's sources only); v2 joins them, a stream-stream
+# join added above the dedup (operator 0), whose state moves from operator 0 to 1.
+JOIN_ADDED = [([("a", 1), ("b", 2), ("a", 1)], [("a", 10)]),
+              ([("a", 1), ("c", 3), ("b", 4)], [("a", 11), ("c", 30)]),
+              ([("b", 2), ("c", 3), ("d", 5)], [("b", 20), ("d", 40)])]
+
+
+def join_added_model() -> tuple[Counter, set[tuple[str, int]]]:
+    """The pairs (id, value, r) the join emits from the deploy (the second round) on: a left row the dedup keeps (one
+    it has not seen, from v1's rows on) with a right row of its id, each pair once; and the rows the dedup has seen.
+    The join starts empty: rows before the deploy are in no pair."""
+    seen: set[tuple[str, int]] = set()
+    left, right = [], []
+    for r, (lefts, rights) in enumerate(JOIN_ADDED):
+        for row in lefts:
+            if row not in seen:
+                seen.add(row)
+                if r > 0:
+                    left.append(row)
+        if r > 0:
+            right.extend(rights)
+    return Counter((i, v, w) for i, v in left for j, w in right if i == j), seen
+
+
+@pytest.mark.skipif(MINOR == "3.5", reason="Spark 3.5 does not say what a join's stores hold: a join added is refused")
+def test_a_stream_stream_join_added_above_a_dedup_starts_empty_and_the_dedup_keeps_its_rows(spark, tmp_path):
+    """v2 joins the deduplicated rows with the other stream: the rehearsal says the join starts empty, added offline,
+    and the dedup's state moves from operator 0 to 1; the deploy writes the join's four stores empty and moves the
+    dedup's in one batch; the join pairs only rows after the deploy, and the dedup drops rows it saw before it, as the
+    model says, over two rounds; the dedup's committed keys are every row it has seen, and Spark's reader reads the
+    join's stores at operator 0. A version that reads a source the checkpoint has none of, which Spark refuses to
+    restart, is refused by the rehearsal and the deploy before anything is written."""
+    left, right, checkpoint = str(tmp_path / "left"), str(tmp_path / "right"), str(tmp_path / "checkpoint")
+
+    def version(joined: bool):
+        rows = spark.readStream.schema(INPUT_SCHEMA).json(left).select("id", "value").dropDuplicates(["id", "value"])
+        others = spark.readStream.schema(INPUT_SCHEMA).json(right).selectExpr("id AS rid", "value AS r")
+        return rows.join(others, F.expr("id = rid")).select("id", "value", "r") if joined else rows.union(others)
+
+    emitted: Counter = Counter()
+    for r, (lefts, rights) in enumerate(JOIN_ADDED):
+        write_input(left, [(i, v, "set") for i, v in lefts])
+        write_input(right, [(i, v, "set") for i, v in rights])
+        if r == 0:
+            run_to_end(version(False), checkpoint)
+            continue
+        if r == 1:
+            result = tools.rehearse(checkpoint, version(True))
+            assert [(o["operator"], o["decision"]) for o in result.details["operators"]] == [
+                (0, "starts empty, added offline"), (1, "moved offline")], result.lines
+            before = files(checkpoint)
+            third = version(True).join(spark.readStream.schema(INPUT_SCHEMA).json(left).selectExpr("id AS t"),
+                                       F.expr("id = t"))
+            assert "the new version reads 3 streaming sources, and the offsets of the query on checkpoint " in \
+                tools.rehearse(checkpoint, third).details["refusal"]
+            with pytest.raises(statesnap.StateSchemaError, match="reads 3 streaming sources"):
+                statesnap.deploy(checkpoint, third, lambda df: pytest.fail("deploy started the query"),
+                                 no_file_sink=True)
+            assert files(checkpoint) == before
+        rows = deployed(checkpoint, version(True), "append") if r == 1 else run_to_end(version(True), checkpoint)
+        emitted.update(tuple(row) for row in rows)
+    expected, seen = join_added_model()
+    assert (emitted, kept(checkpoint, 1, "id string, value bigint")) == (expected, seen)
+    read = spark.read.format("statestore").option("operatorId", 0).option("joinSide", "right").load(checkpoint)
+    assert sorted((row.value.rid, row.value.r) for row in read.collect()) == sorted(
+        (i, v) for _, rights in JOIN_ADDED[1:] for i, v in rights)
+
+
 # Rounds of (id, op) rows for a query whose dedup changes its column: v1 counts each id once (a dedup by id); v2
 # dedups by op instead, a column the dedup has seen no value of: its state is started anew by the deploy, and from then
 # on a row counts for its id where its op is new.

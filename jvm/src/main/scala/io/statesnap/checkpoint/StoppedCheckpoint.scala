@@ -221,14 +221,25 @@ object StoppedCheckpoint {
    * The confs the latest offset log entry of the checkpoint at `location` pins (none before its first batch), which a
    * restart runs with: read whether or not a query runs on it (a rehearsal reads them).
    */
-  def latestPinnedConfs(spark: SparkSession, location: String): Map[String, String] = {
+  def latestPinnedConfs(spark: SparkSession, location: String): Map[String, String] =
+    latestOffsets(spark, location)(log => log.getLatestBatchId().flatMap(log.offsetSeqMetadataForBatchId).map(_.conf))
+      .getOrElse(Map.empty[String, String])
+
+  /**
+   * How many sources the latest offset log entry of the checkpoint at `location` holds offsets for, by position (the
+   * form Spark writes for sources it does not name), which a restart must read as many of; None before its first
+   * batch, or where the entry names its sources (Spark 4.3's map of offsets by source name).
+   */
+  def latestSourceCount(spark: SparkSession, location: String): Option[Int] =
+    latestOffsets(spark, location)(_.getLatest().map(_._2).filter(_.getClass.getSimpleName == "OffsetSeq")
+      .map(_.offsets.size))
+
+  /** `read` of Spark's offset log of the checkpoint at `location`; None where it has none. */
+  private def latestOffsets[T](spark: SparkSession, location: String)(read: OffsetSeqLog => Option[T]): Option[T] = {
     val offsets = new Path(location, "offsets")
     // Spark's log creates its directory when it is missing: a rehearsal writes nothing.
-    if (!offsets.getFileSystem(spark.sessionState.newHadoopConf()).exists(offsets)) Map.empty
-    else CheckpointFile.read(offsets, "Spark's offset log") {
-      val log = new OffsetSeqLog(spark, offsets.toString)
-      log.getLatestBatchId().flatMap(log.offsetSeqMetadataForBatchId).map(_.conf).getOrElse(Map.empty[String, String])
-    }
+    if (!offsets.getFileSystem(spark.sessionState.newHadoopConf()).exists(offsets)) None
+    else CheckpointFile.read(offsets, "Spark's offset log")(read(new OffsetSeqLog(spark, offsets.toString)))
   }
 
   /**

@@ -115,6 +115,14 @@ object NewQueryOperators {
     classOf[SparkClasses.StateStoreWriter].getMethod("shortName").invoke(writer).asInstanceOf[String]
 
   /**
+   * How many sources the streaming DataFrame `query` reads, as Spark numbers them in its offset log: each streaming
+   * relation of its plan once (a DataFrame read twice, as both sides of a union, is one source).
+   */
+  def sourceCount(query: SparkClasses.Dataset[_]): Int = query.queryExecution.analyzed.collect {
+    case relation if relation.nodeName == "StreamingRelation" || relation.nodeName == "StreamingRelationV2" => relation
+  }.distinct.size
+
+  /**
    * The streaming DataFrame `query` as Spark plans a micro-batch of it (before its `state` rule gives its stateful
    * operators a checkpoint and versions), under the confs its checkpoint's offset log pins (`pinned`): a restart runs
    * with those (Spark's `OffsetSeqMetadata.setSessionConf`), whatever the session says, and they choose each stateful

@@ -72,16 +72,16 @@ object Rehearsal {
     def operatorList: java.util.List[OperatorOutcome] = operators.asJava
 
     /**
-     * Refused if an operator, the deploy's change of operators or the restart whole (a batch left unfinished) is; else
-     * a change if one migrates; else nothing.
+     * Refused if an operator, the deploy's change of operators or the restart whole (a batch left unfinished, other
+     * sources) is; else a change if one migrates; else nothing.
      */
     def outcome: ToolReport.Outcome = if (refusedWhole.nonEmpty) ToolReport.Refused else Seq(ToolReport.Refused,
       ToolReport.Change).find(o => operators.exists(_.decision.outcome == o)).getOrElse(ToolReport.Nothing)
 
     /**
-     * The refusal a deploy raises, or null: why no restart runs (a batch left unfinished), or why the deploy does not
-     * change the operators as the new version (and its `drop`) asks (its fix is the deploy's), else the first refused
-     * operator's message.
+     * The refusal a deploy raises, or null: why no restart runs (a batch left unfinished, other sources), or why the
+     * deploy does not change the operators as the new version (and its `drop`) asks (its fix is the deploy's), else
+     * the first refused operator's message.
      */
     def refusal: String =
       refusedWhole.orElse(operators.find(_.decision == Refused).map(_.lines.get(0))).orNull
@@ -128,6 +128,10 @@ object Rehearsal {
     val pinned = StoppedCheckpoint.latestPinnedConfs(spark, qualified)
     // A batch a tool appended and did not finish pins that tool's marker for a provider: no restart runs until it does.
     val unfinished = StoppedCheckpoint.unfinishedBy(pinned).map(ToolErrors.batchUnfinished(qualified, _).getMessage)
+    // Spark finds each source by its place in the offsets: a restart that reads another number of them fails.
+    val sources = NewQueryOperators.sourceCount(query)
+    val sourcesChanged = StoppedCheckpoint.latestSourceCount(spark, qualified).filter(_ != sources)
+      .map(ToolErrors.sourcesChanged(qualified, _, sources).getMessage)
     val plan = NewQueryOperators.plan(query, pinned)
     // The provider the restart runs on: statesnap serves the query only where its checkpoint pins statesnap's.
     val provider = pinned.get(StoppedCheckpoint.ProviderConf).filter(_ != ProviderClasses.Statesnap)
@@ -227,7 +231,8 @@ object Rehearsal {
     Rehearsed(shape.fold(why => matched.map(o => if (!concerns(o)) o
       else o.copy(lines = (o.lines.asScala :+ s"a deploy cannot make this change: ${why.reason}").asJava)),
       _ => matched), qualified, registered, reshaping.nonEmpty,
-      unfinished.orElse(shape.left.toOption.map(ToolErrors.shapeNotDeployed(qualified, _).getMessage)))
+      unfinished.orElse(sourcesChanged).orElse(shape.left.toOption.map(ToolErrors.shapeNotDeployed(qualified, _)
+        .getMessage)))
   }
 
   /**

@@ -145,13 +145,13 @@ object RepartitionPlan {
   case object WithTheStore extends Placement
 
   /**
-   * An operator the new version adds at `id`, with one store of the layout its plan gives (`key`, `value`), placed by
-   * its whole key: it has no entries yet.
+   * An operator the new version adds at `id`, with the stores its plan gives (by name, the key and value schemas of
+   * each: one, or a join's four), each placed by its whole key: it has no entries yet.
    */
-  def added(id: Int, describe: String, key: StructType, value: StructType, meaning: Option[OperatorMeaning],
-      sparkName: String): Operator = Operator(id, describe, Seq(singleFamily(StateStoreId.DEFAULT_STORE_NAME, key,
-    value, PartitionKey.WholeKey, prefixScan = false)), keyless = key.isEmpty, meaning = meaning,
-    added = Some(sparkName))
+  def added(id: Int, describe: String, stores: Map[String, (StructType, StructType)], meaning: Option[OperatorMeaning],
+      sparkName: String): Operator = Operator(id, describe, stores.toSeq.sortBy { case (name, _) => storeIndex(name) }
+    .map { case (name, (key, value)) => singleFamily(name, key, value, PartitionKey.WholeKey, prefixScan = false) },
+    keyless = stores.values.forall(_._1.isEmpty), meaning = meaning, added = Some(sparkName))
 
   /** A store without column families, placed by its key. */
   private def singleFamily(name: String, key: StructType, value: StructType, partitionKey: PartitionKey,

@@ -14,6 +14,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.types.StructType
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -79,7 +80,7 @@ object Reshape {
     shape(matches, drops, anew, OperatorMatching.stateAt(_, recorded)).flatMap { shape =>
       def describe(id: Long) = PlannedMeaning.of(plan, writers(id.toInt))
         .fold(NewQueryOperators.operator(writers(id.toInt)).describe)(_.describe)
-      shape.empty.find(id => addedStore(writers(id.toInt)).isEmpty)
+      shape.empty.find(id => emptyStores(writers(id.toInt)).isEmpty)
         .map(id => Left(ShapeRefusal.NotOneStore(id, describe(id))))
         .orElse(shape.moved.values.toSeq.sorted.find(p => NewQueryOperators.storeSchemas(writers(p.toInt)).isEmpty)
           .map(p => Left(ShapeRefusal.NotMovable(p, describe(p)))))
@@ -87,12 +88,14 @@ object Reshape {
     }
   }
 
-  /** The one store (key and value schemas) of an operator a deploy adds, if its state is one store of one layout. */
-  private def addedStore(writer: SparkClasses.StateStoreWriter): Option[(org.apache.spark.sql.types.StructType,
-      org.apache.spark.sql.types.StructType)] =
-    NewQueryOperators.storeSchemas(writer).filter(_.keySet == Set(StateStoreId.DEFAULT_STORE_NAME))
+  /**
+   * The stores (key and value schemas, by name) of an operator a deploy writes empty, if its state is one store of
+   * one layout or a join's four stores (Spark 4, state format 1 or 2): not column families, nor a session's key.
+   */
+  private def emptyStores(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] =
+    NewQueryOperators.storeSchemas(writer).filter(stores => stores.keySet == Set(StateStoreId.DEFAULT_STORE_NAME) ||
+      stores.keySet == SparkOperator.StreamStreamJoin.stores.toSet)
       .filter(_ => SparkOperator.named(NewQueryOperators.sparkName(writer)) != SparkOperator.SessionWindow)
-      .map(_(StateStoreId.DEFAULT_STORE_NAME))
 
   /**
    * @param query the new version's streaming DataFrame
@@ -153,8 +156,7 @@ object Reshape {
       o.copy(movedTo = Some(p.toInt), meaning = PlannedMeaning.of(planned, writers(p.toInt)))))
     val empty = shape.empty.map { id =>
       val writer = writers(id.toInt)
-      val (key, value) = addedStore(writer).get
-      RepartitionPlan.added(id.toInt, NewQueryOperators.operator(writer).describe, key, value,
+      RepartitionPlan.added(id.toInt, NewQueryOperators.operator(writer).describe, emptyStores(writer).get,
         PlannedMeaning.of(planned, writer), NewQueryOperators.sparkName(writer))
     }
     plan.copy(operators = (kept ++ empty).sortBy(_.writtenAt),

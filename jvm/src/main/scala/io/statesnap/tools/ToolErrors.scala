@@ -2,6 +2,7 @@ package io.statesnap.tools
 
 import io.statesnap.StatesnapException
 import io.statesnap.StatesnapException._
+import io.statesnap.meaning.MeaningDecision.AsANewQuery
 import org.apache.hadoop.fs.Path
 
 /**
@@ -43,6 +44,16 @@ private[statesnap] object ToolErrors {
       s"appended by `${if (tool == "deploy") "statesnap.deploy" else s"python -m statesnap $tool"}`, which did not " +
       s"finish, and a restart is refused until it does. Nothing was started or written. Fix: run that $tool again " +
       "(it finishes or rolls the batch back; statesnap.deploy does it for its own batches), then rehearse again.")
+
+  /**
+   * A rehearsal of a new version that reads another number of sources than the checkpoint's offsets hold: Spark
+   * refuses its restart before any batch ("Cannot continue"), whatever a deploy does to its state.
+   */
+  def sourcesChanged(checkpoint: String, recorded: Int, now: Int): StatesnapException =
+    new StatesnapException(UnsupportedConfiguration, s"the new version reads $now streaming sources, and the " +
+      s"offsets of the query on checkpoint $checkpoint hold $recorded: Spark refuses to restart a query on sources " +
+      "other than its checkpoint's (it finds each by its place), before any batch. Nothing was started or written. " +
+      s"Fix: read the same sources as the running version, in the same order; or $AsANewQuery.")
 
   /** A deploy's refusal of the shape change the new version asks ([[ShapeRefusal]]), before anything is written. */
   def shapeNotDeployed(checkpoint: String, why: ShapeRefusal): StatesnapException =
