@@ -141,7 +141,7 @@ object MeaningDecision {
   private def refusal(describe: String, recorded: OperatorMeaning, now: OperatorMeaning, why: String,
       operatorId: Long, checkpoint: String): StatesnapException = {
     if (recorded.operator.startsWith(PlannedMeaning.StreamStreamJoin))
-      return MeaningErrors.anotherJoinKey(describe, why)
+      return MeaningErrors.anotherJoinKey(describe, why, operatorId)
     val fix = SameKey.changeKeyFix(KeySources(recorded.key, now.key))
     val call = FixFormat.Application(None, Some(checkpoint)).changeKey(fix)
     // A dedup's value says nothing of its rows: a key change only fits columns computed from the old ones.

@@ -50,13 +50,17 @@ private[statesnap] object MeaningErrors {
       "does); or keep the stateful operators of the running " +
       s"version; or $AsANewQuery.")
 
-  /** A stream-stream join's key fed by other columns: its buffered rows are neither re-keyed nor started anew yet. */
-  def anotherJoinKey(describe: String, why: String): StatesnapException =
+  /**
+   * A stream-stream join's key fed by other columns: its buffered rows say nothing of the new key (statesnap does not
+   * re-key them), so they are kept under the old one or dropped.
+   */
+  def anotherJoinKey(describe: String, why: String, operatorId: Long): StatesnapException =
     new StatesnapException(IncompatibleStateSchema, s"the key of $describe is another key: $why. Spark compares " +
       "keys by type and position and would match every buffered row by its old key as the new one; the query's plan " +
       "says which columns feed each side's join key, and statesnap decides by it. Nothing was read or rewritten. " +
-      s"Fix: keep the join's keys fed by the columns that fed them (statesnap neither re-keys a join's buffered rows " +
-      s"nor starts them anew yet); or $AsANewQuery.")
+      "Fix: keep the join's keys fed by the columns that fed them; or, on Spark 4 (a join of state format 1 or 2), " +
+      s"start its state anew, its buffered rows dropped: statesnap.deploy(checkpoint, query, start, anew=" +
+      s"[$operatorId]), the query stopped; or $AsANewQuery.")
 
   /**
    * @param call the `change_key` call that gives every entry its new key
