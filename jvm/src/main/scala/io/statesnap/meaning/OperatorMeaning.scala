@@ -64,11 +64,12 @@ final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregat
 
   /**
    * Whether `other` is the same operator computing the same state: the same kind, key columns (under any names) and
-   * aggregates, fed the same way.
+   * aggregates, fed the same way (the null checks Spark's optimizer infers left out: [[NullChecks]]).
    */
   def computesAs(other: OperatorMeaning): Boolean = operator == other.operator &&
     key.map(k => (k.source, k.dataType)) == other.key.map(k => (k.source, k.dataType)) &&
-    aggregates.map(_.function) == other.aggregates.map(_.function) && input == other.input
+    aggregates.map(_.function) == other.aggregates.map(_.function) &&
+    input.map(NullChecks.removed) == other.input.map(NullChecks.removed)
 }
 
 object OperatorMeaning {
