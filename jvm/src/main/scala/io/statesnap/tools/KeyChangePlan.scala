@@ -83,15 +83,16 @@ private[tools] object KeyChangePlan {
     val meantBefore = previousPlan.map(p => NewQueryOperators.writers(p).map(PlannedMeaning.of(p, _)))
     val stateRoot = new Path(checkpoint.root, "state").toString
     val loaded = checkpoint.latestCommittedBatch + 1
-    // The meaning recorded with each operator's state, read once, where it is the operator the new plan puts there.
-    val recorded = plan.operators.map { old => old.id -> (for {
-      now <- meant.lift(old.writtenAt).flatten if old.added.isEmpty
+    // The meaning recorded with each state, by its id in the checkpoint (an operator added, which has none, may be
+    // written at the id a state leaves), read once, where it is the operator the new plan computes it by.
+    val recorded = plan.operators.filter(_.added.isEmpty).flatMap { old => for {
+      now <- meant.lift(old.writtenAt).flatten
       (_, was) <- RecordedMeanings.inForce(stateRoot, old.id, loaded, checkpoint.hadoopConf)
       if was.operator == now.operator
-    } yield was) }.toMap
+    } yield old.id -> was }.toMap
     def sources(old: RepartitionPlan.Operator): Option[KeySources] = for {
       now <- meant.lift(old.writtenAt).flatten
-      was <- recorded(old.id)
+      was <- recorded.get(old.id)
     } yield KeySources(was.key, now.key)
     /*
      * The aggregates of operator `old` as the state's meaning says, against the new version's: its buffers follow
@@ -101,7 +102,7 @@ private[tools] object KeyChangePlan {
      */
     def aggregatesAsMeant(old: RepartitionPlan.Operator): Either[Refused, Unit] = (for {
       now <- meant.lift(old.writtenAt).flatten
-      was <- meantBefore.fold(recorded(old.id))(_.lift(old.id).flatten)
+      was <- meantBefore.fold(recorded.get(old.id))(_.lift(old.id).flatten)
     } yield {
       val buffers = AggregateMatch(was.aggregates, now.aggregates)
       if (buffers.replaced.nonEmpty) Left(refused(KeyChangeRefusals.aggregateReplaced(old.id, old.describe,
