@@ -16,10 +16,12 @@ refusal as one ``StateSchemaError`` whose first line is statesnap's message. The
 adopt, release, migrate, repartition, change_key) are ``statesnap.tools``, a Python API with typed results that
 ``python -m statesnap`` runs; ``statesnap.deploy`` rehearses a new version, runs the offline step it needs and starts
 it, ``statesnap.repartition`` changes where a query's state lives, and ``statesnap.change_key`` the key its
-operators keep it by.
+operators keep it by; ``statesnap.named`` names a stateful operator, so that a deploy tells it from another that
+computes the same.
 """
 from statesnap._config import EXTENSIONS_CLASS, LISTENER_CLASS, PROVIDER_CLASS, SPARK_MINORS, configure, jar_path
 from statesnap._errors import StateSchemaError, refusals
+from statesnap._names import named
 from statesnap._snapshots import (
     Compatibility,
     RowSnapshot,
@@ -47,6 +49,7 @@ __all__ = [
     "configure",
     "deploy",
     "jar_path",
+    "named",
     "refusals",
     "register_snapshot",
     "repartition",

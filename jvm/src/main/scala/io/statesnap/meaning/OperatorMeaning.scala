@@ -38,20 +38,23 @@ final case class MeantAggregate(function: String, buffer: Seq[(String, String)],
 /**
  * What a stateful operator's state means, from the query's plan: the operator (`streaming aggregation`,
  * `dropDuplicates`, ...), its key field by field and, for a streaming aggregation, its aggregates in the order of
- * their buffers; and what feeds it (`input`: the filters, unions and stateful operators below it, [[PlannedMeaning]];
- * None in a meaning recorded before statesnap recorded it). Kept beside the state ([[RecordedMeanings]]), it is what a
- * restart's plan is compared with: a key is decided by the columns that feed it, never by type and position alone, an
- * aggregation's buffers by the aggregate they belong to, never by buffer name, and an operator's state by the
- * operator that computes it, never by its place in the plan alone ([[MeaningDecision.movedStates]]).
+ * their buffers; what feeds it (`input`: the filters, unions and stateful operators below it, [[PlannedMeaning]];
+ * None in a meaning recorded before statesnap recorded it); and the name the user gives it (`name`, where it has one:
+ * `statesnap.named`), which tells it from an operator that computes the same. Kept beside the state
+ * ([[RecordedMeanings]]), it is what a restart's plan is compared with: a key is decided by the columns that feed it,
+ * never by type and position alone, an aggregation's buffers by the aggregate they belong to, never by buffer name,
+ * and an operator's state by the operator that computes it, never by its place in the plan alone
+ * ([[MeaningDecision.movedStates]]).
  */
 final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregates: Seq[MeantAggregate],
-    input: Option[String] = None) {
+    input: Option[String] = None, name: Option[String] = None) {
   def describe: String = s"$operator by ${if (key.isEmpty) "no key" else key.map(_.describe).mkString(", ")}" +
-    (if (aggregates.isEmpty) "" else s", aggregates ${aggregates.map(_.function).mkString(", ")}")
+    (if (aggregates.isEmpty) "" else s", aggregates ${aggregates.map(_.function).mkString(", ")}") +
+    OperatorMeaning.named(name)
 
   def toJson: String = JsonMethods.compact(JsonMethods.render(toJValue))
 
-  def toJValue: JValue = JObject(
+  def toJValue: JValue = JObject(List[JField](
     "format" -> JInt(OperatorMeaning.Format),
     "operator" -> JString(operator),
     "key" -> JArray(key.toList.map(k => JObject("name" -> JString(k.name), "source" -> JString(k.source),
@@ -60,7 +63,7 @@ final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregat
       "uncast" -> JString(a.uncast),
       "buffer" -> JArray(a.buffer.toList.map { case (n, t) => JObject("name" -> JString(n), "type" -> JString(t)) }),
       "outputs" -> a.outputs.fold[JValue](JNull)(o => JArray(o.toList.map(JString(_))))))),
-    "input" -> input.fold[JValue](JNull)(JString(_)))
+    "input" -> input.fold[JValue](JNull)(JString(_))) ++ name.map(n => "name" -> JString(n)))
 
   /**
    * Whether `other` is the same operator computing the same state: the same kind, key columns (under any names) and
@@ -73,6 +76,9 @@ final case class OperatorMeaning(operator: String, key: Seq[KeyColumn], aggregat
 }
 
 object OperatorMeaning {
+  /** How an operator's description ends where the user names it (`statesnap.named`). */
+  def named(name: Option[String]): String = name.fold("")(n => s", named '$n'")
+
   /** The layout of the JSON form; a newer one is refused, never guessed at. */
   val Format = 1
 
@@ -113,6 +119,11 @@ object OperatorMeaning {
         case None | Some(JNull) => None // recorded before statesnap recorded what feeds an operator
         case Some(JString(s)) => Some(s)
         case Some(other) => throw invalid(s"'input' is ${JsonMethods.compact(other)}")
+      },
+      all.get("name") match {
+        case None => None // an operator the user did not name
+        case Some(JString(s)) => Some(s)
+        case Some(other) => throw invalid(s"'name' is ${JsonMethods.compact(other)}")
       })
   }
 

@@ -6,7 +6,7 @@ import io.statesnap.SparkClasses
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Cast, ExprId, Expression, GetStructField,
   IsNotNull, Literal, NamedExpression, PrettyAttribute}
 import org.apache.spark.sql.catalyst.plans.JoinType
-import org.apache.spark.sql.execution.{FilterExec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.{CollectMetricsExec, FilterExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
 /**
@@ -16,13 +16,24 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
  * input's own column (`col("user").alias("uid")`, a `withColumnRenamed` upstream: `user`) and through casts, and
  * renders an expression over columns by its function (`upper(user)`, `from_json(value).user`): what the query
  * computes, whatever it names it. A stream-stream join's key is each side's join keys (left's, then right's), its
- * operator the join's type. None for an operator whose state this does not read (a session window, a limit).
+ * operator the join's type. An operator's name is the one `statesnap.named` gives the DataFrame it reads. None for an
+ * operator whose state this does not read (a session window, a limit).
  */
 object PlannedMeaning {
   /** How a stream-stream join's meaning starts: `stream-stream inner join`, `stream-stream left outer join`, ... */
   val StreamStreamJoin = "stream-stream"
 
-  def of(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] = {
+  /**
+   * How the observation that names the operator reading a DataFrame starts (`statesnap.named`: `df.observe(
+   * "statesnap.named:clicks", count(lit(1)).alias("rows"))`): an observation stays in the plan as the user put it,
+   * where Spark's optimizer moves filters and projections and drops hints and aliases.
+   */
+  val NamePrefix = "statesnap.named:"
+
+  def of(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] =
+    meaning(plan, writer).map(_.copy(name = nameOf(writer)))
+
+  private def meaning(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] = {
     val sources = new Sources(plan)
     def keyed(operator: String, key: Seq[Attribute], aggregates: Seq[MeantAggregate] = Nil) =
       Some(OperatorMeaning(operator, key.map(a => KeyColumn(a.name, sources(a), a.dataType.catalogString)),
@@ -63,6 +74,20 @@ object PlannedMeaning {
     }
   }
 
+  /**
+   * The name the user gives `writer`: the [[NamePrefix]] observation below it, reached through nodes of one input (not
+   * past a union, a join or another stateful operator); a join's, its sides' joined by ` + `.
+   */
+  private def nameOf(writer: SparkPlan): Option[String] = {
+    def below(node: SparkPlan): Option[String] = node match {
+      case named: CollectMetricsExec if named.name.startsWith(NamePrefix) => Some(named.name.stripPrefix(NamePrefix))
+      case _: SparkClasses.StateStoreWriter => None
+      case one if one.children.size == 1 => below(one.children.head)
+      case _ => None
+    }
+    Some(writer.children.flatMap(below).distinct).filter(_.nonEmpty).map(_.mkString(" + "))
+  }
+
   /** The field `name` of an operator whose class is each minor's own. */
   private def field[T](operator: SparkPlan, name: String): T =
     operator.getClass.getMethod(name).invoke(operator).asInstanceOf[T]
@@ -80,7 +105,8 @@ object PlannedMeaning {
    * what they let through are told apart. What a micro-batch plans differently from a deploy's plan of the streaming
    * DataFrame is left out: scans (a batch's names its files), exchanges, sorts, the operator's own aggregation steps;
    * and the null checks Spark's optimizer infers from what is above the operator and pushes below it (a join's keys, a
-   * window's time column): an aggregation added above a join would otherwise change what feeds the join.
+   * window's time column): an aggregation added above a join would otherwise change what feeds the join. Names
+   * (`statesnap.named`) are left out too: naming an operator does not change what feeds those above it.
    */
   private def input(plan: SparkPlan, children: Seq[SparkPlan], sources: Sources): String = {
     def conjuncts(e: Expression): Seq[Expression] = e match {
@@ -91,7 +117,7 @@ object PlannedMeaning {
       case f: FilterExec => conjuncts(f.condition).filterNot(_.isInstanceOf[IsNotNull]).reduceOption(And)
         .map(c => s"where ${sources.sql(c)}").toSeq ++ walk(f.child)
       case u: UnionExec => Seq(u.children.map(c => walk(c).mkString(" <- ")).mkString("union(", "; ", ")"))
-      case w: SparkClasses.StateStoreWriter => of(plan, w).fold(w.nodeName)(m => m.copy(input = None).describe) +:
+      case w: SparkClasses.StateStoreWriter => meaning(plan, w).fold(w.nodeName)(m => m.copy(input = None).describe) +:
         w.children.flatMap(walk)
       case other => other.children.flatMap(walk)
     }

@@ -7,7 +7,7 @@ import io.statesnap.checkpoint.{CheckpointReader, OperatorDecision, PlannedOpera
 import io.statesnap.{ProviderClasses, SparkClasses, StatesnapException}
 import io.statesnap.ScalaCompat._
 import io.statesnap.keys.NewQueryOperators
-import io.statesnap.meaning.{OperatorMatch, OperatorMatching, OperatorMeaning}
+import io.statesnap.meaning.{OperatorMatch, OperatorMatching, OperatorMeaning, PlannedMeaning}
 import io.statesnap.provider.StateWalk
 import io.statesnap.registration.{QueryRegistrations, QueryStates, Registrations, SparkOperatorCheck}
 import org.apache.hadoop.conf.Configuration
@@ -166,8 +166,9 @@ object Rehearsal {
     }))).map(keyChanges(spark, qualified, query, _, reshaping.map(_ => (Reshape.ids(drops), Reshape.ids(anew)))))
     val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
+      val describe = operator.describe + OperatorMeaning.named(PlannedMeaning.of(plan, writer).flatMap(_.name))
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
-        OperatorOutcome(id, operator.describe, decision, lines.asJava, offline)
+        OperatorOutcome(id, describe, decision, lines.asJava, offline)
       restarts.get(id) match {
         case None if startedAnew.contains(id.toLong) => outcome(StartedAnewOffline, Seq(s"anew names the state it " +
           s"computes, ${OperatorMatching.stateAt(startedAnew(id.toLong), recorded)}: $AnewAdvice"))
@@ -253,7 +254,8 @@ object Rehearsal {
       case OperatorMatch.Added(id) if recorded.nonEmpty && !outcomes.exists(o => o.operator == id &&
           o.decision == AddedOffline) => id -> "the checkpoint keeps no state it computes (an operator added)"
       case OperatorMatch.Ambiguous(id, candidates) => id -> (s"it computes what each of ${candidates.map(state)
-        .mkString(" and ")} recorded, at none of their places: which state is its cannot be told")
+        .mkString(" and ")} recorded, as other operators of the new version do, not all at those places: which " +
+        "state is its cannot be told (names tell them: statesnap.named)")
     }.toMap
     val removed = matches.collect { case OperatorMatch.Removed(id) => id }
     if (said.isEmpty && removed.isEmpty) return outcomes

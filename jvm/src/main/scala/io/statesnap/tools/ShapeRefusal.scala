@@ -17,8 +17,12 @@ private[tools] object ShapeRefusal {
   /** @param each each operator of the new version that computes what several states of the checkpoint recorded */
   final case class Ambiguous(each: Seq[String]) extends ShapeRefusal {
     def reason: String = s"the new version's stateful operators cannot all be matched with the checkpoint's states " +
-      s"by what each computes: ${each.mkString("; ")}, at none of their places. Fix: keep those operators at their " +
-      s"places (a union's branches in their order); or $AsANewQuery"
+      s"by what each computes: ${each.mkString("; ")}, not all at their places. Fix: give each of those operators a " +
+      "name, in the running version and in the new one: statesnap.named(df, \"clicks\") on the DataFrame the " +
+      "operator reads (in Scala df.observe(\"statesnap.named:clicks\", count(lit(1)).as(\"rows\"))); restart the " +
+      "running version with the names, its operators at their places, so that its next batch records them with the " +
+      s"states; then deploy the new version; or keep those operators at their places (a union's branches in their " +
+      s"order); or $AsANewQuery"
   }
 
   /** @param ids the checkpoint's states no operator of the new version computes; @param state describes one */

@@ -66,6 +66,10 @@ class MeaningDecisionTest {
     assertEquals(clicks, OperatorMeaning.parse(clicks.toJson))
     val earlier = clicks.copy(input = None)
     assertEquals(earlier, OperatorMeaning.parse(earlier.toJson.replace(",\"input\":null", "")))
+    val named = clicks.copy(name = Some("clicks"))
+    assertEquals(named, OperatorMeaning.parse(named.toJson))
+    assertEquals("an operator the user did not name is recorded as before", org.json4s.JNothing,
+      org.json4s.jackson.JsonMethods.parse(clicks.toJson) \ "name")
   }
 
   @Test def aKeyIsTheColumnsThatFeedItUnderAnyName(): Unit = {

@@ -58,6 +58,32 @@ class OperatorMatchingTest {
     assertEquals(Seq(Added(0), Ambiguous(2, Seq(0, 1))),
       matched(0L -> views, 1L -> views)(0L -> dedup("source"), 2L -> views))
 
+  @Test def operatorsThatComputeTheSameAreToldApartByTheirPlacesOnlyWhereNothingMoved(): Unit = {
+    val (a, b) = (dedup("source"), dedup("source")) // a union's two sources, deduplicated alike
+    assertEquals("nothing moved", Seq(Kept(0, 0), Kept(1, 1)), matched(0L -> a, 1L -> b)(0L -> a, 1L -> b))
+    assertEquals("an aggregation added above them: taking the one at 1 for its own would give it the other's",
+      Seq(Added(0), Ambiguous(1, Seq(0, 1)), Ambiguous(2, Seq(0, 1))),
+      matched(0L -> a, 1L -> b)(0L -> counted("union(dropDuplicates by `id`; dropDuplicates by `id`)"), 1L -> a,
+        2L -> b))
+    assertEquals("one removed: which one, nothing says", Seq(Ambiguous(0, Seq(0, 1))),
+      matched(0L -> a, 1L -> b)(0L -> a))
+  }
+
+  @Test def namesTellApartOperatorsThatComputeTheSame(): Unit = {
+    def named(m: OperatorMeaning, name: String) = m.copy(name = Some(name))
+    val (a, b) = (named(dedup("source"), "a"), named(dedup("source"), "b"))
+    assertEquals(Seq(Added(0), Kept(0, 1), Kept(1, 2)),
+      matched(0L -> a, 1L -> b)(0L -> counted("union(dropDuplicates by `id`; dropDuplicates by `id`)"), 1L -> a,
+        2L -> b))
+    assertEquals("swapped", Seq(Kept(1, 0), Kept(0, 1)), matched(0L -> a, 1L -> b)(0L -> b, 1L -> a))
+    assertEquals("named whatever feeds it", Seq(Kept(1, 0), Added(1), Removed(0)),
+      matched(0L -> a, 1L -> b)(0L -> named(dedup("where (x > 1)"), "b"), 1L -> named(dedup("source"), "c")))
+    assertEquals("another name at its place is another operator", Seq(Added(0), Removed(0)),
+      matched(0L -> a)(0L -> named(dedup("source"), "c")))
+    assertEquals("a name given in the new version only: matched as without", Seq(Kept(0, 0), Kept(1, 1)),
+      matched(0L -> dedup("source"), 1L -> clicks)(0L -> a, 1L -> named(clicks, "clicks")))
+  }
+
   @Test def whatIsNotRecordedIsMatchedByPlaceAsSparkReadsIt(): Unit = {
     assertEquals(Seq(Kept(0, 0), Kept(1, 1)),
       OperatorMatching(Map(0L -> None, 1L -> Some(views)), Map(0L -> Some(clicks), 1L -> None)))
