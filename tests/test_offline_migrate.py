@@ -1,7 +1,7 @@
 """Offline migration of transformWithState state on Spark's own provider, Spark 4.2+ (issue 12): real queries
 created on Spark's provider, stopped, `python -m statesnap migrate`d, and restarted on Spark's provider with its
 schema check on, reading exactly what was written. Refusals and failures change nothing Spark reads; a crash at any
-step leaves a checkpoint no query restarts on until migrate runs again, which puts it right."""
+step leaves a checkpoint no query restarts on until migrate (or a deploy) runs again, which puts it right."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import pyspark
 import pytest
 
 import faults
-from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, lease, run_app,
+from apps import (INPUT_SCHEMA, OUTPUT_SCHEMA, STOCK_PROVIDER, StateSpec, StatesApp, _states_app, lease, run_app,
                   run_group_state_app, run_two_operator_app, write_input)
 from committed_state import read_store
 from migration_evidence import assert_migrated
@@ -210,6 +210,11 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
                           "b": [{"count": [5], "events": [[5]], "last": {'["pos"]': [5]}}]}
 
 
+def count_v2(spark):
+    """The query with COUNT_V2's states, for ``deploy --app`` (its input: STATESNAP_TEST_SOURCE)."""
+    return _states_app(spark, os.environ["STATESNAP_TEST_SOURCE"], COUNT_V2, lambda v: (v,), (), False)
+
+
 @pytest.mark.slow
 @SPARK_42_ON
 @pytest.mark.parametrize("step, checkpoint_format", [
@@ -221,7 +226,7 @@ def test_what_migrate_cannot_do_is_refused_and_changes_nothing(spark, app_dirs, 
     pytest.param("schema", 2, marks=ONLY_ON_43)])
 def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_again(spark, app_dirs, on_provider,
                                                                                     cli, changelog, request, step,
-                                                                                    checkpoint_format):
+                                                                                    checkpoint_format, monkeypatch):
     source, checkpoint = app_dirs
     if checkpoint_format == 2:
         request.getfixturevalue("checkpoint_format_v2")
@@ -246,8 +251,16 @@ def test_a_crash_during_migrate_leaves_no_query_restarting_until_migrate_runs_ag
             on_provider(STOCK_PROVIDER, lambda: run_app(spark, source, checkpoint, version))
     assert {k: files(checkpoint).get(k) for k in before} == before
 
-    # migrate again puts the checkpoint right (rolled back, or finished once its batch committed), then migrates.
-    code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema", "n bigint, note string")
+    # migrate again puts the checkpoint right (rolled back, or finished once its batch committed), then migrates; so
+    # does a deploy of the new version, which runs the same offline migration (before, it was refused, naming
+    # migrate).
+    if step == "partition":
+        monkeypatch.setenv("STATESNAP_TEST_SOURCE", source)
+        code, out = cli("deploy", checkpoint, "--no-file-sink", "--app", "test_offline_migrate:count_v2")
+        assert "the offline migration" in out, out
+    else:
+        code, out = cli("migrate", checkpoint, "--no-file-sink", "--state", "count", "--schema",
+                        "n bigint, note string")
     assert code == 3, out
     if step == "commit":
         assert "finished the migrate interrupted after committing batch 1" in out and "no entry needs" in out, out

@@ -42,7 +42,7 @@ private[tools] object OfflineMigration {
   private val Spark = ProviderClasses.SparkRocksDB
 
   /** `migrate` in [[AppendedBatch]]'s protocol: it leaves the query on Spark's provider. */
-  private object Migrating extends AppendedBatchVerb {
+  private[tools] object Migrating extends AppendedBatchVerb {
     val name = "migrate"
     def finalProvider(source: String): String = Spark
     def finishWritten(checkpoint: StoppedCheckpoint, batch: Long, stepDone: String => Unit): Unit = ()

@@ -123,18 +123,21 @@ object Reshape {
   /** The operator ids a Python caller gives. */
   private[tools] def ids(ids: java.util.List[Integer]): Set[Long] = ids.asScala.map(_.longValue).toSet
 
+  /** The verbs whose unfinished batch a deploy puts right first ([[recover]]): the ones a deploy runs. */
+  private[tools] val recoverable: Seq[AppendedBatchVerb] =
+    Seq(Move.Reshaping, Move.KeyChanging, Move.Repartitioning) ++ OfflineMigrationVerb.verb
+
   /**
    * Puts right a batch of a deploy's that did not finish (a crash in it, or a restart planned on it): its change of
-   * the operators ([[Move.Reshaping]]), its key change ([[Move.KeyChanging]]) or its partition count
-   * ([[Move.Repartitioning]]), rolled back before its commit, finished after ([[AppendedBatch.begin]]). A deploy does
-   * it first, so that its rehearsal reads the checkpoint as a finished batch left it. @return what it did; nothing
-   * where nothing was left
+   * the operators ([[Move.Reshaping]]), its key change ([[Move.KeyChanging]]), its partition count
+   * ([[Move.Repartitioning]]) or its offline migration (Spark 4.2+, [[OfflineMigrationVerb]]), rolled back before its
+   * commit, finished after ([[AppendedBatch.begin]]). A deploy does it first, so that its rehearsal reads the
+   * checkpoint as a finished batch left it. @return what it did; nothing where nothing was left
    */
   def recover(spark: SparkSession, location: String, fileSink: String, noFileSink: Boolean): ToolReport = {
     val checkpoint = StoppedCheckpoint(spark, location, Move.Reshaping.name)
     val batch = checkpoint.latestBatch
-    Seq(Move.Reshaping, Move.KeyChanging, Move.Repartitioning)
-      .find(verb => Seq(batch, batch - 1).exists(b => b >= 0 && verb.unfinishedAt(checkpoint, b)))
+    recoverable.find(verb => Seq(batch, batch - 1).exists(b => b >= 0 && verb.unfinishedAt(checkpoint, b)))
       .fold(ToolReport(Nil, ToolReport.Nothing)) { verb =>
         AppendedBatch.begin(spark, StoppedCheckpoint(spark, location, verb.name), verb, fileSink, noFileSink,
           dryRun = false).fold(identity, { case (_, recovered) => ToolReport(recovered.lines, ToolReport.Change) })

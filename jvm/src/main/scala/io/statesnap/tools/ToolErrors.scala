@@ -42,8 +42,9 @@ private[statesnap] object ToolErrors {
   def batchUnfinished(checkpoint: String, tool: String): StatesnapException =
     new StatesnapException(UnsupportedConfiguration, s"the latest batch of the query on checkpoint $checkpoint was " +
       s"appended by `${if (tool == "deploy") "statesnap.deploy" else s"python -m statesnap $tool"}`, which did not " +
-      s"finish, and a restart is refused until it does. Nothing was started or written. Fix: run that $tool again " +
-      "(it finishes or rolls the batch back; statesnap.deploy does it for its own batches), then rehearse again.")
+      s"finish, and a restart is refused until it does. Nothing was started or written. Fix: run that $tool again" +
+      (if (Reshape.recoverable.exists(_.name == tool)) ", or statesnap.deploy" else "") + " (it finishes or rolls " +
+      "the batch back first), then rehearse again.")
 
   /**
    * A rehearsal of a new version that reads another number of sources than the checkpoint's offsets hold: Spark
