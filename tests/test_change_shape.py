@@ -520,6 +520,47 @@ def test_dedups_of_two_sources_are_told_apart_by_their_names_where_an_aggregatio
         assert {row.key.id for row in read} == seen_b
 
 
+# Rounds of (id, second) events: v1 drops repeated events (a dedup by id and time, 10 s of watermark); v2 groups the
+# deduplicated events into sessions by id (5 s of gap), a session window added above the dedup (which moves from
+# operator 0 to 1), emitted once the watermark passes their end: the first event a@1 is seen by v1 only, so its repeat
+# in the deploy's round is dropped, and a's first session holds a@3 alone.
+SESSIONS = [[("a", 1), ("a", 1), ("b", 2)],
+            [("a", 1), ("a", 3), ("b", 30)],
+            [("a", 40), ("c", 60)],
+            [("c", 100)]]
+# The sessions emitted by the end of the last round (the watermark then 50 s: each batch evicts by the watermark the
+# batch before left), as (id, start, end, count).
+SESSIONS_EMITTED = [("a", 3, 8, 1), ("a", 40, 45, 1), ("b", 30, 35, 1)]
+
+
+def test_a_session_window_added_above_a_dedup_starts_empty_and_the_dedup_keeps_its_rows(spark, tmp_path):
+    """v2 adds a session window above v1's dedup: the rehearsal says the session window starts empty, added offline,
+    and the dedup's state moves from operator 0 to 1; the deploy writes the session window's store empty (sessions by
+    key and start) and moves the dedup's; the sessions emitted are the model's, the event seen before the deploy
+    dropped as a repeat."""
+    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
+
+    def version(sessions: bool):
+        events = (spark.readStream.schema(INPUT_SCHEMA).json(source).withColumn("t", F.timestamp_seconds("value"))
+                  .withWatermark("t", "10 seconds").dropDuplicates(["id", "t"]))
+        return events.groupBy(F.session_window("t", "5 seconds"), "id").count() if sessions else events
+
+    emitted: list = []
+    for r, rows in enumerate(SESSIONS):
+        write_input(source, [(i, v, "set") for i, v in rows])
+        if r == 0:
+            run_to_end(version(False), checkpoint)
+        elif r == 1:
+            result = tools.rehearse(checkpoint, version(True))
+            assert [(o["operator"], o["decision"]) for o in result.details["operators"]] == [
+                (0, "starts empty, added offline"), (1, "moved offline")], result.lines
+            emitted += deployed(checkpoint, version(True), "append")
+        else:
+            emitted += run_to_end(version(True), checkpoint)
+    assert sorted((row.id, int(row.session_window.start.timestamp()), int(row.session_window.end.timestamp()),
+                   row["count"]) for row in emitted) == SESSIONS_EMITTED
+
+
 # Rounds of (id, op) rows for a query whose dedup changes its column: v1 counts each id once (a dedup by id); v2
 # dedups by op instead, a column the dedup has seen no value of: its state is started anew by the deploy, and from then
 # on a row counts for its id where its op is new.

@@ -330,10 +330,10 @@ def deploy_offline(checkpoint: str, query: Any, *, name: Optional[str] = None,
     new version registers), raises a refusal as :class:`statesnap.StateSchemaError` before anything is written,
     changes the stateful operators where the new version's are not the checkpoint's at their places (matched by what
     each computes, not by its place: one appended batch moves each state to the id of the operator that computes it,
-    starts an aggregation, dedup or group state added with empty stores, and retires each state no operator computes
-    that ``drop`` names by its id in the checkpoint, never one it does not name, and starts anew, with empty stores,
-    each operator whose state ``anew`` names: a dedup on other columns), changes the key of each operator whose key
-    the new version changes (in that batch, each state moved and given its new key by one job, else in
+    starts an aggregation, session window, dedup or group state added with empty stores, and retires each state no
+    operator computes that ``drop`` names by its id in the checkpoint, never one it does not name, and starts anew, with
+    empty stores, each operator whose state ``anew`` names: a dedup on other columns), changes the key of each operator
+    whose key the new version changes (in that batch, each state moved and given its new key by one job, else in
     :func:`change_key`'s appended batch; given ``keys``, ``merge`` and ``previous`` as :func:`change_key` takes them,
     then rehearses again), runs the offline migration the rehearsal says a
     transformWithState needs on Spark 4.2+ (where its state is Spark's provider's: :func:`migrate`'s appended batch,

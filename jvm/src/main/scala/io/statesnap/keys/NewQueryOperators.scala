@@ -157,8 +157,8 @@ object NewQueryOperators {
    * does not read (a global limit, a join on Spark 3.5): its stores decide alone.
    */
   def storeSchemas(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] = {
-    // Spark 4.3 widens the nullability of what an aggregation or group state keeps, and keeps the schemas it gives
-    // its stores on the operator (`stateKeySchema`, `stateValueSchema`): those, where the operator has them.
+    // Spark 4.3 widens the nullability of what an aggregation, a session window or group state keeps, and keeps the
+    // schemas it gives its stores on the operator (`stateKeySchema`, `stateValueSchema`): those, where it has them.
     def one(key: Seq[Attribute], value: => StructType) = Some(Map(StateStoreId.DEFAULT_STORE_NAME ->
       (kept(writer, "stateKeySchema").getOrElse(DataTypeUtils.fromAttributes(key)) ->
         kept(writer, "stateValueSchema").getOrElse(value))))
@@ -175,7 +175,8 @@ object NewQueryOperators {
       case session if session.getClass.getSimpleName == "SessionWindowStateStoreSaveExec" =>
         val manager = managerOf(session)
         def schema(method: String) = manager.getClass.getMethod(method).invoke(manager).asInstanceOf[StructType]
-        Some(Map(StateStoreId.DEFAULT_STORE_NAME -> (schema("getStateKeySchema") -> schema("getStateValueSchema"))))
+        Some(Map(StateStoreId.DEFAULT_STORE_NAME -> (kept(session, "stateKeySchema").getOrElse(
+          schema("getStateKeySchema")) -> kept(session, "stateValueSchema").getOrElse(schema("getStateValueSchema")))))
       case other => JoinStateSchemas.of(other)
     }
   }

@@ -150,7 +150,8 @@ object RepartitionPlan {
    */
   def added(id: Int, describe: String, stores: Map[String, (StructType, StructType)], meaning: Option[OperatorMeaning],
       sparkName: String): Operator = Operator(id, describe, stores.toSeq.sortBy { case (name, _) => storeIndex(name) }
-    .map { case (name, (key, value)) => singleFamily(name, key, value, PartitionKey.WholeKey, prefixScan = false) },
+    .map { case (name, (key, value)) => singleFamily(name, key, value, PartitionKey.WholeKey,
+      prefixScan = SparkOperator.named(sparkName) == SparkOperator.SessionWindow) },
     keyless = stores.values.forall(_._1.isEmpty), meaning = meaning, added = Some(sparkName))
 
   /** A store without column families, placed by its key. */

@@ -90,12 +90,12 @@ object Reshape {
 
   /**
    * The stores (key and value schemas, by name) of an operator a deploy writes empty, if its state is one store of
-   * one layout or a join's four stores (Spark 4, state format 1 or 2): not column families, nor a session's key.
+   * one layout (a session window's too: sessions by key and start) or a join's four stores (Spark 4, state format 1
+   * or 2): not column families.
    */
   private def emptyStores(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] =
     NewQueryOperators.storeSchemas(writer).filter(stores => stores.keySet == Set(StateStoreId.DEFAULT_STORE_NAME) ||
       stores.keySet == SparkOperator.StreamStreamJoin.stores.toSet)
-      .filter(_ => SparkOperator.named(NewQueryOperators.sparkName(writer)) != SparkOperator.SessionWindow)
 
   /**
    * @param query the new version's streaming DataFrame
@@ -209,7 +209,8 @@ object Reshape {
       case Some(sparkName) =>
         val info = JObject("operatorInfo" -> JObject("operatorId" -> JInt(o.id), "operatorName" -> JString(sparkName)),
           "stateStoreInfo" -> JArray(o.stores.toList.map(s => JObject("storeName" -> JString(s.name),
-            "numColsPrefixKey" -> JInt(0), "numPartitions" -> JInt(o.targets(plan.to).size)))))
+            "numColsPrefixKey" -> JInt(s.families.head.layout.prefixFields),
+            "numPartitions" -> JInt(o.targets(plan.to).size)))))
         checkpoint.write(metadataV1(into, o.writtenAt), ("v1\n" + JsonMethods.compact(info)).getBytes(UTF_8))
     }
     plan.dropped.filterNot(d => plan.operators.exists(_.writtenAt == d.id))

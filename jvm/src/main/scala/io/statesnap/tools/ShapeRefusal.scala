@@ -50,9 +50,9 @@ private[tools] object ShapeRefusal {
   /** An operator added, or started anew, whose state is neither one store of one layout nor a join's four. */
   final case class NotOneStore(id: Long, describe: String) extends ShapeRefusal {
     def reason: String = s"operator $id ($describe), which the new version adds or starts anew, keeps its state in " +
-      "column families (transformWithState, a join of state format 3), by a session's key, or in stores this Spark " +
-      "does not describe (a join on Spark 3.5): statesnap adds (or starts anew) an aggregation, a dedup, group " +
-      "state or, on Spark 4, a join of state format 1 or 2 only yet"
+      "column families (transformWithState, a join of state format 3) or in stores this Spark does not describe (a " +
+      "join on Spark 3.5): statesnap adds (or starts anew) an aggregation, a session window, a dedup, group state " +
+      "or, on Spark 4, a join of state format 1 or 2 only yet"
   }
 
   /** An operator of the new version computing a state kept at another id, that statesnap does not move. */
