@@ -41,7 +41,8 @@ object OperatorMatch {
  * Two operators named differently are never matched. Operators that each compute what the same several states
  * computed are told apart by their places (2, 3) only where they stand at those states' places, all of them (the same
  * operators, nothing moved); elsewhere (two dedups of a union's sources under an added aggregation) they are
- * [[OperatorMatch.Ambiguous]]: taking the one at a state's place for its own would give it another's. Anything else
+ * [[OperatorMatch.Ambiguous]]: taking the one at a state's place for its own would give it another's; and the states
+ * they may compute are not another operator's by its place alone (a dedup fed anew at one's place). Anything else
  * is added or removed: the same computation fed another way at another place is never taken for a move, since the
  * input is what tells a union's branches apart.
  */
@@ -58,9 +59,9 @@ object OperatorMatching {
     var ambiguous = Map.empty[Long, Seq[Long]]
     var unplaceable = Set.empty[Long]
     def free(candidates: Seq[Long]) = candidates.filterNot(kept.values.toSet)
-    def matchAll(candidatesOf: (Long, OperatorMeaning) => Seq[Long]): Unit = {
+    def matchAll(candidatesOf: (Long, OperatorMeaning) => Seq[Long], byPlace: Boolean = false): Unit = {
       val open = planned.toSeq.sortBy(_._1).collect {
-        case (id, Some(m)) if !kept.contains(id) && !unplaceable(id) => id -> m
+        case (id, Some(m)) if !kept.contains(id) && !(byPlace && unplaceable(id)) => id -> m
       }
       val offered = open.map { case (id, m) => id -> free(candidatesOf(id, m)) }
       val claims = offered.flatMap(_._2).groupBy(identity).map { case (r, all) => r -> all.size }
@@ -83,11 +84,14 @@ object OperatorMatching {
     })
     unplaceable = ambiguous.collect { case (id, candidates) if ambiguous.collect {
       case (other, `candidates`) => other }.toSet != candidates.toSet => id }.toSet
-    matchAll((at, now) => atPlace(at, now, _.exists(sameButInput(_, now))))
-    matchAll((at, now) => atPlace(at, now, _.forall(_.operator == now.operator)))
+    // A state such an operator computes is not another's by its place alone.
+    val contested = ambiguous.filter { case (id, _) => unplaceable(id) }.values.flatten.toSet
+    matchAll((at, now) => atPlace(at, now, _.exists(sameButInput(_, now))).filterNot(contested), byPlace = true)
+    matchAll((at, now) => atPlace(at, now, _.forall(_.operator == now.operator)).filterNot(contested),
+      byPlace = true)
     // A planned operator the plan says nothing of keeps the state at its place, as Spark reads it.
-    planned.keys.filter(id => planned(id).isEmpty && recorded.contains(id) && !kept.values.toSet(id))
-      .foreach(id => kept += id -> id)
+    planned.keys.filter(id => planned(id).isEmpty && recorded.contains(id) && !kept.values.toSet(id) &&
+      !contested(id)).foreach(id => kept += id -> id)
     val matched = kept.values.toSet
     val ofPlanned = planned.keys.toSeq.sorted.map { id =>
       kept.get(id).map(OperatorMatch.Kept(_, id)).orElse(ambiguous.get(id).map(_.filterNot(matched))

@@ -67,6 +67,10 @@ class OperatorMatchingTest {
         2L -> b))
     assertEquals("one removed: which one, nothing says", Seq(Ambiguous(0, Seq(0, 1))),
       matched(0L -> a, 1L -> b)(0L -> a))
+    assertEquals("a dedup inserted below the first: the one fed anew at 0 is not taken for its place's by that alone",
+      Seq(Added(0), Added(1), Ambiguous(2, Seq(0, 1))),
+      matched(0L -> a, 1L -> b)(0L -> dedup("dropDuplicates by `x`"), 1L -> dedup("source").copy(key = key("x")),
+        2L -> b))
   }
 
   @Test def namesTellApartOperatorsThatComputeTheSame(): Unit = {
