@@ -159,24 +159,22 @@ object NewQueryOperators {
   def storeSchemas(writer: SparkClasses.StateStoreWriter): Option[Map[String, (StructType, StructType)]] = {
     // Spark 4.3 widens the nullability of what an aggregation, a session window or group state keeps, and keeps the
     // schemas it gives its stores on the operator (`stateKeySchema`, `stateValueSchema`): those, where it has them.
-    def one(key: Seq[Attribute], value: => StructType) = Some(Map(StateStoreId.DEFAULT_STORE_NAME ->
-      (kept(writer, "stateKeySchema").getOrElse(DataTypeUtils.fromAttributes(key)) ->
-        kept(writer, "stateValueSchema").getOrElse(value))))
+    def one(key: => StructType, value: => StructType) = Some(Map(StateStoreId.DEFAULT_STORE_NAME ->
+      (kept(writer, "stateKeySchema").getOrElse(key) -> kept(writer, "stateValueSchema").getOrElse(value))))
+    def keyOf(attributes: Seq[Attribute]) = DataTypeUtils.fromAttributes(attributes)
     writer match {
-      case save: SparkClasses.StateStoreSaveExec => one(save.keyExpressions, valueSchema(save, "getStateValueSchema"))
-      case dedup: SparkClasses.StreamingDeduplicateExec => one(dedup.keyExpressions, DedupValue)
+      case save: SparkClasses.StateStoreSaveExec =>
+        one(keyOf(save.keyExpressions), managerSchema(save, "getStateValueSchema"))
+      case dedup: SparkClasses.StreamingDeduplicateExec => one(keyOf(dedup.keyExpressions), DedupValue)
       case dedup: SparkClasses.StreamingDeduplicateWithinWatermarkExec =>
-        one(dedup.keyExpressions, DedupWithinWatermarkValue)
+        one(keyOf(dedup.keyExpressions), DedupWithinWatermarkValue)
       case groups: SparkClasses.FlatMapGroupsWithStateExec =>
-        one(groups.groupingAttributes, valueSchema(groups, "stateSchema"))
+        one(keyOf(groups.groupingAttributes), managerSchema(groups, "stateSchema"))
       case groups: SparkClasses.FlatMapGroupsInPandasWithStateExec =>
-        one(groups.groupingAttributes, valueSchema(groups, "stateSchema"))
+        one(keyOf(groups.groupingAttributes), managerSchema(groups, "stateSchema"))
       // A session window's stores key each session by the grouping key and its start, and keep its aggregated row.
       case session if session.getClass.getSimpleName == "SessionWindowStateStoreSaveExec" =>
-        val manager = managerOf(session)
-        def schema(method: String) = manager.getClass.getMethod(method).invoke(manager).asInstanceOf[StructType]
-        Some(Map(StateStoreId.DEFAULT_STORE_NAME -> (kept(session, "stateKeySchema").getOrElse(
-          schema("getStateKeySchema")) -> kept(session, "stateValueSchema").getOrElse(schema("getStateValueSchema")))))
+        one(managerSchema(session, "getStateKeySchema"), managerSchema(session, "getStateValueSchema"))
       case other => JoinStateSchemas.of(other)
     }
   }
@@ -202,10 +200,10 @@ object NewQueryOperators {
       }
 
   /**
-   * The value schema an operator's `stateManager` gives its stores, read by name: Scala keeps the manager private to
-   * Spark's operators (public in bytecode on every minor), and it is the one source of the layout the stores get.
+   * A schema an operator's `stateManager` gives its stores, read by name: Scala keeps the manager private to Spark's
+   * operators (public in bytecode on every minor), and it is the one source of the layout the stores get.
    */
-  private def valueSchema(operator: AnyRef, method: String): StructType = {
+  private def managerSchema(operator: AnyRef, method: String): StructType = {
     val manager = managerOf(operator)
     manager.getClass.getMethod(method).invoke(manager).asInstanceOf[StructType]
   }

@@ -57,12 +57,9 @@ object OperatorMatching {
       : Seq[OperatorMatch] = {
     var kept = Map.empty[Long, Long] // planned -> recorded
     var ambiguous = Map.empty[Long, Seq[Long]]
-    var unplaceable = Set.empty[Long]
     def free(candidates: Seq[Long]) = candidates.filterNot(kept.values.toSet)
-    def matchAll(candidatesOf: (Long, OperatorMeaning) => Seq[Long], byPlace: Boolean = false): Unit = {
-      val open = planned.toSeq.sortBy(_._1).collect {
-        case (id, Some(m)) if !kept.contains(id) && !(byPlace && unplaceable(id)) => id -> m
-      }
+    def matchAll(candidatesOf: (Long, OperatorMeaning) => Seq[Long], skip: Set[Long] = Set.empty): Unit = {
+      val open = planned.toSeq.sortBy(_._1).collect { case (id, Some(m)) if !kept.contains(id) && !skip(id) => id -> m }
       val offered = open.map { case (id, m) => id -> free(candidatesOf(id, m)) }
       val claims = offered.flatMap(_._2).groupBy(identity).map { case (r, all) => r -> all.size }
       offered.foreach {
@@ -82,13 +79,12 @@ object OperatorMatching {
     matchAll((_, now) => byId.collect {
       case (id, was) if was.input.nonEmpty && namesAgree(was, now) && now.computesAs(was) => id
     })
-    unplaceable = ambiguous.collect { case (id, candidates) if ambiguous.collect {
+    val unplaceable = ambiguous.collect { case (id, candidates) if ambiguous.collect {
       case (other, `candidates`) => other }.toSet != candidates.toSet => id }.toSet
     // A state such an operator computes is not another's by its place alone.
     val contested = ambiguous.filter { case (id, _) => unplaceable(id) }.values.flatten.toSet
-    matchAll((at, now) => atPlace(at, now, _.exists(sameButInput(_, now))).filterNot(contested), byPlace = true)
-    matchAll((at, now) => atPlace(at, now, _.forall(_.operator == now.operator)).filterNot(contested),
-      byPlace = true)
+    matchAll((at, now) => atPlace(at, now, _.exists(sameButInput(_, now))).filterNot(contested), unplaceable)
+    matchAll((at, now) => atPlace(at, now, _.forall(_.operator == now.operator)).filterNot(contested), unplaceable)
     // A planned operator the plan says nothing of keeps the state at its place, as Spark reads it.
     planned.keys.filter(id => planned(id).isEmpty && recorded.contains(id) && !kept.values.toSet(id) &&
       !contested(id)).foreach(id => kept += id -> id)

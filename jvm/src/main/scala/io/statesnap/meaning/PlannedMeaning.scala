@@ -31,7 +31,7 @@ object PlannedMeaning {
   val NamePrefix = "statesnap.named:"
 
   def of(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] =
-    meaning(plan, writer).map(_.copy(name = nameOf(writer)))
+    meaning(plan, writer).map(_.copy(name = name(writer)))
 
   private def meaning(plan: SparkPlan, writer: SparkClasses.StateStoreWriter): Option[OperatorMeaning] = {
     val sources = new Sources(plan)
@@ -78,7 +78,7 @@ object PlannedMeaning {
    * The name the user gives `writer`: the [[NamePrefix]] observation below it, reached through nodes of one input (not
    * past a union, a join or another stateful operator); a join's, its sides' joined by ` + `.
    */
-  private def nameOf(writer: SparkPlan): Option[String] = {
+  def name(writer: SparkPlan): Option[String] = {
     def below(node: SparkPlan): Option[String] = node match {
       case named: CollectMetricsExec if named.name.startsWith(NamePrefix) => Some(named.name.stripPrefix(NamePrefix))
       case _: SparkClasses.StateStoreWriter => None

@@ -166,7 +166,7 @@ object Rehearsal {
     }))).map(keyChanges(spark, qualified, query, _, reshaping.map(_ => (Reshape.ids(drops), Reshape.ids(anew)))))
     val decided = writers.zipWithIndex.map { case (writer, id) =>
       val operator = NewQueryOperators.operator(writer)
-      val describe = operator.describe + OperatorMeaning.named(PlannedMeaning.of(plan, writer).flatMap(_.name))
+      val describe = operator.describe + OperatorMeaning.named(PlannedMeaning.name(writer))
       def outcome(decision: Decision, lines: Seq[String], offline: Option[OfflineStep] = None) =
         OperatorOutcome(id, describe, decision, lines.asJava, offline)
       restarts.get(id) match {
